@@ -1,0 +1,77 @@
+# simpe: simulated post-editing adaptation harness. `make help` lists the targets.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+DATASET ?= libreoffice
+SPLIT ?= stream
+METHODS ?= baseline full bias fixed top lasso
+SEGMENTS ?= 300
+MODEL ?= models/demo-en-de
+MODEL_NAME := $(notdir $(MODEL))
+GROUP := runs/$(DATASET)-$(SPLIT)--$(MODEL_NAME)--$(SEGMENTS)seg
+ARGS ?=
+
+.DEFAULT_GOAL := help
+.PHONY: help venv simulate test test-slow corpus baseline select-fixed compare plot stopwords \
+        bench-loop bench-metrics bench-topk clean-runs
+
+help: ## list every target with one line each
+	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "} {printf "  %-14s %s\n", $$1, $$2}'
+	@echo "  variables: DATASET=$(DATASET) METHODS=\"$(METHODS)\" SEGMENTS=$(SEGMENTS) MODEL=$(MODEL) ARGS=..."
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --upgrade "pip<27"
+	$(VENV)/bin/pip install --quiet torch==2.13.0
+	$(VENV)/bin/pip install --quiet -e ".[dev]"
+	touch $@
+
+venv: $(STAMP) ## create the repo's virtualenv (.venv) with torch 2.13.0 CPU and every dependency
+
+simulate: $(STAMP) $(MODEL)/fixed-selection.json ## run METHODS on the first SEGMENTS segments of DATASET (default: six methods, 300 libreoffice stream segments)
+	$(PY) -m simpe simulate --dataset $(DATASET) --split $(SPLIT) --model $(MODEL) --segments $(SEGMENTS) --method $(METHODS) $(ARGS)
+	@echo "runs: $(GROUP)/  ->  compare with: make compare DATASET=$(DATASET) SEGMENTS=$(SEGMENTS)  (table in $(GROUP)/compare/)"
+	@echo "                     plot with:    make plot DATASET=$(DATASET) SEGMENTS=$(SEGMENTS)     (figures in $(GROUP)/plots/)"
+
+$(MODEL)/fixed-selection.json:
+	$(MAKE) select-fixed MODEL=$(MODEL)
+
+select-fixed: $(STAMP) ## choose the 'fixed' method's tensors for MODEL on the libreoffice dev split
+	$(PY) -m simpe select-fixed --model $(MODEL)
+
+compare: $(STAMP) ## table of the methods in the runs of DATASET/SEGMENTS (Markdown, CSV, LaTeX) with significance
+	$(PY) -m simpe compare $(GROUP) $(ARGS)
+
+plot: $(STAMP) ## cumulative-delta figures (R0, R1, R0+1, BLEU) and ranking snapshots of DATASET/SEGMENTS
+	$(PY) -m simpe plot $(GROUP) $(ARGS)
+
+test: $(STAMP) ## run the test suite (CPU, a few minutes)
+	$(PY) -m pytest -q
+
+test-slow: $(STAMP) ## run the slow tests too
+	$(PY) -m pytest -q -m ""
+
+corpus: $(STAMP) ## build data/libreoffice from Debian's LibreOffice 7.4 packages (needs apt-get)
+	$(PY) -m simpe corpus libreoffice
+
+baseline: $(STAMP) ## train the embedded demo model into models/demo-en-de (about 80 minutes on 2 CPU cores)
+	@test -f data/libreoffice/train.en || $(MAKE) corpus
+	$(PY) -m simpe train-baseline $(ARGS)
+
+stopwords: $(STAMP) ## regenerate stopwords/*.txt from the stopwordsiso package
+	$(PY) scripts/make_stopwords.py
+
+bench-loop: $(STAMP) ## seconds per segment (translate/score/update) per method, and the share outside the model
+	$(PY) benchmarks/bench_loop.py $(ARGS)
+
+bench-metrics: $(STAMP) ## time every cumulative metric curve for 10,000 segments
+	$(PY) benchmarks/bench_metrics.py $(ARGS)
+
+bench-topk: $(STAMP) ## exact top-10 on 50 stream sentences: batched search vs Algorithm 1 reference
+	$(PY) benchmarks/bench_topk.py $(ARGS)
+
+clean-runs: ## delete everything under runs/
+	rm -rf runs/*/

@@ -1,0 +1,5 @@
+import sys
+
+from simpe.cli import main
+
+sys.exit(main())

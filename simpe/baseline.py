@@ -1,0 +1,352 @@
+"""Train the embedded demo model: joint SentencePiece, a small MarianMTModel, a truecaser.
+
+``make baseline`` runs this on the LibreOffice train split with early stopping on dev
+and saves everything ``load_model`` needs with ``save_pretrained``, plus the Moses
+truecaser for the target language and a model card with the scores. It does not adapt
+or simulate anything; the model it writes is loaded exactly like a hub Marian model.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import math
+import platform
+import random
+import shlex
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from simpe.errors import DataError
+
+logger = logging.getLogger(__name__)
+
+SPECIALS = ("</s>", "<unk>")  # ids 0 and 1, as in the OPUS-MT vocabularies; <pad> is last
+
+
+@dataclass
+class TrainConfig:
+    data_dir: str = "data/libreoffice"
+    out_dir: str = "models/demo-en-de"
+    vocab_size: int = 8000
+    d_model: int = 256
+    layers: int = 3
+    heads: int = 4
+    ffn_dim: int = 1024
+    dropout: float = 0.1
+    label_smoothing: float = 0.1
+    max_len: int = 128
+    batch_tokens: int = 2500
+    lr: float = 7e-4
+    warmup_steps: int = 800
+    max_minutes: float = 75.0
+    eval_every: int = 500
+    eval_segments: int = 400
+    patience: int = 6
+    seed: int = 1
+    device: str = "auto"
+    threads: int = 0  # 0: torch's default
+
+
+def _read_lines(path: Path) -> list[str]:
+    if not path.exists():
+        raise DataError(f"missing {path}; run `make corpus` first")
+    return path.read_text(encoding="utf-8").splitlines()
+
+
+def train_sentencepiece(cfg: TrainConfig, texts: list[str], out: Path) -> None:
+    """Train the joint unigram SentencePiece model and write source/target.spm + vocab.json."""
+    import sentencepiece as spm
+
+    out.mkdir(parents=True, exist_ok=True)
+    corpus = out / "spm_input.txt"
+    corpus.write_text("".join(t + "\n" for t in texts), encoding="utf-8")
+    prefix = out / "spm"
+    spm.SentencePieceTrainer.train(
+        input=str(corpus), model_prefix=str(prefix), vocab_size=cfg.vocab_size - 3 + 1,  # +<unk> -> -3 specials +1
+        model_type="unigram", character_coverage=1.0, unk_id=0, bos_id=-1, eos_id=-1, pad_id=-1,
+        shuffle_input_sentence=False, num_threads=1, minloglevel=2,
+    )
+    corpus.unlink()
+    processor = spm.SentencePieceProcessor(model_file=str(prefix) + ".model")
+    pieces = [processor.id_to_piece(i) for i in range(processor.get_piece_size()) if i != processor.unk_id()]
+    vocab = {tok: i for i, tok in enumerate(SPECIALS)}
+    for piece in pieces:
+        vocab.setdefault(piece, len(vocab))
+    vocab["<pad>"] = len(vocab)
+    (out / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False, indent=0), encoding="utf-8")
+    data = (str(prefix) + ".model")
+    for name in ("source.spm", "target.spm"):
+        (out / name).write_bytes(Path(data).read_bytes())
+    Path(data).unlink()
+    Path(str(prefix) + ".vocab").unlink()
+
+
+def train_truecaser(lines: list[str], lang: str, path: Path) -> None:
+    """Train the Moses truecaser on Moses-tokenised target-side text and save it."""
+    from sacremoses import MosesTokenizer, MosesTruecaser
+
+    tok = MosesTokenizer(lang=lang)
+    docs = [tok.tokenize(line, escape=False) for line in lines]
+    MosesTruecaser().train(docs, save_to=str(path))
+
+
+def _batches(pairs: list[tuple[list[int], list[int]]], batch_tokens: int, rng: random.Random) -> list[list[int]]:
+    order = sorted(range(len(pairs)), key=lambda i: (len(pairs[i][1]), len(pairs[i][0]), i))
+    batches, current, longest = [], [], 0
+    for i in order:
+        longest_new = max(longest, len(pairs[i][0]), len(pairs[i][1]))
+        if current and longest_new * (len(current) + 1) > batch_tokens:
+            batches.append(current)
+            current, longest_new = [], max(len(pairs[i][0]), len(pairs[i][1]))
+        current.append(i)
+        longest = longest_new
+    if current:
+        batches.append(current)
+    rng.shuffle(batches)
+    return batches
+
+
+def _collate(pairs, idx, pad_id, device):
+    import torch
+
+    src = [pairs[i][0] for i in idx]
+    tgt = [pairs[i][1] for i in idx]
+    s_len, t_len = max(map(len, src)), max(map(len, tgt))
+    input_ids = torch.full((len(idx), s_len), pad_id, dtype=torch.long)  # (batch, src_len)
+    labels = torch.full((len(idx), t_len), -100, dtype=torch.long)  # (batch, tgt_len)
+    for row, (s, t) in enumerate(zip(src, tgt)):
+        input_ids[row, : len(s)] = torch.tensor(s)
+        labels[row, : len(t)] = torch.tensor(t)
+    return input_ids.to(device), (input_ids != pad_id).to(device), labels.to(device)
+
+
+def translate(model: Any, tokenizer: Any, sources: list[str], beam_size: int, batch_size: int = 32, max_new_tokens: int = 256) -> list[str]:
+    """Batch-translate with ``generate`` (used for the model card and early stopping)."""
+    import torch
+
+    order = sorted(range(len(sources)), key=lambda i: len(sources[i]))
+    out: list[str] = [""] * len(sources)
+    model.eval()
+    with torch.inference_mode():
+        for start in range(0, len(order), batch_size):
+            idx = order[start: start + batch_size]
+            enc = tokenizer([sources[i] for i in idx], return_tensors="pt", padding=True, truncation=True).to(model.device)
+            gen = model.generate(**enc, num_beams=beam_size, max_new_tokens=max_new_tokens, do_sample=False)
+            for i, text in zip(idx, tokenizer.batch_decode(gen, skip_special_tokens=True)):
+                out[i] = text
+    return out
+
+
+def score_card(hyps: list[str], refs: list[str]) -> dict[str, Any]:
+    from sacrebleu.metrics import BLEU, CHRF, TER
+
+    result = {}
+    for metric in (BLEU(), CHRF(), TER()):
+        s = metric.corpus_score(hyps, [refs])
+        result[metric.__class__.__name__.lower()] = {"score": round(s.score, 2), "signature": str(metric.get_signature())}
+    return result
+
+
+def machine_description(device: Any) -> str:
+    import torch
+
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    if device.type == "cuda":
+        return f"{torch.cuda.get_device_name(device)} (CUDA), host CPU {cpu}"
+    return f"{cpu}, {torch.get_num_threads()} torch threads"
+
+
+def train(cfg: TrainConfig, resume: bool = False) -> dict[str, Any]:
+    """Train the demo model end to end (see the module docstring); returns the model card dict."""
+    import torch
+    from transformers import GenerationConfig, MarianConfig, MarianMTModel, MarianTokenizer
+
+    from simpe.model import resolve_device
+
+    started = time.time()
+    if cfg.threads:
+        torch.set_num_threads(cfg.threads)
+    device = resolve_device(cfg.device)
+    random.seed(cfg.seed)
+    torch.manual_seed(cfg.seed)
+    data = Path(cfg.data_dir)
+    out = Path(cfg.out_dir)
+    ckpt_dir = out / "checkpoints"
+    train_src, train_tgt = _read_lines(data / "train.en"), _read_lines(data / "train.de")
+    dev_src, dev_tgt = _read_lines(data / "dev.en"), _read_lines(data / "dev.de")
+    stream_src, stream_tgt = _read_lines(data / "stream.en")[:1000], _read_lines(data / "stream.de")[:1000]
+
+    if not (resume and (out / "vocab.json").exists()):
+        logger.info("training SentencePiece (%d pieces) on %d train pairs", cfg.vocab_size, len(train_src))
+        train_sentencepiece(cfg, train_src + train_tgt, out)
+        logger.info("training the German truecaser")
+        train_truecaser(train_tgt, "de", out / "truecase.de.model")
+    tokenizer = MarianTokenizer(str(out / "source.spm"), str(out / "target.spm"), str(out / "vocab.json"),
+                                source_lang="en", target_lang="de", model_max_length=512)
+    vocab_size = len(tokenizer.encoder)
+    pad_id = tokenizer.pad_token_id
+    model_cfg = MarianConfig(
+        vocab_size=vocab_size, d_model=cfg.d_model, encoder_layers=cfg.layers, decoder_layers=cfg.layers,
+        encoder_attention_heads=cfg.heads, decoder_attention_heads=cfg.heads, encoder_ffn_dim=cfg.ffn_dim,
+        decoder_ffn_dim=cfg.ffn_dim, max_position_embeddings=512, dropout=cfg.dropout, attention_dropout=0.0,
+        activation_dropout=0.0, activation_function="swish", pad_token_id=pad_id, eos_token_id=tokenizer.eos_token_id,
+        decoder_start_token_id=pad_id, forced_eos_token_id=tokenizer.eos_token_id, scale_embedding=True,
+        share_encoder_decoder_embeddings=True,
+    )
+    model = MarianMTModel(model_cfg).to(device)
+    model.generation_config = GenerationConfig(
+        num_beams=5, max_length=256, bad_words_ids=[[pad_id]], pad_token_id=pad_id, eos_token_id=tokenizer.eos_token_id,
+        decoder_start_token_id=pad_id, forced_eos_token_id=tokenizer.eos_token_id)
+    n_params = sum(p.numel() for p in model.parameters())
+    logger.info("model: %d parameters (%.2fM), vocabulary %d, device %s", n_params, n_params / 1e6, vocab_size, device)
+
+    enc_src = tokenizer(train_src, truncation=False)["input_ids"]
+    enc_tgt = tokenizer(text_target=train_tgt, truncation=False)["input_ids"]
+    pairs = [(s, t) for s, t in zip(enc_src, enc_tgt) if len(s) <= cfg.max_len and len(t) <= cfg.max_len]
+    logger.info("training pairs: %d of %d (max %d tokens per side)", len(pairs), len(enc_src), cfg.max_len)
+
+    optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.lr, betas=(0.9, 0.98), eps=1e-9, weight_decay=0.0)
+
+    def lr_at(step: int) -> float:
+        return cfg.lr * min((step + 1) / cfg.warmup_steps, math.sqrt(cfg.warmup_steps / (step + 1)))
+
+    state = {"step": 0, "epoch": 0, "best_bleu": -1.0, "best_step": 0, "bad_evals": 0, "train_seconds": 0.0, "history": []}
+    if resume and (ckpt_dir / "last.pt").exists():
+        saved = torch.load(ckpt_dir / "last.pt", map_location=device, weights_only=False)
+        model.load_state_dict(saved["model"])
+        optimizer.load_state_dict(saved["optimizer"])
+        state = saved["state"]
+        logger.info("resumed at step %d (best dev BLEU %.2f at step %d)", state["step"], state["best_bleu"], state["best_step"])
+    ckpt_dir.mkdir(parents=True, exist_ok=True)
+    rng = random.Random(cfg.seed + state["epoch"])
+    eval_idx = sorted(range(len(dev_src)), key=lambda i: i)[: cfg.eval_segments]
+    tokens_seen, window_start = 0, time.time()
+    stop = False
+    from sacrebleu.metrics import BLEU
+
+    while not stop:
+        for batch in _batches(pairs, cfg.batch_tokens, rng):
+            model.train()
+            input_ids, mask, labels = _collate(pairs, batch, pad_id, device)
+            for group in optimizer.param_groups:
+                group["lr"] = lr_at(state["step"])
+            logits = model(input_ids=input_ids, attention_mask=mask, labels=labels).logits  # (batch, tgt_len, vocab)
+            loss = torch.nn.functional.cross_entropy(logits.view(-1, logits.size(-1)), labels.view(-1),
+                                                     ignore_index=-100, label_smoothing=cfg.label_smoothing)
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            optimizer.step()
+            state["step"] += 1
+            tokens_seen += int((labels != -100).sum())
+            if state["step"] % 50 == 0:
+                elapsed = time.time() - window_start
+                logger.info("step %d epoch %d loss %.3f lr %.2e %.0f tgt tok/s", state["step"], state["epoch"], loss.item(),
+                            lr_at(state["step"]), tokens_seen / max(elapsed, 1e-9))
+            if state["step"] % cfg.eval_every == 0:
+                state["train_seconds"] += time.time() - window_start
+                hyps = translate(model, tokenizer, [dev_src[i] for i in eval_idx], beam_size=1)
+                bleu = BLEU().corpus_score(hyps, [[dev_tgt[i] for i in eval_idx]]).score
+                state["history"].append({"step": state["step"], "dev_greedy_bleu": round(bleu, 2), "minutes": round(state["train_seconds"] / 60, 1)})
+                if bleu > state["best_bleu"]:
+                    state.update(best_bleu=bleu, best_step=state["step"], bad_evals=0)
+                    torch.save(model.state_dict(), ckpt_dir / "best.pt")
+                else:
+                    state["bad_evals"] += 1
+                torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "state": state}, ckpt_dir / "last.pt.tmp")
+                (ckpt_dir / "last.pt.tmp").replace(ckpt_dir / "last.pt")
+                logger.info("eval step %d: dev greedy BLEU %.2f (best %.2f at %d), %.1f min trained", state["step"], bleu,
+                            state["best_bleu"], state["best_step"], state["train_seconds"] / 60)
+                tokens_seen, window_start = 0, time.time()
+                if state["bad_evals"] >= cfg.patience:
+                    logger.info("early stopping: no dev improvement in %d evaluations", cfg.patience)
+                    stop = True
+                elif state["train_seconds"] / 60 >= cfg.max_minutes:
+                    logger.info("time budget of %.0f minutes reached", cfg.max_minutes)
+                    stop = True
+                if stop:
+                    break
+        else:
+            state["epoch"] += 1
+            rng = random.Random(cfg.seed + state["epoch"])
+
+    model.load_state_dict(torch.load(ckpt_dir / "best.pt", map_location=device))
+    model.eval()
+    model.config.dropout = 0.0
+    model.save_pretrained(out, safe_serialization=True)
+    tokenizer.save_pretrained(out)
+    logger.info("scoring dev and the first %d stream segments with beam 5", len(stream_src))
+    t0 = time.time()
+    scores = {
+        "dev": score_card(translate(model, tokenizer, dev_src, beam_size=5), dev_tgt),
+        "stream_first_1000": score_card(translate(model, tokenizer, stream_src, beam_size=5), stream_tgt),
+    }
+    card = {
+        "command": " ".join(shlex.quote(a) for a in sys.argv),
+        "config": asdict(cfg),
+        "data": {name: hashlib.sha256((data / name).read_bytes()).hexdigest() for name in ("train.en", "train.de", "dev.en", "dev.de")},
+        "train_pairs": len(pairs),
+        "parameters": n_params,
+        "best_step": state["best_step"],
+        "best_dev_greedy_bleu": round(state["best_bleu"], 2),
+        "training_minutes": round(state["train_seconds"] / 60, 1),
+        "total_minutes": round((time.time() - started) / 60, 1),
+        "eval_seconds": round(time.time() - t0, 1),
+        "machine": machine_description(device),
+        "torch": torch.__version__,
+        "scores_beam5": scores,
+        "history": state["history"],
+    }
+    (out / "model_card.json").write_text(json.dumps(card, indent=1, ensure_ascii=False) + "\n")
+    write_model_card(out, card)
+    return card
+
+
+def write_model_card(out: Path, card: dict[str, Any]) -> None:
+    """Render ``model_card.json`` as the model folder's README.md."""
+    cfg = card["config"]
+    lines = [
+        "# simpe demo model: Marian en->de on LibreOffice 7.4 help and UI",
+        "",
+        "A small `MarianMTModel` with a joint SentencePiece vocabulary, trained by simpe so that",
+        "the harness runs offline. Load it like any Marian checkpoint:",
+        "`MarianMTModel.from_pretrained('models/demo-en-de')`.",
+        "",
+        f"- command: `{card['command']}`",
+        f"- data: `{cfg['data_dir']}` train split ({card['train_pairs']} pairs up to {cfg['max_len']} tokens); "
+        f"sha256 train.en `{card['data']['train.en'][:16]}…`, train.de `{card['data']['train.de'][:16]}…`",
+        f"- seed: {cfg['seed']}",
+        f"- architecture: d_model {cfg['d_model']}, {cfg['layers']}+{cfg['layers']} layers, {cfg['heads']} heads, "
+        f"FFN {cfg['ffn_dim']}, joint unigram SentencePiece {cfg['vocab_size']}, tied embeddings",
+        f"- parameters: {card['parameters']:,}",
+        f"- training: {card['training_minutes']} minutes ({card['total_minutes']} in all), best step {card['best_step']} "
+        f"(dev greedy BLEU {card['best_dev_greedy_bleu']} on the first {cfg['eval_segments']} dev segments), "
+        f"AdamW lr {cfg['lr']}, warmup {cfg['warmup_steps']}, {cfg['batch_tokens']} tokens per batch, "
+        f"dropout {cfg['dropout']}, label smoothing {cfg['label_smoothing']}",
+        f"- machine: {card['machine']}, torch {card['torch']}",
+        "- truecaser: `truecase.de.model` (sacremoses MosesTruecaser on the Moses-tokenised German train side)",
+        "",
+        "## Scores (beam 5, sacreBLEU)",
+        "",
+        "| set | BLEU | chrF | TER |",
+        "| --- | ---: | ---: | ---: |",
+    ]
+    for name, s in card["scores_beam5"].items():
+        lines.append(f"| {name} | {s['bleu']['score']} | {s['chrf']['score']} | {s['ter']['score']} |")
+    lines += ["", "Signatures:", ""]
+    any_scores = next(iter(card["scores_beam5"].values()))
+    for metric in ("bleu", "chrf", "ter"):
+        lines.append(f"- {metric}: `{any_scores[metric]['signature']}`")
+    lines += ["", "The data are LibreOffice help and UI text under the MPL-2.0 (see data/libreoffice/NOTICE).", ""]
+    (out / "README.md").write_text("\n".join(lines))

@@ -1,0 +1,1 @@
+"""Corpus builders: LibreOffice help pages, gettext catalogs, and the split writer."""

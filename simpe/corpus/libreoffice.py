@@ -1,0 +1,194 @@
+"""Build the offline LibreOffice 7.4 en-US -> de corpus and write its splits.
+
+Sources are Debian's ``libreoffice-help-en-us``, ``libreoffice-help-de`` and
+``libreoffice-l10n-de`` packages, fetched with ``apt-get download`` into a cache and
+unpacked with ``dpkg-deb -x`` (or read from an installed LibreOffice). Help paragraphs
+are aligned by (file, ``par_id``/``hd_id``); UI strings come from the German gettext
+catalogs. Splits (MISSION.md, "Data"): stream = ``scalc`` in document order, dev =
+``schart``, reserved = ``smath`` + ``sdatabase``, train = all other modules plus the UI
+strings, minus every pair whose source occurs in stream, dev or reserved, and minus
+repeated pairs. The build is deterministic: files are visited in sorted path order.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import shutil
+import subprocess
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+from simpe.corpus.gettext import read_catalog
+from simpe.corpus.help import extract_segments
+from simpe.errors import DataError
+
+logger = logging.getLogger(__name__)
+
+PACKAGES = ("libreoffice-help-en-us", "libreoffice-help-de", "libreoffice-l10n-de")
+HELP_SUBDIR = Path("usr/share/libreoffice/help")
+UI_SUBDIR = Path("usr/lib/libreoffice/program/resource/de/LC_MESSAGES")
+SPLIT_OF_MODULE = {"scalc": "stream", "schart": "dev", "smath": "reserved", "sdatabase": "reserved"}
+SPLITS = ("train", "dev", "stream", "reserved")
+SRC_LANG, TGT_LANG = "en", "de"
+
+NOTICE = """\
+The LibreOffice help text and user-interface strings in this folder are taken from
+Debian's packages {packages} (LibreOffice 7.4).
+
+LibreOffice is Copyright (c) 2000-2022 LibreOffice contributors and others. The help
+content and translations are licensed under the Mozilla Public License, v. 2.0
+(https://mozilla.org/MPL/2.0/). The source of the help is available from
+https://git.libreoffice.org/help and https://git.libreoffice.org/translations.
+
+simpe extracted plain-text paragraphs, aligned them by paragraph id, and split them by
+help module; no text was otherwise modified except for whitespace and UI mnemonics.
+"""
+
+
+@dataclass(frozen=True)
+class Segment:
+    doc_id: str
+    seg_id: str
+    source: str
+    target: str
+
+
+def fetch_packages(cache: Path) -> Path:
+    """Download (if not cached) and unpack the three Debian packages; return the root."""
+    debs = cache / "debs"
+    root = cache / "root"
+    debs.mkdir(parents=True, exist_ok=True)
+    missing = [p for p in PACKAGES if not list(debs.glob(f"{p}_*.deb"))]
+    if missing:
+        if shutil.which("apt-get") is None:
+            raise DataError(
+                f"cannot fetch {', '.join(missing)}: apt-get is not available; download the .deb "
+                f"files from https://packages.debian.org/bookworm/ and put them in {debs}"
+            )
+        logger.info("downloading %s with apt-get", " ".join(missing))
+        result = subprocess.run(["apt-get", "download", *missing], cwd=debs, capture_output=True, text=True)
+        if result.returncode != 0:
+            subprocess.run(["apt-get", "update", "-qq"], capture_output=True)
+            result = subprocess.run(["apt-get", "download", *missing], cwd=debs, capture_output=True, text=True)
+        if result.returncode != 0:
+            raise DataError(
+                f"apt-get download {' '.join(missing)} failed ({result.stderr.strip().splitlines()[-1:]}); "
+                f"put the .deb files (Debian bookworm, LibreOffice 7.4) in {debs}, or run as root after apt-get update"
+            )
+    stamp = root / ".unpacked"
+    deb_files = sorted(str(p.name) for p in debs.glob("*.deb"))
+    if not stamp.exists() or stamp.read_text() != "\n".join(deb_files):
+        shutil.rmtree(root, ignore_errors=True)
+        root.mkdir(parents=True)
+        for deb in sorted(debs.glob("*.deb")):
+            subprocess.run(["dpkg-deb", "-x", str(deb), str(root)], check=True)
+        stamp.write_text("\n".join(deb_files))
+    return root
+
+
+def package_versions(cache: Path) -> dict[str, str]:
+    return {p.name.split("_")[0]: p.name.split("_")[1].replace("%3a", ":") for p in sorted((cache / "debs").glob("*.deb"))}
+
+
+def help_pairs(help_root: Path) -> list[tuple[str, Segment]]:
+    """Aligned help segments as ``(module, Segment)`` in sorted file order."""
+    en_root, de_root = help_root / "en-US", help_root / "de"
+    for lang_root in (en_root, de_root):
+        if not lang_root.is_dir():
+            raise DataError(f"missing help folder {lang_root}; install or download {', '.join(PACKAGES[:2])}")
+    out = []
+    for en_page in sorted(en_root.glob("text/**/*.html")):
+        rel = en_page.relative_to(en_root)
+        de_page = de_root / rel
+        if not de_page.exists():
+            continue
+        module = rel.parts[1]
+        en_segs = extract_segments(en_page.read_text(encoding="utf-8"), module)
+        de_segs = dict(extract_segments(de_page.read_text(encoding="utf-8"), module))
+        doc_id = rel.with_suffix("").as_posix()
+        for seg_id, src in en_segs:
+            tgt = de_segs.get(seg_id)
+            if tgt:
+                out.append((module, Segment(doc_id, seg_id, src, tgt)))
+    return out
+
+
+def ui_pairs(ui_root: Path) -> list[Segment]:
+    """Aligned UI strings from every German ``.mo`` catalog, in sorted file order."""
+    if not ui_root.is_dir():
+        raise DataError(f"missing UI catalogs in {ui_root}; install or download libreoffice-l10n-de")
+    out = []
+    for mo in sorted(ui_root.glob("*.mo")):
+        for index, (src, tgt) in enumerate(read_catalog(mo)):
+            out.append(Segment(f"ui/{mo.stem}", str(index), src, tgt))
+    return out
+
+
+def split_corpus(help_segments: list[tuple[str, Segment]], ui_segments: list[Segment]) -> dict[str, list[Segment]]:
+    """Assign segments to the four splits and clean train (see the module docstring)."""
+    splits: dict[str, list[Segment]] = {name: [] for name in SPLITS}
+    candidates: list[Segment] = []
+    for module, seg in help_segments:
+        split = SPLIT_OF_MODULE.get(module)
+        (splits[split] if split else candidates).append(seg)
+    candidates.extend(ui_segments)
+    held_out = {s.source for name in ("dev", "stream", "reserved") for s in splits[name]}
+    seen_pairs: set[tuple[str, str]] = set()
+    removed = Counter()
+    for seg in candidates:
+        if seg.source in held_out:
+            removed["source in dev/stream/reserved"] += 1
+        elif (seg.source, seg.target) in seen_pairs:
+            removed["repeated pair"] += 1
+        else:
+            seen_pairs.add((seg.source, seg.target))
+            splits["train"].append(seg)
+    for reason, count in sorted(removed.items()):
+        logger.info("train: removed %d pairs (%s)", count, reason)
+    return splits
+
+
+def write_split(out_dir: Path, name: str, segments: list[Segment]) -> dict[str, str]:
+    """Write ``name.en``, ``name.de`` and ``name.ids`` (doc id TAB segment id); return their sha256."""
+    columns = {
+        f"{name}.{SRC_LANG}": [s.source for s in segments],
+        f"{name}.{TGT_LANG}": [s.target for s in segments],
+        f"{name}.ids": [f"{s.doc_id}\t{s.seg_id}" for s in segments],
+    }
+    digests = {}
+    for filename, lines in columns.items():
+        data = "".join(line + "\n" for line in lines).encode("utf-8")
+        tmp = out_dir / (filename + ".tmp")
+        tmp.write_bytes(data)
+        tmp.replace(out_dir / filename)
+        digests[filename] = hashlib.sha256(data).hexdigest()
+    return digests
+
+
+def build(out_dir: Path, cache: Path, installed: bool = False) -> dict[str, int]:
+    """Build the corpus into ``out_dir``; return the number of segments per split."""
+    if installed:
+        help_root, ui_root, versions = Path("/") / HELP_SUBDIR, Path("/") / UI_SUBDIR, {"installed": "/usr"}
+    else:
+        root = fetch_packages(cache)
+        help_root, ui_root, versions = root / HELP_SUBDIR, root / UI_SUBDIR, package_versions(cache)
+    help_segments = help_pairs(help_root)
+    ui_segments = ui_pairs(ui_root)
+    logger.info("aligned %d help paragraphs and %d UI strings", len(help_segments), len(ui_segments))
+    splits = split_corpus(help_segments, ui_segments)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    manifest: dict = {"packages": versions, "splits": {}, "sha256": {}}
+    for name in SPLITS:
+        manifest["sha256"].update(write_split(out_dir, name, splits[name]))
+        manifest["splits"][name] = {
+            "segments": len(splits[name]),
+            "documents": len({s.doc_id for s in splits[name]}),
+            "source_words": sum(len(s.source.split()) for s in splits[name]),
+        }
+    manifest["help_segments"] = len(help_segments)
+    manifest["ui_segments"] = len(ui_segments)
+    (out_dir / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+    (out_dir / "NOTICE").write_text(NOTICE.format(packages=", ".join(PACKAGES)))
+    return {name: len(splits[name]) for name in SPLITS}

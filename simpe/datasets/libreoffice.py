@@ -1,0 +1,37 @@
+"""The offline default: LibreOffice 7.4 help + UI, en-US -> de (built by ``make corpus``).
+
+Reads ``data/libreoffice/{split}.en|.de|.ids``. The dev, stream and reserved splits ship
+with the repository; train is rebuilt by ``make corpus`` (see ``simpe.corpus.libreoffice``).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from simpe.datasets.base import Dataset, Segment, read_lines, register
+from simpe.errors import DataError
+from simpe.model import REPO_ROOT
+
+DEFAULT_DIR = REPO_ROOT / "data" / "libreoffice"
+
+
+@register("libreoffice")
+class LibreOfficeDataset(Dataset):
+    splits = ("train", "dev", "stream", "reserved")
+
+    def __init__(self, path: str | None = None, skip_empty: bool = False) -> None:
+        super().__init__(skip_empty)
+        self.path = Path(path) if path else DEFAULT_DIR
+
+    def _load(self, split: str) -> list[Segment]:
+        files = [self.path / f"{split}.{ext}" for ext in ("en", "de", "ids")]
+        missing = [str(f) for f in files if not f.exists()]
+        if missing:
+            raise DataError(f"missing {', '.join(missing)}; run `make corpus` (needs apt-get and Debian's LibreOffice 7.4 packages)")
+        src, ref, ids = (read_lines(f) for f in files)
+        if not len(src) == len(ref) == len(ids):
+            raise DataError(f"line-count mismatch in {self.path}: {split}.en {len(src)}, {split}.de {len(ref)}, {split}.ids {len(ids)}")
+        out = []
+        for s, r, i in zip(src, ref, ids):
+            doc, _, seg = i.partition("\t")
+            out.append(Segment(doc, seg, s, r))
+        return out

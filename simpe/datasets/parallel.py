@@ -1,0 +1,96 @@
+"""The user's own parallel data: plain source/reference files, TSV, or TMX.
+
+``text``: two line-aligned files. ``tsv``: one file, source TAB reference per line.
+``tmx``: translation units with a ``tuv`` in the source and in the target language.
+Each is a single ``stream`` split (the whole file, in file order).
+"""
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+from simpe.datasets.base import Dataset, Segment, parallel_files, read_lines, register
+from simpe.errors import DataError
+
+XML_LANG = "{http://www.w3.org/XML/1998/namespace}lang"
+
+
+def _need(value: str | None, what: str, dataset: str) -> Path:
+    if not value:
+        raise DataError(f"dataset {dataset!r} needs {what} (e.g. --set dataset.{what}=FILE)")
+    return Path(value)
+
+
+@register("text")
+class TextDataset(Dataset):
+    def __init__(self, source: str | None = None, reference: str | None = None, src_lang: str = "en",
+                 tgt_lang: str = "de", skip_empty: bool = False) -> None:
+        super().__init__(skip_empty)
+        self.source, self.reference = _need(source, "source", "text"), _need(reference, "reference", "text")
+        self.src_lang, self.tgt_lang = src_lang, tgt_lang
+
+    def _load(self, split: str) -> list[Segment]:
+        return parallel_files(self.source, self.reference)
+
+
+@register("tsv")
+class TsvDataset(Dataset):
+    def __init__(self, path: str | None = None, src_lang: str = "en", tgt_lang: str = "de", skip_empty: bool = False) -> None:
+        super().__init__(skip_empty)
+        self.path = _need(path, "path", "tsv")
+        self.src_lang, self.tgt_lang = src_lang, tgt_lang
+
+    def _load(self, split: str) -> list[Segment]:
+        out = []
+        for number, line in enumerate(read_lines(self.path), 1):
+            fields = line.split("\t")
+            if len(fields) != 2:
+                raise DataError(f"{self.path}:{number}: expected 2 tab-separated fields (source, reference), found {len(fields)}")
+            out.append(Segment(self.path.name, str(number), fields[0], fields[1]))
+        return out
+
+
+def _lang_matches(lang: str, wanted: str) -> bool:
+    lang, wanted = lang.lower().replace("_", "-"), wanted.lower().replace("_", "-")
+    return lang == wanted or lang.split("-")[0] == wanted.split("-")[0]
+
+
+def read_tmx(path: Path, src_lang: str, tgt_lang: str) -> list[Segment]:
+    """Read the translation units of a TMX file that have both languages, in file order."""
+    if not path.is_file():
+        raise DataError(f"file {path} does not exist")
+    try:
+        path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise DataError(f"{path}: invalid UTF-8 at byte {err.start}") from None
+    out, langs_seen = [], set()
+    try:
+        for number, (_, tu) in enumerate((ev for ev in ET.iterparse(path, events=("end",)) if ev[1].tag == "tu"), 1):
+            texts: dict[str, str] = {}
+            for tuv in tu.iter("tuv"):
+                lang = tuv.get(XML_LANG) or tuv.get("lang") or ""
+                langs_seen.add(lang)
+                seg = tuv.find("seg")
+                text = " ".join("".join(seg.itertext()).split()) if seg is not None else ""
+                for wanted in (src_lang, tgt_lang):
+                    if _lang_matches(lang, wanted) and wanted not in texts:
+                        texts[wanted] = text
+            if src_lang in texts and tgt_lang in texts:
+                out.append(Segment(path.name, tu.get("tuid") or str(number), texts[src_lang], texts[tgt_lang]))
+            tu.clear()
+    except ET.ParseError as err:
+        raise DataError(f"{path}: not a well-formed TMX file ({err})") from None
+    if not out:
+        raise DataError(f"{path}: no translation unit has both {src_lang!r} and {tgt_lang!r}; languages found: {', '.join(sorted(langs_seen)) or 'none'}")
+    return out
+
+
+@register("tmx")
+class TmxDataset(Dataset):
+    def __init__(self, path: str | None = None, src_lang: str = "en", tgt_lang: str = "de", skip_empty: bool = False) -> None:
+        super().__init__(skip_empty)
+        self.path = _need(path, "path", "tmx")
+        self.src_lang, self.tgt_lang = src_lang, tgt_lang
+
+    def _load(self, split: str) -> list[Segment]:
+        return read_tmx(self.path, self.src_lang, self.tgt_lang)

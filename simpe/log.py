@@ -1,0 +1,56 @@
+"""Logging setup: terse INFO on the console, DEBUG with timestamps in a run's log.txt.
+
+Only ``cli.py`` calls ``setup``; every module uses ``logging.getLogger(__name__)``.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import warnings
+from pathlib import Path
+
+_FILE_HANDLER: logging.Handler | None = None
+
+
+def setup(verbose: bool = False) -> None:
+    """Configure the console handler (INFO, or DEBUG with ``verbose``) and quiet noisy libraries."""
+    root = logging.getLogger()
+    for handler in list(root.handlers):
+        root.removeHandler(handler)
+    console = logging.StreamHandler()
+    console.setLevel(logging.DEBUG if verbose else logging.INFO)
+    console.setFormatter(logging.Formatter("%(message)s" if not verbose else "%(levelname)s %(name)s: %(message)s"))
+    root.addHandler(console)
+    root.setLevel(logging.DEBUG)
+    quiet()
+
+
+def quiet() -> None:
+    """Silence third-party chatter (transformers, Lightning, COMET) that would bury simpe's output."""
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    for name in ("transformers", "pytorch_lightning", "lightning", "lightning.pytorch", "comet", "urllib3",
+                 "matplotlib", "PIL", "filelock", "fsspec", "huggingface_hub", "torch"):
+        logging.getLogger(name).setLevel(logging.ERROR)
+    warnings.filterwarnings("ignore", message=".*generation flags are not valid.*")
+    warnings.filterwarnings("ignore", category=FutureWarning)
+
+
+def add_file(path: Path) -> None:
+    """Also log DEBUG with timestamps to ``path`` (a run's log.txt); replaces an earlier file."""
+    global _FILE_HANDLER
+    root = logging.getLogger()
+    remove_file()
+    handler = logging.FileHandler(path, encoding="utf-8")
+    handler.setLevel(logging.DEBUG)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root.addHandler(handler)
+    _FILE_HANDLER = handler
+
+
+def remove_file() -> None:
+    global _FILE_HANDLER
+    if _FILE_HANDLER is not None:
+        logging.getLogger().removeHandler(_FILE_HANDLER)
+        _FILE_HANDLER.close()
+        _FILE_HANDLER = None

@@ -1,0 +1,90 @@
+"""The adaptation-method contract and its registry.
+
+A method decides which parameters the online update may change (its trainable set),
+may add parameters of its own (the ``bias`` term), may post-process parameters after
+each update (``lasso``'s proximal step and budget projection), and says what a compact
+per-user store of the adapted state holds and how many bytes it takes. The update
+itself (SGD, clipping, repetitions) is shared: ``simpe.update``.
+"""
+from __future__ import annotations
+
+from abc import ABC
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from simpe.registry import Registry
+
+# Parameters that are never adapted: Marian's sinusoidal position tables are fixed, not learned.
+FROZEN_PARAMETER_MARKERS = ("embed_positions",)
+EMBEDDING_PARAMETER = "model.shared.weight"  # the tied source/target/output embedding of Marian
+INDEX_BYTES = 4  # an int32 row index in a sparse per-user store
+
+
+def base_parameters(model: Any) -> dict[str, torch.nn.Parameter]:
+    """The model's own learnable parameters by name (tied tensors once; fixed positions excluded)."""
+    return {name: p for name, p in model.named_parameters()
+            if not any(marker in name for marker in FROZEN_PARAMETER_MARKERS) and not name.startswith("simpe_")}
+
+
+def is_embedding(name: str, param: torch.Tensor) -> bool:
+    """Embedding matrices (row-selectable in ``lasso``): the shared embedding and any untied ones."""
+    return name.endswith("embed_tokens.weight") or name == EMBEDDING_PARAMETER or name == "lm_head.weight"
+
+
+class Method(ABC):
+    """One adaptation method. Lifecycle: ``attach(model)``, then per segment the shared
+    update steps ``trainable()`` and calls ``after_update()``."""
+
+    name: str = ""
+
+    def __init__(self, **params: Any) -> None:
+        if params:
+            from simpe.errors import ConfigError
+
+            raise ConfigError(f"method {self.name!r} takes no params, got {', '.join(sorted(params))}")
+
+    def attach(self, model: Any, model_dir: Path | None) -> None:
+        """Prepare ``model`` for this method: add parameters, choose the trainable set."""
+        self.model = model
+        model.requires_grad_(False)
+        self._trainable = self.select(model, model_dir)
+        for param in self._trainable.values():
+            param.requires_grad_(True)
+
+    def select(self, model: Any, model_dir: Path | None) -> dict[str, torch.nn.Parameter]:
+        """The parameters the update changes (name -> parameter)."""
+        return {}
+
+    def trainable(self) -> dict[str, torch.nn.Parameter]:
+        return self._trainable
+
+    def after_update(self) -> None:
+        """Called after every SGD step (``lasso`` projects here)."""
+
+    # ---- what a per-user store holds
+    def adapted_parameters(self) -> int:
+        """The number of parameter values a per-user store of this method holds."""
+        return sum(p.numel() for p in self._trainable.values())
+
+    def store_bytes(self) -> int:
+        """Bytes of a compact per-user store of the adapted values (dense tensors at their dtype)."""
+        return sum(p.numel() * p.element_size() for p in self._trainable.values())
+
+    def describe(self) -> dict[str, Any]:
+        """Facts for the run summary and log (trainable tensors, counts)."""
+        return {"trainable_tensors": len(self._trainable), "trainable_parameters": sum(p.numel() for p in self._trainable.values())}
+
+    # ---- resume
+    def state_dict(self) -> dict[str, torch.Tensor]:
+        """The adapted state needed to resume: the current values of the trainable parameters."""
+        return {name: p.detach().clone() for name, p in self._trainable.items()}
+
+    def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
+        with torch.no_grad():
+            for name, value in state.items():
+                self._trainable[name].copy_(value)
+
+
+METHODS: Registry[Method] = Registry("method")

@@ -1,0 +1,34 @@
+"""``bias``: a second, trainable output-layer bias (one value per target vocabulary entry).
+
+Marian's own ``final_logits_bias`` is a fixed buffer; this adds a new zero-initialised
+parameter to the logits through a forward hook on ``lm_head``, so every decoder and the
+update see it, and freezes everything else (Michel and Neubig 2018).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from simpe.methods.base import METHODS, Method
+
+OUTPUT_BIAS = "simpe_output_bias"
+
+
+def attach_output_bias(model: Any) -> torch.nn.Parameter:
+    """Add (once) the second output bias to ``model`` and return it."""
+    if hasattr(model, OUTPUT_BIAS):
+        return getattr(model, OUTPUT_BIAS)
+    vocab = model.lm_head.out_features
+    bias = torch.nn.Parameter(torch.zeros(vocab, device=model.lm_head.weight.device, dtype=model.lm_head.weight.dtype))  # (vocab,)
+    model.register_parameter(OUTPUT_BIAS, bias)
+    model.lm_head.register_forward_hook(lambda module, inputs, output: output + bias)
+    return bias
+
+
+@METHODS.add("bias")
+class BiasMethod(Method):
+    name = "bias"
+
+    def select(self, model, model_dir):
+        return {OUTPUT_BIAS: attach_output_bias(model)}

@@ -1,0 +1,73 @@
+"""``fixed``: adapt a fixed tensor subset chosen beforehand on held-out in-domain data.
+
+Following Wuebker et al. (2018) as described in seed 002: ``select_fixed`` adapts the
+whole model online over the dev split with the paper's update, then keeps the
+non-embedding tensors that moved most relative to their size (relative L2 change
+||θ - θ0|| / ||θ0||), greedily, within a budget (a fraction of the model's parameter
+count). The selection is written next to the model (``fixed-selection.json``); the
+``fixed`` method refuses to run without one, naming the command that makes it.
+"""
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from simpe.errors import ConfigError
+from simpe.methods.base import METHODS, Method, base_parameters, is_embedding
+
+logger = logging.getLogger(__name__)
+SELECTION_FILE = "fixed-selection.json"
+
+
+def selection_path(model_dir: Path | None, selection: str | None) -> Path:
+    if selection:
+        return Path(selection)
+    if model_dir is None:
+        raise ConfigError("method 'fixed' needs method.params.selection=PATH for a model loaded from the hub")
+    return Path(model_dir) / SELECTION_FILE
+
+
+def choose_tensors(base: dict[str, torch.Tensor], adapted: dict[str, torch.Tensor], budget: int) -> list[dict[str, Any]]:
+    """Greedy: non-embedding tensors by descending relative change, while the budget allows."""
+    scored = []
+    for name, before in base.items():
+        if is_embedding(name, before):
+            continue
+        change = float((adapted[name] - before).norm()) / max(float(before.norm()), 1e-12)
+        scored.append((change, name, before.numel()))
+    scored.sort(key=lambda t: (-t[0], t[1]))
+    chosen, used = [], 0
+    for change, name, size in scored:
+        if used + size <= budget:
+            chosen.append({"name": name, "parameters": size, "relative_change": round(change, 6)})
+            used += size
+    return chosen
+
+
+@METHODS.add("fixed")
+class FixedMethod(Method):
+    name = "fixed"
+
+    def __init__(self, selection: str | None = None) -> None:
+        self.selection = selection
+
+    def select(self, model, model_dir):
+        path = selection_path(model_dir, self.selection)
+        if not path.is_file():
+            target = model_dir if model_dir is not None else "MODEL"
+            raise ConfigError(f"method 'fixed' needs a tensor selection for this model, and {path} does not exist; "
+                              f"make it with `simpe select-fixed --model {target}` (or `make select-fixed`)")
+        data = json.loads(path.read_text())
+        params = base_parameters(model)
+        unknown = [t["name"] for t in data["tensors"] if t["name"] not in params]
+        if unknown:
+            raise ConfigError(f"{path} names tensors this model lacks ({unknown[0]}); was it made for another model?")
+        self.selection_file = str(path)
+        return {t["name"]: params[t["name"]] for t in data["tensors"]}
+
+    def describe(self):
+        return {**super().describe(), "selection": self.selection_file}

@@ -1,0 +1,10 @@
+"""``full``: fine-tune every learnable parameter of the model."""
+from simpe.methods.base import METHODS, Method, base_parameters
+
+
+@METHODS.add("full")
+class FullMethod(Method):
+    name = "full"
+
+    def select(self, model, model_dir):
+        return base_parameters(model)

@@ -1,0 +1,124 @@
+"""``lasso``: L1/L2 group lasso on the offsets from the base weights, within a budget.
+
+Seed 002 (after Wuebker et al. 2018): every parameter takes the SGD step; then a
+proximal step shrinks each group's offset δ_g = θ_g - θ0_g by the group lasso penalty,
+δ_g ← δ_g · max(0, 1 - lr·λ·sqrt(|g|) / ||δ_g||); then only the largest groups (by
+||δ_g||, greedily) within the budget keep their offsets and every other group is reset
+to its base value exactly. Groups are whole tensors outside the embeddings and rows
+inside embedding matrices; the second output bias (``bias``) is always kept and is not
+penalised. Budgets are fractions of the model's parameter count.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+
+from simpe.errors import ConfigError
+from simpe.methods.base import INDEX_BYTES, METHODS, Method, base_parameters, is_embedding
+from simpe.methods.bias import OUTPUT_BIAS, attach_output_bias
+
+
+@METHODS.add("lasso")
+class LassoMethod(Method):
+    name = "lasso"
+
+    def __init__(self, penalty: float = 1e-3, budget_nonembedding: float = 0.025, budget_embedding: float = 0.025,
+                 lr: float | None = None) -> None:
+        for key, value in (("penalty", penalty), ("budget_nonembedding", budget_nonembedding), ("budget_embedding", budget_embedding)):
+            if value < 0:
+                raise ConfigError(f"lasso {key} must be >= 0, got {value}")
+        self.penalty = penalty
+        self.budget_fractions = (budget_nonembedding, budget_embedding)
+        self.lr = lr  # set from the update config by the loop
+
+    def select(self, model, model_dir):
+        params = base_parameters(model)
+        total = sum(p.numel() for p in params.values())
+        self.budget_tensor = int(self.budget_fractions[0] * total)
+        self.budget_rows = int(self.budget_fractions[1] * total)
+        self.tensors = {n: p for n, p in params.items() if not is_embedding(n, p)}
+        self.embeddings = {n: p for n, p in params.items() if is_embedding(n, p)}
+        self.base = {n: p.detach().clone() for n, p in params.items()}
+        self.kept_tensors: list[str] = []
+        self.kept_rows: dict[str, torch.Tensor] = {n: torch.zeros(0, dtype=torch.long) for n in self.embeddings}
+        bias = attach_output_bias(model)
+        return {**params, OUTPUT_BIAS: bias}
+
+    @torch.no_grad()
+    def after_update(self) -> None:
+        assert self.lr is not None, "the loop sets LassoMethod.lr from update.lr"
+        shrink = self.lr * self.penalty
+        # tensors outside the embeddings: one group each
+        names = list(self.tensors)
+        offsets = [self.tensors[n] - self.base[n] for n in names]
+        norms = torch.stack(torch._foreach_norm(offsets)).tolist()
+        kept_norms = []
+        for name, delta, norm in zip(names, offsets, norms):
+            factor = max(0.0, 1.0 - shrink * math.sqrt(delta.numel()) / norm) if norm > 0 else 0.0
+            kept_norms.append(norm * factor)
+            if factor < 1.0:
+                self.tensors[name].copy_(self.base[name] + delta * factor)
+        order = sorted(range(len(names)), key=lambda i: (-kept_norms[i], names[i]))
+        kept, used = [], 0
+        for i in order:
+            size = self.tensors[names[i]].numel()
+            if kept_norms[i] > 0 and used + size <= self.budget_tensor:
+                kept.append(names[i])
+                used += size
+        kept_set = set(kept)
+        for name in names:
+            if name not in kept_set:
+                self.tensors[name].copy_(self.base[name])
+        self.kept_tensors = sorted(kept)
+        # embedding matrices: one group per row; rows of all embedding matrices share one budget
+        if not self.embeddings:
+            return
+        row_norms_all, sizes = [], []
+        for name, weight in self.embeddings.items():
+            delta = weight - self.base[name]  # (rows, dim)
+            row_norms = delta.norm(dim=1)  # (rows,)
+            factor = (1.0 - shrink * math.sqrt(weight.size(1)) / row_norms.clamp(min=1e-30)).clamp(min=0.0)  # (rows,)
+            weight.copy_(self.base[name] + delta * factor.unsqueeze(1))
+            row_norms_all.append(row_norms * factor)
+            sizes.append(weight.size(0))
+        joint = torch.cat(row_norms_all)  # (all rows,)
+        dim = next(iter(self.embeddings.values())).size(1)
+        max_rows = min(self.budget_rows // dim, int((joint > 0).sum()))
+        keep = torch.zeros(joint.numel(), dtype=torch.bool)  # (all rows,)
+        if max_rows > 0:
+            keep[torch.topk(joint, k=max_rows).indices] = True
+        for (name, weight), mask in zip(self.embeddings.items(), keep.split(sizes)):
+            weight[~mask] = self.base[name][~mask]
+            self.kept_rows[name] = mask.nonzero().flatten()
+
+    def kept_names(self) -> list[str]:
+        return self.kept_tensors
+
+    def adapted_parameters(self) -> int:
+        rows = sum(len(r) * self.embeddings[n].size(1) for n, r in self.kept_rows.items())
+        tensors = sum(self.tensors[n].numel() for n in self.kept_tensors)
+        return tensors + rows + self._trainable[OUTPUT_BIAS].numel()
+
+    def store_bytes(self) -> int:
+        itemsize = self._trainable[OUTPUT_BIAS].element_size()
+        rows = sum(len(r) for r in self.kept_rows.values())
+        return self.adapted_parameters() * itemsize + rows * INDEX_BYTES
+
+    def describe(self) -> dict[str, Any]:
+        return {"trainable_tensors": len(self._trainable), "kept_tensors": list(self.kept_tensors),
+                "kept_embedding_rows": {n: len(r) for n, r in self.kept_rows.items()},
+                "budget_nonembedding": self.budget_tensor, "budget_embedding": self.budget_rows}
+
+    def state_dict(self) -> dict[str, Any]:
+        state = super().state_dict()
+        state["__kept_tensors__"] = list(self.kept_tensors)
+        state["__kept_rows__"] = {n: r.clone() for n, r in self.kept_rows.items()}
+        return state
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        state = dict(state)
+        self.kept_tensors = state.pop("__kept_tensors__")
+        self.kept_rows = state.pop("__kept_rows__")
+        super().load_state_dict(state)

@@ -1,0 +1,94 @@
+"""Load a Marian MT model and its tokenizer (local folder or hub id); pick device and dtype.
+
+The embedded demo model under ``models/`` and ``Helsinki-NLP/opus-mt-en-de`` are loaded by
+the same code: ``MarianMTModel.from_pretrained`` + ``MarianTokenizer.from_pretrained``.
+This module does not translate or train.
+"""
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from simpe.errors import ConfigError, ModelError
+
+logger = logging.getLogger(__name__)
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_MODEL = REPO_ROOT / "models" / "demo-en-de"
+DEVICES = ("auto", "cpu", "cuda")
+
+
+@dataclass
+class LoadedModel:
+    """A Marian model, its tokenizer, where it came from, and the device it lives on."""
+
+    model: Any  # transformers.MarianMTModel
+    tokenizer: Any  # transformers.MarianTokenizer
+    name: str
+    path: Path | None
+    device: Any  # torch.device
+
+    @property
+    def model_dir(self) -> Path | None:
+        return self.path
+
+
+def resolve_device(device: str) -> Any:
+    """Map ``auto|cpu|cuda`` to a ``torch.device``; ``cuda`` without a GPU is an error."""
+    import torch
+
+    if device not in DEVICES:
+        raise ConfigError(f"unknown device {device!r}; known: {', '.join(DEVICES)}")
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if device == "cuda" and not torch.cuda.is_available():
+        raise ConfigError("device 'cuda' was asked for but torch sees no CUDA GPU; use --device cpu or auto")
+    return torch.device(device)
+
+
+def model_name(model_id: str | os.PathLike[str]) -> str:
+    """A short name for run directories: the folder name or the hub id with '/' -> '--'."""
+    text = str(model_id).rstrip("/")
+    return Path(text).name if Path(text).exists() else text.replace("/", "--")
+
+
+def load_model(model_id: str | os.PathLike[str] | None = None, device: str = "auto") -> LoadedModel:
+    """Load a ``MarianMTModel`` and ``MarianTokenizer`` from a folder or a hub id.
+
+    Args:
+        model_id: a local folder written by ``save_pretrained`` or a hub id such as
+            ``Helsinki-NLP/opus-mt-en-de``; ``None`` is the embedded demo model.
+        device: ``auto`` (CUDA when present), ``cpu`` or ``cuda``.
+    Raises:
+        ModelError: the folder is missing or incomplete, or the hub cannot be reached.
+    """
+    from transformers import MarianMTModel, MarianTokenizer
+
+    torch_device = resolve_device(device)
+    source = str(model_id) if model_id is not None else str(DEFAULT_MODEL)
+    path = Path(source)
+    looks_local = path.exists() or source.startswith((".", "/", "~")) or source.count("/") != 1
+    if looks_local:
+        if not path.is_dir():
+            hint = " (run `make baseline` to train the demo model)" if path.resolve() == DEFAULT_MODEL else ""
+            raise ModelError(f"model folder {source} does not exist{hint}")
+        for needed in ("config.json", "source.spm", "target.spm", "vocab.json"):
+            if not (path / needed).exists():
+                raise ModelError(f"model folder {source} lacks {needed}; it must be written by save_pretrained of a MarianMTModel and MarianTokenizer")
+    try:
+        tokenizer = MarianTokenizer.from_pretrained(source)
+        model = MarianMTModel.from_pretrained(source)
+    except OSError as err:
+        if looks_local:
+            raise ModelError(f"cannot load Marian model from {source}: {err}") from None
+        raise ModelError(
+            f"cannot get Marian model {source!r} from the Hugging Face hub ({str(err).splitlines()[0]}); "
+            f"on a machine with network access run `huggingface-cli download {source} --local-dir models/{model_name(source)}` "
+            f"and pass --model models/{model_name(source)}"
+        ) from None
+    model.to(torch_device)
+    model.eval()
+    return LoadedModel(model, tokenizer, model_name(source), path if looks_local else None, torch_device)

@@ -1,0 +1,69 @@
+"""``simpe select-fixed``: choose the tensor subset of the ``fixed`` method on held-out data.
+
+Adapts a copy of the model with ``full`` and the paper's update over the dev split (no
+translation, updates only), then keeps the non-embedding tensors with the largest
+relative change within the budget (``simpe.methods.fixed.choose_tensors``) and writes
+the selection next to the model. It does not run the online loop.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import time
+from pathlib import Path
+from typing import Any
+
+from simpe.config import UpdateConfig
+from simpe.datasets import DATASETS, stream_hash
+from simpe.errors import ConfigError
+from simpe.methods.base import base_parameters
+from simpe.methods.fixed import SELECTION_FILE, choose_tensors
+from simpe.methods.full import FullMethod
+from simpe.model import load_model
+from simpe.update import Pair, update
+
+logger = logging.getLogger(__name__)
+
+
+def select_fixed(model_id: str | None, dataset: str = "libreoffice", split: str = "dev", budget: float = 0.025,
+                 segments: int | None = None, device: str = "auto", out: Path | None = None,
+                 update_cfg: UpdateConfig | None = None, progress: bool = True) -> dict[str, Any]:
+    """Adapt fully over ``split`` and write the ``fixed`` selection; return it."""
+    if not 0 < budget <= 1:
+        raise ConfigError(f"budget must be a fraction of the model size in (0, 1], got {budget}")
+    data = DATASETS.build(dataset).load(split)[:segments]
+    loaded = load_model(model_id, device)
+    if out is None:
+        if loaded.path is None:
+            raise ConfigError("the model came from the hub: give --out PATH for the selection file")
+        out = loaded.path / SELECTION_FILE
+    model, tokenizer = loaded.model, loaded.tokenizer
+    method = FullMethod()
+    method.attach(model, loaded.path)
+    base = {n: p.detach().clone() for n, p in base_parameters(model).items()}
+    total = sum(p.numel() for p in base.values())
+    cfg = update_cfg or UpdateConfig()
+    started = time.time()
+    iterator = data
+    if progress:
+        from tqdm import tqdm
+
+        iterator = tqdm(data, desc="select-fixed", unit="seg")
+    for seg in iterator:
+        src = tokenizer(seg.source, truncation=True, max_length=512, return_tensors="pt")["input_ids"].to(loaded.device)  # (1, src_len)
+        tgt = tokenizer(text_target=seg.reference, truncation=True, max_length=512, return_tensors="pt")["input_ids"].to(loaded.device)  # (1, tgt_len)
+        update(model, method, Pair(src, tgt), cfg)
+    adapted = {n: p.detach() for n, p in base_parameters(model).items()}
+    chosen = choose_tensors(base, adapted, int(budget * total))
+    selection = {
+        "model": loaded.name, "dataset": dataset, "split": split, "segments": len(data),
+        "data_sha256": stream_hash(data), "budget_fraction": budget, "budget_parameters": int(budget * total),
+        "model_parameters": total, "selected_parameters": sum(t["parameters"] for t in chosen),
+        "update": vars(cfg), "seconds": round(time.time() - started, 1),
+        "model_sha256": hashlib.sha256(b"".join(p.cpu().numpy().tobytes() for p in base.values())).hexdigest()[:16],
+        "tensors": chosen,
+    }
+    Path(out).write_text(json.dumps(selection, indent=1) + "\n")
+    logger.info("selected %d tensors (%d of %d parameters) -> %s", len(chosen), selection["selected_parameters"], total, out)
+    return selection

@@ -1,0 +1,249 @@
+"""The online simulated post-editing loop: translate -> score -> adapt, segment by segment.
+
+For segment i of the stream: translate the source with the current parameters θ(i-1),
+score the output against the reference (the post-edit), then update the model on
+(source_i, reference_i), then log. The hypothesis of segment i is always produced before
+the model sees reference i. Every N segments a ranking snapshot may be taken on a fixed
+probe set. Inputs are checked before the model is loaded; ``rundir.py`` writes the files.
+"""
+from __future__ import annotations
+
+import logging
+import random
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+
+from simpe.config import RunConfig, load_config
+from simpe.datasets import DATASETS, Segment, stream_hash
+from simpe.decoders import DECODERS
+from simpe.errors import ConfigError
+from simpe.methods import METHODS
+from simpe.metrics.online import MetricsConfig, OnlineScorer
+from simpe.model import load_model, model_name
+from simpe.profiling import ModelTimer
+from simpe.rundir import RunDir, environment, group_name, read_jsonl
+from simpe.update import Pair, set_dropout, update
+
+logger = logging.getLogger(__name__)
+
+
+def load_stream(cfg: RunConfig) -> tuple[Any, list[Segment]]:
+    """The dataset and the first ``data.segments`` segments of its split (checked)."""
+    dataset = DATASETS.build(cfg.data.name, skip_empty=cfg.data.skip_empty, **cfg.data.params)
+    segments = dataset.load(cfg.data.split)
+    if cfg.data.segments is not None:
+        if cfg.data.segments > len(segments):
+            logger.warning("data.segments=%d but %s:%s has only %d segments; using all", cfg.data.segments,
+                           cfg.data.name, cfg.data.split, len(segments))
+        segments = segments[: cfg.data.segments]
+    return dataset, segments
+
+
+def run_path(cfg: RunConfig) -> Path:
+    model = model_name(cfg.model) if cfg.model else "demo-en-de"
+    return Path(cfg.runs_dir) / group_name(cfg.data.name, cfg.data.split, model, cfg.data.segments) / cfg.adapter
+
+
+def probe_set(cfg: RunConfig, dataset: Any, stream: list[Segment]) -> list[Segment]:
+    """The fixed probe set of the ranking snapshots (see SnapshotConfig)."""
+    short = lambda segs: [s for s in segs if len(s.source.split()) <= cfg.snapshots.max_words]  # noqa: E731
+    if cfg.snapshots.probe == "dev":
+        if "dev" not in dataset.splits:
+            raise ConfigError(f"snapshots.probe=dev but dataset {cfg.data.name!r} has no dev split; use snapshots.probe=stream")
+        return short(dataset.load("dev"))[: cfg.snapshots.probe_size]
+    candidates = short(stream)
+    rng = random.Random(cfg.seed)
+    return sorted(rng.sample(candidates, min(cfg.snapshots.probe_size, len(candidates))), key=stream.index)
+
+
+def _truecaser_path(cfg: RunConfig, model_dir: Path | None) -> str | None:
+    if cfg.metrics.truecaser is None or cfg.metrics.truecaser == "none":
+        return None
+    if cfg.metrics.truecaser == "model":
+        if model_dir is None or not (model_dir / f"truecase.{cfg.metrics.lang}.model").exists():
+            raise ConfigError(f"metrics.truecaser=model but the model ships no truecase.{cfg.metrics.lang}.model; "
+                              "give a truecaser path with --truecaser PATH or --truecaser none")
+        return str(model_dir / f"truecase.{cfg.metrics.lang}.model")
+    return cfg.metrics.truecaser
+
+
+class Loop:
+    """One run: a model with a method attached, a decoder, a scorer and a run directory."""
+
+    def __init__(self, cfg: RunConfig, progress: bool = True) -> None:
+        self.cfg = cfg
+        self.progress = progress
+        # check everything a user can get wrong before the model is loaded
+        self.dataset, self.segments = load_stream(cfg)
+        self.method = METHODS.build(cfg.method.name, **cfg.method.params)
+        self.decoder = DECODERS.build(cfg.decoder.name, **cfg.decoder.params)
+        self.path = run_path(cfg)
+        self.probe = probe_set(cfg, self.dataset, self.segments) if cfg.snapshots.every else []
+        torch.manual_seed(cfg.seed)
+        self.loaded = load_model(cfg.model, cfg.device)
+        self.model, self.tokenizer = self.loaded.model, self.loaded.tokenizer
+        set_dropout(self.model, cfg.update.dropout)
+        self.method.attach(self.model, self.loaded.path)
+        if hasattr(self.method, "lr"):
+            self.method.lr = cfg.update.lr
+        self.scorer = OnlineScorer(MetricsConfig(
+            lang=cfg.metrics.lang, truecaser=_truecaser_path(cfg, self.loaded.path), stopwords=cfg.metrics.stopwords,
+            r_max_k=cfg.metrics.r_max_k, novel_vocab=cfg.metrics.novel_vocab, subword=cfg.metrics.subword))
+        self.timer = ModelTimer(self.model)
+        self.ranking_cfg = None
+        if cfg.snapshots.every:
+            from simpe.ranking import RankingConfig
+
+            self.ranking_cfg = RankingConfig(**cfg.snapshots.params)
+
+    # ------------------------------------------------------------ one segment
+    def encode(self, seg: Segment) -> Pair:
+        device = self.loaded.device
+        src = self.tokenizer(seg.source, truncation=True, max_length=512, return_tensors="pt")["input_ids"]  # (1, src_len)
+        tgt = self.tokenizer(text_target=seg.reference, truncation=True, max_length=512, return_tensors="pt")["input_ids"]  # (1, tgt_len)
+        return Pair(src.to(device), tgt.to(device))
+
+    def pieces(self, ids: list[int]) -> list[str]:
+        special = set(self.tokenizer.all_special_ids)
+        return self.tokenizer.convert_ids_to_tokens([i for i in ids if i not in special])
+
+    def step(self, index: int, seg: Segment) -> dict[str, Any]:
+        """Translate, score, then update on one segment; return its record."""
+        pair = self.encode(seg)
+        t0 = time.perf_counter()
+        with torch.inference_mode():
+            result = self.decoder.decode(self.model, pair.input_ids)
+        best = list(result.hypotheses[0].tokens) if result.hypotheses else []
+        hypothesis = self.tokenizer.decode(best, skip_special_tokens=True)
+        t1 = time.perf_counter()
+        scored = self.scorer.add(hypothesis, seg.reference,
+                                 self.pieces(best) if self.cfg.metrics.subword else None,
+                                 self.pieces(pair.labels[0].tolist()) if self.cfg.metrics.subword else None)
+        t2 = time.perf_counter()
+        upd = update(self.model, self.method, pair, self.cfg.update)  # reference i is seen only here
+        t3 = time.perf_counter()
+        if upd["skipped"]:
+            logger.warning("segment %d: update skipped (%s)", index, upd["skipped"])
+        backward = upd.pop("seconds_backward")
+        return {
+            "index": index, "doc_id": seg.doc_id, "seg_id": seg.seg_id,
+            "source": seg.source, "reference": seg.reference, "hypothesis": hypothesis,
+            "hyp_score": result.hypotheses[0].score if result.hypotheses else None,
+            **scored, "update": upd,
+            "seconds": {"translate": t1 - t0, "score": t2 - t1, "update": t3 - t2, "backward": backward},
+        }
+
+    def snapshot(self, segments_done: int) -> dict[str, Any]:
+        from simpe.ranking import snapshot
+
+        self.model.eval()
+        with torch.inference_mode():
+            figures = snapshot(self.model, self.tokenizer, [s.source for s in self.probe], [s.reference for s in self.probe], self.ranking_cfg)
+        return {"segment": segments_done, **figures}
+
+    # ------------------------------------------------------------ the run
+    def run(self, resume: bool = False, overwrite: bool = False, stop_after: int | None = None) -> Path:
+        """Run (or resume) the whole stream; ``stop_after`` stops early without DONE (tests)."""
+        cfg = self.cfg
+        with RunDir(self.path) as rundir:
+            rundir.open(resume=resume, overwrite=overwrite)
+            start, records = 0, []
+            state = rundir.load_checkpoint() if resume else None
+            if state is not None:
+                self.method.load_state_dict(state["method"])
+                torch.set_rng_state(state["torch_rng"])
+                records = rundir.rewind(state["segments_done"])
+                for record in records:
+                    self.scorer.replay(record)
+                start = state["segments_done"]
+                logger.info("resuming %s at segment %d of %d", self.path, start, len(self.segments))
+            elif resume and read_jsonl(rundir.segments_file):
+                records = rundir.rewind(0)  # no checkpoint yet: start the log again
+            if start == 0:
+                from simpe import log
+
+                rundir.write_config(cfg)
+                rundir.write_json("env.json", {**environment(self.loaded.device), "stream_sha256": stream_hash(self.segments)})
+            from simpe import log
+
+            log.add_file(rundir.path / "log.txt")
+            logger.info("run %s: method %s (%s), %d segments, decoder %s %s, device %s", cfg.adapter, cfg.method.name,
+                        self.method.describe().get("trainable_parameters", "?"), len(self.segments), cfg.decoder.name,
+                        cfg.decoder.params, self.loaded.device)
+            bar = self._progress(start)
+            try:
+                for index in range(start, len(self.segments)):
+                    if stop_after is not None and index >= stop_after:
+                        return self.path
+                    record = self.step(index, self.segments[index])
+                    rundir.append_segment(record)
+                    records.append(record)
+                    done = index + 1
+                    if cfg.snapshots.every and done % cfg.snapshots.every == 0:
+                        rundir.append_snapshot(self.snapshot(done))
+                    if done % cfg.checkpoint_every == 0 and done < len(self.segments):
+                        rundir.save_checkpoint({"segments_done": done, "method": self.method.state_dict(),
+                                                "torch_rng": torch.get_rng_state()})
+                    if bar is not None:
+                        cum = record["cumulative"]
+                        bar.set_postfix_str(f"BLEU {cum['bleu']:.1f} R0+1 {100 * cum['r0+1']:.1f}", refresh=False)
+                        bar.update(1)
+            finally:
+                if bar is not None:
+                    bar.close()
+                log.remove_file()
+            rundir.finish(self.summary(records), records, cfg.metrics.lang)
+        logger.info("run complete: %s", self.path)
+        return self.path
+
+    def _progress(self, start: int):
+        if not self.progress:
+            return None
+        from tqdm import tqdm
+
+        return tqdm(total=len(self.segments), initial=start, desc=self.cfg.adapter, unit="seg", dynamic_ncols=True, leave=True)
+
+    def summary(self, records: list[dict[str, Any]]) -> dict[str, Any]:
+        corpus = self.scorer.summary()
+        comet = None
+        if self.cfg.comet:
+            from simpe.metrics.comet import CometScorer
+
+            scores = CometScorer(self.cfg.comet, device=str(self.loaded.device)).score(
+                [r["source"] for r in records], [r["hypothesis"] for r in records], [r["reference"] for r in records])
+            comet = sum(scores) / len(scores)
+            corpus.setdefault("segment_comet", scores)
+        seconds = {k: sum(r["seconds"][k] for r in records) for k in ("translate", "score", "update", "backward")}
+        return {
+            "method": self.cfg.method.name, "adapter": self.cfg.adapter, "dataset": self.cfg.data.name,
+            "split": self.cfg.data.split, "segments": len(records), "model": self.loaded.name,
+            "stream_sha256": stream_hash(self.segments),
+            "corpus": {**corpus["corpus"], "comet": comet}, "signatures": corpus["signatures"],
+            "segment_comet": corpus.get("segment_comet"),
+            "adapted_parameters": self.method.adapted_parameters(), "store_bytes": self.method.store_bytes(),
+            "method_facts": self.method.describe(),
+            "updates": {"repetitions": sum(r["update"]["repetitions"] for r in records),
+                        "skipped": sum(1 for r in records if r["update"]["skipped"])},
+            "seconds": {**seconds, "model_forward": self.timer.seconds},
+        }
+
+
+def simulate(adapters: list[str], overrides: list[str] | None = None, resume: bool = False, overwrite: bool = False,
+             progress: bool = True, config_file: Path | None = None,
+             on_done: Callable[[Path], None] | None = None) -> list[Path]:
+    """Run every adapter in turn on the same stream; return the run directories."""
+    from simpe.config import load_saved_config
+
+    configs = [load_saved_config(config_file, overrides)] if config_file else [load_config(a, overrides) for a in adapters]
+    paths = []
+    for cfg in configs:
+        loop = Loop(cfg, progress=progress)
+        path = loop.run(resume=resume, overwrite=overwrite)
+        loop.timer.remove()
+        paths.append(path)
+        if on_done:
+            on_done(path)
+    return paths

@@ -1,0 +1,104 @@
+"""The online update shared by every method: plain SGD on one (source, reference) pair.
+
+Seed 002, section 4: batch of one pair, no dropout, no label smoothing (both settable),
+gradient L2 norm clipped to ``clip_norm`` per tensor, repeated until the pair's
+perplexity is <= ``ppl_threshold``, at most ``max_repeats`` times. A non-finite loss or
+gradient skips the update (logged in the record) and the run goes on. Which parameters
+move is the method's business (``Method.trainable``); this module never touches others.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from simpe.config import UpdateConfig
+from simpe.methods.base import Method
+
+
+@dataclass
+class Pair:
+    """One tokenised (source, reference) pair on the model's device."""
+
+    input_ids: torch.Tensor  # (1, src_len)
+    labels: torch.Tensor  # (1, tgt_len), ending in EOS
+
+
+def pair_loss(model: Any, pair: Pair, label_smoothing: float = 0.0) -> tuple[torch.Tensor, float]:
+    """Mean token loss (for the gradient) and mean token NLL (for perplexity) of ``pair``."""
+    logits = model(input_ids=pair.input_ids, labels=pair.labels).logits  # (1, tgt_len, vocab)
+    flat = logits.view(-1, logits.size(-1))  # (tgt_len, vocab)
+    nll = torch.nn.functional.cross_entropy(flat, pair.labels.view(-1))
+    if label_smoothing > 0:
+        loss = torch.nn.functional.cross_entropy(flat, pair.labels.view(-1), label_smoothing=label_smoothing)
+        return loss, float(nll.detach())
+    return nll, float(nll.detach())
+
+
+def set_dropout(model: Any, p: float) -> None:
+    """Set every dropout probability of the model (the update runs in train mode when p > 0)."""
+    for module in model.modules():
+        if isinstance(module, torch.nn.Dropout):
+            module.p = p
+    model.config.dropout = p
+
+
+def _ppl(nll: float) -> float:
+    return math.exp(nll) if nll < 700 else float("inf")
+
+
+def update(model: Any, method: Method, pair: Pair, cfg: UpdateConfig) -> dict[str, Any]:
+    """Adapt ``model`` on one pair; return the record's ``update`` field.
+
+    Returns ``loss_before``/``ppl_before`` (before any step), ``loss_after``/``ppl_after``
+    (after the last step, measured with one more forward pass), ``repetitions`` (steps
+    taken), ``skipped`` (None, or why a step was skipped) and ``seconds_backward``.
+    """
+    params = list(method.trainable().values())
+    names = list(method.trainable().keys())
+    record: dict[str, Any] = {"loss_before": None, "ppl_before": None, "loss_after": None, "ppl_after": None,
+                              "repetitions": 0, "skipped": None}
+    backward_seconds = 0.0
+    if cfg.dropout > 0 and params:
+        model.train()
+    try:
+        for repeat in range(cfg.max_repeats + 1):
+            may_step = bool(params) and repeat < cfg.max_repeats
+            with torch.set_grad_enabled(may_step):
+                loss, nll = pair_loss(model, pair, cfg.label_smoothing)
+            if repeat == 0:
+                record["loss_before"], record["ppl_before"] = nll, _ppl(nll)
+            record["loss_after"], record["ppl_after"] = nll, _ppl(nll)
+            if not may_step or _ppl(nll) <= cfg.ppl_threshold:
+                break
+            if not math.isfinite(float(loss.detach())):
+                record["skipped"] = "non-finite loss"
+                break
+            start = time.perf_counter()
+            grads = torch.autograd.grad(loss, params, allow_unused=True)
+            backward_seconds += time.perf_counter() - start
+            present = [(p, g) for p, g in zip(params, grads) if g is not None]
+            if not present:
+                break
+            ps, gs = [p for p, _ in present], [g for _, g in present]
+            norms = torch._foreach_norm(gs)  # list of 0-d tensors, one per tensor
+            stacked = torch.stack(norms)  # (tensors,)
+            if not bool(torch.isfinite(stacked).all()):
+                bad = [n for n, (p, g) in zip(names, zip(params, grads)) if g is not None and not torch.isfinite(g).all()]
+                record["skipped"] = f"non-finite gradient in {bad[0] if bad else '?'}"
+                break
+            with torch.no_grad():
+                if cfg.clip_norm > 0:
+                    scale = (cfg.clip_norm / (stacked + 1e-6)).clamp(max=1.0)  # (tensors,)
+                    torch._foreach_mul_(gs, list(scale.unbind()))
+                torch._foreach_add_(ps, gs, alpha=-cfg.lr)
+            method.after_update()
+            record["repetitions"] += 1
+    finally:
+        if cfg.dropout > 0 and params:
+            model.eval()
+    record["seconds_backward"] = backward_seconds
+    return record
