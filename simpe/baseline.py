@@ -185,7 +185,6 @@ def train(cfg: TrainConfig, resume: bool = False) -> dict[str, Any]:
     ckpt_dir = out / "checkpoints"
     train_src, train_tgt = _read_lines(data / "train.en"), _read_lines(data / "train.de")
     dev_src, dev_tgt = _read_lines(data / "dev.en"), _read_lines(data / "dev.de")
-    stream_src, stream_tgt = _read_lines(data / "stream.en")[:1000], _read_lines(data / "stream.de")[:1000]
 
     if not (resume and (out / "vocab.json").exists()):
         logger.info("training SentencePiece (%d pieces) on %d train pairs", cfg.vocab_size, len(train_src))
@@ -230,7 +229,7 @@ def train(cfg: TrainConfig, resume: bool = False) -> dict[str, Any]:
         logger.info("resumed at step %d (best dev BLEU %.2f at step %d)", state["step"], state["best_bleu"], state["best_step"])
     ckpt_dir.mkdir(parents=True, exist_ok=True)
     rng = random.Random(cfg.seed + state["epoch"])
-    eval_idx = sorted(range(len(dev_src)), key=lambda i: i)[: cfg.eval_segments]
+    eval_idx = list(range(min(cfg.eval_segments, len(dev_src))))
     tokens_seen, window_start = 0, time.time()
     stop = False
     from sacrebleu.metrics import BLEU
@@ -281,11 +280,22 @@ def train(cfg: TrainConfig, resume: bool = False) -> dict[str, Any]:
             state["epoch"] += 1
             rng = random.Random(cfg.seed + state["epoch"])
 
-    model.load_state_dict(torch.load(ckpt_dir / "best.pt", map_location=device))
+    return finalize(cfg, model, tokenizer, state, n_params, len(pairs), started, device)
+
+
+def finalize(cfg: TrainConfig, model: Any, tokenizer: Any, state: dict[str, Any], n_params: int, n_pairs: int,
+             started: float, device: Any) -> dict[str, Any]:
+    """Load the best checkpoint, save it with ``save_pretrained``, score it, write the model card."""
+    import torch
+
+    data, out = Path(cfg.data_dir), Path(cfg.out_dir)
+    model.load_state_dict(torch.load(out / "checkpoints" / "best.pt", map_location=device))
     model.eval()
     model.config.dropout = 0.0
     model.save_pretrained(out, safe_serialization=True)
     tokenizer.save_pretrained(out)
+    dev_src, dev_tgt = _read_lines(data / "dev.en"), _read_lines(data / "dev.de")
+    stream_src, stream_tgt = _read_lines(data / "stream.en")[:1000], _read_lines(data / "stream.de")[:1000]
     logger.info("scoring dev and the first %d stream segments with beam 5", len(stream_src))
     t0 = time.time()
     scores = {
@@ -296,7 +306,7 @@ def train(cfg: TrainConfig, resume: bool = False) -> dict[str, Any]:
         "command": " ".join(shlex.quote(a) for a in sys.argv),
         "config": asdict(cfg),
         "data": {name: hashlib.sha256((data / name).read_bytes()).hexdigest() for name in ("train.en", "train.de", "dev.en", "dev.de")},
-        "train_pairs": len(pairs),
+        "train_pairs": n_pairs,
         "parameters": n_params,
         "best_step": state["best_step"],
         "best_dev_greedy_bleu": round(state["best_bleu"], 2),

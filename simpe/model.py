@@ -55,6 +55,33 @@ def model_name(model_id: str | os.PathLike[str]) -> str:
     return Path(text).name if Path(text).exists() else text.replace("/", "--")
 
 
+def _download_hint(source: str) -> str:
+    local = f"models/{model_name(source)}"
+    return (f"on a machine with network access run `huggingface-cli download {source} --local-dir {local}`, "
+            f"copy that folder to {local} here, and pass --model {local}")
+
+
+def _check_hub(source: str, timeout: float = 5.0) -> None:
+    """Fail fast (no minutes of retries) when ``source`` is neither cached nor reachable."""
+    from huggingface_hub import try_to_load_from_cache
+
+    if isinstance(try_to_load_from_cache(source, "config.json"), str):
+        return  # in the local Hugging Face cache: loads offline
+    if os.environ.get("HF_HUB_OFFLINE") == "1":
+        raise ModelError(f"model {source!r} is not in the local Hugging Face cache and HF_HUB_OFFLINE=1; " + _download_hint(source))
+    import socket
+
+    host = "huggingface.co"
+    try:
+        socket.setdefaulttimeout(timeout)
+        socket.create_connection((host, 443), timeout=timeout).close()
+    except OSError as err:
+        raise ModelError(f"cannot reach the Hugging Face hub ({host}: {err.strerror or err}) to get model {source!r}; "
+                         + _download_hint(source)) from None
+    finally:
+        socket.setdefaulttimeout(None)
+
+
 def load_model(model_id: str | os.PathLike[str] | None = None, device: str = "auto") -> LoadedModel:
     """Load a ``MarianMTModel`` and ``MarianTokenizer`` from a folder or a hub id.
 
@@ -78,17 +105,16 @@ def load_model(model_id: str | os.PathLike[str] | None = None, device: str = "au
         for needed in ("config.json", "source.spm", "target.spm", "vocab.json"):
             if not (path / needed).exists():
                 raise ModelError(f"model folder {source} lacks {needed}; it must be written by save_pretrained of a MarianMTModel and MarianTokenizer")
+    if not looks_local:
+        _check_hub(source)
     try:
         tokenizer = MarianTokenizer.from_pretrained(source)
         model = MarianMTModel.from_pretrained(source)
-    except OSError as err:
+    except (OSError, TypeError, ValueError) as err:
         if looks_local:
             raise ModelError(f"cannot load Marian model from {source}: {err}") from None
-        raise ModelError(
-            f"cannot get Marian model {source!r} from the Hugging Face hub ({str(err).splitlines()[0]}); "
-            f"on a machine with network access run `huggingface-cli download {source} --local-dir models/{model_name(source)}` "
-            f"and pass --model models/{model_name(source)}"
-        ) from None
+        raise ModelError(f"cannot get Marian model {source!r} from the Hugging Face hub ({str(err).splitlines()[0]}); "
+                         + _download_hint(source)) from None
     model.to(torch_device)
     model.eval()
     return LoadedModel(model, tokenizer, model_name(source), path if looks_local else None, torch_device)

@@ -168,12 +168,17 @@ def write_split(out_dir: Path, name: str, segments: list[Segment]) -> dict[str, 
 
 
 def build(out_dir: Path, cache: Path, installed: bool = False) -> dict[str, int]:
-    """Build the corpus into ``out_dir``; return the number of segments per split."""
+    """Fetch (or find) the packages and build the corpus into ``out_dir``; return split sizes."""
     if installed:
-        help_root, ui_root, versions = Path("/") / HELP_SUBDIR, Path("/") / UI_SUBDIR, {"installed": "/usr"}
+        root, versions = Path("/"), {"installed": "/usr"}
     else:
         root = fetch_packages(cache)
-        help_root, ui_root, versions = root / HELP_SUBDIR, root / UI_SUBDIR, package_versions(cache)
+        versions = package_versions(cache)
+    return build_from(root / HELP_SUBDIR, root / UI_SUBDIR, out_dir, versions)
+
+
+def build_from(help_root: Path, ui_root: Path, out_dir: Path, versions: dict[str, str]) -> dict[str, int]:
+    """Align, split and write the corpus from unpacked help pages and UI catalogs."""
     help_segments = help_pairs(help_root)
     ui_segments = ui_pairs(ui_root)
     logger.info("aligned %d help paragraphs and %d UI strings", len(help_segments), len(ui_segments))

@@ -1,0 +1,38 @@
+"""Shared fixtures: a seeded tiny Marian model (token ids only) and the shipped demo model."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+REPO = Path(__file__).resolve().parent.parent
+DEMO_MODEL = REPO / "models" / "demo-en-de"
+
+
+def make_tiny_marian(seed: int = 0, vocab: int = 50, d_model: int = 16, layers: int = 1):
+    """A seeded random MarianMTModel: pad = vocab-1 (decoder start), eos = 0, as in OPUS-MT."""
+    from transformers import MarianConfig, MarianMTModel
+
+    torch.manual_seed(seed)
+    cfg = MarianConfig(vocab_size=vocab, d_model=d_model, encoder_layers=layers, decoder_layers=layers,
+                       encoder_attention_heads=2, decoder_attention_heads=2, encoder_ffn_dim=32, decoder_ffn_dim=32,
+                       max_position_embeddings=64, pad_token_id=vocab - 1, eos_token_id=0,
+                       decoder_start_token_id=vocab - 1, dropout=0.0, attention_dropout=0.0, activation_dropout=0.0,
+                       share_encoder_decoder_embeddings=True)
+    model = MarianMTModel(cfg)
+    model.eval()
+    return model
+
+
+@pytest.fixture
+def tiny_marian():
+    return make_tiny_marian
+
+
+@pytest.fixture(scope="session")
+def demo_model():
+    """The committed demo model (loaded once per test session)."""
+    from simpe.model import load_model
+
+    return load_model(DEMO_MODEL, "cpu")

@@ -1,0 +1,51 @@
+"""The command line: one-line errors with exit code 2, nothing written on bad input."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def simpe(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "simpe", *args], cwd=cwd, capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["simulate", "--method", "sparse"], "simpe: error: unknown method 'sparse'; known: baseline, bias, fixed, full, lasso, top (or a path to a .yaml file)"),
+    (["simulate", "--dataset", "wmt"], "simpe: error: unknown dataset 'wmt'; known: autodesk, libreoffice, text, tmx, tsv"),
+    (["simulate", "--set", "update.optimiser=adam"], "simpe: error: unknown key update.optimiser; known: clip_norm, dropout, label_smoothing, lr, max_repeats, optimizer, ppl_threshold"),
+    (["simulate", "--set", "update.optimizer=adam"], "simpe: error: unknown update.optimizer 'adam'; known: sgd"),
+    (["simulate", "--segments", "0"], "simpe: error: data.segments must be >= 1 or null, got 0"),
+    (["simulate", "--dataset", "autodesk"], "simpe: error: the Autodesk corpus is not at"),
+])
+def test_bad_input_is_one_line_and_exit_2(args, message, tmp_path):
+    result = simpe(*args, "--runs-dir", str(tmp_path / "runs"))
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(message), result.stderr
+    assert not (tmp_path / "runs").exists()  # nothing half-written
+
+
+def test_bad_device_choice_is_rejected_by_argparse():
+    result = simpe("simulate", "--device", "tpu")
+    assert result.returncode == 2 and "invalid choice: 'tpu'" in result.stderr
+
+
+def test_list_prints_every_registry():
+    result = simpe("list")
+    assert result.returncode == 0
+    out = result.stdout
+    assert "datasets: autodesk, libreoffice, text, tmx, tsv" in out
+    assert "methods: baseline, bias, fixed, full, lasso, top" in out
+    assert "adapters: baseline, bias, fixed, full, lasso, top" in out
+    assert "heap_beam" in out and "topk" in out
+
+
+def test_missing_model_folder_names_the_problem(tmp_path):
+    result = simpe("simulate", "--model", str(tmp_path / "nomodel"), "--segments", "1", "--runs-dir", str(tmp_path / "runs"))
+    assert result.returncode == 2
+    assert result.stderr.strip() == f"simpe: error: model folder {tmp_path / 'nomodel'} does not exist"

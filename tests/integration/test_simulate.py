@@ -1,0 +1,119 @@
+"""The online loop on the shipped demo model: order, resume, locking, completeness."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from simpe.config import UpdateConfig, load_config
+from simpe.decoders import DECODERS
+from simpe.errors import RunDirError
+from simpe.methods import METHODS
+from simpe.rundir import RunDir, read_jsonl
+from simpe.simulate import Loop
+from simpe.update import Pair, update
+
+REPO = Path(__file__).resolve().parents[2]
+SOURCE = "Choose Format - Cells."
+REFERENCE = "Wählen Sie Zorglub - Blubberzellen."  # an unlikely post-edit: adaptation must show
+
+
+def _stream(tmp_path: Path, n: int = 3) -> list[str]:
+    (tmp_path / "s.en").write_text((SOURCE + "\n") * n, encoding="utf-8")
+    (tmp_path / "s.de").write_text((REFERENCE + "\n") * n, encoding="utf-8")
+    return [f"data.name=text", f"data.params.source={tmp_path / 's.en'}", f"data.params.reference={tmp_path / 's.de'}",
+            f"runs_dir={tmp_path / 'runs'}", "device=cpu"]
+
+
+def _translate(model, tokenizer, text: str) -> str:
+    ids = tokenizer(text, return_tensors="pt")["input_ids"]  # (1, src_len)
+    with torch.inference_mode():
+        result = DECODERS.build("beam", beam_size=5).decode(model, ids)
+    return tokenizer.decode(list(result.hypotheses[0].tokens), skip_special_tokens=True)
+
+
+def test_hypothesis_i_is_made_before_reference_i_is_seen(tmp_path: Path):
+    """Hypothesis i must equal the translation by the model updated on references 0..i-1 only."""
+    overrides = _stream(tmp_path) + ["update.lr=0.05"]
+    path = Loop(load_config("full", overrides), progress=False).run()
+    records = read_jsonl(path / "segments.jsonl")
+    # replay the updates by hand, translating before each one
+    from simpe.model import load_model
+
+    loaded = load_model(None, "cpu")
+    method = METHODS.build("full")
+    method.attach(loaded.model, loaded.path)
+    pair = Pair(loaded.tokenizer(SOURCE, return_tensors="pt")["input_ids"],
+                loaded.tokenizer(text_target=REFERENCE, return_tensors="pt")["input_ids"])
+    expected = []
+    for _ in range(3):
+        expected.append(_translate(loaded.model, loaded.tokenizer, SOURCE))
+        update(loaded.model, method, pair, UpdateConfig(lr=0.05))
+    after_all = _translate(loaded.model, loaded.tokenizer, SOURCE)
+    assert [r["hypothesis"] for r in records] == expected
+    # the updates do change the output, so a loop that updated first would fail the line above
+    assert expected[0] != expected[1] or expected[1] != after_all
+    assert records[0]["update"]["repetitions"] >= 1
+
+
+def _strip_seconds(records):
+    return [{k: v for k, v in r.items() if k != "seconds"} for r in records]
+
+
+def test_resume_after_a_kill_gives_exactly_the_uninterrupted_records(tmp_path: Path):
+    src = REPO / "data" / "libreoffice" / "stream.en"
+    overrides = [f"runs_dir={tmp_path / 'a'}", "data.segments=8", "checkpoint_every=3", "device=cpu"]
+    whole = Loop(load_config("lasso", overrides), progress=False).run()
+    # the same run in a subprocess, killed (SIGKILL) once 4 segments are logged, then resumed
+    killed_dir = tmp_path / "b"
+    cmd = [sys.executable, "-m", "simpe", "simulate", "--method", "lasso", "--segments", "8", "--device", "cpu",
+           "--runs-dir", str(killed_dir), "--set", "checkpoint_every=3", "--no-progress"]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    run = killed_dir / whole.relative_to(tmp_path / "a")
+    deadline = time.time() + 240
+    while time.time() < deadline and len(read_jsonl(run / "segments.jsonl")) < 4:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    logged = len(read_jsonl(run / "segments.jsonl"))
+    assert 4 <= logged < 8 and not (run / "DONE").exists()
+    with pytest.raises(RunDirError, match="incomplete run; pass --resume"):
+        Loop(load_config("lasso", [*overrides[1:], f"runs_dir={killed_dir}"]), progress=False).run()
+    Loop(load_config("lasso", [*overrides[1:], f"runs_dir={killed_dir}"]), progress=False).run(resume=True)
+    assert _strip_seconds(read_jsonl(run / "segments.jsonl")) == _strip_seconds(read_jsonl(whole / "segments.jsonl"))
+    assert (run / "DONE").exists() and not (run / "state").exists()
+    a, b = json.loads((whole / "summary.json").read_text()), json.loads((run / "summary.json").read_text())
+    assert a["corpus"] == b["corpus"] and a["adapted_parameters"] == b["adapted_parameters"]
+    assert src.exists()
+
+
+def test_run_directory_contents_lock_and_overwrite(tmp_path: Path):
+    overrides = [f"runs_dir={tmp_path}", "data.segments=3", "device=cpu"]
+    path = Loop(load_config("bias", overrides), progress=False).run()
+    names = {p.name for p in path.iterdir()}
+    assert {"config.yaml", "env.json", "log.txt", "segments.jsonl", "summary.json", "hyp.tok.de", "ref.tok.de", "DONE"} <= names
+    summary = json.loads((path / "summary.json").read_text())
+    records = read_jsonl(path / "segments.jsonl")
+    assert summary["segments"] == 3 and summary["adapted_parameters"] == 8000 and summary["store_bytes"] == 32000
+    assert summary["corpus"]["bleu"] == pytest.approx(records[-1]["cumulative"]["bleu"])
+    assert "nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp" in summary["signatures"]["bleu"]
+    assert (path / "hyp.tok.de").read_text().splitlines() == [r["hyp_tokens"] for r in records]
+    env = json.loads((path / "env.json").read_text())
+    assert env["packages"]["torch"].startswith("2.13.0") and env["device"] == "cpu"
+    assert path.parent.name == "libreoffice-stream--demo-en-de--3seg"
+    with pytest.raises(RunDirError, match="complete run; pass --overwrite"):
+        Loop(load_config("bias", overrides), progress=False).run()
+    with RunDir(path) as holder:
+        holder._lock()  # another writer holds the lock
+        with pytest.raises(RunDirError, match="is being written by pid"):
+            RunDir(path).open(resume=False, overwrite=True)
+    Loop(load_config("bias", overrides), progress=False).run(overwrite=True)
+    assert (path / "DONE").exists()

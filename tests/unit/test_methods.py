@@ -1,0 +1,154 @@
+"""Method invariants: every parameter outside the trainable set stays bit-identical."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from simpe.config import UpdateConfig
+from simpe.errors import ConfigError
+from simpe.methods import METHODS
+from simpe.methods.base import base_parameters
+from simpe.methods.bias import OUTPUT_BIAS
+from simpe.update import Pair, update
+
+PAIR = Pair(torch.tensor([[5, 6, 7, 8, 0]]), torch.tensor([[9, 10, 11, 0]]))  # (1, src_len), (1, tgt_len)
+HOT = UpdateConfig(lr=0.5, ppl_threshold=1.0, max_repeats=3)  # never satisfied: always three steps
+
+
+def snapshot(model) -> dict[str, torch.Tensor]:
+    return {n: p.detach().clone() for n, p in model.named_parameters()}
+
+
+def changed(before, model) -> set[str]:
+    """Pre-existing parameters (the added output bias excluded) whose values moved."""
+    return {n for n, p in model.named_parameters() if n in before and n != OUTPUT_BIAS and not torch.equal(before[n], p.detach())}
+
+
+def run_method(name: str, tiny_marian, model_dir=None, **params):
+    model = tiny_marian(seed=3)
+    method = METHODS.build(name, **params)
+    method.attach(model, model_dir)
+    if hasattr(method, "lr"):
+        method.lr = HOT.lr
+    before = snapshot(model)
+    record = update(model, method, PAIR, HOT)
+    return model, method, before, record
+
+
+def test_baseline_changes_nothing(tiny_marian):
+    model, method, before, record = run_method("baseline", tiny_marian)
+    assert changed(before, model) == set()
+    assert record["repetitions"] == 0 and record["loss_before"] == record["loss_after"]
+    assert method.adapted_parameters() == 0 and method.store_bytes() == 0
+
+
+def test_full_changes_every_learnable_tensor_and_lowers_the_loss(tiny_marian):
+    model, method, before, record = run_method("full", tiny_marian)
+    learnable = set(base_parameters(model))
+    assert changed(before, model) <= learnable
+    assert "model.shared.weight" in changed(before, model)
+    assert not any("embed_positions" in n for n in changed(before, model))  # fixed sinusoids never move
+    assert record["repetitions"] == 3 and record["loss_after"] < record["loss_before"]
+    assert method.adapted_parameters() == sum(p.numel() for p in learnable and base_parameters(model).values())
+    assert method.store_bytes() == 4 * method.adapted_parameters()
+
+
+def test_bias_changes_only_the_second_output_bias(tiny_marian):
+    model, method, before, record = run_method("bias", tiny_marian)
+    assert changed(before, model) == set()  # no pre-existing parameter moved
+    bias = getattr(model, OUTPUT_BIAS)
+    assert bias.shape == (50,) and bias.abs().sum() > 0
+    assert method.adapted_parameters() == 50 and method.store_bytes() == 200
+    # the bias enters the logits: zeroing it restores the base model's output exactly
+    with torch.no_grad():
+        adapted = model(input_ids=PAIR.input_ids, labels=PAIR.labels).logits
+        saved = bias.clone()
+        bias.zero_()
+        base = model(input_ids=PAIR.input_ids, labels=PAIR.labels).logits
+    assert torch.allclose(adapted - base, saved.expand_as(adapted), atol=1e-5)
+
+
+def test_top_changes_only_the_topmost_layers(tiny_marian):
+    model = tiny_marian(seed=3, layers=2)
+    method = METHODS.build("top")
+    method.attach(model, None)
+    before = snapshot(model)
+    update(model, method, PAIR, HOT)
+    moved = changed(before, model)
+    assert moved and all(n.startswith(("model.encoder.layers.1.", "model.decoder.layers.1.")) for n in moved)
+    assert set(method.trainable()) == {n for n in base_parameters(model) if n.startswith(("model.encoder.layers.1.", "model.decoder.layers.1."))}
+
+
+def test_fixed_needs_a_selection_and_changes_only_it(tiny_marian, tmp_path: Path):
+    with pytest.raises(ConfigError, match=r"needs a tensor selection .* `simpe select-fixed --model"):
+        run_method("fixed", tiny_marian, model_dir=tmp_path)
+    chosen = ["model.decoder.layers.0.fc1.weight", "model.encoder.layers.0.self_attn.q_proj.weight"]
+    (tmp_path / "fixed-selection.json").write_text(json.dumps({"tensors": [{"name": n} for n in chosen]}))
+    model, method, before, _ = run_method("fixed", tiny_marian, model_dir=tmp_path)
+    assert changed(before, model) == set(chosen)
+    assert method.adapted_parameters() == 32 * 16 + 16 * 16
+    (tmp_path / "fixed-selection.json").write_text(json.dumps({"tensors": [{"name": "no.such.tensor"}]}))
+    with pytest.raises(ConfigError, match="lacks \\(no.such.tensor\\)"):
+        run_method("fixed", tiny_marian, model_dir=tmp_path)
+
+
+def test_lasso_keeps_within_budget_and_resets_the_rest_exactly(tiny_marian):
+    model, method, before, _ = run_method("lasso", tiny_marian, penalty=0.0, budget_nonembedding=0.05, budget_embedding=0.05)
+    total = sum(p.numel() for p in base_parameters(model).values())
+    moved = changed(before, model)
+    tensors = {n for n in moved if n != "model.shared.weight"}
+    assert tensors == set(method.kept_names()) and tensors
+    assert sum(before[n].numel() for n in tensors) <= int(0.05 * total)
+    rows = (before["model.shared.weight"] != model.model.shared.weight).any(dim=1).nonzero().flatten()
+    assert 0 < len(rows) <= int(0.05 * total) // 16
+    assert torch.equal(rows, method.kept_rows["model.shared.weight"])
+    assert getattr(model, OUTPUT_BIAS).abs().sum() > 0  # the bias term is always in
+    assert method.adapted_parameters() == sum(before[n].numel() for n in tensors) + 16 * len(rows) + 50
+    assert method.store_bytes() == 4 * method.adapted_parameters() + 4 * len(rows)
+
+
+def test_lasso_with_a_large_penalty_zeroes_every_group(tiny_marian):
+    model, method, before, _ = run_method("lasso", tiny_marian, penalty=1e6)
+    assert changed(before, model) == set()  # every offset shrunk to zero: bit-identical to the base
+    assert method.kept_names() == [] and all(len(r) == 0 for r in method.kept_rows.values())
+    assert getattr(model, OUTPUT_BIAS).abs().sum() > 0  # the unpenalised bias still adapts
+
+
+def test_update_stops_when_perplexity_is_low_enough(tiny_marian):
+    model = tiny_marian(seed=3)
+    method = METHODS.build("full")
+    method.attach(model, None)
+    record = update(model, method, PAIR, UpdateConfig(lr=0.5, ppl_threshold=1e9))
+    assert record["repetitions"] == 0 and record["ppl_before"] == pytest.approx(torch.tensor(record["loss_before"]).exp().item())
+
+
+def test_non_finite_loss_skips_the_update(tiny_marian):
+    model = tiny_marian(seed=3)
+    method = METHODS.build("full")
+    method.attach(model, None)
+    with torch.no_grad():
+        model.model.decoder.layers[0].fc1.weight.fill_(float("nan"))
+    before = snapshot(model)
+    record = update(model, method, PAIR, HOT)
+    assert record["skipped"] == "non-finite loss" and record["repetitions"] == 0
+    assert all(torch.equal(before[n], p) or torch.isnan(before[n]).all() for n, p in model.named_parameters())
+
+
+def test_per_tensor_clipping_bounds_each_step(tiny_marian):
+    model = tiny_marian(seed=3)
+    method = METHODS.build("full")
+    method.attach(model, None)
+    before = snapshot(model)
+    update(model, method, PAIR, UpdateConfig(lr=0.1, clip_norm=1.0, max_repeats=1, ppl_threshold=1.0))
+    for name, p in base_parameters(model).items():
+        assert float((p.detach() - before[name]).norm()) <= 0.1 * 1.0 + 1e-6, name
+
+
+def test_unknown_method_param_is_an_error():
+    with pytest.raises(ConfigError, match="method 'full' takes no params, got budget"):
+        METHODS.build("full", budget=3)
+    with pytest.raises(ConfigError, match="unknown method 'sparse'; known: baseline, bias, fixed, full, lasso, top"):
+        METHODS.build("sparse")
