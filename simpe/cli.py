@@ -128,12 +128,103 @@ def _cmd_select_fixed(args: argparse.Namespace) -> None:
 
 # ---------------------------------------------------------------- score (metrics)
 # (section owned by the metrics work: _add_score / _cmd_score)
+def _add_score(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("score", help="score hypothesis files: BLEU, chrF, TER, SBLEU, R0/R1/R0+1 (and COMET)",
+                       description="Score a hypothesis file against a reference file with every simpe metric "
+                                   "(BLEU/chrF/TER through sacreBLEU, with signatures).")
+    p.add_argument("-i", "--input", required=True, metavar="HYP", help="hypotheses, one detokenised segment per line")
+    p.add_argument("-r", "--refs", required=True, metavar="REF", help="references (post-edits), one per line")
+    p.add_argument("--src", metavar="SRC", help="sources, one per line (needed for --comet)")
+    p.add_argument("--lang", default="de", help="target language: Moses tokeniser and default stopwords (default: %(default)s)")
+    p.add_argument("--truecaser", metavar="PATH|none",
+                   help="MosesTruecaser model, or 'none' (default: the demo model's truecase.de.model for --lang de, else none)")
+    p.add_argument("--stopwords", metavar="LANG|PATH", help="stopword list: a code under stopwords/ or a file (default: --lang)")
+    p.add_argument("--r-max-k", type=int, default=1, metavar="K", help="report R0..RK and R0..K (default: %(default)s; R0+1 always)")
+    p.add_argument("--novel-vocab", metavar="PATH", help="training vocabulary (one word per line): adds the novel-word variants novel:r0 ...")
+    p.add_argument("--subword-model", metavar="SPM", help="SentencePiece model: adds the subword variants subword:r0 ...")
+    p.add_argument("--comet", metavar="MODEL", help="COMET hub id, model folder or model.ckpt (needs --src)")
+    p.add_argument("--comet-batch-size", type=int, default=16, metavar="N", help="(default: %(default)s)")
+    p.add_argument("--device", default="cpu", help="COMET device: cpu, cuda, cuda:N (default: %(default)s)")
+    p.add_argument("--format", choices=["table", "json"], default="table", help="(default: %(default)s)")
+    p.add_argument("--cumulative", action="store_true", help="also print every metric over segments 1..i for each i")
+    p.set_defaults(func=_cmd_score)
+
+
+def _cmd_score(args: argparse.Namespace) -> None:
+    import json
+
+    from simpe.metrics.online import MetricsConfig
+    from simpe.scoring import default_truecaser, format_cumulative, format_table, score_files
+
+    if args.truecaser is None:
+        truecaser = default_truecaser(args.lang)
+    else:
+        truecaser = None if args.truecaser.lower() == "none" else args.truecaser
+    cfg = MetricsConfig(lang=args.lang, truecaser=truecaser, stopwords=args.stopwords or args.lang,
+                        r_max_k=args.r_max_k, novel_vocab=args.novel_vocab)
+    report = score_files(args.input, args.refs, args.src, cfg=cfg, comet=args.comet,
+                         comet_batch_size=args.comet_batch_size, device=args.device,
+                         subword_model=args.subword_model, cumulative=args.cumulative)
+    if args.format == "json":
+        print(json.dumps(report, ensure_ascii=False, indent=1))
+    else:
+        print(format_table(report))
+        if args.cumulative:
+            print()
+            print(format_cumulative(report))
+
 
 # ---------------------------------------------------------------- rank (decoders)
 # (section owned by the decoders work: _add_rank / _cmd_rank)
 
 # ---------------------------------------------------------------- compare / plot
 # (section owned by the compare work: _add_compare / _cmd_compare / _add_plot / _cmd_plot)
+def _add_run_group_args(p: argparse.ArgumentParser, out_help: str) -> None:
+    p.add_argument("runs", nargs="+", type=Path, metavar="RUN",
+                   help="run directories of one stream, or one group folder runs/<dataset>-<split>--<model>--<N>seg/ (all runs in it)")
+    p.add_argument("--out", type=Path, default=None, help=out_help)
+    p.add_argument("--allow-incomplete", action="store_true",
+                   help="include runs without DONE, marked (incomplete); outputs cover the segments every run has logged")
+
+
+def _add_compare(sub: argparse._SubParsersAction) -> None:
+    from simpe.significance import DEFAULT_RESAMPLES, DEFAULT_SEED
+
+    p = sub.add_parser("compare", help="table of adaptation methods against the baseline, with bootstrap significance")
+    _add_run_group_args(p, "output folder for compare.md/.csv/.tex (default: GROUP/compare)")
+    p.add_argument("--seed", type=int, default=DEFAULT_SEED, help="bootstrap seed (default: %(default)s)")
+    p.add_argument("--bootstrap", type=int, default=DEFAULT_RESAMPLES, metavar="N",
+                   help="bootstrap resamples (default: %(default)s)")
+    p.set_defaults(func=_cmd_compare)
+
+
+def _cmd_compare(args: argparse.Namespace) -> None:
+    from simpe.compare import compare_runs, to_markdown, write_comparison
+    from simpe.errors import ConfigError
+    from simpe.runs import load_group
+
+    if args.bootstrap < 1:
+        raise ConfigError(f"--bootstrap must be at least 1, got {args.bootstrap}")
+    group = load_group(args.runs, allow_incomplete=args.allow_incomplete)
+    comparison = compare_runs(group, seed=args.seed, num_resamples=args.bootstrap)
+    paths = write_comparison(comparison, args.out or group.group_dir / "compare")
+    print(to_markdown(comparison))
+    print("wrote " + ", ".join(str(path) for path in paths.values()))
+
+
+def _add_plot(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("plot", help="plot cumulative metric deltas to the baseline (seed 002 Figure 2) and ranking snapshots")
+    _add_run_group_args(p, "output folder for the PNG and PDF figures (default: GROUP/plots)")
+    p.set_defaults(func=_cmd_plot)
+
+
+def _cmd_plot(args: argparse.Namespace) -> None:
+    from simpe.plotting import plot_group
+    from simpe.runs import load_group
+
+    group = load_group(args.runs, allow_incomplete=args.allow_incomplete)
+    for path in plot_group(group, args.out or group.group_dir / "plots"):
+        print(f"wrote {path}")
 
 
 def _add_list(sub: argparse._SubParsersAction) -> None:
@@ -148,7 +239,7 @@ def _cmd_list(args: argparse.Namespace) -> None:
         print(f"{kind}: {', '.join(names)}")
 
 
-PARSER_BUILDERS = [_add_corpus, _add_train_baseline, _add_simulate, _add_select_fixed, _add_list]
+PARSER_BUILDERS = [_add_corpus, _add_train_baseline, _add_score, _add_simulate, _add_select_fixed, _add_compare, _add_plot, _add_list]
 
 
 def build_parser() -> argparse.ArgumentParser:

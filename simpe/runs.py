@@ -1,0 +1,328 @@
+"""Read finished (or, on request, unfinished) run directories for comparison and plotting.
+
+A run directory (docs/run-format.md) holds one adaptation method on one stream. This module
+loads what a run logged, checks that a set of runs is comparable (same stream, exactly one
+baseline, complete unless allowed otherwise) and groups them. It never writes under
+``runs/`` (``rundir.py`` does) and never translates or loads a model.
+"""
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+import yaml
+
+from simpe.errors import RunDirError
+
+logger = logging.getLogger(__name__)
+
+BASELINE_METHOD = "baseline"
+SEGMENTS_FILE = "segments.jsonl"
+SNAPSHOTS_FILE = "snapshots.jsonl"
+SUMMARY_FILE = "summary.json"
+CONFIG_FILE = "config.yaml"
+ENV_FILE = "env.json"
+DONE_FILE = "DONE"
+LOCK_FILE = ".lock"
+
+
+@dataclass
+class Run:
+    """What one run directory logged.
+
+    path: the run directory. name: the adapter name (legend and table label).
+    method: the adaptation method (``baseline``, ``full``, ``lasso`` ...).
+    config: config.yaml as a dict. summary: summary.json (None for an incomplete run
+    that has not written it). segments: segments.jsonl records in stream order.
+    snapshots: snapshots.jsonl records (empty when the run took none).
+    complete: True when DONE exists. env: env.json (empty when absent).
+    """
+
+    path: Path
+    name: str
+    method: str
+    config: dict[str, Any]
+    summary: dict[str, Any] | None
+    segments: list[dict[str, Any]]
+    snapshots: list[dict[str, Any]] = field(default_factory=list)
+    complete: bool = True
+    env: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def label(self) -> str:
+        """The adapter name, marked ``(incomplete)`` when the run has no DONE."""
+        return self.name if self.complete else f"{self.name} (incomplete)"
+
+    @property
+    def num_segments(self) -> int:
+        """Number of segments logged in segments.jsonl."""
+        return len(self.segments)
+
+    @property
+    def stream_sha256(self) -> str | None:
+        """The stream hash the loop wrote (summary, config ``stream.sha256``, env.json), or None."""
+        if self.summary and self.summary.get("stream_sha256"):
+            return str(self.summary["stream_sha256"])
+        stream = self.config.get("stream")
+        if isinstance(stream, dict) and stream.get("sha256"):
+            return str(stream["sha256"])
+        if self.env.get("stream_sha256"):
+            return str(self.env["stream_sha256"])
+        return None
+
+
+@dataclass
+class RunGroup:
+    """Runs of several methods on one stream, checked to be comparable.
+
+    baseline: the one run of method ``baseline``. methods: the other runs, in the order
+    given (a group folder: sorted by name). num_segments: the segments every output uses,
+    all of them when every run is complete, else the prefix every run has logged.
+    stream_segments: the stream's length when a complete run tells it, else None.
+    group_dir: the folder outputs go under by default (``compare/``, ``plots/``).
+    """
+
+    baseline: Run
+    methods: list[Run]
+    num_segments: int
+    stream_segments: int | None
+    group_dir: Path
+
+    @property
+    def runs(self) -> list[Run]:
+        """The baseline first, then the other methods."""
+        return [self.baseline, *self.methods]
+
+    @property
+    def truncated(self) -> bool:
+        """True when outputs cover only a prefix of what some run logged (incomplete runs)."""
+        return any(run.num_segments != self.num_segments or not run.complete for run in self.runs)
+
+    @property
+    def name(self) -> str:
+        return self.group_dir.name
+
+
+def _read_jsonl(path: Path, tolerate_torn_tail: bool) -> list[dict[str, Any]]:
+    """Records of a JSON-lines file; a torn last line (a killed writer) is dropped if tolerated."""
+    records: list[dict[str, Any]] = []
+    lines = path.read_text(encoding="utf-8").splitlines()
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError as err:
+            if tolerate_torn_tail and number == len(lines):
+                logger.warning("%s: dropped a torn last line %d (the run was interrupted while writing it)", path, number)
+                break
+            raise RunDirError(f"{path}: line {number} is not valid JSON ({err.msg})") from None
+    return records
+
+
+def _name_of(value: Any) -> str | None:
+    """A name from a config value that is either a string or a mapping with a ``name``."""
+    if isinstance(value, str) and value:
+        return value
+    if isinstance(value, dict) and isinstance(value.get("name"), str):
+        return value["name"]
+    return None
+
+
+def is_run_dir(path: Path) -> bool:
+    """True for a folder holding segments.jsonl (a run directory, complete or not)."""
+    return path.is_dir() and (path / SEGMENTS_FILE).is_file()
+
+
+def find_runs(group_dir: Path) -> list[Path]:
+    """Run directories directly under a group folder ``runs/<dataset>-<split>--<model>--<N>seg/``.
+
+    Returns them sorted by folder name; raises RunDirError when the folder holds none.
+    """
+    group_dir = Path(group_dir)
+    if not group_dir.is_dir():
+        raise RunDirError(f"{group_dir} is not a folder")
+    found = sorted(p for p in group_dir.iterdir() if is_run_dir(p))
+    if not found:
+        raise RunDirError(f"{group_dir} holds no run directories (subfolders with {SEGMENTS_FILE})")
+    return found
+
+
+def load_run(path: Path, allow_incomplete: bool = False) -> Run:
+    """Load one run directory; refuse an incomplete one (no DONE) unless ``allow_incomplete``.
+
+    path: a run directory (holding segments.jsonl). Raises RunDirError naming the run for
+    a missing or unreadable file, an incomplete run that is not allowed, or a complete run
+    whose summary disagrees with its segments.
+    """
+    path = Path(path)
+    if not path.is_dir():
+        raise RunDirError(f"{path} is not a run directory (no such folder)")
+    if not (path / SEGMENTS_FILE).is_file():
+        raise RunDirError(f"{path} is not a run directory (no {SEGMENTS_FILE})")
+    complete = (path / DONE_FILE).exists()
+    if not complete and not allow_incomplete:
+        writing = " and is still being written (.lock present)" if (path / LOCK_FILE).exists() else ""
+        raise RunDirError(
+            f"run {path} is incomplete (no {DONE_FILE}){writing}; finish (resume) the simulation, "
+            f"or pass --allow-incomplete to include it, marked (incomplete), compared on the segments every run has logged")
+
+    config: dict[str, Any] = {}
+    if (path / CONFIG_FILE).is_file():
+        try:
+            loaded = yaml.safe_load((path / CONFIG_FILE).read_text(encoding="utf-8"))
+        except yaml.YAMLError as err:
+            raise RunDirError(f"{path / CONFIG_FILE} is not valid YAML: {err}") from None
+        config = loaded if isinstance(loaded, dict) else {}
+    elif complete:
+        raise RunDirError(f"complete run {path} has no {CONFIG_FILE}")
+
+    summary: dict[str, Any] | None = None
+    if (path / SUMMARY_FILE).is_file():
+        try:
+            summary = json.loads((path / SUMMARY_FILE).read_text(encoding="utf-8"))
+        except json.JSONDecodeError as err:
+            raise RunDirError(f"{path / SUMMARY_FILE} is not valid JSON ({err.msg})") from None
+    elif complete:
+        raise RunDirError(f"complete run {path} has no {SUMMARY_FILE}")
+
+    segments = _read_jsonl(path / SEGMENTS_FILE, tolerate_torn_tail=not complete)
+    if not segments:
+        raise RunDirError(f"run {path} has logged no segments")
+    for position, record in enumerate(segments):
+        if record.get("index") != position:
+            raise RunDirError(f"{path / SEGMENTS_FILE}: record {position} has index {record.get('index')!r}; "
+                              f"expected the segments in stream order from 0")
+    if complete and summary is not None and summary.get("segments") not in (None, len(segments)):
+        raise RunDirError(f"run {path}: summary.json says {summary['segments']} segments, "
+                          f"{SEGMENTS_FILE} holds {len(segments)}")
+
+    env: dict[str, Any] = {}
+    if (path / ENV_FILE).is_file():
+        try:
+            loaded_env = json.loads((path / ENV_FILE).read_text(encoding="utf-8"))
+            env = loaded_env if isinstance(loaded_env, dict) else {}
+        except json.JSONDecodeError:
+            logger.warning("%s is not valid JSON; ignored", path / ENV_FILE)
+
+    snapshots: list[dict[str, Any]] = []
+    if (path / SNAPSHOTS_FILE).is_file():
+        snapshots = _read_jsonl(path / SNAPSHOTS_FILE, tolerate_torn_tail=not complete)
+
+    summary_or_empty = summary or {}
+    name = (_name_of(summary_or_empty.get("adapter")) or _name_of(config.get("adapter"))
+            or _name_of(config.get("name")) or path.name)
+    method = (_name_of(summary_or_empty.get("method")) or _name_of(config.get("method"))
+              or (BASELINE_METHOD if name == BASELINE_METHOD else name))
+    return Run(path=path, name=name, method=method, config=config, summary=summary,
+               segments=segments, snapshots=snapshots, complete=complete, env=env)
+
+
+def expand_run_paths(paths: Iterable[Path]) -> list[Path]:
+    """Run directories from a mix of run directories and group folders (all runs inside)."""
+    expanded: list[Path] = []
+    for path in map(Path, paths):
+        if is_run_dir(path):
+            expanded.append(path)
+        elif path.is_dir():
+            expanded.extend(find_runs(path))
+        else:
+            raise RunDirError(f"{path} is neither a run directory (with {SEGMENTS_FILE}) nor a group folder of runs")
+    return expanded
+
+
+def _check_same_stream(runs: list[Run]) -> int | None:
+    """Refuse runs made on different streams; return the stream length if a complete run tells it."""
+    hashed = [(run, run.stream_sha256 or "") for run in runs if run.stream_sha256]
+    for run, digest in hashed[1:]:
+        first, first_digest = hashed[0]
+        if digest != first_digest:
+            raise RunDirError(
+                f"runs {first.path} and {run.path} were made on different streams "
+                f"(stream sha256 {first_digest[:12]}… vs {digest[:12]}…); compare only runs of one stream")
+    complete = [run for run in runs if run.complete]
+    for run in complete[1:]:
+        if run.num_segments != complete[0].num_segments:
+            raise RunDirError(f"runs {complete[0].path} ({complete[0].num_segments} segments) and {run.path} "
+                              f"({run.num_segments} segments) were made on different streams (different lengths)")
+    stream_segments = complete[0].num_segments if complete else None
+    if stream_segments is not None:
+        for run in runs:
+            if run.num_segments > stream_segments:
+                raise RunDirError(f"run {run.path} logged {run.num_segments} segments, more than the "
+                                  f"{stream_segments} of the complete runs: different streams")
+    # The hash covers the whole stream; the per-segment texts also catch an incomplete run
+    # (possibly without a hash yet) and a loop that wrote no hash.
+    reference = runs[0]
+    for run in runs[1:]:
+        for position in range(min(reference.num_segments, run.num_segments)):
+            mine, theirs = run.segments[position], reference.segments[position]
+            for key in ("source", "reference"):
+                if mine.get(key) != theirs.get(key):
+                    raise RunDirError(
+                        f"runs {reference.path} and {run.path} were made on different streams: "
+                        f"segment {position} has a different {key} ({theirs.get(key)!r:.60} vs {mine.get(key)!r:.60})")
+    return stream_segments
+
+
+def load_group(paths: Iterable[Path], allow_incomplete: bool = False) -> RunGroup:
+    """Load and check runs for comparison: one stream, exactly one baseline, unique names.
+
+    paths: run directories and/or group folders (a group folder means every run in it).
+    allow_incomplete: include runs without DONE (marked ``(incomplete)``); every output
+    then covers the segments all runs have logged. Raises RunDirError otherwise.
+    """
+    paths = list(map(Path, paths))
+    if not paths:
+        raise RunDirError("no runs given")
+    run_paths = expand_run_paths(paths)
+    seen: dict[Path, Path] = {}
+    for path in run_paths:
+        if path.resolve() in seen:
+            raise RunDirError(f"run {path} is given twice")
+        seen[path.resolve()] = path
+    runs = [load_run(path, allow_incomplete=allow_incomplete) for path in run_paths]
+
+    names: dict[str, Run] = {}
+    for run in runs:
+        if run.name in names:
+            raise RunDirError(f"two runs are named {run.name!r} ({names[run.name].path} and {run.path}); "
+                              f"give runs with distinct adapter names")
+        names[run.name] = run
+    baselines = [run for run in runs if run.method == BASELINE_METHOD]
+    if len(baselines) != 1:
+        given = ", ".join(f"{run.name} (method {run.method}, {run.path})" for run in runs)
+        how_many = "no run" if not baselines else f"{len(baselines)} runs"
+        raise RunDirError(f"exactly one run must be the baseline (method {BASELINE_METHOD!r}); "
+                          f"{how_many} of method {BASELINE_METHOD!r} among the runs given: {given}")
+    if len(runs) < 2:
+        raise RunDirError(f"only the baseline ({runs[0].path}) was given; give at least one adapted run to compare")
+    baseline = baselines[0]
+    methods = [run for run in runs if run is not baseline]
+    ordered = [baseline, *methods]
+    stream_segments = _check_same_stream(ordered)
+    models = {str((run.summary or {}).get("model")) for run in ordered if run.summary and run.summary.get("model")}
+    if len(models) > 1:
+        logger.warning("the runs use different models (%s); comparing them on the same stream anyway", ", ".join(sorted(models)))
+
+    num_segments = min(run.num_segments for run in ordered)
+    group_dir = _group_dir(paths, ordered)
+    group = RunGroup(baseline=baseline, methods=methods, num_segments=num_segments,
+                     stream_segments=stream_segments, group_dir=group_dir)
+    if group.truncated:
+        total = f" of {stream_segments}" if stream_segments else ""
+        logger.warning("incomplete runs included: every output covers the first %d%s segments", num_segments, total)
+    return group
+
+
+def _group_dir(paths: list[Path], runs: list[Run]) -> Path:
+    """The folder outputs go under: the one group folder given, else the runs' common parent."""
+    if len(paths) == 1 and not is_run_dir(paths[0]):
+        return paths[0]
+    parents = {run.path.resolve().parent for run in runs}
+    if len(parents) == 1:
+        return runs[0].path.parent
+    return runs[0].path.parent  # the baseline's group
