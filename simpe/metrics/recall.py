@@ -1,0 +1,185 @@
+"""R0, R1, R0+1 (seed 002, section 2.2), generalised to Rk and R0..k, streamed segment by segment.
+
+Walk the references in stream order and count, per content-word type, in how many
+references it has occurred so far (once per segment). Type t of reference i belongs to
+Rk,i when this is its (k+1)-th occurrence, and to R0..k,i when it is at most its
+(k+1)-th. With H_i the set of content-word types of hypothesis i:
+
+- per segment: ``[|H_i ∩ R_i|, |R_i|]`` (value num/den, undefined when den = 0);
+- corpus and cumulative over 1..i: sum of numerators / sum of denominators (no
+  clipping, no alignment: the paper's set-level definition).
+
+Names: ``r0``, ``r1``, ..., ``r{k}``, ``r0+1`` (always; = R0..1) and ``r0..j`` for
+2 <= j <= k. Variants get a prefix: ``novel:`` counts only reference types absent from a
+training vocabulary (``load_vocab``/``build_vocab``); ``subword:`` uses raw subword units
+(all pieces, no stopword filter, as in the paper's Table 4) as the "words".
+
+This module works on sets of types; turning text into content types is ``simpe.text``'s
+job, and the online bookkeeping of every metric is ``simpe.metrics.online``'s.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from simpe.errors import ConfigError, DataError
+
+
+def r_names(max_k: int = 1, prefix: str = "") -> list[str]:
+    """Metric names logged for ``max_k``: ``r0..r{max_k}``, ``r0+1``, then ``r0..j`` for j = 2..max_k."""
+    if not isinstance(max_k, int) or isinstance(max_k, bool) or max_k < 0:
+        raise ConfigError(f"r_max_k must be an integer >= 0, got {max_k!r}")
+    names = [f"r{k}" for k in range(max_k + 1)] + ["r0+1"] + [f"r0..{j}" for j in range(2, max_k + 1)]
+    return [prefix + name for name in names]
+
+
+def ratio(num: float, den: float) -> float | None:
+    """num/den, or None when the denominator is 0 (an undefined R value)."""
+    return num / den if den else None
+
+
+class RecallCounter:
+    """Streaming occurrence counts and R numerator/denominator sums for one variant.
+
+    ``add`` scores one segment and advances the counts; ``observe`` advances the counts
+    from a logged segment (resuming a run) without a hypothesis.
+    """
+
+    def __init__(self, max_k: int = 1, vocab: frozenset[str] | None = None, prefix: str = "") -> None:
+        """
+        Args:
+            max_k: highest k of Rk and R0..k to report (``r0+1`` is always reported).
+            vocab: training vocabulary; when given, only reference types absent from it count
+                (the novel-word variant).
+            prefix: name prefix (``"novel:"``, ``"subword:"``).
+        """
+        self.names = r_names(max_k, prefix)
+        self.max_k = max_k
+        self.vocab = vocab
+        self.prefix = prefix
+        self.occurrences: dict[str, int] = {}  # type -> number of references it occurred in so far
+        self.totals: dict[str, list[int]] = {name: [0, 0] for name in self.names}
+        # (name, lowest occurrence, highest occurrence) of each reported class, 1-based occurrences
+        self._classes = [(prefix + f"r{k}", k + 1, k + 1) for k in range(max_k + 1)]
+        self._classes += [(prefix + "r0+1", 1, 2)] + [(prefix + f"r0..{j}", 1, j + 1) for j in range(2, max_k + 1)]
+
+    def _occurrence_list(self, ref_types: Iterable[str]) -> list[tuple[str, int]]:
+        """Advance the counts by one reference; return (type, its occurrence number) for counted types."""
+        counted = []
+        occurrences = self.occurrences
+        for word in set(ref_types):
+            if self.vocab is not None and word in self.vocab:
+                continue
+            occ = occurrences.get(word, 0) + 1
+            occurrences[word] = occ
+            counted.append((word, occ))
+        return counted
+
+    def add(self, hyp_types: Iterable[str], ref_types: Iterable[str]) -> dict[str, list[int]]:
+        """Score one segment and advance the stream: ``{name: [numerator, denominator]}``.
+
+        Args:
+            hyp_types: the hypothesis' content-word types (H_i).
+            ref_types: the reference's content-word types; duplicates count once.
+        """
+        hyp = hyp_types if isinstance(hyp_types, (set, frozenset)) else set(hyp_types)
+        counted = self._occurrence_list(ref_types)
+        result = {}
+        for name, low, high in self._classes:
+            den = num = 0
+            for word, occ in counted:
+                if low <= occ <= high:
+                    den += 1
+                    num += word in hyp
+            result[name] = [num, den]
+            total = self.totals[name]
+            total[0] += num
+            total[1] += den
+        return result
+
+    def observe(self, ref_types: Iterable[str], logged: dict[str, Sequence[int]]) -> None:
+        """Advance the stream by a logged segment: its reference types and its ``[num, den]`` per name."""
+        counted = self._occurrence_list(ref_types)
+        for name, low, high in self._classes:
+            if name not in logged:
+                raise DataError(f"logged segment has no {name!r} value to resume from (has: {', '.join(sorted(logged))}); "
+                                "resume with the metrics configuration the run was started with")
+            num, den = (int(v) for v in logged[name])
+            expected = sum(1 for _, occ in counted if low <= occ <= high)
+            if den != expected:
+                raise DataError(f"logged {name} denominator {den} does not match the reference's {expected} "
+                                "(different stopwords, truecaser, vocabulary or segment order?)")
+            self.totals[name][0] += num
+            self.totals[name][1] += den
+
+    def cumulative(self) -> dict[str, float | None]:
+        """Sum of numerators / sum of denominators so far, per name (None while a denominator is 0)."""
+        return {name: ratio(num, den) for name, (num, den) in self.totals.items()}
+
+
+@dataclass
+class RecallResult:
+    """Per-segment ``[num, den]`` pairs and the corpus values of a whole stream."""
+
+    segments: list[dict[str, list[int]]] = field(default_factory=list)
+    corpus: dict[str, float | None] = field(default_factory=dict)
+    totals: dict[str, list[int]] = field(default_factory=dict)
+
+
+def recall_corpus(hyp_types: Sequence[Iterable[str]], ref_types: Sequence[Iterable[str]], max_k: int = 1,
+                  vocab: frozenset[str] | None = None, prefix: str = "") -> RecallResult:
+    """R metrics of a whole stream from per-segment type sets (hypotheses and references in stream order)."""
+    if len(hyp_types) != len(ref_types):
+        raise DataError(f"{len(hyp_types)} hypotheses but {len(ref_types)} references")
+    counter = RecallCounter(max_k, vocab, prefix)
+    segments = [counter.add(h, r) for h, r in zip(hyp_types, ref_types)]
+    return RecallResult(segments, counter.cumulative(), {k: list(v) for k, v in counter.totals.items()})
+
+
+# ---------------------------------------------------------------- training vocabulary (novel words)
+def build_vocab(lines: Iterable[str], pipeline) -> frozenset[str]:
+    """Every token type of ``lines`` after ``pipeline`` (a ``simpe.text.TextPipeline``): the training vocabulary.
+
+    Build it from the model's training target text with the same pipeline (tokeniser,
+    truecaser) the metrics use, so that types compare equal.
+    """
+    vocab: set[str] = set()
+    for line in lines:
+        vocab.update(pipeline.tokens(line.rstrip("\n")))
+    return frozenset(vocab)
+
+
+def write_vocab(vocab: Iterable[str], path: str | Path) -> None:
+    """Write a vocabulary as a word list: one word per line, sorted, UTF-8."""
+    Path(path).write_text("".join(w + "\n" for w in sorted(vocab)), encoding="utf-8")
+
+
+def load_vocab(path: str | Path) -> frozenset[str]:
+    """Read a word list (one word per line; surrounding whitespace and blank lines ignored; case kept)."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise DataError(f"vocabulary file {str(path)!r} does not exist (build one from the training target text "
+                        "with simpe.metrics.recall.build_vocab_file)") from None
+    except IsADirectoryError:
+        raise DataError(f"vocabulary file {str(path)!r} is a folder, not a word list") from None
+    except UnicodeDecodeError as err:
+        raise DataError(f"vocabulary file {str(path)!r} is not valid UTF-8 (byte {err.start})") from None
+    return frozenset(w.strip() for w in text.splitlines() if w.strip())
+
+
+def build_vocab_file(text_path: str | Path, out_path: str | Path, lang: str = "de",
+                     truecaser: str | Path | None = None) -> int:
+    """Build the training vocabulary of a plain-text file (one segment per line) and write it; return its size."""
+    from simpe.text import TextPipeline
+
+    try:
+        with open(text_path, encoding="utf-8") as f:
+            vocab = build_vocab(f, TextPipeline(lang, truecaser))
+    except FileNotFoundError:
+        raise DataError(f"training text {str(text_path)!r} does not exist") from None
+    except UnicodeDecodeError as err:
+        raise DataError(f"training text {str(text_path)!r} is not valid UTF-8 (byte {err.start})") from None
+    write_vocab(vocab, out_path)
+    return len(vocab)

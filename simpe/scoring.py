@@ -1,0 +1,237 @@
+"""``simpe score``: every simpe metric on plain hypothesis/reference files, like sacreBLEU's command line.
+
+``score_files`` reads the files (strict UTF-8, equal line counts, checked before any
+model is loaded), streams the segments through ``OnlineScorer`` (so corpus figures and
+cumulative curves are exactly what a simulation run logs), adds COMET when a model is
+given, and returns a plain dict; ``format_table`` / ``format_cumulative`` render it.
+Lines are read like sacreBLEU reads them (split on ``\\n`` only, trailing whitespace
+stripped).
+
+This module does not parse arguments (``cli.py`` does) and writes nothing.
+"""
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from simpe.errors import ConfigError, DataError
+from simpe.metrics.online import MetricsConfig, OnlineScorer
+
+logger = logging.getLogger(__name__)
+
+DEMO_TRUECASER = Path(__file__).resolve().parents[1] / "models" / "demo-en-de" / "truecase.de.model"
+
+
+def default_truecaser(lang: str) -> str | None:
+    """The demo model's truecaser for German (when it is on disk), else None."""
+    if lang == "de" and DEMO_TRUECASER.is_file():
+        return str(DEMO_TRUECASER)
+    return None
+
+
+def read_lines(path: str | Path, what: str) -> list[str]:
+    """The lines of a UTF-8 text file (split on ``\\n`` only, trailing whitespace stripped).
+
+    Args:
+        path: the file.
+        what: its role in error messages ("hypotheses", "references", "sources").
+    """
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise DataError(f"{what} file {str(path)!r} does not exist") from None
+    except IsADirectoryError:
+        raise DataError(f"{what} file {str(path)!r} is a folder") from None
+    chunks = data.split(b"\n")
+    if chunks and chunks[-1] == b"":
+        chunks.pop()  # the final newline ends the last line; it does not start a new one
+    lines = []
+    for lineno, chunk in enumerate(chunks, 1):
+        try:
+            lines.append(chunk.decode("utf-8").rstrip())
+        except UnicodeDecodeError as err:
+            raise DataError(f"{what} file {str(path)!r} is not valid UTF-8 (line {lineno}, byte {err.start})") from None
+    return lines
+
+
+def _check_counts(named: dict[str, Sequence[str]]) -> None:
+    counts = {name: len(lines) for name, lines in named.items() if lines is not None}
+    if len(set(counts.values())) > 1:
+        raise DataError("line counts differ: " + ", ".join(f"{name} {count}" for name, count in counts.items()))
+
+
+def score_lines(hypotheses: Sequence[str], references: Sequence[str], sources: Sequence[str] | None = None, *,
+                cfg: MetricsConfig | None = None, comet: str | None = None, comet_batch_size: int = 16,
+                device: str = "cpu", hyp_pieces: Sequence[list[str]] | None = None,
+                ref_pieces: Sequence[list[str]] | None = None, cumulative: bool = False) -> dict[str, Any]:
+    """Score detokenised segments with every simpe metric.
+
+    Args:
+        hypotheses, references: one detokenised segment each, in stream order.
+        sources: the source segments; needed for COMET.
+        cfg: metrics settings (default ``MetricsConfig()``).
+        comet: COMET hub id, model folder or checkpoint; None skips COMET.
+        comet_batch_size, device: COMET batching and device.
+        hyp_pieces, ref_pieces: subword pieces per segment, for the subword R variants (``cfg.subword``).
+        cumulative: also return every metric's value over segments 1..i for each i.
+    Returns:
+        ``{"segments", "corpus", "counts", "signatures", "settings"[, "cumulative"]}``: corpus
+        BLEU/chrF/TER/SBLEU in 0-100, R values as fractions (None when undefined), ``counts``
+        the R ``[numerator, denominator]`` sums, COMET (when given) the mean segment score.
+    """
+    cfg = cfg or MetricsConfig()
+    _check_counts({"hypotheses": hypotheses, "references": references, "sources": sources,
+                   "hypothesis pieces": hyp_pieces, "reference pieces": ref_pieces})
+    if comet is not None and sources is None:
+        raise ConfigError("COMET needs the source segments: give --src")
+    if cfg.subword and (hyp_pieces is None or ref_pieces is None):
+        raise ConfigError("the subword R variants need subword pieces of hypotheses and references (give --subword-model)")
+    scorer = OnlineScorer(cfg)  # validates stopwords, truecaser, vocabulary before COMET loads
+    _warn_suspicious(hypotheses)
+    comet_scorer = None
+    if comet is not None:
+        from simpe.metrics.comet import CometScorer
+
+        comet_scorer = CometScorer(comet, batch_size=comet_batch_size, device=device)
+
+    curves: dict[str, list] = {name: [] for name in scorer.metric_names()} if cumulative else {}
+    for i, (hyp, ref) in enumerate(zip(hypotheses, references)):
+        record = scorer.add(hyp, ref, None if hyp_pieces is None else list(hyp_pieces[i]),
+                            None if ref_pieces is None else list(ref_pieces[i]))
+        if cumulative:
+            for name, value in record["cumulative"].items():
+                curves[name].append(value)
+    summary = scorer.summary()
+    report: dict[str, Any] = {
+        "segments": len(hypotheses),
+        "corpus": summary["corpus"],
+        "counts": {name: list(total) for counter in (scorer.words, scorer.novel, scorer.subwords)
+                   if counter is not None for name, total in counter.totals.items()},
+        "signatures": summary["signatures"],
+        "settings": cfg.to_dict(),
+    }
+    if comet_scorer is not None:
+        comet_scores = comet_scorer.score(list(sources), list(hypotheses), list(references))
+        report["corpus"]["comet"] = sum(comet_scores) / len(comet_scores) if comet_scores else None
+        report["signatures"]["comet"] = _comet_signature(comet, comet_batch_size)
+        if cumulative:
+            running, curve = 0.0, []
+            for i, value in enumerate(comet_scores, 1):
+                running += value
+                curve.append(running / i)
+            curves["comet"] = curve
+    if cumulative:
+        report["cumulative"] = curves
+    return report
+
+
+def _warn_suspicious(hypotheses: Sequence[str]) -> None:
+    """Warn once, with a count, about empty hypotheses and Moses-tokenised-looking ones."""
+    empty = sum(1 for h in hypotheses if not h.strip())
+    if empty:
+        logger.warning("%d of %d hypotheses are empty", empty, len(hypotheses))
+    tokenised = sum(1 for h in hypotheses if h.endswith((" .", " ?", " !")) or " , " in h)
+    if tokenised >= max(10, len(hypotheses) // 10):
+        logger.warning("%d of %d hypotheses look tokenised (' .', ' , '); the metrics expect detokenised text",
+                       tokenised, len(hypotheses))
+
+
+def _comet_signature(model: str, batch_size: int) -> str:
+    try:
+        from importlib.metadata import version
+
+        comet_version = version("unbabel-comet")
+    except Exception:  # pragma: no cover - metadata missing
+        comet_version = "unknown"
+    return f"model:{model}|batch:{batch_size}|version:{comet_version}"
+
+
+def _encode_pieces(model_path: str, lines: Sequence[str]) -> list[list[str]]:
+    import sentencepiece as spm
+
+    if not Path(model_path).is_file():
+        raise DataError(f"SentencePiece model {model_path!r} does not exist")
+    try:
+        sp = spm.SentencePieceProcessor(model_file=str(model_path))
+    except Exception as err:
+        raise DataError(f"{model_path!r} is not a SentencePiece model ({err})") from None
+    return [sp.encode(line, out_type=str) for line in lines]
+
+
+def score_files(hyp_path: str | Path, ref_path: str | Path, src_path: str | Path | None = None, *,
+                cfg: MetricsConfig | None = None, comet: str | None = None, comet_batch_size: int = 16,
+                device: str = "cpu", subword_model: str | None = None, cumulative: bool = False) -> dict[str, Any]:
+    """``score_lines`` on files (one segment per line); ``subword_model`` (a SentencePiece model) turns on the subword variants."""
+    hypotheses = read_lines(hyp_path, "hypotheses")
+    references = read_lines(ref_path, "references")
+    sources = read_lines(src_path, "sources") if src_path is not None else None
+    _check_counts({str(hyp_path): hypotheses, str(ref_path): references,
+                   **({str(src_path): sources} if sources is not None else {})})
+    if not hypotheses:
+        raise DataError(f"hypotheses file {str(hyp_path)!r} is empty")
+    cfg = cfg or MetricsConfig()
+    hyp_pieces = ref_pieces = None
+    if subword_model is not None:
+        if not cfg.subword:
+            cfg = MetricsConfig(**{**cfg.to_dict(), "subword": True})
+        hyp_pieces = _encode_pieces(subword_model, hypotheses)
+        ref_pieces = _encode_pieces(subword_model, references)
+    report = score_lines(hypotheses, references, sources, cfg=cfg, comet=comet, comet_batch_size=comet_batch_size,
+                         device=device, hyp_pieces=hyp_pieces, ref_pieces=ref_pieces, cumulative=cumulative)
+    report["files"] = {"hypotheses": str(hyp_path), "references": str(ref_path),
+                       **({"sources": str(src_path)} if src_path is not None else {})}
+    return report
+
+
+# ---------------------------------------------------------------- rendering
+_LABELS = {"bleu": "BLEU", "chrf": "chrF", "ter": "TER", "sbleu": "SBLEU", "comet": "COMET"}
+
+
+def _label(name: str) -> str:
+    if name in _LABELS:
+        return _LABELS[name]
+    prefix, _, base = name.rpartition(":")
+    return (prefix + ":" if prefix else "") + base.upper()
+
+
+def _fmt(value: float | None, digits: int = 2) -> str:
+    return "n/a" if value is None else f"{value:.{digits}f}"
+
+
+def format_table(report: dict[str, Any]) -> str:
+    """A plain-text table: one metric per row with its value and signature (R as % with counts)."""
+    rows = [("metric", "value", "details")]
+    corpus, counts, signatures = report["corpus"], report["counts"], report["signatures"]
+    for name, value in corpus.items():
+        if name in counts:
+            num, den = counts[name]
+            rows.append((_label(name), _fmt(None if value is None else 100 * value), f"{num}/{den} content-word types"))
+        elif name == "comet":
+            rows.append((_label(name), _fmt(value, 4), signatures.get(name, "")))
+        else:
+            rows.append((_label(name), _fmt(value), signatures.get(name, "")))
+    width0 = max(len(r[0]) for r in rows)
+    width1 = max(len(r[1]) for r in rows)
+    lines = [f"{a:<{width0}}  {b:>{width1}}  {c}".rstrip() for a, b, c in rows]
+    lines.append(f"({report['segments']} segments; R values in % of reference content-word types)")
+    return "\n".join(lines)
+
+
+def format_cumulative(report: dict[str, Any]) -> str:
+    """Tab-separated cumulative curves: a header, then ``segment<TAB>value...`` per prefix (R in %)."""
+    curves = report["cumulative"]
+    names = list(curves)
+    counts = report["counts"]
+    lines = ["segment\t" + "\t".join(_label(n) for n in names)]
+    for i in range(report["segments"]):
+        values = []
+        for name in names:
+            value = curves[name][i]
+            if value is not None and name in counts:
+                value *= 100
+            values.append(_fmt(value, 4))
+        lines.append(f"{i + 1}\t" + "\t".join(values))
+    return "\n".join(lines)

@@ -1,0 +1,177 @@
+"""OnlineScorer: cumulative values equal sacreBLEU / a from-scratch R on every prefix; replay resumes exactly."""
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+import sacrebleu
+from sacrebleu.metrics import BLEU, CHRF, TER
+
+from simpe.errors import ConfigError, DataError
+from simpe.metrics.online import MetricsConfig, OnlineScorer, cumulative_curves
+from simpe.metrics.recall import write_vocab
+from simpe.stopwords import load_stopwords
+from simpe.text import TextPipeline, content_types
+
+ROOT = Path(__file__).resolve().parents[2]
+STREAM = ROOT / "data" / "libreoffice" / "stream.de"
+TRUECASER = ROOT / "models" / "demo-en-de" / "truecase.de.model"
+TARGET_SPM = ROOT / "models" / "demo-en-de" / "target.spm"
+
+
+def perturb(line: str, rng: random.Random) -> str:
+    """A lightly damaged copy: drop a word, swap two neighbours, or keep."""
+    words = line.split()
+    roll = rng.random()
+    if len(words) > 2 and roll < 0.4:
+        del words[rng.randrange(len(words))]
+    elif len(words) > 3 and roll < 0.7:
+        i = rng.randrange(len(words) - 1)
+        words[i], words[i + 1] = words[i + 1], words[i]
+    return " ".join(words)
+
+
+@pytest.fixture(scope="module")
+def stream() -> tuple[list[str], list[str]]:
+    if STREAM.is_file():
+        with open(STREAM, encoding="utf-8") as f:
+            refs = [next(f).rstrip("\n") for _ in range(80)]
+    else:  # a fresh checkout without the data still tests the invariants
+        refs = [f"Die Funktion Nummer {i} berechnet die Summe der Zellen im Bereich A{i}." for i in range(80)]
+    rng = random.Random(7)
+    hyps = [perturb(r, rng) for r in refs]
+    hyps[3] = ""  # an empty hypothesis
+    return hyps, refs
+
+
+def config(**kw) -> MetricsConfig:
+    kw.setdefault("truecaser", str(TRUECASER) if TRUECASER.is_file() else None)
+    return MetricsConfig(**kw)
+
+
+def test_record_layout(stream):
+    hyps, refs = stream
+    record = OnlineScorer(config()).add(hyps[0], refs[0])
+    assert set(record) == {"hyp_tokens", "ref_tokens", "metrics", "stats", "cumulative"}
+    assert set(record["metrics"]) == {"sbleu", "chrf", "ter", "r0", "r1", "r0+1"}
+    assert set(record["stats"]) == {"bleu", "chrf", "ter"}
+    assert len(record["stats"]["bleu"]) == 10 and len(record["stats"]["chrf"]) == 18 and len(record["stats"]["ter"]) == 2
+    assert set(record["cumulative"]) == {"bleu", "chrf", "ter", "sbleu", "r0", "r1", "r0+1"}
+    assert json.loads(json.dumps(record)) == record
+
+
+def test_cumulative_equals_sacrebleu_on_every_prefix(stream):
+    hyps, refs = stream
+    scorer = OnlineScorer(config())
+    records = [scorer.add(h, r) for h, r in zip(hyps, refs)]
+    for n in (1, 2, 4, 7, 31, 80):
+        cum = records[n - 1]["cumulative"]
+        assert cum["bleu"] == pytest.approx(BLEU().corpus_score(hyps[:n], [refs[:n]]).score, abs=1e-9)
+        assert cum["chrf"] == pytest.approx(CHRF().corpus_score(hyps[:n], [refs[:n]]).score, abs=1e-9)
+        assert cum["ter"] == pytest.approx(TER().corpus_score(hyps[:n], [refs[:n]]).score, abs=1e-9)
+        mean = sum(sacrebleu.sentence_bleu(h, [r]).score for h, r in zip(hyps[:n], refs[:n])) / n
+        assert cum["sbleu"] == pytest.approx(mean, abs=1e-9)
+    assert scorer.summary()["corpus"]["bleu"] == records[-1]["cumulative"]["bleu"]
+
+
+def _recall_from_scratch(hyp_types, ref_types, n, low, high):
+    """R over segments 0..n-1 recomputed from nothing: occurrence = refs 0..i containing the type."""
+    num = den = 0
+    for i in range(n):
+        for word in ref_types[i]:
+            occurrence = sum(1 for j in range(i + 1) if word in ref_types[j])
+            if low <= occurrence <= high:
+                den += 1
+                num += word in hyp_types[i]
+    return num / den if den else None
+
+
+def test_cumulative_recall_equals_a_from_scratch_count(stream):
+    hyps, refs = stream
+    cfg = config(r_max_k=2)
+    scorer = OnlineScorer(cfg)
+    records = [scorer.add(h, r) for h, r in zip(hyps, refs)]
+    pipe, stop = TextPipeline(cfg.lang, cfg.truecaser), load_stopwords("de")
+    hyp_types = [content_types(pipe.tokens(h), stop) for h in hyps]
+    ref_types = [content_types(pipe.tokens(r), stop) for r in refs]
+    classes = {"r0": (1, 1), "r1": (2, 2), "r2": (3, 3), "r0+1": (1, 2), "r0..2": (1, 3)}
+    for n in (1, 5, 40, 80):
+        for name, (low, high) in classes.items():
+            expected = _recall_from_scratch(hyp_types, ref_types, n, low, high)
+            got = records[n - 1]["cumulative"][name]
+            assert (got is None and expected is None) or got == pytest.approx(expected, abs=1e-12), (name, n)
+
+
+def _full_config(tmp_path) -> MetricsConfig:
+    vocab = tmp_path / "vocab.txt"
+    write_vocab({"Funktion", "Sie", "Zellen", "Menü"}, vocab)
+    return config(r_max_k=2, novel_vocab=str(vocab), subword=True)
+
+
+def test_replay_then_add_equals_an_uninterrupted_run(stream, tmp_path):
+    spm = pytest.importorskip("sentencepiece")
+    if not TARGET_SPM.is_file():
+        pytest.skip("demo target.spm not on disk")
+    sp = spm.SentencePieceProcessor(model_file=str(TARGET_SPM))
+    hyps, refs = stream
+    pieces = [(sp.encode(h, out_type=str), sp.encode(r, out_type=str)) for h, r in zip(hyps, refs)]
+    cfg = _full_config(tmp_path)
+
+    whole = OnlineScorer(cfg)
+    uninterrupted = [json.loads(json.dumps(whole.add(h, r, hp, rp))) for (h, r), (hp, rp) in zip(zip(hyps, refs), pieces)]
+    assert "subword:r0" in uninterrupted[0]["metrics"] and "novel:r0..2" in uninterrupted[0]["cumulative"]
+
+    cut = 37
+    resumed = OnlineScorer(cfg)
+    for record in uninterrupted[:cut]:
+        resumed.replay(record)
+    assert resumed.cumulative() == uninterrupted[cut - 1]["cumulative"]
+    continued = [json.loads(json.dumps(resumed.add(h, r, hp, rp)))
+                 for (h, r), (hp, rp) in zip(list(zip(hyps, refs))[cut:], pieces[cut:])]
+    assert continued == uninterrupted[cut:]
+    assert resumed.summary() == whole.summary()
+
+
+def test_cumulative_curves_from_logged_records(stream):
+    hyps, refs = stream
+    scorer = OnlineScorer(config())
+    records = [json.loads(json.dumps(scorer.add(h, r))) for h, r in zip(hyps, refs)]
+    curves = cumulative_curves(records, config())
+    for name, curve in curves.items():
+        assert curve == [rec["cumulative"][name] for rec in records]
+
+
+def test_replay_refuses_records_it_cannot_resume_from(stream, tmp_path):
+    hyps, refs = stream
+    record = json.loads(json.dumps(OnlineScorer(config()).add(hyps[1], refs[1])))
+    with pytest.raises(DataError, match="lacks stats"):
+        OnlineScorer(config()).replay({k: v for k, v in record.items() if k != "stats"})
+    with pytest.raises(DataError, match="stats\\['bleu'\\]"):
+        OnlineScorer(config()).replay({**record, "stats": {**record["stats"], "bleu": [1, 2]}})
+    # resumed with other stopwords: the logged denominators no longer match
+    empty = tmp_path / "none.txt"
+    empty.write_text("", encoding="utf-8")
+    with pytest.raises(DataError, match="denominator"):
+        OnlineScorer(config(stopwords=str(empty))).replay(record)
+    with pytest.raises(DataError, match="ref_pieces"):
+        OnlineScorer(config(subword=True)).replay(record)
+
+
+def test_config_validation_and_subword_pieces():
+    assert MetricsConfig(truecaser="none").truecaser is None
+    with pytest.raises(ConfigError, match="known:.*r_max_k"):
+        MetricsConfig.from_dict({"r_max_kk": 2})
+    with pytest.raises(ConfigError, match="r_max_k"):
+        MetricsConfig(r_max_k=-1)
+    with pytest.raises(ConfigError, match="known:"):
+        OnlineScorer(MetricsConfig(stopwords="xx"))
+    with pytest.raises(DataError, match="hyp_pieces"):
+        OnlineScorer(MetricsConfig(subword=True)).add("a", "b")
+
+
+def test_summary_of_an_empty_stream():
+    summary = OnlineScorer(MetricsConfig()).summary()
+    assert summary["corpus"] == {"bleu": None, "chrf": None, "ter": None, "sbleu": None, "r0": None, "r1": None, "r0+1": None}
+    assert set(summary["signatures"]) == {"bleu", "chrf", "ter", "sbleu"}

@@ -1,0 +1,122 @@
+"""The R-metric word pipeline (Moses tokeniser + truecaser, content words) and the stopword lists."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from simpe.errors import ConfigError, DataError
+from simpe.stopwords import STOPWORDS_DIR, is_stopword, known_languages, load_stopwords
+from simpe.text import ContentWords, TextPipeline, content_types, detokenize_pieces, is_content_token
+
+ROOT = Path(__file__).resolve().parents[2]
+TRUECASER = ROOT / "models" / "demo-en-de" / "truecase.de.model"
+needs_truecaser = pytest.mark.skipif(not TRUECASER.is_file(), reason="demo truecaser not on disk")
+
+
+# ---------------------------------------------------------------- detokenisation
+@pytest.mark.parametrize("pieces, text", [
+    (["▁Die", "▁Funk", "tion", "▁SUMME", "."], "Die Funktion SUMME."),
+    (["▁", "3", ",", "5"], "3,5"),
+    ([], ""),
+])
+def test_detokenize_pieces(pieces, text):
+    assert detokenize_pieces(pieces) == text
+
+
+# ---------------------------------------------------------------- Moses tokenisation / truecasing
+def test_moses_tokenisation_without_truecaser_keeps_case():
+    # Moses splits the final period and brackets, keeps "z." "B." (German non-breaking
+    # prefixes), hyphenated compounds and the decimal comma; escape=False keeps '"' as is.
+    pipe = TextPipeline("de", truecaser=None)
+    assert pipe.tokens('Die Funktion (z. B. SUMME) gibt "3,5" zurück.') == [
+        "Die", "Funktion", "(", "z.", "B.", "SUMME", ")", "gibt", '"', "3,5", '"', "zurück", "."]
+    assert pipe.tokenize("Wählen Sie Format - Zellen.") == "Wählen Sie Format - Zellen ."
+    assert pipe.tokens("") == []
+
+
+@needs_truecaser
+def test_truecaser_lowercases_sentence_initial_function_words_only():
+    # The demo model saw "weitere"/"der"/"wählen" mostly lowercase and the nouns capitalised:
+    # the sentence-initial word takes its most frequent case, known words keep theirs.
+    pipe = TextPipeline("de", truecaser=str(TRUECASER))
+    assert pipe.tokens("Weitere Erklärungen finden Sie oben auf dieser Seite.") == [
+        "weitere", "Erklärungen", "finden", "Sie", "oben", "auf", "dieser", "Seite", "."]
+    assert pipe.tokenize("Der Hund beißt den Mann.") == "der Hund beißt den Mann ."
+    assert pipe.tokenize("Wählen Sie Format - Zellen.") == "wählen Sie Format - Zellen ."
+
+
+def test_missing_or_bad_truecaser_is_a_data_error(tmp_path):
+    with pytest.raises(DataError, match="no-such.model"):
+        TextPipeline("de", truecaser=str(tmp_path / "no-such.model"))
+    bad = tmp_path / "bad.model"
+    bad.write_bytes(b"\xff\xfe not utf-8\n")
+    with pytest.raises(DataError, match="bad.model"):
+        TextPipeline("de", truecaser=str(bad))
+
+
+# ---------------------------------------------------------------- content words
+@pytest.mark.parametrize("token, expected", [
+    ("Funktion", True),
+    ("iso-8859-1", True),        # letters make it a word
+    ("die", False),              # stopword
+    ("Die", False),              # stopword, case-insensitive
+    ("SIE", False),
+    (".", False), ("…", False), ("--", False), ("(", False), ("€", False), ("+", False),  # punctuation/symbols
+    ("127", False), ("٣", False),                  # digits (any script)
+    ("3,5", False), ("1.000", False), ("8-9", False),  # numbers with separators
+    ("", False),
+])
+def test_is_content_token(token, expected):
+    stop = load_stopwords("de")
+    assert is_content_token(token, stop) is expected
+
+
+def test_content_types_are_unique_and_case_sensitive():
+    stop = frozenset({"the", "a"})
+    tokens = "The Dog bites the dog , a dog 42 .".split()
+    assert content_types(tokens, stop) == {"Dog", "dog", "bites"}
+    memo = ContentWords(stop)
+    assert memo(tokens) == memo(tokens) == content_types(tokens, stop)
+
+
+# ---------------------------------------------------------------- stopword lists
+def test_shipped_lists_exist_sorted_one_word_per_line():
+    assert {"de", "en"} <= set(known_languages())
+    for lang in ("de", "en"):
+        lines = (STOPWORDS_DIR / f"{lang}.txt").read_text(encoding="utf-8").splitlines()
+        assert lines == sorted(set(lines)) and all(line == line.strip() and line for line in lines)
+    de = load_stopwords("de")
+    assert {"der", "die", "das", "und", "sie"} <= de and "funktion" not in de
+    assert len(de) == 620  # stopwords-iso 0.7.1 German list
+
+
+def test_stopword_matching_is_case_insensitive():
+    en = load_stopwords("en")
+    assert is_stopword("The", en) and is_stopword("the", en) and is_stopword("THE", en)
+    assert not is_stopword("terrier", en)
+
+
+def test_unknown_language_lists_the_known_ones():
+    with pytest.raises(ConfigError, match="known:.*de.*en"):
+        load_stopwords("xx")
+
+
+def test_user_list_by_path(tmp_path):
+    path = tmp_path / "mine.txt"
+    path.write_text("A\nthe\n\n The \n", encoding="utf-8")
+    assert load_stopwords(str(path)) == {"a", "the"}
+    with pytest.raises(DataError, match="missing.txt"):
+        load_stopwords(str(tmp_path / "missing.txt"))
+
+
+def test_make_stopwords_reproduces_the_shipped_lists(tmp_path):
+    pytest.importorskip("stopwordsiso")
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("make_stopwords", ROOT / "scripts" / "make_stopwords.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    module.write_lists(["de", "en"], tmp_path)
+    for lang in ("de", "en"):
+        assert (tmp_path / f"{lang}.txt").read_bytes() == (STOPWORDS_DIR / f"{lang}.txt").read_bytes()
