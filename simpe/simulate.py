@@ -16,6 +16,7 @@ from typing import Any, Callable
 
 import torch
 
+from simpe import log
 from simpe.config import RunConfig, load_config
 from simpe.datasets import DATASETS, Segment, stream_hash
 from simpe.decoders import DECODERS
@@ -68,6 +69,17 @@ def _truecaser_path(cfg: RunConfig, model_dir: Path | None) -> str | None:
                               "give a truecaser path with --truecaser PATH or --truecaser none")
         return str(model_dir / f"truecase.{cfg.metrics.lang}.model")
     return cfg.metrics.truecaser
+
+
+def _running(figures: dict[str, Any], full: bool = False) -> str:
+    """'BLEU 31.2 R0+1 45.0' (R metrics in percent; '-' while undefined)."""
+    names = ("bleu", "chrf", "ter", "r0", "r1", "r0+1") if full else ("bleu", "r0+1")
+    parts = []
+    for name in names:
+        value = figures.get(name)
+        scale = 100 if name.startswith("r") else 1
+        parts.append(f"{name.upper().replace('CHRF', 'chrF')} {'-' if value is None else f'{scale * value:.1f}'}")
+    return " ".join(parts)
 
 
 class Loop:
@@ -163,16 +175,14 @@ class Loop:
             elif resume and read_jsonl(rundir.segments_file):
                 records = rundir.rewind(0)  # no checkpoint yet: start the log again
             if start == 0:
-                from simpe import log
-
                 rundir.write_config(cfg)
                 rundir.write_json("env.json", {**environment(self.loaded.device), "stream_sha256": stream_hash(self.segments)})
-            from simpe import log
-
             log.add_file(rundir.path / "log.txt")
-            logger.info("run %s: method %s (%s), %d segments, decoder %s %s, device %s", cfg.adapter, cfg.method.name,
-                        self.method.describe().get("trainable_parameters", "?"), len(self.segments), cfg.decoder.name,
+            logger.info("run %s: method %s with %d trainable tensors (%d parameters), %d segments, decoder %s %s, device %s",
+                        cfg.adapter, cfg.method.name, len(self.method.trainable()),
+                        sum(p.numel() for p in self.method.trainable().values()), len(self.segments), cfg.decoder.name,
                         cfg.decoder.params, self.loaded.device)
+            logger.debug("method facts: %s", self.method.describe())
             bar = self._progress(start)
             try:
                 for index in range(start, len(self.segments)):
@@ -188,15 +198,19 @@ class Loop:
                         rundir.save_checkpoint({"segments_done": done, "method": self.method.state_dict(),
                                                 "torch_rng": torch.get_rng_state()})
                     if bar is not None:
-                        cum = record["cumulative"]
-                        bar.set_postfix_str(f"BLEU {cum['bleu']:.1f} R0+1 {100 * cum['r0+1']:.1f}", refresh=False)
+                        bar.set_postfix_str(_running(record["cumulative"]), refresh=False)
                         bar.update(1)
+                if bar is not None:
+                    bar.close()
+                    bar = None
+                summary = self.summary(records)
+                rundir.finish(summary, records, cfg.metrics.lang)
+                logger.info("%s: %s, %d adapted parameters (%.1f kB per user)", cfg.adapter, _running(summary["corpus"], full=True),
+                            summary["adapted_parameters"], summary["store_bytes"] / 1000)
             finally:
                 if bar is not None:
                     bar.close()
                 log.remove_file()
-            rundir.finish(self.summary(records), records, cfg.metrics.lang)
-        logger.info("run complete: %s", self.path)
         return self.path
 
     def _progress(self, start: int):

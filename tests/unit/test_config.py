@@ -1,0 +1,54 @@
+"""Config flow: defaults, then the adapter file, then --set; unknown keys are errors."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from simpe.config import load_config, load_saved_config, save_config
+from simpe.errors import ConfigError
+
+
+def test_paper_defaults_and_adapter_differences():
+    full, bias, lasso = load_config("full"), load_config("bias"), load_config("lasso")
+    assert (full.update.lr, full.update.clip_norm, full.update.max_repeats, full.update.ppl_threshold) == (0.01, 1.0, 3, 2.0)
+    assert full.update.dropout == 0.0 and full.update.label_smoothing == 0.0 and full.update.optimizer == "sgd"
+    assert bias.update.lr == 1.0 and bias.method.name == "bias"
+    assert lasso.method.params == {"penalty": 0.001, "budget_nonembedding": 0.025, "budget_embedding": 0.025}
+    assert full.decoder.name == "beam" and full.decoder.params == {"beam_size": 5}
+
+
+def test_overrides_come_last_and_are_typed():
+    cfg = load_config("lasso", ["update.lr=0.05", "method.params.penalty=0", "data.segments=12", "model=null"])
+    assert cfg.update.lr == 0.05 and cfg.method.params["penalty"] == 0 and cfg.data.segments == 12 and cfg.model is None
+    assert cfg.method.params["budget_embedding"] == 0.025  # params merge key by key
+
+
+def test_a_variant_is_another_file_and_names_the_run(tmp_path: Path):
+    adapters = tmp_path / "adapters"
+    adapters.mkdir()
+    (adapters / "defaults.yaml").write_text(Path("adapters/defaults.yaml").read_text())
+    (adapters / "lasso-small.yaml").write_text("method: {name: lasso, params: {budget_nonembedding: 0.01}}\n")
+    cfg = load_config("lasso-small", adapters_dir=adapters)
+    assert cfg.adapter == "lasso-small" and cfg.method.name == "lasso" and cfg.method.params == {"budget_nonembedding": 0.01}
+    with pytest.raises(ConfigError, match="unknown method 'lasso-tiny'; known: lasso-small"):
+        load_config("lasso-tiny", adapters_dir=adapters)
+
+
+def test_saved_config_round_trips(tmp_path: Path):
+    cfg = load_config("top", ["seed=7"])
+    save_config(cfg, tmp_path / "config.yaml")
+    assert load_saved_config(tmp_path / "config.yaml") == cfg
+
+
+@pytest.mark.parametrize("override, message", [
+    ("update.momentum=0.9", "unknown key update.momentum; known: clip_norm, dropout"),
+    ("colour=red", "unknown key colour; known: adapter, checkpoint_every"),
+    ("update.lr=-1", "update.lr must be > 0, got -1"),
+    ("update.max_repeats=0", "update.max_repeats must be >= 1, got 0"),
+    ("snapshots.probe=test", "unknown snapshots.probe 'test'; known: dev, stream"),
+    ("nokeyvalue", "bad --set 'nokeyvalue'; expected KEY=VALUE"),
+])
+def test_bad_values_name_the_value_and_the_valid_ones(override, message):
+    with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        load_config("full", [override])
