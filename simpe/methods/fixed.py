@@ -2,9 +2,11 @@
 
 Following Wuebker et al. (2018) as described in seed 002: ``select_fixed`` adapts the
 whole model online over the dev split with the paper's update, then keeps the
-non-embedding tensors that moved most relative to their size (relative L2 change
-||θ - θ0|| / ||θ0||), greedily, within a budget (a fraction of the model's parameter
-count). The selection is written next to the model (``fixed-selection.json``); the
+non-embedding tensors that moved most relative to their size (the RMS change per
+parameter, ||θ - θ0||₂ / sqrt(|θ|)), greedily, within a budget (a fraction of the model's
+parameter count). Tensors that did not move are never chosen. (The change relative to
+the tensor's own norm, ||θ - θ0|| / ||θ0||, was tried first: it picks the near-zero
+initialised bias vectors almost exclusively, including ones with zero gradient.) The selection is written next to the model (``fixed-selection.json``); the
 ``fixed`` method refuses to run without one, naming the command that makes it.
 """
 from __future__ import annotations
@@ -32,18 +34,19 @@ def selection_path(model_dir: Path | None, selection: str | None) -> Path:
 
 
 def choose_tensors(base: dict[str, torch.Tensor], adapted: dict[str, torch.Tensor], budget: int) -> list[dict[str, Any]]:
-    """Greedy: non-embedding tensors by descending relative change, while the budget allows."""
+    """Greedy: non-embedding tensors by descending RMS change, while the budget allows."""
     scored = []
     for name, before in base.items():
         if is_embedding(name, before):
             continue
-        change = float((adapted[name] - before).norm()) / max(float(before.norm()), 1e-12)
-        scored.append((change, name, before.numel()))
+        change = float((adapted[name] - before).norm()) / before.numel() ** 0.5
+        if change > 0:
+            scored.append((change, name, before.numel()))
     scored.sort(key=lambda t: (-t[0], t[1]))
     chosen, used = [], 0
     for change, name, size in scored:
         if used + size <= budget:
-            chosen.append({"name": name, "parameters": size, "relative_change": round(change, 6)})
+            chosen.append({"name": name, "parameters": size, "rms_change": round(change, 8)})
             used += size
     return chosen
 
