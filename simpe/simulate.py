@@ -25,6 +25,7 @@ from simpe.methods import METHODS
 from simpe.metrics.online import MetricsConfig, OnlineScorer
 from simpe.model import load_model, model_name
 from simpe.profiling import ModelTimer
+from simpe.stopwords import load_stopwords
 from simpe.rundir import RunDir, environment, group_name, read_jsonl
 from simpe.update import Pair, set_dropout, update
 
@@ -92,8 +93,20 @@ class Loop:
         self.dataset, self.segments = load_stream(cfg)
         self.method = METHODS.build(cfg.method.name, **cfg.method.params)
         self.decoder = DECODERS.build(cfg.decoder.name, **cfg.decoder.params)
+        load_stopwords(cfg.metrics.stopwords)
         self.path = run_path(cfg)
         self.probe = probe_set(cfg, self.dataset, self.segments) if cfg.snapshots.every else []
+        self.ranking_cfg = None
+        if cfg.snapshots.every:
+            import dataclasses
+
+            from simpe.ranking import RankingConfig
+
+            known = {f.name for f in dataclasses.fields(RankingConfig)}
+            unknown = sorted(set(cfg.snapshots.params) - known)
+            if unknown:
+                raise ConfigError(f"unknown key snapshots.params.{unknown[0]}; known: {', '.join(sorted(known))}")
+            self.ranking_cfg = RankingConfig(**cfg.snapshots.params)
         torch.manual_seed(cfg.seed)
         self.loaded = load_model(cfg.model, cfg.device)
         self.model, self.tokenizer = self.loaded.model, self.loaded.tokenizer
@@ -105,11 +118,6 @@ class Loop:
             lang=cfg.metrics.lang, truecaser=_truecaser_path(cfg, self.loaded.path), stopwords=cfg.metrics.stopwords,
             r_max_k=cfg.metrics.r_max_k, novel_vocab=cfg.metrics.novel_vocab, subword=cfg.metrics.subword))
         self.timer = ModelTimer(self.model)
-        self.ranking_cfg = None
-        if cfg.snapshots.every:
-            from simpe.ranking import RankingConfig
-
-            self.ranking_cfg = RankingConfig(**cfg.snapshots.params)
 
     # ------------------------------------------------------------ one segment
     def encode(self, seg: Segment) -> Pair:
