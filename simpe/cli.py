@@ -176,6 +176,91 @@ def _cmd_score(args: argparse.Namespace) -> None:
 
 # ---------------------------------------------------------------- rank (decoders)
 # (section owned by the decoders work: _add_rank / _cmd_rank)
+def _add_rank(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("rank", help="ranking model errors (kRG/kQRG, seed 000) of a model on a test set, "
+                                    "or their correlation with MBR across models (--models)")
+    who = p.add_mutually_exclusive_group()
+    who.add_argument("--model", default=None, help="model folder or hub id (default: the embedded demo model)")
+    who.add_argument("--models", nargs="+", default=None,
+                     help="two or more models or checkpoints: per-model figures, MBR quality, and their correlation (Table 3)")
+    p.add_argument("--src", type=Path, required=True, help="source sentences, one per line")
+    p.add_argument("--ref", type=Path, required=True, help="reference translations, aligned with --src")
+    p.add_argument("--limit", type=int, default=None, help="only the first N sentence pairs (after --max-words)")
+    p.add_argument("--max-words", type=int, default=None, help="only sources of at most N words")
+    p.add_argument("--out", type=Path, required=True, help="output folder: records.jsonl and summary.json "
+                                                            "(--models: one folder per model and correlation.json)")
+    p.add_argument("--overwrite", action="store_true", help="replace earlier outputs in --out")
+    p.add_argument("--k", type=int, default=10, help="top-region size (default: %(default)s, as seed 000)")
+    p.add_argument("--quality", default="chrf", help="Q: sbleu, chrf or comet (default: %(default)s)")
+    p.add_argument("--comet-model", default=None, help="COMET model (hub id, folder or .ckpt) for --quality/--mbr-utility comet")
+    p.add_argument("--samples", type=int, default=200, help="Monte Carlo samples per sentence (default: %(default)s)")
+    p.add_argument("--seed", type=int, default=0, help="sampling seed; sentence i uses seed + i (default: %(default)s)")
+    p.add_argument("--beam-size", type=int, default=5, help="beam whose output is checked for search errors (default: %(default)s)")
+    p.add_argument("--max-expansions", type=int, default=20000, help="limit per exact search; 0 = none (default: %(default)s)")
+    p.add_argument("--max-seconds", type=float, default=30.0, help="limit per exact search; 0 = none (default: %(default)s)")
+    p.add_argument("--batch-size", type=int, default=64, help="prefixes per forward pass of the exact search (default: %(default)s)")
+    p.add_argument("--gain", default="linear", help="kRG gain: linear (f = k - rank) or exp (2^(k-1-rank) - 1)")
+    p.add_argument("--no-top", action="store_true", help="skip the top-region (exact top-k) evaluation")
+    p.add_argument("--no-sampling", action="store_true", help="skip the Monte Carlo sampling evaluation")
+    p.add_argument("--mbr-samples", type=int, default=100, help="--models: MBR samples per sentence (default: %(default)s)")
+    p.add_argument("--mbr-utility", default=None, help="--models: MBR utility chrf, chrf++, sbleu or comet (default: --quality)")
+    p.add_argument("--device", default="auto", help="auto, cpu or cuda (default: %(default)s)")
+    p.set_defaults(func=_cmd_rank)
+
+
+def _cmd_rank(args: argparse.Namespace) -> None:
+    from simpe.errors import ConfigError
+    from simpe.rank import read_test_set, run_correlation, run_protocol
+    from simpe.ranking import RankingConfig
+
+    cfg = RankingConfig(k=args.k, quality=args.quality, samples=args.samples, sample_seed=args.seed,
+                        beam_size=args.beam_size, max_expansions=args.max_expansions or None,
+                        max_seconds=args.max_seconds or None, top_region=not args.no_top, sampling=not args.no_sampling,
+                        gain=args.gain, batch_size=args.batch_size)
+    uses_comet = args.quality == "comet" or (args.models and args.mbr_utility == "comet")
+    if uses_comet and not args.comet_model:
+        raise ConfigError("--quality comet / --mbr-utility comet need --comet-model (hub id, model folder or .ckpt)")
+    if args.mbr_utility is not None and args.mbr_utility not in ("chrf", "chrf++", "sbleu", "comet"):
+        raise ConfigError(f"unknown --mbr-utility {args.mbr_utility!r}; known: chrf, chrf++, sbleu, comet")
+    if args.models is not None and len(args.models) < 2:
+        raise ConfigError("--models needs at least two models; for one model use --model")
+    sources, references = read_test_set(args.src, args.ref, args.limit, args.max_words)
+    comet = None
+    if uses_comet:
+        from simpe.metrics.comet import CometScorer
+
+        comet = CometScorer(args.comet_model, device="cuda" if args.device == "cuda" else "cpu")
+    if args.models:
+        result = run_correlation(args.models, sources, references, cfg, args.out, device=args.device, comet=comet,
+                                 mbr_samples=args.mbr_samples, mbr_utility=args.mbr_utility, mbr_seed=args.seed,
+                                 overwrite=args.overwrite)
+        print(f"{'model':30s} {'mc.kqrg':>8s} {'top.kqrg':>8s} {'beam Q':>8s} {'sample Q':>8s} {'MBR Q':>8s}")
+        for row in result["models"]:
+            cells = [row.get(k) for k in ("mc.kqrg", "top.kqrg", "beam.quality", "mc.mean_quality", "mbr.quality")]
+            print(f"{row['name'][:30]:30s} " + " ".join(f"{c:8.4f}" if c is not None else f"{'-':>8s}" for c in cells))
+        print(f"correlation with MBR {cfg.quality} quality over {len(args.models)} models ({len(sources)} sentences):")
+        for name, corr in result["correlation"].items():
+            cells = " ".join(f"{k} {v:+.3f}" if v is not None else f"{k} -" for k, v in corr.items())
+            print(f"  {name:16s} {cells}")
+        print(f"wrote {args.out / 'correlation.json'}")
+        return
+    from simpe.model import load_model
+
+    if args.out.exists() and not args.overwrite and any((args.out / n).exists() for n in ("records.jsonl", "summary.json")):
+        raise ConfigError(f"{args.out} already holds ranking outputs; pass --overwrite to replace them")
+    loaded = load_model(args.model, args.device)
+    summary = run_protocol(loaded.model, loaded.tokenizer, sources, references, cfg, args.out, comet=comet,
+                           meta={"model": str(args.model or loaded.path), "src": str(args.src), "ref": str(args.ref)},
+                           overwrite=args.overwrite)
+    figures = summary["figures"]
+    print(f"{loaded.name}: {len(sources)} sentences, k={cfg.k}, Q={cfg.quality}, gain {cfg.gain}")
+    for key, value in figures.items():
+        if isinstance(value, float):
+            print(f"  {key:20s} {value:.4f}")
+    for name, sig in summary["signatures"].items():
+        print(f"  {name} signature: {sig}")
+    print(f"wrote {args.out / 'records.jsonl'} and {args.out / 'summary.json'}")
+
 
 # ---------------------------------------------------------------- compare / plot
 # (section owned by the compare work: _add_compare / _cmd_compare / _add_plot / _cmd_plot)
@@ -239,7 +324,7 @@ def _cmd_list(args: argparse.Namespace) -> None:
         print(f"{kind}: {', '.join(names)}")
 
 
-PARSER_BUILDERS = [_add_corpus, _add_train_baseline, _add_score, _add_simulate, _add_select_fixed, _add_compare, _add_plot, _add_list]
+PARSER_BUILDERS = [_add_corpus, _add_train_baseline, _add_score, _add_simulate, _add_select_fixed, _add_compare, _add_plot, _add_rank, _add_list]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -15,7 +15,7 @@ def simpe(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.parametrize("args, message", [
-    (["simulate", "--method", "sparse"], "simpe: error: unknown method 'sparse'; known: baseline, bias, fixed, full, lasso, top (or a path to a .yaml file)"),
+    (["simulate", "--method", "sparse"], "simpe: error: unknown method 'sparse'; known: baseline, bias, fixed, fixed-25, full, lasso, lasso-25, top (or a path to a .yaml file)"),
     (["simulate", "--dataset", "wmt"], "simpe: error: unknown dataset 'wmt'; known: autodesk, libreoffice, text, tmx, tsv"),
     (["simulate", "--set", "update.optimiser=adam"], "simpe: error: unknown key update.optimiser; known: clip_norm, dropout, label_smoothing, lr, max_repeats, optimizer, ppl_threshold"),
     (["simulate", "--set", "update.optimizer=adam"], "simpe: error: unknown update.optimizer 'adam'; known: sgd"),
@@ -41,7 +41,7 @@ def test_list_prints_every_registry():
     out = result.stdout
     assert "datasets: autodesk, libreoffice, text, tmx, tsv" in out
     assert "methods: baseline, bias, fixed, full, lasso, top" in out
-    assert "adapters: baseline, bias, fixed, full, lasso, top" in out
+    assert "adapters: baseline, bias, fixed, fixed-25, full, lasso, lasso-25, top" in out
     assert "heap_beam" in out and "topk" in out
 
 

@@ -75,7 +75,8 @@ def test_resume_after_a_kill_gives_exactly_the_uninterrupted_records(tmp_path: P
     killed_dir = tmp_path / "b"
     cmd = [sys.executable, "-m", "simpe", "simulate", "--method", "lasso", "--segments", "8", "--device", "cpu",
            "--runs-dir", str(killed_dir), "--set", "checkpoint_every=3", "--no-progress"]
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    # same thread count as this process: CPU float reductions, hence records, depend on it
+    env = {**os.environ, "OMP_NUM_THREADS": str(torch.get_num_threads())}
     proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     run = killed_dir / whole.relative_to(tmp_path / "a")
     deadline = time.time() + 240

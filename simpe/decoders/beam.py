@@ -1,0 +1,199 @@
+"""Beam search (plain, as in Hugging Face ``generate``) and the search loop min-heap beam shares.
+
+Plain beam search with raw scores (no length normalisation), matching ``generate(num_beams=B,
+length_penalty=0.0, early_stopping=False)``: at each step the 2B best continuations of the
+live beams are ranked; an EOS continuation among the first B becomes a finished hypothesis
+(the best B finished are kept), the best B non-EOS continuations stay live. The search stops
+when B hypotheses are finished and no live beam scores above the worst of them (scores only
+fall, so nothing better can follow), or at the length limit (see incremental.py; there only
+EOS may follow, with its true probability, where ``generate`` would force it with
+probability 1).
+
+Min-heap beam search (seed 003, section 5; heap_beam.py) is the same loop, except that the
+EOS continuation of *every* live beam at every step goes into a min-heap of capacity B,
+which is the output; it keeps every hypothesis plain beam keeps, so its best score is never
+lower.
+"""
+from __future__ import annotations
+
+import heapq
+import time
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from simpe.decoders.base import DECODERS, Decoder, DecodeResult, Hypothesis
+from simpe.decoders.incremental import (NEG_INF, LengthLimit, Source, check_int, decoding, encode, new_states,
+                                        stack_sources, step_scores)
+
+
+StepHook = Callable[[int, list[tuple[int, ...]], list[float], torch.Tensor, torch.Tensor, Any], None]
+
+
+def _beam_step(logp: torch.Tensor, seqs: list[tuple[int, ...]], scores: list[float], finished: list[tuple[float, tuple[int, ...]]],
+               beam_size: int, heap: bool, eos: int, special: Any, last: bool) -> tuple[list[tuple[int, int, float]], bool]:
+    """One step of one sentence's beam: updates ``finished``; returns (live (row, token, score), done)."""
+    rows, vocab = logp.shape
+    allowed = step_scores(logp, special, last=last)  # (rows, vocab)
+    base = torch.tensor(scores, dtype=torch.float64, device=logp.device)  # (rows,) running log-probs
+    cand = base[:, None] + allowed.double()  # (rows, vocab)
+    live: list[tuple[int, int, float]] = []  # (row, token, score)
+    if heap:
+        for row, value in enumerate(cand[:, eos].tolist()):
+            if value > NEG_INF:
+                item = (value, seqs[row] + (eos,))
+                if len(finished) < beam_size:
+                    heapq.heappush(finished, item)
+                elif item > finished[0]:
+                    heapq.heapreplace(finished, item)
+        cand[:, eos] = NEG_INF
+        values, index = torch.topk(cand.view(-1), min(beam_size, rows * vocab))  # (beam,), (beam,)
+        for value, flat in zip(values.tolist(), index.tolist()):
+            if value == NEG_INF:
+                break
+            live.append((flat // vocab, flat % vocab, value))
+        full = len(finished) >= beam_size
+        worst = finished[0][0] if full else NEG_INF
+    else:
+        values, index = torch.topk(cand.view(-1), min(2 * beam_size, rows * vocab))  # (2*beam,), (2*beam,)
+        for rank, (value, flat) in enumerate(zip(values.tolist(), index.tolist())):
+            if value == NEG_INF:
+                break
+            row, token = flat // vocab, flat % vocab
+            if token == eos:
+                if rank < beam_size:
+                    finished.append((value, seqs[row] + (eos,)))
+            elif len(live) < beam_size:
+                live.append((row, token, value))
+        finished.sort(key=lambda item: -item[0])
+        del finished[beam_size:]
+        full = len(finished) >= beam_size
+        worst = finished[-1][0] if full else NEG_INF
+    done = not live or (full and live[0][2] <= worst)
+    return live, done
+
+
+def beam_search_many(model: Any, sources: list[Source], beam_size: int, heap: bool = False,
+                     on_step: StepHook | None = None) -> list[tuple[list[Hypothesis], int, int]]:
+    """Plain (``heap=False``) or min-heap beam search on several encoded sources in lockstep.
+
+    The live beams of all sources share each forward pass (rows grouped by source; padded
+    source positions are masked in cross-attention); every source keeps its own beam, length
+    limit and stopping rule, so each result equals searching that source alone (up to float
+    noise of the batch shape).
+
+    Args:
+        on_step: called after each forward pass, per source, with (source index, its live
+            prefixes, their scores, their (rows, vocab) next-token log-probabilities, their
+            (rows, layers, 2, heads, head_dim) self-attention states at this position, the
+            cache); the exact top-k search reuses these expansions.
+    Returns:
+        per source: (hypotheses best first, expansions = decoder rows run, steps).
+    """
+    from transformers.cache_utils import DynamicCache, EncoderDecoderCache
+    from transformers.modeling_outputs import BaseModelOutput
+
+    n = len(sources)
+    special = sources[0].special
+    eos = special.eos
+    device = sources[0].hidden.device
+    hidden, src_mask = stack_sources(sources)  # (n, max_src, d_model), (n, max_src) or None for one source
+    cache = EncoderDecoderCache(DynamicCache(), DynamicCache())
+    row_source = list(range(n))  # source of each cache row; rows are grouped by source
+    tokens_in = torch.full((n,), special.start, dtype=torch.long, device=device)  # (rows,)
+    seqs: list[list[tuple[int, ...]]] = [[()] for _ in range(n)]
+    scores: list[list[float]] = [[0.0] for _ in range(n)]
+    finished: list[list[tuple[float, tuple[int, ...]]]] = [[] for _ in range(n)]  # plain: best first; heap: a min-heap
+    expansions, steps = [0] * n, [0] * n
+    for position in range(max(s.max_len for s in sources)):
+        rows = len(row_source)
+        enc = hidden if position == 0 else hidden[:1].expand(rows, -1, -1)  # (rows, max_src, d_model); after step 0 only its shape is read
+        mask = None if src_mask is None else src_mask[torch.tensor(row_source, device=device)]  # (rows, max_src)
+        out = model(decoder_input_ids=tokens_in.view(rows, 1), encoder_outputs=BaseModelOutput(last_hidden_state=enc),
+                    attention_mask=mask, past_key_values=cache, use_cache=True, return_dict=True)
+        cache = out.past_key_values
+        logp = torch.log_softmax(out.logits[:, -1, :].float(), dim=-1)  # (rows, vocab)
+        states = new_states(cache, position) if on_step is not None else None  # (rows, layers, 2, heads, head_dim)
+        keep: list[int] = []
+        next_tokens: list[int] = []
+        next_source: list[int] = []
+        first = 0
+        while first < rows:
+            i = row_source[first]
+            last_row = first
+            while last_row + 1 < rows and row_source[last_row + 1] == i:
+                last_row += 1
+            block = slice(first, last_row + 1)
+            if on_step is not None:
+                on_step(i, seqs[i], scores[i], logp[block], states[block], cache)
+            expansions[i] += last_row + 1 - first
+            steps[i] += 1
+            live, done = _beam_step(logp[block], seqs[i], scores[i], finished[i], beam_size, heap, eos, special,
+                                    last=position == sources[i].max_len - 1)
+            if not done:
+                keep += [first + row for row, _, _ in live]
+                next_tokens += [tok for _, tok, _ in live]
+                next_source += [i] * len(live)
+                seqs[i] = [seqs[i][row] + (tok,) for row, tok, _ in live]
+                scores[i] = [value for _, _, value in live]
+            first = last_row + 1
+        if not keep:
+            break
+        cache.reorder_cache(torch.tensor(keep, dtype=torch.long, device=device))  # (live rows,)
+        tokens_in = torch.tensor(next_tokens, dtype=torch.long, device=device)  # (live rows,)
+        row_source = next_source
+    results = []
+    for i in range(n):
+        ranked = sorted(finished[i], key=lambda item: -item[0])
+        results.append(([Hypothesis(tokens, score) for score, tokens in ranked], expansions[i], steps[i]))
+    return results
+
+
+def beam_search(model: Any, source: Source, beam_size: int, heap: bool = False) -> tuple[list[Hypothesis], int, int]:
+    """Plain or min-heap beam search on one encoded source: (hypotheses best first, expansions, steps)."""
+    return beam_search_many(model, [source], beam_size, heap)[0]
+
+
+class _BeamBase(Decoder):
+    heap = False
+
+    def __init__(self, beam_size: int = 5, max_len_a: float = 2.0, max_len_b: int = 10, max_len_cap: int = 256) -> None:
+        check_int("beam_size", beam_size, 1)
+        self.beam_size = beam_size
+        self.limit = LengthLimit(max_len_a, max_len_b, max_len_cap)
+
+    def decode(self, model: Any, input_ids: Any) -> DecodeResult:
+        t0 = time.perf_counter()
+        with decoding(model):
+            source = encode(model, input_ids, self.limit)
+            hyps, expansions, steps = beam_search(model, source, self.beam_size, heap=self.heap)
+        return DecodeResult(hyps, exact=None, expansions=expansions, seconds=time.perf_counter() - t0,
+                            info={"steps": steps, "max_len": source.max_len})
+
+    def decode_batch(self, model: Any, batch: list[Any]) -> list[DecodeResult]:
+        """Several sources in lockstep (one forward pass per step for all live beams); each result equals
+        ``decode`` of that source up to float noise. ``seconds`` is the call's time per source."""
+        if not batch:
+            return []
+        t0 = time.perf_counter()
+        with decoding(model):
+            sources = [encode(model, input_ids, self.limit) for input_ids in batch]
+            found = beam_search_many(model, sources, self.beam_size, heap=self.heap)
+        seconds = (time.perf_counter() - t0) / len(batch)
+        return [DecodeResult(hyps, exact=None, expansions=expansions, seconds=seconds,
+                             info={"steps": steps, "max_len": source.max_len})
+                for (hyps, expansions, steps), source in zip(found, sources)]
+
+    def params(self) -> dict[str, Any]:
+        return {"beam_size": self.beam_size, **self.limit.params()}
+
+
+@DECODERS.add("beam")
+class BeamDecoder(_BeamBase):
+    """Plain beam search; up to ``beam_size`` finished hypotheses, best first."""
+
+    name = "beam"
+
+    def __init__(self, beam_size: int = 5, max_len_a: float = 2.0, max_len_b: int = 10, max_len_cap: int = 256) -> None:
+        super().__init__(beam_size, max_len_a, max_len_b, max_len_cap)

@@ -1,0 +1,48 @@
+"""Greedy decoding: the most probable next token at every step until EOS.
+
+Kept separate from beam search (it equals ``beam`` with ``beam_size=1``, which the tests
+check) because it is the simplest reference and the cheapest decoder for the online loop.
+"""
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import torch
+
+from simpe.decoders.base import DECODERS, Decoder, DecodeResult, Hypothesis
+from simpe.decoders.incremental import CachedDecoder, LengthLimit, decoding, encode, start_tokens, step_scores
+
+
+@DECODERS.add("greedy")
+class GreedyDecoder(Decoder):
+    """Argmax at each step (pad / decoder start never chosen); one hypothesis."""
+
+    name = "greedy"
+
+    def __init__(self, max_len_a: float = 2.0, max_len_b: int = 10, max_len_cap: int = 256) -> None:
+        self.limit = LengthLimit(max_len_a, max_len_b, max_len_cap)
+
+    def decode(self, model: Any, input_ids: Any) -> DecodeResult:
+        t0 = time.perf_counter()
+        with decoding(model):
+            source = encode(model, input_ids, self.limit)
+            eos = source.special.eos
+            dec = CachedDecoder(model, source)
+            token = start_tokens(source, 1)  # (1,)
+            tokens: list[int] = []
+            score = 0.0
+            for position in range(source.max_len):
+                logp = dec.step(token)  # (1, vocab)
+                allowed = step_scores(logp, source.special, last=position == source.max_len - 1)  # (1, vocab)
+                best = int(torch.argmax(allowed[0]))
+                score += float(logp[0, best])
+                tokens.append(best)
+                if best == eos:
+                    break
+                token = torch.tensor([best], dtype=torch.long, device=source.hidden.device)  # (1,)
+        hyp = Hypothesis(tuple(tokens), score)
+        return DecodeResult([hyp], exact=None, expansions=len(tokens), seconds=time.perf_counter() - t0)
+
+    def params(self) -> dict[str, Any]:
+        return dict(self.limit.params())

@@ -1,0 +1,425 @@
+"""Exact top-k decoding: the k highest-scoring complete hypotheses under raw log P(y|x), provably.
+
+Algorithm: best-first search over prefixes, batched and with lazy successors.
+
+* Scores only fall along a path (every log-probability is <= 0), so the frontier's best
+  entry bounds every hypothesis not yet found. A complete hypothesis (ending in EOS) taken
+  from the top of the frontier, with no expansion pending, is therefore the next best of
+  all: the first k such are the exact top-k, in order.
+* Lazy successors: an expanded prefix keeps its children as one list sorted by score, and
+  the frontier holds only its next-best child; taking that child from the frontier puts
+  the following sibling in. Pushing all children (or all above the bound) floods the queue
+  when the model is flat (under-trained or freshly adapted).
+* Bound: the k-th best of the complete hypotheses known so far (first those of min-heap beam
+  search of width ``beam_size``, then every EOS child met while expanding) bounds the k-th
+  best overall from below; children below it (minus ``bound_slack``, which absorbs float
+  noise between batch shapes) are never stored. With the bound, this search expands no
+  prefix the DFS of Algorithm 1 (topk_reference.py) could prune, up to batching (below).
+* Batching: the ``batch_size`` best frontier prefixes (above the bound) are expanded in one
+  forward pass, prefixes of different lengths side by side: their cached key/value states
+  are gathered from an arena (one slot per expanded prefix, holding the states of its last
+  input token) and padded, with an attention mask. A batch may expand a few prefixes a
+  strictly sequential best-first search would not; it never changes the result.
+* Several sentences (``decode_batch``): their searches run in lockstep, each forward pass
+  carrying the prefixes of every unfinished sentence (padded source positions masked in
+  cross-attention), so a probe set keeps the hardware busy even when each search is small;
+  every sentence keeps its own frontier, bound, results and limits, and its result equals
+  searching it alone (up to float noise).
+* Reuse: the encoder runs once per sentence; cross-attention keys/values are computed once and shared;
+  each prefix's self-attention states are computed once and kept; each expanded prefix's
+  log-probability row is reduced once to its sorted children; and every prefix the bounding
+  beam search expanded joins the search tree as an expanded node (states and row kept), so
+  the search never runs it again (``info["reused"]`` counts those it reached;
+  ``expansions`` counts only the forward rows of the search itself).
+
+Positions: Marian's decoder adds the sinusoidal embedding of the cache length to every row
+of a batch; for a row whose prefix is shorter than the batch's longest, the input embedding
+passed in (``decoder_inputs_embeds``) carries the difference, so every row sees its own
+position. The tests compare the result with brute-force enumeration scored by plain
+full-sequence forward passes.
+
+Exactness holds among hypotheses of at most ``max_len`` tokens (EOS included; see
+incremental.py): with a length cap the result is the exact top-k of that set. Limits
+(``max_expansions`` per sentence; ``max_seconds`` per sentence, and for ``decode_batch``
+``max_seconds`` times the number of sentences for the whole call) may cut a search short;
+its result is then the best complete hypotheses found (the first ``info["finalised"]`` are
+provably the exact best, in order) and ``exact`` is False. Pad and decoder-start tokens
+never occur in hypotheses. ``seconds`` of a ``decode_batch`` result is the call's time
+divided by its number of sentences (``info["batch_seconds"]`` is the whole).
+"""
+from __future__ import annotations
+
+import heapq
+import time
+from typing import Any
+
+import numpy as np
+import torch
+
+from simpe.decoders.base import DECODERS, Decoder, DecodeResult, Hypothesis
+from simpe.decoders.beam import beam_search_many
+from simpe.decoders.incremental import (NEG_INF, LengthLimit, Source, check_int, check_number, decoding, encode,
+                                        new_states, stack_sources)
+from simpe.errors import ConfigError
+
+
+class KnownComplete:
+    """The best ``k`` distinct complete hypotheses seen so far; its minimum is the pruning bound."""
+
+    def __init__(self, k: int) -> None:
+        self.k = k
+        self.heap: list[tuple[float, tuple[int, ...]]] = []  # min-heap of (score, tokens)
+        self.members: set[tuple[int, ...]] = set()
+
+    def add(self, score: float, tokens: tuple[int, ...]) -> None:
+        if score == NEG_INF or tokens in self.members:
+            return
+        if len(self.heap) < self.k:
+            heapq.heappush(self.heap, (score, tokens))
+            self.members.add(tokens)
+        elif score > self.heap[0][0]:
+            _, dropped = heapq.heapreplace(self.heap, (score, tokens))
+            self.members.discard(dropped)
+            self.members.add(tokens)
+
+    @property
+    def bound(self) -> float:
+        return self.heap[0][0] if len(self.heap) >= self.k else NEG_INF
+
+    def best(self) -> list[tuple[float, tuple[int, ...]]]:
+        return sorted(self.heap, key=lambda item: -item[0])
+
+
+class KVArena:
+    """Self-attention key/value states of expanded prefixes, one slot per decoder input token."""
+
+    def __init__(self, example: torch.Tensor, capacity: int = 1024) -> None:
+        """``example``: (n, layers, 2, heads, head_dim) states, giving the slot shape, dtype and device."""
+        shape = tuple(example.shape[1:])
+        self.data = torch.empty((max(capacity, 1),) + shape, dtype=example.dtype, device=example.device)  # (slots, layers, 2, heads, head_dim)
+        self.used = 0
+
+    def write(self, states: torch.Tensor) -> list[int]:
+        """Store (n, layers, 2, heads, head_dim) states in fresh slots; returns their slot numbers."""
+        n = states.shape[0]
+        if self.used + n > self.data.shape[0]:
+            grown = torch.empty((max(2 * self.data.shape[0], self.used + n),) + tuple(self.data.shape[1:]),  # (slots, layers, 2, heads, head_dim)
+                                dtype=self.data.dtype, device=self.data.device)
+            grown[: self.used] = self.data[: self.used]
+            self.data = grown
+        self.data[self.used: self.used + n] = states
+        slots = list(range(self.used, self.used + n))
+        self.used += n
+        return slots
+
+    def gather(self, index: torch.Tensor) -> torch.Tensor:
+        """(rows, length) slot numbers -> (layers, 2, rows, heads, length, head_dim) states."""
+        return self.data[index].permute(2, 3, 0, 4, 1, 5)
+
+
+class SentenceSearch:
+    """The best-first search state of one sentence: its tree of expanded prefixes, frontier, bound, results."""
+
+    def __init__(self, source: Source, k: int, slack: float, max_expansions: int | None) -> None:
+        self.source, self.k, self.slack, self.max_expansions = source, k, slack, max_expansions
+        self.special = source.special
+        self.device = source.hidden.device
+        self.known = KnownComplete(k)
+        self.frontier: list[tuple[float, int, int, int]] = []  # (-score, push order, node, child rank)
+        self.pushes = 0
+        self.expansions = 0
+        self.batches = 0
+        self.reused = 0  # beam prefixes reached by the search (expanded for free)
+        self.results: list[tuple[float, tuple[int, ...]]] = []
+        self.done = False
+        self.cut = False
+        # nodes (expanded prefixes), indexed by node id
+        self.tokens: list[tuple[int, ...]] = []
+        self.slots: list[tuple[int, ...]] = []  # arena slots of the decoder inputs [start, y_1, ..., y_t]
+        self.child_tokens: list[np.ndarray] = []  # (children,) sorted by descending score
+        self.child_scores: list[np.ndarray] = []  # (children,)
+        self.index: dict[tuple[int, ...], int] = {}  # prefix -> node, for the beam's prefixes
+        self._beam_slots: dict[tuple[int, ...], tuple[int, ...]] = {}
+        self._beam_rows: list[tuple[list[tuple[int, ...]], list[float], torch.Tensor]] = []
+
+    # ---------------------------------------------------------------- the beam's expansions
+    def record_beam_step(self, prefixes: list[tuple[int, ...]], scores: list[float], logp: torch.Tensor,
+                         slots: list[int]) -> None:
+        """Keep one step of the bounding beam search (its states already stored in ``slots``)."""
+        for prefix, slot in zip(prefixes, slots):
+            self._beam_slots[prefix] = (self._beam_slots[prefix[:-1]] if prefix else ()) + (slot,)
+        self._beam_rows.append((list(prefixes), list(scores), logp))
+
+    def seed_from_beam(self) -> None:
+        """Turn the recorded beam prefixes into expanded nodes (children above the bound) and start at the root."""
+        prefixes = [p for rows, _, _ in self._beam_rows for p in rows]
+        scores = [v for _, values, _ in self._beam_rows for v in values]
+        logp = torch.cat([rows for _, _, rows in self._beam_rows], dim=0)  # (beam rows, vocab)
+        first = len(self.tokens)
+        self.add_nodes(prefixes, [self._beam_slots[p] for p in prefixes], scores, logp, push=False)
+        self.index = {prefix: first + i for i, prefix in enumerate(prefixes)}
+        self._beam_rows, self._beam_slots = [], {}
+        self._push(self.index[()], 0)
+
+    # ---------------------------------------------------------------- nodes
+    def add_nodes(self, prefixes: list[tuple[int, ...]], slots: list[tuple[int, ...]], scores: list[float],
+                  logp: torch.Tensor, push: bool = True) -> None:
+        """Register expanded prefixes: note their EOS children, keep their sorted children above the bound."""
+        eos = self.special.eos
+        rows = len(prefixes)
+        # logp (rows, vocab) float32 is this search's own (a fresh forward, or a beam row the beam is done with): masked in place
+        if self.special.forbidden:
+            logp[:, list(self.special.forbidden)] = NEG_INF
+        last = [i for i, prefix in enumerate(prefixes) if len(prefix) + 1 >= self.source.max_len]
+        if last:
+            eos_logp = logp[last, eos].clone()  # (last,)
+            logp[last] = NEG_INF
+            logp[last, eos] = eos_logp
+        base = torch.tensor(scores, dtype=torch.float64, device=self.device)  # (rows,) prefix scores
+        for prefix, value in zip(prefixes, (base + logp[:, eos].double()).tolist()):
+            self.known.add(value, prefix + (eos,))
+        threshold = self.known.bound - self.slack
+        # Select in float32 relative to each prefix score, with a margin for the float32 rounding of
+        # (threshold - prefix score); the exact float64 test follows on the few selected children.
+        relative = (threshold - base).float() - 1e-4 if threshold > NEG_INF else None  # (rows,)
+        keep = logp > NEG_INF if relative is None else logp >= relative.unsqueeze(1)  # (rows, vocab)
+        counts = keep.sum(dim=1)  # (rows,)
+        most = int(counts.max())
+        if most:
+            values, ids = torch.topk(logp, most, dim=1)  # (rows, most), sorted
+            children = base.unsqueeze(1) + values.double()  # (rows, most) float64 scores
+            ok = children > NEG_INF if threshold == NEG_INF else children >= threshold  # (rows, most)
+            counts_np = ok.sum(dim=1).cpu().numpy()  # (rows,); sorted rows: the kept ones come first
+            children_np, ids_np = children.cpu().numpy(), ids.cpu().numpy()
+        for i in range(rows):
+            node = len(self.tokens)
+            self.tokens.append(prefixes[i])
+            self.slots.append(slots[i])
+            n = int(counts_np[i]) if most else 0
+            self.child_tokens.append(ids_np[i, :n] if n else np.empty(0, dtype=np.int64))
+            self.child_scores.append(children_np[i, :n] if n else np.empty(0, dtype=np.float64))
+            if n and push:
+                self._push(node, 0)
+
+    def _push(self, node: int, rank: int) -> None:
+        if rank < len(self.child_tokens[node]):
+            self.pushes += 1
+            heapq.heappush(self.frontier, (-float(self.child_scores[node][rank]), self.pushes, node, rank))
+
+    # ---------------------------------------------------------------- search
+    def collect(self, room: int) -> list[tuple[int, int, float]]:
+        """Take up to ``room`` prefixes to expand next, as (parent node, token, score); finalise the complete
+        hypotheses that reach the top with nothing pending; mark the search done (or cut short) when it is."""
+        eos = self.special.eos
+        left = room if self.max_expansions is None else min(room, self.max_expansions - self.expansions)
+        batch: list[tuple[int, int, float]] = []
+        while self.frontier:
+            neg, _, node, rank = self.frontier[0]
+            score = -neg
+            if score < self.known.bound - self.slack:  # below the bound, and so are its later siblings
+                heapq.heappop(self.frontier)
+                continue
+            token = int(self.child_tokens[node][rank])
+            if token == eos:
+                if batch:  # a pending expansion could still produce something better
+                    break
+                heapq.heappop(self.frontier)
+                self._push(node, rank + 1)
+                self.results.append((score, self.tokens[node] + (eos,)))
+                if len(self.results) == self.k:
+                    self.done = True
+                    return []
+                continue
+            known = self.index.get(self.tokens[node] + (token,)) if self.index else None
+            if known is None and len(batch) >= left:
+                break
+            heapq.heappop(self.frontier)
+            self._push(node, rank + 1)
+            if known is not None:  # expanded by the beam search already
+                self.reused += 1
+                self._push(known, 0)
+                continue
+            batch.append((node, token, score))
+        if not batch:
+            self.done = True
+            self.cut = bool(self.frontier)  # stopped by max_expansions, not by an exhausted space
+        return batch
+
+    def finish(self) -> tuple[list[Hypothesis], bool, int]:
+        """(hypotheses best first, exact, number provably in exact order)."""
+        results = self.results
+        finalised = len(results)
+        if self.cut:
+            found = {tokens for _, tokens in results}
+            results = sorted(results + [(v, t) for v, t in self.known.best() if t not in found], key=lambda item: -item[0])[: self.k]
+        return [Hypothesis(tokens, score) for score, tokens in results], not self.cut, finalised
+
+
+class BatchedSearch:
+    """Exact top-k searches of several sentences in lockstep, sharing forward passes and one state arena."""
+
+    def __init__(self, model: Any, sources: list[Source], k: int, batch_size: int, max_rows: int, bound_slack: float,
+                 max_expansions: int | None, max_seconds: float | None, t0: float) -> None:
+        self.model, self.sources = model, sources
+        self.batch_size, self.max_rows = batch_size, max_rows
+        self.max_seconds, self.t0 = max_seconds, t0
+        self.device = sources[0].hidden.device
+        self.decoder = model.get_decoder()
+        self.searches = [SentenceSearch(src, k, bound_slack, max_expansions) for src in sources]
+        self.hidden, self.src_mask = stack_sources(sources)  # (n, max_src, d_model), (n, max_src) or None
+        self.arena: KVArena | None = None
+        self.cross: list[tuple[torch.Tensor, torch.Tensor]] = []  # per layer (n, heads, max_src, head_dim)
+        self.capacity = 1024 if max_expansions is None else min(len(sources) * (max_expansions + 1), 1 << 16)
+        self.rounds = 0
+
+    def record_beam_step(self, i: int, prefixes: list[tuple[int, ...]], scores: list[float], logp: torch.Tensor,
+                         states: torch.Tensor, cache: Any) -> None:
+        """beam_search_many's hook: store the states of sentence ``i``'s beam rows and hand them to its search."""
+        if self.arena is None:  # the first step: one row per sentence, in order; cross-attention states are fresh
+            self.cross = [(layer.keys, layer.values) for layer in cache.cross_attention_cache.layers]  # each (n, heads, max_src, head_dim)
+            self.arena = KVArena(states, capacity=max(self.capacity, 4 * len(self.sources) * max(s.max_len for s in self.sources)))
+        self.searches[i].record_beam_step(prefixes, scores, logp, self.arena.write(states))
+
+    def expand(self, batch: list[tuple[int, int, int, float]]) -> None:
+        """Expand prefixes ``parent + (token,)`` of several sentences, given as (sentence, parent node, token, score)
+        grouped by sentence, in one forward pass."""
+        from transformers.cache_utils import DynamicCache, EncoderDecoderCache
+        from transformers.modeling_outputs import BaseModelOutput
+
+        assert self.arena is not None
+        rows = len(batch)
+        parent_slots = [self.searches[i].slots[parent] for i, parent, _, _ in batch]
+        lengths = [len(s) for s in parent_slots]
+        longest = max(lengths)
+        index = torch.tensor([s + (0,) * (longest - len(s)) for s in parent_slots], dtype=torch.long, device=self.device)  # (rows, longest)
+        mask = torch.tensor([[1] * n + [0] * (longest - n) + [1] for n in lengths], dtype=torch.long, device=self.device)  # (rows, longest + 1)
+        states = self.arena.gather(index)  # (layers, 2, rows, heads, longest, head_dim)
+        sentence = torch.tensor([i for i, _, _, _ in batch], dtype=torch.long, device=self.device)  # (rows,)
+        self_cache, cross_cache = DynamicCache(), DynamicCache()
+        for layer, (keys, values) in enumerate(self.cross):
+            self_cache.update(states[layer, 0], states[layer, 1], layer)
+            cross_cache.update(keys[:1], values[:1], layer)  # creates the layer (a copy of one row) ...
+            if self.src_mask is None:  # one sentence: share its states across rows
+                cross_cache.layers[layer].keys = keys.expand(rows, -1, -1, -1)  # (rows, heads, src_len, head_dim)
+                cross_cache.layers[layer].values = values.expand(rows, -1, -1, -1)
+            else:  # ... then holds each row's sentence's states
+                cross_cache.layers[layer].keys = keys[sentence]  # (rows, heads, max_src, head_dim)
+                cross_cache.layers[layer].values = values[sentence]
+        cache = EncoderDecoderCache(self_cache, cross_cache)
+        tokens = torch.tensor([token for _, _, token, _ in batch], dtype=torch.long, device=self.device)  # (rows,)
+        embeds = self.decoder.embed_tokens(tokens.view(rows, 1))  # (rows, 1, d_model)
+        if any(n != longest for n in lengths):
+            positions = self.decoder.embed_positions((rows, 1), 0, position_ids=torch.tensor(lengths, device=self.device))  # (rows, d_model)
+            shared = self.decoder.embed_positions((1, 1), 0, position_ids=torch.tensor([longest], device=self.device))  # (1, d_model)
+            embeds = embeds + ((positions - shared) / self.decoder.embed_scale).unsqueeze(1).to(embeds.dtype)  # (rows, 1, d_model)
+        enc = self.hidden[:1].expand(rows, -1, -1)  # (rows, max_src, d_model): only its shape is read, the states are cached
+        src_mask = None if self.src_mask is None else self.src_mask[sentence]  # (rows, max_src)
+        out = self.model(decoder_inputs_embeds=embeds, decoder_attention_mask=mask, attention_mask=src_mask,
+                         encoder_outputs=BaseModelOutput(last_hidden_state=enc), past_key_values=cache, use_cache=True,
+                         return_dict=True)
+        slots = self.arena.write(new_states(out.past_key_values, longest))
+        logp = torch.log_softmax(out.logits[:, -1, :].float(), dim=-1)  # (rows, vocab)
+        self.rounds += 1
+        first = 0
+        while first < rows:
+            i = batch[first][0]
+            end = first
+            while end + 1 < rows and batch[end + 1][0] == i:
+                end += 1
+            search = self.searches[i]
+            part = batch[first:end + 1]
+            search.expansions += len(part)
+            search.batches += 1
+            search.add_nodes([search.tokens[parent] + (token,) for _, parent, token, _ in part],
+                             [parent_slots[r] + (slots[r],) for r in range(first, end + 1)],
+                             [score for _, _, _, score in part], logp[first:end + 1])
+            first = end + 1
+
+    def run(self) -> None:
+        for search in self.searches:
+            search.seed_from_beam()
+        start = 0
+        n = len(self.searches)
+        budget = None if self.max_seconds is None else self.max_seconds * n
+        while True:
+            active = [s for s in self.searches if not s.done]
+            if not active:
+                return
+            if budget is not None and time.perf_counter() - self.t0 >= budget:
+                for search in active:
+                    search.done = search.cut = True
+                return
+            batch: list[tuple[int, int, int, float]] = []
+            for j in range(n):  # rotate the starting sentence so that a row cap starves none
+                i = (start + j) % n
+                search = self.searches[i]
+                room = min(self.batch_size, self.max_rows - len(batch))
+                if search.done or room <= 0:
+                    continue
+                batch += [(i, parent, token, score) for parent, token, score in search.collect(room)]
+            start = (start + 1) % n
+            if batch:
+                self.expand(batch)
+
+
+@DECODERS.add("topk")
+class TopKDecoder(Decoder):
+    """Exact top-k by batched best-first search with lazy successors (see the module docstring).
+
+    Params: k; beam_size of the min-heap beam search giving the initial bound (default k);
+    batch_size prefixes per sentence per forward pass, max_rows prefixes per forward pass in
+    all (decode_batch); max_expansions (per sentence) / max_seconds limits (null = none; a
+    search cut short is marked exact=False); bound_slack; max_len_a/b/cap.
+    """
+
+    name = "topk"
+
+    def __init__(self, k: int = 10, beam_size: int | None = None, batch_size: int = 64, max_rows: int = 256,
+                 max_expansions: int | None = None, max_seconds: float | None = None, bound_slack: float = 1e-4,
+                 max_len_a: float = 2.0, max_len_b: int = 10, max_len_cap: int = 256) -> None:
+        check_int("k", k, 1)
+        check_int("beam_size", beam_size, 1, allow_none=True)
+        check_int("batch_size", batch_size, 1)
+        check_int("max_rows", max_rows, 1)
+        check_int("max_expansions", max_expansions, 1, allow_none=True)
+        check_number("max_seconds", max_seconds, 0.0, allow_none=True)
+        if isinstance(bound_slack, bool) or not isinstance(bound_slack, (int, float)) or bound_slack < 0:
+            raise ConfigError(f"decoder parameter bound_slack must be a number >= 0, got {bound_slack!r}")
+        self.k, self.beam_size, self.batch_size, self.max_rows = k, beam_size, batch_size, max(max_rows, batch_size)
+        self.max_expansions, self.max_seconds, self.bound_slack = max_expansions, max_seconds, float(bound_slack)
+        self.limit = LengthLimit(max_len_a, max_len_b, max_len_cap)
+
+    def decode(self, model: Any, input_ids: Any) -> DecodeResult:
+        return self.decode_batch(model, [input_ids])[0]
+
+    def decode_batch(self, model: Any, batch: list[Any]) -> list[DecodeResult]:
+        """Exact top-k of several sources, searched in lockstep (see the module docstring)."""
+        if not batch:
+            return []
+        t0 = time.perf_counter()
+        with decoding(model):
+            sources = [encode(model, input_ids, self.limit) for input_ids in batch]
+            search = BatchedSearch(model, sources, self.k, self.batch_size, self.max_rows, self.bound_slack,
+                                   self.max_expansions, self.max_seconds, t0)
+            beams = beam_search_many(model, sources, self.beam_size or self.k, heap=True, on_step=search.record_beam_step)
+            bounds = []
+            for sentence, (beam_hyps, _, _) in zip(search.searches, beams):
+                for hyp in beam_hyps:
+                    sentence.known.add(hyp.score, hyp.tokens)
+                bounds.append(sentence.known.bound)
+            search.run()
+        total = time.perf_counter() - t0
+        results = []
+        for sentence, (_, beam_expansions, _), bound in zip(search.searches, beams, bounds):
+            hyps, exact, finalised = sentence.finish()
+            results.append(DecodeResult(hyps, exact=exact, expansions=sentence.expansions, seconds=total / len(batch),
+                                        info={"finalised": finalised, "initial_bound": bound, "batches": sentence.batches,
+                                              "beam_expansions": beam_expansions, "reused": sentence.reused,
+                                              "max_len": sentence.source.max_len, "nodes": len(sentence.tokens),
+                                              "batch_seconds": total, "batch_sentences": len(batch)}))
+        return results
+
+    def params(self) -> dict[str, Any]:
+        return {"k": self.k, "beam_size": self.beam_size, "batch_size": self.batch_size, "max_rows": self.max_rows,
+                "max_expansions": self.max_expansions, "max_seconds": self.max_seconds,
+                "bound_slack": self.bound_slack, **self.limit.params()}

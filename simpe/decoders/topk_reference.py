@@ -1,0 +1,124 @@
+"""Algorithm 1 of seed 003 as written: DFS exact top-k with a min-heap of size k.
+
+The plain reference for tests and benchmarks (``topk_dfs``): one prefix per forward pass,
+children visited best first ("iterating the vocabulary greedily", seed 003 appendix B), the
+pruning bound gamma initialised from min-heap beam search of width ``beam_size`` (default
+k) and raised to the heap's minimum once the heap holds k hypotheses. It keeps each stack
+frame's key/value cache, so it does not recompute prefixes; it only lacks batching and
+best-first order. Two deliberate readings of the pseudo-code: a prefix ending in EOS is
+complete and is not expanded further (Algorithm 1's line 12 loop would run on after
+pushing it), and gamma never drops below the beam bound (``max(gamma_beam, heap min)``).
+Children scoring below gamma - ``bound_slack`` are pruned (the slack absorbs float noise
+between batch shapes; it only ever costs expansions).
+
+Exactness, length limit and the limits (``max_expansions``, ``max_seconds``; exact=False
+when cut short) are as in topk.py.
+"""
+from __future__ import annotations
+
+import heapq
+import time
+from typing import Any
+
+import torch
+
+from simpe.decoders.base import DECODERS, Decoder, DecodeResult, Hypothesis
+from simpe.decoders.beam import beam_search
+from simpe.decoders.incremental import NEG_INF, LengthLimit, check_int, check_number, decoding, encode, step_scores
+
+
+@DECODERS.add("topk_dfs")
+class TopKReferenceDecoder(Decoder):
+    """Exact top-k by the DFS of Algorithm 1 (seed 003); slow, for reference."""
+
+    name = "topk_dfs"
+
+    def __init__(self, k: int = 10, beam_size: int | None = None, max_expansions: int | None = None,
+                 max_seconds: float | None = None, bound_slack: float = 1e-4, max_len_a: float = 2.0, max_len_b: int = 10,
+                 max_len_cap: int = 256) -> None:
+        check_int("k", k, 1)
+        check_int("beam_size", beam_size, 1, allow_none=True)
+        check_int("max_expansions", max_expansions, 1, allow_none=True)
+        check_number("max_seconds", max_seconds, 0.0, allow_none=True)
+        self.k, self.beam_size = k, beam_size
+        self.max_expansions, self.max_seconds, self.bound_slack = max_expansions, max_seconds, float(bound_slack)
+        self.limit = LengthLimit(max_len_a, max_len_b, max_len_cap)
+
+    def decode(self, model: Any, input_ids: Any) -> DecodeResult:
+        from transformers.cache_utils import DynamicCache, EncoderDecoderCache
+        from transformers.modeling_outputs import BaseModelOutput
+
+        t0 = time.perf_counter()
+        with decoding(model):
+            source = encode(model, input_ids, self.limit)
+            special, eos, device = source.special, source.special.eos, source.hidden.device
+            beam_hyps, _, _ = beam_search(model, source, self.beam_size or self.k, heap=True)
+            gamma = beam_hyps[self.k - 1].score if len(beam_hyps) >= self.k else NEG_INF
+            initial_bound = gamma
+            encoder_out = BaseModelOutput(last_hidden_state=source.hidden)
+            cross: list[tuple[torch.Tensor, torch.Tensor]] = []
+            expansions = 0
+
+            def expand(prefix: tuple[int, ...], legacy: tuple[tuple[torch.Tensor, torch.Tensor], ...]) -> tuple[Any, ...]:
+                """One forward pass for one prefix; returns (self-attention cache, sorted children tokens, scores)."""
+                nonlocal expansions
+                if not prefix:
+                    cache = EncoderDecoderCache(DynamicCache(), DynamicCache())
+                else:
+                    cache = EncoderDecoderCache.from_legacy_cache(tuple(kv + c for kv, c in zip(legacy, cross)))
+                token = prefix[-1] if prefix else special.start
+                ids = torch.tensor([[token]], dtype=torch.long, device=device)  # (1, 1)
+                out = model(decoder_input_ids=ids, encoder_outputs=encoder_out, past_key_values=cache, use_cache=True,
+                            return_dict=True)
+                if not prefix:
+                    cross.extend((layer.keys, layer.values) for layer in out.past_key_values.cross_attention_cache.layers)
+                new_legacy = tuple((layer.keys, layer.values) for layer in out.past_key_values.self_attention_cache.layers)
+                logp = torch.log_softmax(out.logits[:, -1, :].float(), dim=-1)  # (1, vocab)
+                allowed = step_scores(logp, special, last=len(prefix) + 1 >= source.max_len)[0].double()  # (vocab,)
+                values, order = torch.sort(allowed, descending=True)  # (vocab,), (vocab,)
+                expansions += 1
+                return new_legacy, order.tolist(), values.tolist()
+
+            heap: list[tuple[float, tuple[int, ...]]] = []  # min-heap of (score, tokens), at most k
+            cut = False
+            legacy, order, values = expand((), ())
+            # stack frames: [prefix, score, cache, children tokens, children log-probs, next child]
+            stack: list[list[Any]] = [[(), 0.0, legacy, order, values, 0]]
+            while stack:
+                frame = stack[-1]
+                prefix, score, legacy, order, values, i = frame
+                if i >= len(order):
+                    stack.pop()
+                    continue
+                child = score + values[i]
+                if child == NEG_INF or child < gamma - self.bound_slack:  # sorted: every later sibling is lower too
+                    stack.pop()
+                    continue
+                frame[5] = i + 1
+                token = order[i]
+                if token == eos:
+                    heapq.heappush(heap, (child, prefix + (eos,)))
+                    if len(heap) > self.k:
+                        heapq.heappop(heap)
+                    if len(heap) == self.k:
+                        gamma = max(gamma, heap[0][0])
+                    continue
+                if (self.max_expansions is not None and expansions >= self.max_expansions) or \
+                        (self.max_seconds is not None and time.perf_counter() - t0 >= self.max_seconds):
+                    cut = True
+                    break
+                new_prefix = prefix + (token,)
+                legacy, order, values = expand(new_prefix, legacy)
+                stack.append([new_prefix, child, legacy, order, values, 0])
+            found = sorted(heap, key=lambda item: -item[0])
+            if cut:  # fill up with the beam's hypotheses; nothing here is proven
+                have = {tokens for _, tokens in found}
+                found += [(h.score, h.tokens) for h in beam_hyps if h.tokens not in have]
+                found = sorted(found, key=lambda item: -item[0])[: self.k]
+        return DecodeResult([Hypothesis(tokens, s) for s, tokens in found], exact=not cut, expansions=expansions,
+                            seconds=time.perf_counter() - t0,
+                            info={"initial_bound": initial_bound, "max_len": source.max_len})
+
+    def params(self) -> dict[str, Any]:
+        return {"k": self.k, "beam_size": self.beam_size, "max_expansions": self.max_expansions,
+                "max_seconds": self.max_seconds, "bound_slack": self.bound_slack, **self.limit.params()}
