@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 DATASET ?= libreoffice
 SPLIT ?= stream
 METHODS ?= baseline full bias fixed top lasso
-SEGMENTS ?= 300
+SEGMENTS ?= 500
 MODEL ?= models/demo-en-de
 MODEL_NAME := $(notdir $(MODEL))
 GROUP := runs/$(DATASET)-$(SPLIT)--$(MODEL_NAME)--$(SEGMENTS)seg
@@ -31,7 +31,7 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP) ## create the repo's virtualenv (.venv) with torch 2.13.0 CPU and every dependency
 
-simulate: $(STAMP) $(MODEL)/fixed-selection.json ## run METHODS on the first SEGMENTS segments of DATASET (default: six methods, 300 libreoffice stream segments)
+simulate: $(STAMP) $(MODEL)/fixed-selection.json ## run METHODS on the first SEGMENTS segments of DATASET (default: six methods, 500 libreoffice stream segments)
 	$(PY) -m simpe simulate --dataset $(DATASET) --split $(SPLIT) --model $(MODEL) --segments $(SEGMENTS) --method $(METHODS) $(ARGS)
 	@echo "runs: $(GROUP)/  ->  compare with: make compare DATASET=$(DATASET) SEGMENTS=$(SEGMENTS)  (table in $(GROUP)/compare/)"
 	@echo "                     plot with:    make plot DATASET=$(DATASET) SEGMENTS=$(SEGMENTS)     (figures in $(GROUP)/plots/)"
