@@ -50,48 +50,55 @@ class LassoMethod(Method):
     def after_update(self) -> None:
         assert self.lr is not None, "the loop sets LassoMethod.lr from update.lr"
         shrink = self.lr * self.penalty
-        # tensors outside the embeddings: one group each
+        # tensors outside the embeddings: one group each (foreach ops: one pass per step, no Python loop over data)
         names = list(self.tensors)
-        offsets = [self.tensors[n] - self.base[n] for n in names]
-        norms = torch.stack(torch._foreach_norm(offsets)).tolist()
-        kept_norms = []
-        for name, delta, norm in zip(names, offsets, norms):
-            factor = max(0.0, 1.0 - shrink * math.sqrt(delta.numel()) / norm) if norm > 0 else 0.0
-            kept_norms.append(norm * factor)
-            if factor < 1.0:
-                self.tensors[name].copy_(self.base[name] + delta * factor)
+        params = [self.tensors[n] for n in names]
+        bases = [self.base[n] for n in names]
+        offsets = torch._foreach_sub(params, bases)
+        norms = torch.stack(torch._foreach_norm(offsets))  # (tensors,)
+        sizes = torch.tensor([p.numel() for p in params], dtype=norms.dtype, device=norms.device)  # (tensors,)
+        factors = (1.0 - shrink * sizes.sqrt() / norms.clamp(min=1e-30)).clamp(min=0.0)  # (tensors,)
+        factors = torch.where(norms > 0, factors, torch.zeros_like(factors))
+        kept_norms = (norms * factors).tolist()
         order = sorted(range(len(names)), key=lambda i: (-kept_norms[i], names[i]))
         kept, used = [], 0
         for i in order:
-            size = self.tensors[names[i]].numel()
+            size = params[i].numel()
             if kept_norms[i] > 0 and used + size <= self.budget_tensor:
-                kept.append(names[i])
+                kept.append(i)
                 used += size
         kept_set = set(kept)
-        for name in names:
-            if name not in kept_set:
-                self.tensors[name].copy_(self.base[name])
-        self.kept_tensors = sorted(kept)
+        dropped = [i for i in range(len(names)) if i not in kept_set]
+        if dropped:  # reset to the base values exactly (a copy, not base + 0 * offset)
+            torch._foreach_copy_([params[i] for i in dropped], [bases[i] for i in dropped])
+        if kept:  # θ ← θ0 + factor · (θ - θ0), the proximal step of the group lasso
+            kept_offsets = [offsets[i] for i in kept]
+            torch._foreach_mul_(kept_offsets, [factors[i] for i in kept])
+            torch._foreach_add_(kept_offsets, [bases[i] for i in kept])
+            torch._foreach_copy_([params[i] for i in kept], kept_offsets)
+        self.kept_tensors = sorted(names[i] for i in kept)
         # embedding matrices: one group per row; rows of all embedding matrices share one budget
         if not self.embeddings:
             return
-        row_norms_all, sizes = [], []
+        deltas, row_factors, row_norms_all = {}, {}, []
         for name, weight in self.embeddings.items():
-            delta = weight - self.base[name]  # (rows, dim)
-            row_norms = delta.norm(dim=1)  # (rows,)
+            deltas[name] = weight - self.base[name]  # (rows, dim)
+            row_norms = deltas[name].norm(dim=1)  # (rows,)
             factor = (1.0 - shrink * math.sqrt(weight.size(1)) / row_norms.clamp(min=1e-30)).clamp(min=0.0)  # (rows,)
-            weight.copy_(self.base[name] + delta * factor.unsqueeze(1))
+            row_factors[name] = factor
             row_norms_all.append(row_norms * factor)
-            sizes.append(weight.size(0))
         joint = torch.cat(row_norms_all)  # (all rows,)
         dim = next(iter(self.embeddings.values())).size(1)
         max_rows = min(self.budget_rows // dim, int((joint > 0).sum()))
-        keep = torch.zeros(joint.numel(), dtype=torch.bool)  # (all rows,)
+        keep = torch.zeros(joint.numel(), dtype=torch.bool, device=joint.device)  # (all rows,)
         if max_rows > 0:
             keep[torch.topk(joint, k=max_rows).indices] = True
-        for (name, weight), mask in zip(self.embeddings.items(), keep.split(sizes)):
-            weight[~mask] = self.base[name][~mask]
-            self.kept_rows[name] = mask.nonzero().flatten()
+        sizes_rows = [w.size(0) for w in self.embeddings.values()]
+        for (name, weight), mask in zip(self.embeddings.items(), keep.split(sizes_rows)):
+            base = self.base[name]
+            shrunk = base + deltas[name] * row_factors[name].unsqueeze(1)  # (rows, dim)
+            weight.copy_(torch.where(mask.unsqueeze(1), shrunk, base))
+            self.kept_rows[name] = mask.nonzero().flatten().cpu()
 
     def kept_names(self) -> list[str]:
         return self.kept_tensors
