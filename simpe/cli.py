@@ -205,6 +205,8 @@ def _add_rank(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--mbr-samples", type=int, default=100, help="--models: MBR samples per sentence (default: %(default)s)")
     p.add_argument("--mbr-utility", default=None, help="--models: MBR utility chrf, chrf++, sbleu or comet (default: --quality)")
     p.add_argument("--device", default="auto", help="auto, cpu or cuda (default: %(default)s)")
+    p.add_argument("--threads", type=int, default=0,
+                   help="torch CPU threads; 0 = torch's default (on a small machine shared with other jobs, 1 is often fastest)")
     p.set_defaults(func=_cmd_rank)
 
 
@@ -224,7 +226,13 @@ def _cmd_rank(args: argparse.Namespace) -> None:
         raise ConfigError(f"unknown --mbr-utility {args.mbr_utility!r}; known: chrf, chrf++, sbleu, comet")
     if args.models is not None and len(args.models) < 2:
         raise ConfigError("--models needs at least two models; for one model use --model")
+    if args.threads < 0:
+        raise ConfigError(f"--threads must be >= 0, got {args.threads}")
     sources, references = read_test_set(args.src, args.ref, args.limit, args.max_words)
+    if args.threads:
+        import torch
+
+        torch.set_num_threads(args.threads)
     comet = None
     if uses_comet:
         from simpe.metrics.comet import CometScorer

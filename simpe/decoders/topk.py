@@ -295,14 +295,15 @@ class BatchedSearch:
         mask = torch.tensor([[1] * n + [0] * (longest - n) + [1] for n in lengths], dtype=torch.long, device=self.device)  # (rows, longest + 1)
         states = self.arena.gather(index)  # (layers, 2, rows, heads, longest, head_dim)
         sentence = torch.tensor([i for i, _, _, _ in batch], dtype=torch.long, device=self.device)  # (rows,)
+        only = batch[0][0] if batch[0][0] == batch[-1][0] else None  # rows are grouped by sentence
         self_cache, cross_cache = DynamicCache(), DynamicCache()
         for layer, (keys, values) in enumerate(self.cross):
             self_cache.update(states[layer, 0], states[layer, 1], layer)
             cross_cache.update(keys[:1], values[:1], layer)  # creates the layer (a copy of one row) ...
-            if self.src_mask is None:  # one sentence: share its states across rows
-                cross_cache.layers[layer].keys = keys.expand(rows, -1, -1, -1)  # (rows, heads, src_len, head_dim)
-                cross_cache.layers[layer].values = values.expand(rows, -1, -1, -1)
-            else:  # ... then holds each row's sentence's states
+            if only is not None:  # ... then, for rows of one sentence, shares its states (a view) ...
+                cross_cache.layers[layer].keys = keys[only: only + 1].expand(rows, -1, -1, -1)  # (rows, heads, max_src, head_dim)
+                cross_cache.layers[layer].values = values[only: only + 1].expand(rows, -1, -1, -1)
+            else:  # ... or holds each row's sentence's states
                 cross_cache.layers[layer].keys = keys[sentence]  # (rows, heads, max_src, head_dim)
                 cross_cache.layers[layer].values = values[sentence]
         cache = EncoderDecoderCache(self_cache, cross_cache)
