@@ -98,15 +98,9 @@ class Loop:
         self.probe = probe_set(cfg, self.dataset, self.segments) if cfg.snapshots.every else []
         self.ranking_cfg = None
         if cfg.snapshots.every:
-            import dataclasses
-
             from simpe.ranking import RankingConfig
 
-            known = {f.name for f in dataclasses.fields(RankingConfig)}
-            unknown = sorted(set(cfg.snapshots.params) - known)
-            if unknown:
-                raise ConfigError(f"unknown key snapshots.params.{unknown[0]}; known: {', '.join(sorted(known))}")
-            self.ranking_cfg = RankingConfig(**cfg.snapshots.params)
+            self.ranking_cfg = RankingConfig.from_dict(cfg.snapshots.params)  # unknown keys: ConfigError
         torch.manual_seed(cfg.seed)
         self.loaded = load_model(cfg.model, cfg.device)
         self.model, self.tokenizer = self.loaded.model, self.loaded.tokenizer

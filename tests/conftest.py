@@ -36,3 +36,12 @@ def demo_model():
     from simpe.model import load_model
 
     return load_model(DEMO_MODEL, "cpu")
+
+
+@pytest.fixture
+def one_torch_thread():
+    """Run a test with one torch thread: tiny models lose ~10-100x to thread sync on a busy 2-core machine."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)

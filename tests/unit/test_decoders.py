@@ -109,12 +109,7 @@ def source(seed: int, vocab: int = 30, length: int = 5) -> torch.Tensor:
     return torch.cat([body, torch.zeros(1, 1, dtype=torch.long)], dim=1)  # (1, length + 1), ends in EOS
 
 
-@pytest.fixture(autouse=True)
-def one_torch_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")  # tiny models: see conftest.py
 
 
 LIMIT = dict(max_len_a=0.0, max_len_b=20, max_len_cap=20)

@@ -14,12 +14,7 @@ from simpe.rank import kendall, pearson, read_test_set, spearman
 from simpe.errors import DataError
 
 
-@pytest.fixture(autouse=True)
-def one_torch_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")  # tiny models: see conftest.py
 
 
 @pytest.fixture(scope="module")

@@ -16,12 +16,7 @@ from test_decoders import REFERENCES, SOURCES, make_text_model, text_tokenizer
 D1, D2, D3 = 1.0, 1 / math.log2(3), 0.5  # discounts 1/log2(j+1) for j = 1, 2, 3
 
 
-@pytest.fixture(autouse=True)
-def one_torch_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")  # tiny models: see conftest.py
 
 
 # ---------------------------------------------------------------- golden values

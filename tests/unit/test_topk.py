@@ -23,12 +23,7 @@ SOURCE = torch.tensor([[3, 5, 7, 2, 0]])  # (1, 5)
 _BRUTE: dict[tuple, list[tuple[float, tuple[int, ...]]]] = {}
 
 
-@pytest.fixture(autouse=True)
-def one_torch_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")  # tiny models: see conftest.py
 
 
 def model_for(seed: int, kind: str):
