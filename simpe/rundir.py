@@ -99,9 +99,7 @@ class RunDir:
             elif not resume:
                 self._unlock()
                 raise RunDirError(f"{self.path} holds an incomplete run; pass --resume to continue it or --overwrite to start again")
-        else:
-            if resume:
-                resume = False  # nothing to resume: start fresh
+        else:  # a new run (also under --resume: nothing to resume yet)
             self.path.mkdir(parents=True, exist_ok=True)
             self._lock()
         self._segments = open(self.segments_file, "a", encoding="utf-8")

@@ -17,10 +17,10 @@ from typing import Any, Callable
 import torch
 
 from simpe import log
-from simpe.config import RunConfig, load_config
+from simpe.config import RunConfig, load_config, load_saved_config
 from simpe.datasets import DATASETS, Segment, stream_hash
 from simpe.decoders import DECODERS
-from simpe.errors import ConfigError
+from simpe.errors import ConfigError, RunDirError
 from simpe.methods import METHODS
 from simpe.metrics.online import MetricsConfig, OnlineScorer
 from simpe.model import load_model, model_name
@@ -166,6 +166,11 @@ class Loop:
             rundir.open(resume=resume, overwrite=overwrite)
             start, records = 0, []
             state = rundir.load_checkpoint() if resume else None
+            if resume and (rundir.path / "config.yaml").exists():
+                saved = load_saved_config(rundir.path / "config.yaml")
+                if saved != cfg:
+                    raise RunDirError(f"{self.path}: the settings differ from the run's config.yaml; resume with the same "
+                                      "settings (e.g. simpe simulate --config that file --resume) or pass --overwrite")
             if state is not None:
                 self.method.load_state_dict(state["method"])
                 torch.set_rng_state(state["torch_rng"])
@@ -224,21 +229,20 @@ class Loop:
 
     def summary(self, records: list[dict[str, Any]]) -> dict[str, Any]:
         corpus = self.scorer.summary()
-        comet = None
+        comet, segment_comet = None, None
         if self.cfg.comet:
             from simpe.metrics.comet import CometScorer
 
-            scores = CometScorer(self.cfg.comet, device=str(self.loaded.device)).score(
+            segment_comet = CometScorer(self.cfg.comet, device=str(self.loaded.device)).score(
                 [r["source"] for r in records], [r["hypothesis"] for r in records], [r["reference"] for r in records])
-            comet = sum(scores) / len(scores)
-            corpus.setdefault("segment_comet", scores)
+            comet = sum(segment_comet) / len(segment_comet)
         seconds = {k: sum(r["seconds"][k] for r in records) for k in ("translate", "score", "update", "backward")}
         return {
             "method": self.cfg.method.name, "adapter": self.cfg.adapter, "dataset": self.cfg.data.name,
             "split": self.cfg.data.split, "segments": len(records), "model": self.loaded.name,
             "stream_sha256": stream_hash(self.segments),
             "corpus": {**corpus["corpus"], "comet": comet}, "signatures": corpus["signatures"],
-            "segment_comet": corpus.get("segment_comet"),
+            "segment_comet": segment_comet,
             "adapted_parameters": self.method.adapted_parameters(), "store_bytes": self.method.store_bytes(),
             "method_facts": self.method.describe(),
             "updates": {"repetitions": sum(r["update"]["repetitions"] for r in records),
@@ -251,8 +255,6 @@ def simulate(adapters: list[str], overrides: list[str] | None = None, resume: bo
              progress: bool = True, config_file: Path | None = None,
              on_done: Callable[[Path], None] | None = None) -> list[Path]:
     """Run every adapter in turn on the same stream; return the run directories."""
-    from simpe.config import load_saved_config
-
     configs = [load_saved_config(config_file, overrides)] if config_file else [load_config(a, overrides) for a in adapters]
     paths = []
     for cfg in configs:

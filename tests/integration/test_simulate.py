@@ -118,3 +118,12 @@ def test_run_directory_contents_lock_and_overwrite(tmp_path: Path):
             RunDir(path).open(resume=False, overwrite=True)
     Loop(load_config("bias", overrides), progress=False).run(overwrite=True)
     assert (path / "DONE").exists()
+
+
+def test_resume_refuses_changed_settings(tmp_path: Path):
+    overrides = [f"runs_dir={tmp_path}", "data.segments=4", "device=cpu"]
+    Loop(load_config("bias", overrides), progress=False).run(stop_after=2)
+    with pytest.raises(RunDirError, match="settings differ from the run's config.yaml"):
+        Loop(load_config("bias", overrides + ["update.lr=0.5"]), progress=False).run(resume=True)
+    path = Loop(load_config("bias", overrides), progress=False).run(resume=True)
+    assert len(read_jsonl(path / "segments.jsonl")) == 4 and (path / "DONE").exists()
