@@ -21,7 +21,7 @@ from simpe.methods.base import base_parameters
 from simpe.methods.fixed import SELECTION_FILE, choose_tensors
 from simpe.methods.full import FullMethod
 from simpe.model import load_model
-from simpe.update import Pair, update
+from simpe.update import encode_pair, update
 
 logger = logging.getLogger(__name__)
 
@@ -51,9 +51,7 @@ def select_fixed(model_id: str | None, dataset: str = "libreoffice", split: str 
 
         iterator = tqdm(data, desc="select-fixed", unit="seg")
     for seg in iterator:
-        src = tokenizer(seg.source, truncation=True, max_length=512, return_tensors="pt")["input_ids"].to(loaded.device)  # (1, src_len)
-        tgt = tokenizer(text_target=seg.reference, truncation=True, max_length=512, return_tensors="pt")["input_ids"].to(loaded.device)  # (1, tgt_len)
-        update(model, method, Pair(src, tgt), cfg)
+        update(model, method, encode_pair(tokenizer, seg.source, seg.reference, loaded.device), cfg)
     adapted = {n: p.detach() for n, p in base_parameters(model).items()}
     chosen = choose_tensors(base, adapted, int(budget * total))
     selection = {

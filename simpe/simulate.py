@@ -8,6 +8,7 @@ probe set. Inputs are checked before the model is loaded; ``rundir.py`` writes t
 """
 from __future__ import annotations
 
+import dataclasses
 import logging
 import random
 import time
@@ -27,7 +28,7 @@ from simpe.model import load_model, model_name
 from simpe.profiling import ModelTimer
 from simpe.stopwords import load_stopwords
 from simpe.rundir import RunDir, environment, group_name, read_jsonl
-from simpe.update import Pair, set_dropout, update
+from simpe.update import encode_pair, set_dropout, update
 
 logger = logging.getLogger(__name__)
 
@@ -108,25 +109,18 @@ class Loop:
         self.method.attach(self.model, self.loaded.path)
         if hasattr(self.method, "lr"):
             self.method.lr = cfg.update.lr
-        self.scorer = OnlineScorer(MetricsConfig(
-            lang=cfg.metrics.lang, truecaser=_truecaser_path(cfg, self.loaded.path), stopwords=cfg.metrics.stopwords,
-            r_max_k=cfg.metrics.r_max_k, novel_vocab=cfg.metrics.novel_vocab, subword=cfg.metrics.subword))
+        self.scorer = OnlineScorer(MetricsConfig.from_dict(
+            {**dataclasses.asdict(cfg.metrics), "truecaser": _truecaser_path(cfg, self.loaded.path)}))
         self.timer = ModelTimer(self.model)
 
     # ------------------------------------------------------------ one segment
-    def encode(self, seg: Segment) -> Pair:
-        device = self.loaded.device
-        src = self.tokenizer(seg.source, truncation=True, max_length=512, return_tensors="pt")["input_ids"]  # (1, src_len)
-        tgt = self.tokenizer(text_target=seg.reference, truncation=True, max_length=512, return_tensors="pt")["input_ids"]  # (1, tgt_len)
-        return Pair(src.to(device), tgt.to(device))
-
     def pieces(self, ids: list[int]) -> list[str]:
         special = set(self.tokenizer.all_special_ids)
         return self.tokenizer.convert_ids_to_tokens([i for i in ids if i not in special])
 
     def step(self, index: int, seg: Segment) -> dict[str, Any]:
         """Translate, score, then update on one segment; return its record."""
-        pair = self.encode(seg)
+        pair = encode_pair(self.tokenizer, seg.source, seg.reference, self.loaded.device)
         t0 = time.perf_counter()
         with torch.inference_mode():
             result = self.decoder.decode(self.model, pair.input_ids)

@@ -27,6 +27,16 @@ class Pair:
     labels: torch.Tensor  # (1, tgt_len), ending in EOS
 
 
+MAX_TOKENS = 512  # Marian's position limit: longer sides are truncated
+
+
+def encode_pair(tokenizer: Any, source: str, reference: str, device: Any) -> Pair:
+    """Tokenise one (source, reference) pair for the update, on ``device``."""
+    src = tokenizer(source, truncation=True, max_length=MAX_TOKENS, return_tensors="pt")["input_ids"]  # (1, src_len)
+    tgt = tokenizer(text_target=reference, truncation=True, max_length=MAX_TOKENS, return_tensors="pt")["input_ids"]  # (1, tgt_len)
+    return Pair(src.to(device), tgt.to(device))
+
+
 def pair_loss(model: Any, pair: Pair, label_smoothing: float = 0.0) -> tuple[torch.Tensor, float]:
     """Mean token loss (for the gradient) and mean token NLL (for perplexity) of ``pair``."""
     logits = model(input_ids=pair.input_ids, labels=pair.labels).logits  # (1, tgt_len, vocab)

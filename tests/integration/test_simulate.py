@@ -18,7 +18,7 @@ from simpe.errors import RunDirError
 from simpe.methods import METHODS
 from simpe.rundir import RunDir, read_jsonl
 from simpe.simulate import Loop
-from simpe.update import Pair, update
+from simpe.update import encode_pair, update
 
 REPO = Path(__file__).resolve().parents[2]
 SOURCE = "Choose Format - Cells."
@@ -50,8 +50,7 @@ def test_hypothesis_i_is_made_before_reference_i_is_seen(tmp_path: Path):
     loaded = load_model(None, "cpu")
     method = METHODS.build("full")
     method.attach(loaded.model, loaded.path)
-    pair = Pair(loaded.tokenizer(SOURCE, return_tensors="pt")["input_ids"],
-                loaded.tokenizer(text_target=REFERENCE, return_tensors="pt")["input_ids"])
+    pair = encode_pair(loaded.tokenizer, SOURCE, REFERENCE, loaded.device)
     expected = []
     for _ in range(3):
         expected.append(_translate(loaded.model, loaded.tokenizer, SOURCE))
