@@ -46,7 +46,7 @@ def _cmd_corpus(args: argparse.Namespace) -> None:
 
 
 def _add_train_baseline(sub: argparse._SubParsersAction) -> None:
-    from simpe.baseline import TrainConfig
+    from simpe.train_demo import TrainConfig
 
     p = sub.add_parser("train-baseline", help="train the embedded demo Marian model (make baseline)")
     for field, default in vars(TrainConfig()).items():
@@ -56,7 +56,7 @@ def _add_train_baseline(sub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_train_baseline(args: argparse.Namespace) -> None:
-    from simpe.baseline import TrainConfig, train
+    from simpe.train_demo import TrainConfig, train
 
     fields = vars(TrainConfig())
     cfg = TrainConfig(**{k: getattr(args, k) for k in fields})
@@ -113,7 +113,8 @@ def _add_select_fixed(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--model", help="model folder or hub id (default: the embedded demo model)")
     p.add_argument("--dataset", default="libreoffice", help="dataset (default: %(default)s)")
     p.add_argument("--split", default="dev", help="held-out split to adapt on (default: %(default)s)")
-    p.add_argument("--budget", type=float, default=0.025, help="fraction of the model's parameters to select (default: %(default)s)")
+    p.add_argument("--budget", type=float, default=0.025, help="fraction of the model's parameters to select (default: %(default)s, "
+                                                                  "the paper's 1M of a ~40M-parameter model)")
     p.add_argument("--segments", type=int, help="use only the first N segments of the split")
     p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
     p.add_argument("--out", type=Path, help="selection file (default: <model folder>/fixed-selection.json)")
@@ -121,13 +122,12 @@ def _add_select_fixed(sub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_select_fixed(args: argparse.Namespace) -> None:
-    from simpe.selection import select_fixed
+    from simpe.select_fixed import select_fixed
 
     sel = select_fixed(args.model, args.dataset, args.split, args.budget, args.segments, args.device, args.out)
     print(f"selected {len(sel['tensors'])} tensors, {sel['selected_parameters']:,} of {sel['model_parameters']:,} parameters")
 
 # ---------------------------------------------------------------- score (metrics)
-# (section owned by the metrics work: _add_score / _cmd_score)
 def _add_score(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("score", help="score hypothesis files: BLEU, chrF, TER, SBLEU, R0/R1/R0+1 (and COMET)",
                        description="Score a hypothesis file against a reference file with every simpe metric "
@@ -135,11 +135,13 @@ def _add_score(sub: argparse._SubParsersAction) -> None:
     p.add_argument("-i", "--input", required=True, metavar="HYP", help="hypotheses, one detokenised segment per line")
     p.add_argument("-r", "--refs", required=True, metavar="REF", help="references (post-edits), one per line")
     p.add_argument("--src", metavar="SRC", help="sources, one per line (needed for --comet)")
-    p.add_argument("--lang", default="de", help="target language: Moses tokeniser and default stopwords (default: %(default)s)")
+    p.add_argument("--lang", default=None, help="target language: Moses tokeniser and default stopwords (default: metrics.lang "
+                                                "of adapters/defaults.yaml)")
     p.add_argument("--truecaser", metavar="PATH|none",
-                   help="MosesTruecaser model, or 'none' (default: the demo model's truecase.de.model for --lang de, else none)")
+                   help="MosesTruecaser model, or 'none' (default: the demo model's truecase.<lang>.model when it ships one, else none)")
     p.add_argument("--stopwords", metavar="LANG|PATH", help="stopword list: a code under stopwords/ or a file (default: --lang)")
-    p.add_argument("--r-max-k", type=int, default=1, metavar="K", help="report R0..RK and R0..K (default: %(default)s; R0+1 always)")
+    p.add_argument("--r-max-k", type=int, default=None, metavar="K", help="report R0..RK and R0..K (default: metrics.r_max_k "
+                                                                            "of adapters/defaults.yaml; R0+1 always)")
     p.add_argument("--novel-vocab", metavar="PATH", help="training vocabulary (one word per line): adds the novel-word variants novel:r0 ...")
     p.add_argument("--subword-model", metavar="SPM", help="SentencePiece model: adds the subword variants subword:r0 ...")
     p.add_argument("--comet", metavar="MODEL", help="COMET hub id, model folder or model.ckpt (needs --src)")
@@ -153,15 +155,14 @@ def _add_score(sub: argparse._SubParsersAction) -> None:
 def _cmd_score(args: argparse.Namespace) -> None:
     import json
 
-    from simpe.metrics.online import MetricsConfig
-    from simpe.scoring import default_truecaser, format_cumulative, format_table, score_files
+    from simpe.config import TRUECASER_OF_MODEL, defaults
+    from simpe.score import format_cumulative, format_table, score_files
 
-    if args.truecaser is None:
-        truecaser = default_truecaser(args.lang)
-    else:
-        truecaser = None if args.truecaser.lower() == "none" else args.truecaser
-    cfg = MetricsConfig(lang=args.lang, truecaser=truecaser, stopwords=args.stopwords or args.lang,
-                        r_max_k=args.r_max_k, novel_vocab=args.novel_vocab)
+    base = defaults("metrics")
+    lang = args.lang or base.lang
+    truecaser = TRUECASER_OF_MODEL if args.truecaser is None else None if args.truecaser.lower() == "none" else args.truecaser
+    cfg = defaults("metrics", lang=lang, truecaser=truecaser, stopwords=args.stopwords or lang,
+                   r_max_k=base.r_max_k if args.r_max_k is None else args.r_max_k, novel_vocab=args.novel_vocab)
     report = score_files(args.input, args.refs, args.src, cfg=cfg, comet=args.comet,
                          comet_batch_size=args.comet_batch_size, device=args.device,
                          subword_model=args.subword_model, cumulative=args.cumulative)
@@ -174,8 +175,7 @@ def _cmd_score(args: argparse.Namespace) -> None:
             print(format_cumulative(report))
 
 
-# ---------------------------------------------------------------- rank (decoders)
-# (section owned by the decoders work: _add_rank / _cmd_rank)
+# ---------------------------------------------------------------- rank (ranking)
 def _add_rank(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("rank", help="ranking model errors (kRG/kQRG, seed 000) of a model on a test set, "
                                     "or their correlation with MBR across models (--models)")
@@ -190,40 +190,55 @@ def _add_rank(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", type=Path, required=True, help="output folder: records.jsonl and summary.json "
                                                             "(--models: one folder per model and correlation.json)")
     p.add_argument("--overwrite", action="store_true", help="replace earlier outputs in --out")
-    p.add_argument("--k", type=int, default=10, help="top-region size (default: %(default)s, as seed 000)")
-    p.add_argument("--quality", default="chrf", help="Q: sbleu, chrf or comet (default: %(default)s)")
+    # every ranking setting defaults to the ranking section of adapters/defaults.yaml
+    p.add_argument("--k", type=int, help="top-region size (default: ranking.k)")
+    p.add_argument("--quality", help="Q: a utility (bleu, sbleu, chrf, chrf++, ter, comet; default: ranking.quality)")
     p.add_argument("--comet-model", default=None, help="COMET model (hub id, folder or .ckpt) for --quality/--mbr-utility comet")
-    p.add_argument("--samples", type=int, default=200, help="Monte Carlo samples per sentence (default: %(default)s)")
-    p.add_argument("--seed", type=int, default=0, help="sampling seed; sentence i uses seed + i (default: %(default)s)")
-    p.add_argument("--beam-size", type=int, default=5, help="beam whose output is checked for search errors (default: %(default)s)")
-    p.add_argument("--max-expansions", type=int, default=20000, help="limit per exact search; 0 = none (default: %(default)s)")
-    p.add_argument("--max-seconds", type=float, default=30.0, help="limit per exact search; 0 = none (default: %(default)s)")
-    p.add_argument("--batch-size", type=int, default=64, help="prefixes per forward pass of the exact search (default: %(default)s)")
-    p.add_argument("--gain", default="linear", help="kRG gain: linear (f = k - rank) or exp (2^(k-1-rank) - 1)")
+    p.add_argument("--samples", type=int, help="Monte Carlo samples per sentence (default: ranking.samples)")
+    p.add_argument("--seed", type=int, help="sampling seed; sentence i uses seed + i (default: ranking.sample_seed)")
+    p.add_argument("--beam-size", type=int, help="beam whose output is checked for search errors (default: ranking.beam_size)")
+    p.add_argument("--max-expansions", type=int, help="limit per exact search; 0 = none (default: ranking.max_expansions)")
+    p.add_argument("--max-seconds", type=float, help="limit per exact search; 0 = none (default: ranking.max_seconds)")
+    p.add_argument("--batch-size", type=int, help="prefixes per forward pass of the exact search (default: ranking.batch_size)")
+    p.add_argument("--gain", help="kRG gain: linear (f = k - rank) or exp (2^(k-1-rank) - 1) (default: ranking.gain)")
     p.add_argument("--no-top", action="store_true", help="skip the top-region (exact top-k) evaluation")
     p.add_argument("--no-sampling", action="store_true", help="skip the Monte Carlo sampling evaluation")
     p.add_argument("--mbr-samples", type=int, default=100, help="--models: MBR samples per sentence (default: %(default)s)")
-    p.add_argument("--mbr-utility", default=None, help="--models: MBR utility chrf, chrf++, sbleu or comet (default: --quality)")
+    p.add_argument("--mbr-utility", default=None, help="--models: MBR utility, any --quality value (default: --quality)")
     p.add_argument("--device", default="auto", help="auto, cpu or cuda (default: %(default)s)")
     p.add_argument("--threads", type=int, default=0,
                    help="torch CPU threads; 0 = torch's default (on a small machine shared with other jobs, 1 is often fastest)")
     p.set_defaults(func=_cmd_rank)
 
 
+def _ranking_config(args: argparse.Namespace):  # -> simpe.config.RankingConfig
+    """The ranking section of adapters/defaults.yaml with the flags that were given."""
+    from simpe.config import defaults
+
+    flags = {"k": args.k, "quality": args.quality, "samples": args.samples, "sample_seed": args.seed,
+             "beam_size": args.beam_size, "batch_size": args.batch_size, "gain": args.gain,
+             "max_expansions": args.max_expansions, "max_seconds": args.max_seconds}
+    given = {key: value for key, value in flags.items() if value is not None}
+    for key in ("max_expansions", "max_seconds"):
+        if given.get(key) == 0:
+            given[key] = None  # 0 = no limit
+    if args.no_top:
+        given["top_region"] = False
+    if args.no_sampling:
+        given["sampling"] = False
+    return defaults("ranking", **given)
+
+
 def _cmd_rank(args: argparse.Namespace) -> None:
     from simpe.errors import ConfigError
-    from simpe.rank import read_test_set, run_correlation, run_protocol
-    from simpe.ranking import RankingConfig
+    from simpe.metrics.utility import check_utility
+    from simpe.ranking.study import read_test_set, run_correlation, run_protocol
 
-    cfg = RankingConfig(k=args.k, quality=args.quality, samples=args.samples, sample_seed=args.seed,
-                        beam_size=args.beam_size, max_expansions=args.max_expansions or None,
-                        max_seconds=args.max_seconds or None, top_region=not args.no_top, sampling=not args.no_sampling,
-                        gain=args.gain, batch_size=args.batch_size)
-    uses_comet = args.quality == "comet" or (args.models and args.mbr_utility == "comet")
-    if uses_comet and not args.comet_model:
-        raise ConfigError("--quality comet / --mbr-utility comet need --comet-model (hub id, model folder or .ckpt)")
-    if args.mbr_utility is not None and args.mbr_utility not in ("chrf", "chrf++", "sbleu", "comet"):
-        raise ConfigError(f"unknown --mbr-utility {args.mbr_utility!r}; known: chrf, chrf++, sbleu, comet")
+    cfg = _ranking_config(args)
+    check_utility(cfg.quality, args.comet_model)
+    if args.models and args.mbr_utility is not None:
+        check_utility(args.mbr_utility, args.comet_model)
+    uses_comet = cfg.quality == "comet" or (args.models and args.mbr_utility == "comet")
     if args.models is not None and len(args.models) < 2:
         raise ConfigError("--models needs at least two models; for one model use --model")
     if args.threads < 0:
@@ -240,7 +255,7 @@ def _cmd_rank(args: argparse.Namespace) -> None:
         comet = CometScorer(args.comet_model, device="cuda" if args.device == "cuda" else "cpu")
     if args.models:
         result = run_correlation(args.models, sources, references, cfg, args.out, device=args.device, comet=comet,
-                                 mbr_samples=args.mbr_samples, mbr_utility=args.mbr_utility, mbr_seed=args.seed,
+                                 mbr_samples=args.mbr_samples, mbr_utility=args.mbr_utility, mbr_seed=cfg.sample_seed,
                                  overwrite=args.overwrite)
         print(f"{'model':30s} {'mc.kqrg':>8s} {'top.kqrg':>8s} {'beam Q':>8s} {'sample Q':>8s} {'MBR Q':>8s}")
         for row in result["models"]:
@@ -254,8 +269,10 @@ def _cmd_rank(args: argparse.Namespace) -> None:
         return
     from simpe.model import load_model
 
-    if args.out.exists() and not args.overwrite and any((args.out / n).exists() for n in ("records.jsonl", "summary.json")):
-        raise ConfigError(f"{args.out} already holds ranking outputs; pass --overwrite to replace them")
+    from simpe.rundir.layout import RANK_RECORDS_FILE, RANK_SUMMARY_FILE
+    from simpe.rundir.writer import OutputDir
+
+    OutputDir(args.out, [RANK_RECORDS_FILE, RANK_SUMMARY_FILE], args.overwrite)  # refuses before the model loads
     loaded = load_model(args.model, args.device)
     summary = run_protocol(loaded.model, loaded.tokenizer, sources, references, cfg, args.out, comet=comet,
                            meta={"model": str(args.model or loaded.path), "src": str(args.src), "ref": str(args.ref)},
@@ -270,8 +287,7 @@ def _cmd_rank(args: argparse.Namespace) -> None:
     print(f"wrote {args.out / 'records.jsonl'} and {args.out / 'summary.json'}")
 
 
-# ---------------------------------------------------------------- compare / plot
-# (section owned by the compare work: _add_compare / _cmd_compare / _add_plot / _cmd_plot)
+# ---------------------------------------------------------------- compare / plot (report)
 def _add_run_group_args(p: argparse.ArgumentParser, out_help: str) -> None:
     p.add_argument("runs", nargs="+", type=Path, metavar="RUN",
                    help="run directories of one stream, or one group folder runs/<dataset>-<split>--<model>--<N>seg/ (all runs in it)")
@@ -281,7 +297,7 @@ def _add_run_group_args(p: argparse.ArgumentParser, out_help: str) -> None:
 
 
 def _add_compare(sub: argparse._SubParsersAction) -> None:
-    from simpe.significance import DEFAULT_RESAMPLES, DEFAULT_SEED
+    from simpe.report.stats import DEFAULT_RESAMPLES, DEFAULT_SEED
 
     p = sub.add_parser("compare", help="table of adaptation methods against the baseline, with bootstrap significance")
     _add_run_group_args(p, "output folder for compare.md/.csv/.tex (default: GROUP/compare)")
@@ -292,15 +308,17 @@ def _add_compare(sub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_compare(args: argparse.Namespace) -> None:
-    from simpe.compare import compare_runs, to_markdown, write_comparison
     from simpe.errors import ConfigError
-    from simpe.runs import load_group
+    from simpe.report.compare import compare_runs
+    from simpe.report.render import to_markdown, write_comparison
+    from simpe.rundir.layout import compare_dir
+    from simpe.rundir.reader import load_group
 
     if args.bootstrap < 1:
         raise ConfigError(f"--bootstrap must be at least 1, got {args.bootstrap}")
     group = load_group(args.runs, allow_incomplete=args.allow_incomplete)
     comparison = compare_runs(group, seed=args.seed, num_resamples=args.bootstrap)
-    paths = write_comparison(comparison, args.out or group.group_dir / "compare")
+    paths = write_comparison(comparison, args.out or compare_dir(group.group_dir))
     print(to_markdown(comparison))
     print("wrote " + ", ".join(str(path) for path in paths.values()))
 
@@ -312,23 +330,31 @@ def _add_plot(sub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_plot(args: argparse.Namespace) -> None:
-    from simpe.plotting import plot_group
-    from simpe.runs import load_group
+    from simpe.report.plotting import plot_group
+    from simpe.rundir.layout import plots_dir
+    from simpe.rundir.reader import load_group
 
     group = load_group(args.runs, allow_incomplete=args.allow_incomplete)
-    for path in plot_group(group, args.out or group.group_dir / "plots"):
+    for path in plot_group(group, args.out or plots_dir(group.group_dir)):
         print(f"wrote {path}")
 
 
 def _add_list(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("list", help="list every registry: datasets, methods, decoders, metrics")
+    p = sub.add_parser("list", help="list every registry: datasets, methods, adapters, decoders, metrics, utilities")
     p.set_defaults(func=_cmd_list)
 
 
 def _cmd_list(args: argparse.Namespace) -> None:
-    from simpe import registries
+    from simpe.config import known_adapters
+    from simpe.datasets import DATASETS
+    from simpe.decoders import DECODERS
+    from simpe.methods import METHODS
+    from simpe.metrics import METRICS
+    from simpe.metrics.utility import utility_names
 
-    for kind, names in registries.all_registries().items():
+    listing = {"datasets": DATASETS.names(), "methods": METHODS.names(), "adapters": known_adapters(),
+               "decoders": DECODERS.names(), "metrics": METRICS.names(), "utilities": utility_names()}
+    for kind, names in listing.items():
         print(f"{kind}: {', '.join(names)}")
 
 

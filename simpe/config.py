@@ -1,38 +1,46 @@
-"""Run configuration: YAML files -> merged dict -> validated dataclasses -> code.
+"""The one config tree: YAML files -> merged dict -> validated dataclasses -> code.
 
-The merge order is ``adapters/defaults.yaml``, then the adapter file
-(``adapters/<name>.yaml``, which holds only what differs), then ``--set key=value``
-overrides. Unknown keys are errors. The resolved config is saved into every run
-directory, and ``simpe simulate --config runs/…/config.yaml`` reproduces the run.
+``RunConfig`` nests one dataclass per section: ``method``, ``update``, ``decoder``,
+``data``, ``metrics``, ``ranking`` and ``snapshots``. Every default lives in
+``adapters/defaults.yaml`` and nowhere else: the dataclasses have none, every command reads
+that file (``load_config`` for a run, ``defaults(section)`` for one section, as ``simpe
+score``, ``simpe rank`` and ``simpe select-fixed`` do). The merge order of a run is
+defaults.yaml, then the adapter file (``adapters/<name>.yaml``, which holds only what
+differs), then ``--set key=value``. ``from_dict`` is the one converter from a mapping to a
+dataclass: an unknown key, a missing key or a value of the wrong type is a ConfigError
+naming the key. The variants' ``params`` mappings are checked by their registries
+(``simpe.registry``). The resolved config is saved into every run directory, and
+``simpe simulate --config runs/…/config.yaml`` reproduces the run.
 """
 from __future__ import annotations
 
 import copy
 import dataclasses
-from dataclasses import dataclass, field
+import typing
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from simpe.errors import ConfigError
-from simpe.model import REPO_ROOT
+from simpe.paths import ADAPTERS_DIR, DEFAULTS_FILE
+from simpe.values import coerce
 
-ADAPTERS_DIR = REPO_ROOT / "adapters"
-DEFAULTS_FILE = "defaults.yaml"
+TRUECASER_OF_MODEL = "model"  # metrics.truecaser: the truecase.<lang>.model shipped in the model folder
 
 
 @dataclass
 class UpdateConfig:
     """How one (source, reference) pair updates the trainable parameters (seed 002, section 4)."""
 
-    optimizer: str = "sgd"
-    lr: float = 1e-2
-    clip_norm: float = 1.0  # per-tensor gradient L2 norm; 0 disables
-    max_repeats: int = 3
-    ppl_threshold: float = 2.0
-    dropout: float = 0.0
-    label_smoothing: float = 0.0
+    optimizer: str
+    lr: float
+    clip_norm: float  # per-tensor gradient L2 norm; 0 disables
+    max_repeats: int  # repeat the step on the pair at most this often ...
+    ppl_threshold: float  # ... until its perplexity is <= this
+    dropout: float
+    label_smoothing: float
 
     def __post_init__(self) -> None:
         if self.optimizer != "sgd":
@@ -51,23 +59,29 @@ class UpdateConfig:
 
 @dataclass
 class MethodConfig:
-    name: str = "baseline"  # registered method name
-    params: dict[str, Any] = field(default_factory=dict)
+    """An adaptation method by registered name; ``params`` go to ``METHODS.build``."""
+
+    name: str
+    params: dict[str, Any]
 
 
 @dataclass
 class DecoderConfig:
-    name: str = "beam"
-    params: dict[str, Any] = field(default_factory=lambda: {"beam_size": 5})
+    """The loop's decoder by registered name; ``params`` go to ``DECODERS.build``."""
+
+    name: str
+    params: dict[str, Any]
 
 
 @dataclass
 class DataConfig:
-    name: str = "libreoffice"
-    split: str = "stream"
-    segments: int | None = None  # first N segments; None = all
-    skip_empty: bool = False
-    params: dict[str, Any] = field(default_factory=dict)
+    """The stream: a registered dataset, its split, and how much of it."""
+
+    name: str
+    split: str
+    segments: int | None  # the first N segments; None = all
+    skip_empty: bool  # skip empty segments with a counted warning instead of failing
+    params: dict[str, Any]  # go to DATASETS.build
 
     def __post_init__(self) -> None:
         if self.segments is not None and self.segments < 1:
@@ -75,49 +89,127 @@ class DataConfig:
 
 
 @dataclass
-class MetricsSettings:
-    """Settings of the R-metric text pipeline (see simpe.metrics.online.MetricsConfig)."""
+class MetricsConfig:
+    """What the online scorer computes and how it finds content words (seed 002, section 2.2)."""
 
-    lang: str = "de"
-    truecaser: str | None = "model"  # "model": the truecaser shipped with the model; null: none; or a path
-    stopwords: str = "de"
-    r_max_k: int = 1
-    novel_vocab: str | None = None
-    subword: bool = False
+    lang: str  # target language: Moses tokenizer, default stopwords
+    truecaser: str | None  # "model": the model's truecase.<lang>.model; null: none; or a MosesTruecaser path
+    stopwords: str  # a language code under stopwords/ or a path
+    r_max_k: int  # log Rk and R0..k up to this k (r0+1 always)
+    novel_vocab: str | None  # a word list (training vocabulary) for the novel-word variants "novel:r0" ...
+    subword: bool  # also log the subword variants "subword:r0" ... from the pieces
+
+    def __post_init__(self) -> None:
+        if not self.lang:
+            raise ConfigError(f"metrics.lang must be a language code such as 'de', got {self.lang!r}")
+        if isinstance(self.truecaser, str) and self.truecaser.lower() in ("", "none"):
+            self.truecaser = None
+        if not self.stopwords:
+            raise ConfigError("metrics.stopwords must be a language code such as 'de' or a path to a word list")
+        if self.r_max_k < 0:
+            raise ConfigError(f"metrics.r_max_k must be an integer >= 0, got {self.r_max_k}")
+
+    def truecaser_path(self, model_dir: Path | None) -> str | None:
+        """The truecaser file: ``truecaser`` itself, or for ``model`` the one in ``model_dir``."""
+        if self.truecaser != TRUECASER_OF_MODEL:
+            return self.truecaser
+        path = None if model_dir is None else Path(model_dir) / f"truecase.{self.lang}.model"
+        if path is None or not path.is_file():
+            raise ConfigError(f"metrics.truecaser=model but the model ships no truecase.{self.lang}.model; "
+                              "give a truecaser path with --truecaser PATH or --truecaser none")
+        return str(path)
+
+
+QUALITIES_NOTE = "any utility of simpe.metrics.utility (bleu, sbleu, chrf, chrf++, ter, comet)"
+GAINS = ("linear", "exp")
+
+
+@dataclass
+class RankingConfig:
+    """A ranking evaluation (seed 000): a loop snapshot or ``simpe rank``.
+
+    k: top-region size; quality: Q, a utility name; samples, sample_seed: Monte Carlo
+    sampling (sentence i uses sample_seed + i); beam_size: the plain beam checked for search
+    errors; max_expansions / max_seconds: limits of each exact search (null = none; a search
+    cut short is counted in exact_rate); top_region / sampling: which evaluations run; gain:
+    linear | exp; batch_size: prefixes per forward pass of the exact search; max_len_a/b/cap:
+    the length limit (decoders/incremental.py).
+    """
+
+    k: int
+    quality: str
+    samples: int
+    sample_seed: int
+    beam_size: int
+    max_expansions: int | None
+    max_seconds: float | None
+    top_region: bool
+    sampling: bool
+    gain: str
+    batch_size: int
+    max_len_a: float
+    max_len_b: int
+    max_len_cap: int
+
+    def __post_init__(self) -> None:
+        for name in ("k", "samples", "beam_size", "batch_size", "max_expansions"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise ConfigError(f"ranking.{name} must be a positive integer, got {value!r}")
+        if self.sample_seed < 0:
+            raise ConfigError(f"ranking.sample_seed must be an integer >= 0, got {self.sample_seed!r}")
+        if self.max_seconds is not None and self.max_seconds <= 0:
+            raise ConfigError(f"ranking.max_seconds must be a positive number or null, got {self.max_seconds!r}")
+        if self.gain not in GAINS:
+            raise ConfigError(f"unknown ranking.gain {self.gain!r}; known: {', '.join(GAINS)}")
+        if not (self.top_region or self.sampling):
+            raise ConfigError("ranking with top_region=false and sampling=false evaluates nothing; enable one")
+
+    def length(self) -> dict[str, Any]:
+        """The length-limit parameters every decoder takes."""
+        return {"max_len_a": self.max_len_a, "max_len_b": self.max_len_b, "max_len_cap": self.max_len_cap}
+
+
+PROBES = ("dev", "stream")
 
 
 @dataclass
 class SnapshotConfig:
     """Periodic ranking snapshots during adaptation (every N segments on a fixed probe set)."""
 
-    every: int = 0  # 0 = off
-    probe: str = "dev"  # "dev": the first probe_size segments of the dataset's dev split; "stream": fixed sample of the stream
-    probe_size: int = 20
-    max_words: int = 20
-    params: dict[str, Any] = field(default_factory=dict)  # RankingConfig fields
+    every: int  # 0 = off
+    probe: str  # "dev": the first probe_size short segments of the dev split; "stream": a fixed sample of the stream
+    probe_size: int
+    max_words: int
 
     def __post_init__(self) -> None:
         if self.every < 0:
             raise ConfigError(f"snapshots.every must be >= 0, got {self.every}")
-        if self.probe not in ("dev", "stream"):
-            raise ConfigError(f"unknown snapshots.probe {self.probe!r}; known: dev, stream")
+        if self.probe not in PROBES:
+            raise ConfigError(f"unknown snapshots.probe {self.probe!r}; known: {', '.join(PROBES)}")
+        for name in ("probe_size", "max_words"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"snapshots.{name} must be >= 1, got {getattr(self, name)}")
 
 
 @dataclass
 class RunConfig:
-    adapter: str = "baseline"  # the adapter file's name: names the run, its folder and its plot line
-    model: str | None = None  # folder or hub id; None = the embedded demo model
-    device: str = "auto"
-    seed: int = 1
-    checkpoint_every: int = 50
-    comet: str | None = None
-    runs_dir: str = "runs"
-    method: MethodConfig = field(default_factory=MethodConfig)
-    update: UpdateConfig = field(default_factory=UpdateConfig)
-    decoder: DecoderConfig = field(default_factory=DecoderConfig)
-    data: DataConfig = field(default_factory=DataConfig)
-    metrics: MetricsSettings = field(default_factory=MetricsSettings)
-    snapshots: SnapshotConfig = field(default_factory=SnapshotConfig)
+    """One run: one adapter (method configuration) on one stream."""
+
+    adapter: str  # the adapter file's name: names the run, its folder and its plot line
+    model: str | None  # folder or hub id; None = the embedded demo model
+    device: str
+    seed: int
+    checkpoint_every: int
+    comet: str | None  # COMET model scored at the end of the run
+    runs_dir: str
+    method: MethodConfig
+    update: UpdateConfig
+    decoder: DecoderConfig
+    data: DataConfig
+    metrics: MetricsConfig
+    ranking: RankingConfig
+    snapshots: SnapshotConfig
 
     def __post_init__(self) -> None:
         if self.checkpoint_every < 1:
@@ -127,39 +219,49 @@ class RunConfig:
         return dataclasses.asdict(self)
 
 
-def _from_dict(cls: type, data: dict[str, Any], where: str) -> Any:
+SECTIONS: dict[str, type] = {name: hint for name, hint in typing.get_type_hints(RunConfig).items() if dataclasses.is_dataclass(hint)}
+
+
+def from_dict(cls: type, data: Any, where: str = "") -> Any:
+    """The dataclass ``cls`` from a mapping: every field present, no unknown key, values checked.
+
+    Args:
+        where: the section's dotted name in error messages ("" for the root).
+    """
+    prefix = f"{where}." if where else ""
     if not isinstance(data, dict):
-        raise ConfigError(f"{where} must be a mapping, got {type(data).__name__}")
-    fields = {f.name: f for f in dataclasses.fields(cls)}
-    unknown = sorted(set(data) - set(fields))
+        raise ConfigError(f"{where or 'the config'} must be a mapping, got {data!r}")
+    hints = typing.get_type_hints(cls)
+    names = [f.name for f in dataclasses.fields(cls)]
+    unknown = sorted(set(data) - set(names))
     if unknown:
-        raise ConfigError(f"unknown key {where}{'.' if where else ''}{unknown[0]}; known: {', '.join(sorted(fields))}")
-    kwargs = {}
-    for name, value in data.items():
-        ftype = fields[name].type
-        sub = {"MethodConfig": MethodConfig, "UpdateConfig": UpdateConfig, "DecoderConfig": DecoderConfig,
-               "DataConfig": DataConfig, "MetricsSettings": MetricsSettings, "SnapshotConfig": SnapshotConfig}.get(str(ftype))
-        kwargs[name] = _from_dict(sub, value, f"{where}.{name}".lstrip(".")) if sub else value
-    try:
-        return cls(**kwargs)
-    except TypeError as err:
-        raise ConfigError(f"bad config {where or 'root'}: {err}") from None
+        raise ConfigError(f"unknown key {prefix}{unknown[0]}; known: {', '.join(names)}")
+    missing = [name for name in names if name not in data]
+    if missing:
+        raise ConfigError(f"missing key {prefix}{missing[0]} (every key has its default in {DEFAULTS_FILE.name})")
+    values = {}
+    for name in names:
+        hint = hints[name]
+        if dataclasses.is_dataclass(hint):
+            values[name] = from_dict(hint, data[name], prefix + name)
+        else:
+            values[name] = coerce(data[name], hint, prefix + name)
+    return cls(**values)
 
 
 def deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
-    """Merge ``override`` into a copy of ``base``; nested mappings merge, the rest replaces."""
+    """Merge ``override`` into a copy of ``base``; nested mappings merge (``params`` key by key), the rest replaces."""
     out = copy.deepcopy(base)
     for key, value in override.items():
-        if isinstance(value, dict) and isinstance(out.get(key), dict) and key != "params":
-            out[key] = deep_merge(out[key], value)
-        elif isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = {**out[key], **value}
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = deep_merge(out[key], value) if key != "params" else {**out[key], **copy.deepcopy(value)}
         else:
             out[key] = copy.deepcopy(value)
     return out
 
 
 def read_yaml(path: Path) -> dict[str, Any]:
+    """A YAML file holding a mapping."""
     if not path.is_file():
         raise ConfigError(f"config file {path} does not exist")
     try:
@@ -172,7 +274,8 @@ def read_yaml(path: Path) -> dict[str, Any]:
 
 
 def known_adapters(adapters_dir: Path = ADAPTERS_DIR) -> list[str]:
-    return sorted(p.stem for p in adapters_dir.glob("*.yaml") if p.name != DEFAULTS_FILE)
+    """The adapter names under ``adapters/`` (every .yaml file but defaults.yaml)."""
+    return sorted(p.stem for p in adapters_dir.glob("*.yaml") if p.name != DEFAULTS_FILE.name)
 
 
 def adapter_path(name_or_path: str, adapters_dir: Path = ADAPTERS_DIR) -> Path:
@@ -189,7 +292,7 @@ def adapter_path(name_or_path: str, adapters_dir: Path = ADAPTERS_DIR) -> Path:
 
 
 def parse_override(text: str) -> tuple[list[str], Any]:
-    """``a.b=1`` -> (["a", "b"], 1); the value is parsed as YAML (numbers, null, lists)."""
+    """``a.b=1`` -> (["a", "b"], 1); the value is parsed as YAML (numbers, null, lists, mappings)."""
     if "=" not in text:
         raise ConfigError(f"bad --set {text!r}; expected KEY=VALUE, e.g. update.lr=0.02")
     key, _, raw = text.partition("=")
@@ -201,6 +304,7 @@ def parse_override(text: str) -> tuple[list[str], Any]:
 
 
 def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
+    """``data`` with every ``KEY=VALUE`` of ``overrides`` set (dotted keys reach into sections)."""
     out = copy.deepcopy(data)
     for text in overrides:
         keys, value = parse_override(text)
@@ -214,20 +318,31 @@ def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any
 
 
 def load_config(adapter: str, overrides: list[str] | None = None, adapters_dir: Path = ADAPTERS_DIR) -> RunConfig:
-    """Build the ``RunConfig`` for one adapter: defaults, then the adapter file, then overrides."""
-    data = read_yaml(adapters_dir / DEFAULTS_FILE)
+    """The ``RunConfig`` of one adapter: defaults, then the adapter file, then overrides."""
     path = adapter_path(adapter, adapters_dir)
-    adapter_data = read_yaml(path)
-    merged = deep_merge(data, adapter_data)
+    merged = deep_merge(read_yaml(adapters_dir / DEFAULTS_FILE.name), read_yaml(path))
     merged["adapter"] = path.stem
-    merged = apply_overrides(merged, overrides or [])
-    return _from_dict(RunConfig, merged, "")
+    return from_dict(RunConfig, apply_overrides(merged, overrides or []))
 
 
 def load_saved_config(path: Path, overrides: list[str] | None = None) -> RunConfig:
-    """Load a resolved config saved in a run directory (``config.yaml``)."""
-    return _from_dict(RunConfig, apply_overrides(read_yaml(path), overrides or []), "")
+    """A resolved config saved in a run directory (``config.yaml``)."""
+    return from_dict(RunConfig, apply_overrides(read_yaml(path), overrides or []))
+
+
+def defaults(section: str, **overrides: Any) -> Any:
+    """One section of ``adapters/defaults.yaml`` as its dataclass, with ``overrides`` applied and checked.
+
+    Example: ``defaults("update", lr=0.05)``.
+    """
+    if section not in SECTIONS:
+        raise ConfigError(f"unknown config section {section!r}; known: {', '.join(SECTIONS)}")
+    data = read_yaml(DEFAULTS_FILE).get(section)
+    if not isinstance(data, dict):
+        raise ConfigError(f"{DEFAULTS_FILE} has no {section} section")
+    return from_dict(SECTIONS[section], {**data, **overrides}, section)
 
 
 def save_config(cfg: RunConfig, path: Path) -> None:
+    """Write the resolved config as YAML (keys in field order)."""
     path.write_text(yaml.safe_dump(cfg.to_dict(), sort_keys=False, allow_unicode=True), encoding="utf-8")

@@ -1,8 +1,10 @@
-"""Load a Marian MT model and its tokenizer (local folder or hub id); pick device and dtype.
+"""Load a Marian MT model and its tokenizer (local folder or hub id); pick the device; encode inputs.
 
 The embedded demo model under ``models/`` and ``Helsinki-NLP/opus-mt-en-de`` are loaded by
 the same code: ``MarianMTModel.from_pretrained`` + ``MarianTokenizer.from_pretrained``.
-This module does not translate or train.
+``encode_source`` / ``encode_pair`` are the one way text becomes the model's input ids (the
+loop, the ranking evaluation and select-fixed use them). This module does not translate or
+train.
 """
 from __future__ import annotations
 
@@ -13,12 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from simpe.errors import ConfigError, ModelError
+from simpe.paths import DEFAULT_MODEL
 
 logger = logging.getLogger(__name__)
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_MODEL = REPO_ROOT / "models" / "demo-en-de"
 DEVICES = ("auto", "cpu", "cuda")
+MAX_TOKENS = 512  # Marian's position limit: longer sides are truncated
 
 
 @dataclass
@@ -118,3 +120,22 @@ def load_model(model_id: str | os.PathLike[str] | None = None, device: str = "au
     model.to(torch_device)
     model.eval()
     return LoadedModel(model, tokenizer, model_name(source), path if looks_local else None, torch_device)
+
+
+@dataclass
+class Pair:
+    """One tokenised (source, reference) pair on the model's device."""
+
+    input_ids: Any  # (1, src_len) LongTensor
+    labels: Any  # (1, tgt_len) LongTensor, ending in EOS
+
+
+def encode_source(tokenizer: Any, source: str, device: Any) -> Any:
+    """(1, src_len) source ids ending in EOS, on ``device`` (truncated to MAX_TOKENS)."""
+    return tokenizer(source, truncation=True, max_length=MAX_TOKENS, return_tensors="pt")["input_ids"].to(device)
+
+
+def encode_pair(tokenizer: Any, source: str, reference: str, device: Any) -> Pair:
+    """Tokenise one (source, reference) pair for the update, on ``device``."""
+    tgt = tokenizer(text_target=reference, truncation=True, max_length=MAX_TOKENS, return_tensors="pt")["input_ids"]  # (1, tgt_len)
+    return Pair(encode_source(tokenizer, source, device), tgt.to(device))

@@ -1,16 +1,51 @@
 """The one ``Registry`` class: a name -> class table per family of variants.
 
-Methods, decoders, metrics and datasets each keep one registry in their ``base.py``;
-a variant registers itself with ``@REGISTRY.add("name")`` and is built by name from
-config. ``simpe list`` prints them all.
+Methods, decoders, metrics and datasets each keep one registry in their ``base.py``; a
+variant registers itself with ``@REGISTRY.add("name")`` and is built by name from config
+with ``build``, which checks every parameter before the constructor runs: an unknown key is
+named with the known ones, a missing required one is named, and each value is checked
+against the constructor's annotation (``simpe.values``). A variant's parameters are its
+constructor's keyword arguments with their defaults: that signature is the variant's config.
 """
 from __future__ import annotations
 
+import inspect
+import typing
 from typing import Any, Callable, Generic, TypeVar
 
 from simpe.errors import ConfigError
+from simpe.values import coerce
 
 T = TypeVar("T")
+
+
+def parameters(cls: Callable[..., Any]) -> dict[str, inspect.Parameter]:
+    """The keyword parameters a variant's constructor accepts, by name, in order."""
+    accepted = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    return {name: p for name, p in inspect.signature(cls).parameters.items() if p.kind in accepted}
+
+
+def check_params(what: str, cls: Callable[..., Any], params: dict[str, Any]) -> dict[str, Any]:
+    """``params`` checked against ``cls``'s constructor: known names, required ones present, types.
+
+    Args:
+        what: the variant in error messages, e.g. ``method 'lasso'``.
+    Returns:
+        the parameters, numbers converted as ``simpe.values.coerce`` does.
+    """
+    known = parameters(cls)
+    unknown = sorted(set(params) - set(known))
+    if unknown:
+        raise ConfigError(f"unknown parameter {unknown[0]!r} of {what}; known: {', '.join(known) or '(none)'}")
+    missing = [name for name, p in known.items() if p.default is inspect.Parameter.empty and name not in params]
+    if missing:
+        raise ConfigError(f"{what} needs parameter {missing[0]!r}; known: {', '.join(known)}")
+    init = cls.__init__ if inspect.isclass(cls) else cls
+    try:
+        hints = typing.get_type_hints(init)
+    except Exception:  # an annotation that does not evaluate: leave the values unchecked
+        hints = {}
+    return {name: coerce(value, hints.get(name), f"{what} parameter {name}") for name, value in params.items()}
 
 
 class Registry(Generic[T]):
@@ -21,21 +56,29 @@ class Registry(Generic[T]):
         self._classes: dict[str, Callable[..., T]] = {}
 
     def add(self, name: str) -> Callable[[Any], Any]:
+        """Class decorator: register the class under ``name`` (also set as its ``name`` attribute)."""
         def wrap(cls: Any) -> Any:
             if name in self._classes:
                 raise KeyError(f"{self.kind} {name!r} is registered twice")
             self._classes[name] = cls
+            cls.name = name
             return cls
 
         return wrap
 
     def get(self, name: str) -> Callable[..., T]:
+        """The class registered as ``name``; ConfigError naming the known ones otherwise."""
         if name not in self._classes:
             raise ConfigError(f"unknown {self.kind} {name!r}; known: {', '.join(sorted(self._classes))}")
         return self._classes[name]
 
+    def check(self, name: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Check ``params`` for variant ``name`` without building it; return them converted."""
+        return check_params(f"{self.kind} {name!r}", self.get(name), dict(params or {}))
+
     def build(self, name: str, **params: Any) -> T:
-        return self.get(name)(**params)
+        """Build variant ``name`` from checked ``params``."""
+        return self.get(name)(**self.check(name, params))
 
     def names(self) -> list[str]:
         return sorted(self._classes)

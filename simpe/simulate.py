@@ -4,7 +4,11 @@ For segment i of the stream: translate the source with the current parameters θ
 score the output against the reference (the post-edit), then update the model on
 (source_i, reference_i), then log. The hypothesis of segment i is always produced before
 the model sees reference i. Every N segments a ranking snapshot may be taken on a fixed
-probe set. Inputs are checked before the model is loaded; ``rundir.py`` writes the files.
+probe set. Everything a user can get wrong (dataset, method, decoder, metric and ranking
+settings) is checked before the model is loaded; then the method is attached with the update
+settings and the decoder is bound to the tokenizer. ``simpe.rundir`` writes the files.
+
+The loop sees methods, decoders and metrics only through their base classes.
 """
 from __future__ import annotations
 
@@ -23,20 +27,23 @@ from simpe.datasets import DATASETS, Segment, stream_hash
 from simpe.decoders import DECODERS
 from simpe.errors import ConfigError, RunDirError
 from simpe.methods import METHODS
-from simpe.metrics.online import MetricsConfig, OnlineScorer
-from simpe.model import load_model, model_name
+from simpe.metrics.online import OnlineScorer
+from simpe.metrics.stopwords import load_stopwords
+from simpe.model import encode_pair, load_model, model_name
+from simpe.paths import DEFAULT_MODEL
 from simpe.profiling import ModelTimer
-from simpe.stopwords import load_stopwords
-from simpe.rundir import RunDir, environment, group_name, read_jsonl
-from simpe.update import encode_pair, set_dropout, update
+from simpe.ranking import evaluate as ranking
+from simpe.rundir import layout
+from simpe.rundir.writer import RunDir, environment
+from simpe.update import set_dropout, update
 
 logger = logging.getLogger(__name__)
 
 
 def load_stream(cfg: RunConfig) -> tuple[Any, list[Segment]]:
     """The dataset and the first ``data.segments`` segments of its split (checked)."""
-    dataset = DATASETS.build(cfg.data.name, skip_empty=cfg.data.skip_empty, **cfg.data.params)
-    segments = dataset.load(cfg.data.split)
+    dataset = DATASETS.build(cfg.data.name, **cfg.data.params)
+    segments = dataset.load(cfg.data.split, cfg.data.skip_empty)
     if cfg.data.segments is not None:
         if cfg.data.segments > len(segments):
             logger.warning("data.segments=%d but %s:%s has only %d segments; using all", cfg.data.segments,
@@ -46,8 +53,9 @@ def load_stream(cfg: RunConfig) -> tuple[Any, list[Segment]]:
 
 
 def run_path(cfg: RunConfig) -> Path:
-    model = model_name(cfg.model) if cfg.model else "demo-en-de"
-    return Path(cfg.runs_dir) / group_name(cfg.data.name, cfg.data.split, model, cfg.data.segments) / cfg.adapter
+    """The run's folder: ``<runs_dir>/<dataset>-<split>--<model>--<N>seg/<adapter>``."""
+    model = model_name(cfg.model) if cfg.model else DEFAULT_MODEL.name
+    return layout.run_path(cfg.runs_dir, cfg.data.name, cfg.data.split, model, cfg.data.segments, cfg.adapter)
 
 
 def probe_set(cfg: RunConfig, dataset: Any, stream: list[Segment]) -> list[Segment]:
@@ -56,21 +64,10 @@ def probe_set(cfg: RunConfig, dataset: Any, stream: list[Segment]) -> list[Segme
     if cfg.snapshots.probe == "dev":
         if "dev" not in dataset.splits:
             raise ConfigError(f"snapshots.probe=dev but dataset {cfg.data.name!r} has no dev split; use snapshots.probe=stream")
-        return short(dataset.load("dev"))[: cfg.snapshots.probe_size]
+        return short(dataset.load("dev", cfg.data.skip_empty))[: cfg.snapshots.probe_size]
     candidates = short(stream)
     rng = random.Random(cfg.seed)
     return sorted(rng.sample(candidates, min(cfg.snapshots.probe_size, len(candidates))), key=stream.index)
-
-
-def _truecaser_path(cfg: RunConfig, model_dir: Path | None) -> str | None:
-    if cfg.metrics.truecaser is None or cfg.metrics.truecaser == "none":
-        return None
-    if cfg.metrics.truecaser == "model":
-        if model_dir is None or not (model_dir / f"truecase.{cfg.metrics.lang}.model").exists():
-            raise ConfigError(f"metrics.truecaser=model but the model ships no truecase.{cfg.metrics.lang}.model; "
-                              "give a truecaser path with --truecaser PATH or --truecaser none")
-        return str(model_dir / f"truecase.{cfg.metrics.lang}.model")
-    return cfg.metrics.truecaser
 
 
 def _running(figures: dict[str, Any], full: bool = False) -> str:
@@ -97,20 +94,15 @@ class Loop:
         load_stopwords(cfg.metrics.stopwords)
         self.path = run_path(cfg)
         self.probe = probe_set(cfg, self.dataset, self.segments) if cfg.snapshots.every else []
-        self.ranking_cfg = None
         if cfg.snapshots.every:
-            from simpe.ranking import RankingConfig
-
-            self.ranking_cfg = RankingConfig.from_dict(cfg.snapshots.params)  # unknown keys: ConfigError
+            ranking.check(cfg.ranking)
         torch.manual_seed(cfg.seed)
         self.loaded = load_model(cfg.model, cfg.device)
         self.model, self.tokenizer = self.loaded.model, self.loaded.tokenizer
         set_dropout(self.model, cfg.update.dropout)
-        self.method.attach(self.model, self.loaded.path)
-        if hasattr(self.method, "lr"):
-            self.method.lr = cfg.update.lr
-        self.scorer = OnlineScorer(MetricsConfig.from_dict(
-            {**dataclasses.asdict(cfg.metrics), "truecaser": _truecaser_path(cfg, self.loaded.path)}))
+        self.method.attach(self.model, self.loaded.path, cfg.update)
+        self.decoder.bind(self.tokenizer)
+        self.scorer = OnlineScorer(cfg.metrics, self.loaded.path)
         self.timer = ModelTimer(self.model)
 
     # ------------------------------------------------------------ one segment
@@ -123,7 +115,7 @@ class Loop:
         pair = encode_pair(self.tokenizer, seg.source, seg.reference, self.loaded.device)
         t0 = time.perf_counter()
         with torch.inference_mode():
-            result = self.decoder.decode(self.model, pair.input_ids)
+            result = self.decoder.decode(self.model, pair.input_ids, index=index, source=seg.source)
         best = list(result.hypotheses[0].tokens) if result.hypotheses else []
         hypothesis = self.tokenizer.decode(best, skip_special_tokens=True)
         t1 = time.perf_counter()
@@ -145,11 +137,10 @@ class Loop:
         }
 
     def snapshot(self, segments_done: int) -> dict[str, Any]:
-        from simpe.ranking import snapshot
-
         self.model.eval()
         with torch.inference_mode():
-            figures = snapshot(self.model, self.tokenizer, [s.source for s in self.probe], [s.reference for s in self.probe], self.ranking_cfg)
+            figures = ranking.snapshot(self.model, self.tokenizer, [s.source for s in self.probe],
+                                       [s.reference for s in self.probe], self.cfg.ranking)
         return {"segment": segments_done, **figures}
 
     # ------------------------------------------------------------ the run
@@ -160,8 +151,8 @@ class Loop:
             rundir.open(resume=resume, overwrite=overwrite)
             start, records = 0, []
             state = rundir.load_checkpoint() if resume else None
-            if resume and (rundir.path / "config.yaml").exists():
-                saved = load_saved_config(rundir.path / "config.yaml")
+            if resume and rundir.config_file.exists():
+                saved = load_saved_config(rundir.config_file)
                 if saved != cfg:
                     raise RunDirError(f"{self.path}: the settings differ from the run's config.yaml; resume with the same "
                                       "settings (e.g. simpe simulate --config that file --resume) or pass --overwrite")
@@ -173,12 +164,12 @@ class Loop:
                     self.scorer.replay(record)
                 start = state["segments_done"]
                 logger.info("resuming %s at segment %d of %d", self.path, start, len(self.segments))
-            elif resume and read_jsonl(rundir.segments_file):
-                records = rundir.rewind(0)  # no checkpoint yet: start the log again
+            elif resume:
+                records = rundir.rewind(0)  # no checkpoint yet: start the logs again (a torn first line too)
             if start == 0:
                 rundir.write_config(cfg)
-                rundir.write_json("env.json", {**environment(self.loaded.device), "stream_sha256": stream_hash(self.segments)})
-            log.add_file(rundir.path / "log.txt")
+                rundir.write_env({**environment(self.loaded.device), "stream_sha256": stream_hash(self.segments)})
+            log.add_file(rundir.log_file)
             logger.info("run %s: method %s with %d trainable tensors (%d parameters), %d segments, decoder %s %s, device %s",
                         cfg.adapter, cfg.method.name, len(self.method.trainable()),
                         sum(p.numel() for p in self.method.trainable().values()), len(self.segments), cfg.decoder.name,

@@ -10,31 +10,13 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
 from typing import Any
 
 import torch
 
 from simpe.config import UpdateConfig
 from simpe.methods.base import Method
-
-
-@dataclass
-class Pair:
-    """One tokenised (source, reference) pair on the model's device."""
-
-    input_ids: torch.Tensor  # (1, src_len)
-    labels: torch.Tensor  # (1, tgt_len), ending in EOS
-
-
-MAX_TOKENS = 512  # Marian's position limit: longer sides are truncated
-
-
-def encode_pair(tokenizer: Any, source: str, reference: str, device: Any) -> Pair:
-    """Tokenise one (source, reference) pair for the update, on ``device``."""
-    src = tokenizer(source, truncation=True, max_length=MAX_TOKENS, return_tensors="pt")["input_ids"]  # (1, src_len)
-    tgt = tokenizer(text_target=reference, truncation=True, max_length=MAX_TOKENS, return_tensors="pt")["input_ids"]  # (1, tgt_len)
-    return Pair(src.to(device), tgt.to(device))
+from simpe.model import Pair
 
 
 def pair_loss(model: Any, pair: Pair, label_smoothing: float = 0.0) -> tuple[torch.Tensor, float]:

@@ -11,13 +11,13 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from simpe.datasets.base import Dataset, Segment, register
+from simpe.datasets.base import DATASETS, Dataset, Segment
 from simpe.datasets.parallel import TsvDataset, read_tmx
 from simpe.errors import DataError
-from simpe.model import REPO_ROOT
+from simpe.paths import DATA_DIR
 
 ENV_VAR = "SIMPE_AUTODESK_DIR"
-DEFAULT_DIR = REPO_ROOT / "data" / "autodesk"
+DEFAULT_DIR = DATA_DIR / "autodesk"
 DOWNLOAD_HINT = (
     "download the 'Autodesk Post-Editing Data' corpus (Zhechev 2012, en-US -> de-DE part; published by Autodesk, "
     "https://autodesk.app.box.com/Autodesk-PostEditing) on a machine with network "
@@ -25,12 +25,11 @@ DOWNLOAD_HINT = (
 )
 
 
-@register("autodesk")
+@DATASETS.add("autodesk")
 class AutodeskDataset(Dataset):
     splits = ("stream",)
 
-    def __init__(self, path: str | None = None, skip_empty: bool = False) -> None:
-        super().__init__(skip_empty)
+    def __init__(self, path: str | None = None) -> None:
         self.path = Path(path or os.environ.get(ENV_VAR) or DEFAULT_DIR)
 
     def _load(self, split: str) -> list[Segment]:

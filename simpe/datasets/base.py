@@ -3,7 +3,9 @@
 A dataset yields an ordered list of ``Segment`` (document id, segment id, source,
 reference) for a named split. Every loader rejects bad input with one clear line:
 line-count mismatch, empty or whitespace-only segments (or skips them with a counted
-warning when ``skip_empty`` is set), invalid UTF-8, unknown split or dataset name.
+warning when ``load(split, skip_empty=True)``), invalid UTF-8, unknown split or dataset
+name. A dataset's parameters are its constructor's keyword arguments (checked by
+``DATASETS.build``; set under ``data.params``).
 """
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from pathlib import Path
 
 from simpe.errors import DataError
 from simpe.registry import Registry
+from simpe.textfile import read_lines
 
 logger = logging.getLogger(__name__)
 
@@ -32,39 +35,27 @@ class Segment:
 class Dataset(ABC):
     """A parallel corpus with named splits; ``load(split)`` returns segments in order."""
 
+    name: str = ""  # set by DATASETS.add
     splits: tuple[str, ...] = ("stream",)
     src_lang: str = "en"
     tgt_lang: str = "de"
-
-    def __init__(self, skip_empty: bool = False) -> None:
-        self.skip_empty = skip_empty
 
     @abstractmethod
     def _load(self, split: str) -> list[Segment]:
         """Read the split's raw segments (checked by ``load``)."""
 
-    def load(self, split: str = "stream") -> list[Segment]:
-        """Return the checked segments of ``split`` in stream order."""
+    def load(self, split: str = "stream", skip_empty: bool = False) -> list[Segment]:
+        """Return the checked segments of ``split`` in stream order.
+
+        Args:
+            skip_empty: drop segments with an empty source or reference (counted warning) instead of failing.
+        """
         if split not in self.splits:
             raise DataError(f"unknown split {split!r} of dataset {self.name}; known: {', '.join(self.splits)}")
-        return check_segments(self._load(split), f"{self.name}:{split}", self.skip_empty)
-
-    @property
-    def name(self) -> str:
-        return getattr(self, "registered_name", type(self).__name__)
+        return check_segments(self._load(split), f"{self.name}:{split}", skip_empty)
 
 
 DATASETS: Registry[Dataset] = Registry("dataset")
-
-
-def register(name: str):
-    """Register a dataset class under ``name`` (also stored as its ``registered_name``)."""
-
-    def wrap(cls):
-        cls.registered_name = name
-        return DATASETS.add(name)(cls)
-
-    return wrap
 
 
 def check_segments(segments: list[Segment], where: str, skip_empty: bool) -> list[Segment]:
@@ -86,28 +77,9 @@ def check_segments(segments: list[Segment], where: str, skip_empty: bool) -> lis
     return kept
 
 
-def read_lines(path: Path) -> list[str]:
-    """Read a UTF-8 text file as lines (no trailing newline); a clear error on bad input."""
-    path = Path(path)
-    if not path.is_file():
-        raise DataError(f"file {path} does not exist")
-    data = path.read_bytes()
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as err:
-        line = data[: err.start].count(b"\n") + 1
-        raise DataError(f"{path}: invalid UTF-8 at line {line} (byte {err.start}: {data[err.start:err.start + 1]!r})") from None
-    if text.startswith("\ufeff"):
-        text = text[1:]
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    return [line.rstrip("\r") for line in lines]
-
-
 def parallel_files(source: Path, reference: Path, doc_id: str | None = None) -> list[Segment]:
     """Pair two line-aligned files; a line-count mismatch is an error naming both counts."""
-    src, ref = read_lines(source), read_lines(reference)
+    src, ref = read_lines(source, "source file"), read_lines(reference, "reference file")
     if len(src) != len(ref):
         raise DataError(f"line-count mismatch: {source} has {len(src)} lines, {reference} has {len(ref)}")
     doc = doc_id or Path(source).name

@@ -7,19 +7,19 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from simpe.datasets.base import Dataset, Segment, read_lines, register
+from simpe.datasets.base import DATASETS, Dataset, Segment
 from simpe.errors import DataError
-from simpe.model import REPO_ROOT
+from simpe.paths import DATA_DIR
+from simpe.textfile import read_lines
 
-DEFAULT_DIR = REPO_ROOT / "data" / "libreoffice"
+DEFAULT_DIR = DATA_DIR / "libreoffice"
 
 
-@register("libreoffice")
+@DATASETS.add("libreoffice")
 class LibreOfficeDataset(Dataset):
     splits = ("train", "dev", "stream", "reserved")
 
-    def __init__(self, path: str | None = None, skip_empty: bool = False) -> None:
-        super().__init__(skip_empty)
+    def __init__(self, path: str | None = None) -> None:
         self.path = Path(path) if path else DEFAULT_DIR
 
     def _load(self, split: str) -> list[Segment]:
@@ -27,7 +27,7 @@ class LibreOfficeDataset(Dataset):
         missing = [str(f) for f in files if not f.exists()]
         if missing:
             raise DataError(f"missing {', '.join(missing)}; run `make corpus` (needs apt-get and Debian's LibreOffice 7.4 packages)")
-        src, ref, ids = (read_lines(f) for f in files)
+        src, ref, ids = (read_lines(f, "corpus file") for f in files)
         if not len(src) == len(ref) == len(ids):
             raise DataError(f"line-count mismatch in {self.path}: {split}.en {len(src)}, {split}.de {len(ref)}, {split}.ids {len(ids)}")
         out = []

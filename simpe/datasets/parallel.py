@@ -9,23 +9,23 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from simpe.datasets.base import Dataset, Segment, parallel_files, read_lines, register
+from simpe.datasets.base import DATASETS, Dataset, Segment, parallel_files
 from simpe.errors import DataError
+from simpe.textfile import read_lines
 
 XML_LANG = "{http://www.w3.org/XML/1998/namespace}lang"
 
 
 def _need(value: str | None, what: str, dataset: str) -> Path:
     if not value:
-        raise DataError(f"dataset {dataset!r} needs {what} (e.g. --set dataset.{what}=FILE)")
+        raise DataError(f"dataset {dataset!r} needs {what} (e.g. --set data.params.{what}=FILE)")
     return Path(value)
 
 
-@register("text")
+@DATASETS.add("text")
 class TextDataset(Dataset):
     def __init__(self, source: str | None = None, reference: str | None = None, src_lang: str = "en",
-                 tgt_lang: str = "de", skip_empty: bool = False) -> None:
-        super().__init__(skip_empty)
+                 tgt_lang: str = "de") -> None:
         self.source, self.reference = _need(source, "source", "text"), _need(reference, "reference", "text")
         self.src_lang, self.tgt_lang = src_lang, tgt_lang
 
@@ -33,16 +33,15 @@ class TextDataset(Dataset):
         return parallel_files(self.source, self.reference)
 
 
-@register("tsv")
+@DATASETS.add("tsv")
 class TsvDataset(Dataset):
-    def __init__(self, path: str | None = None, src_lang: str = "en", tgt_lang: str = "de", skip_empty: bool = False) -> None:
-        super().__init__(skip_empty)
+    def __init__(self, path: str | None = None, src_lang: str = "en", tgt_lang: str = "de") -> None:
         self.path = _need(path, "path", "tsv")
         self.src_lang, self.tgt_lang = src_lang, tgt_lang
 
     def _load(self, split: str) -> list[Segment]:
         out = []
-        for number, line in enumerate(read_lines(self.path), 1):
+        for number, line in enumerate(read_lines(self.path, "TSV file"), 1):
             fields = line.split("\t")
             if len(fields) != 2:
                 raise DataError(f"{self.path}:{number}: expected 2 tab-separated fields (source, reference), found {len(fields)}")
@@ -85,10 +84,9 @@ def read_tmx(path: Path, src_lang: str, tgt_lang: str) -> list[Segment]:
     return out
 
 
-@register("tmx")
+@DATASETS.add("tmx")
 class TmxDataset(Dataset):
-    def __init__(self, path: str | None = None, src_lang: str = "en", tgt_lang: str = "de", skip_empty: bool = False) -> None:
-        super().__init__(skip_empty)
+    def __init__(self, path: str | None = None, src_lang: str = "en", tgt_lang: str = "de") -> None:
         self.path = _need(path, "path", "tmx")
         self.src_lang, self.tgt_lang = src_lang, tgt_lang
 

@@ -2,22 +2,22 @@
 
 A decoder turns one encoded source sentence into a ranked list of hypotheses under the
 current model parameters. The online loop, the ranking evaluation and ``simpe rank`` only
-see this interface; variants register with ``@DECODERS.add("name")``.
+see this interface; variants register with ``@DECODERS.add("name")``, and their parameters
+are their constructor's keyword arguments (checked by ``DECODERS.build``).
 
-Extensions to the first version of this contract, all with defaults (nothing that used it
-changes): ``Decoder.decode_batch`` (a loop over ``decode`` unless a decoder batches), and
-``Decoder.bind(tokenizer)`` for decoders that compare hypotheses as text (MBR).
-Unknown constructor parameters raise ``ConfigError`` naming the valid ones.
+Every decoder is used the same way: built (parameters checked, before any model loads),
+then ``bind(tokenizer)`` once the model is there (a decoder that compares hypotheses as text,
+MBR, needs it and loads what its utility needs), then ``decode(model, input_ids, index=i,
+source=text)`` per sentence: ``index`` is the sentence's position in its stream (seeded
+decoders draw with ``seed + index``), ``source`` its text (COMET utilities need it).
+``decode_batch`` decodes several sentences, batched where a decoder can.
 """
 from __future__ import annotations
 
-import functools
-import inspect
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any
 
-from simpe.errors import ConfigError
 from simpe.registry import Registry
 
 
@@ -52,46 +52,29 @@ class DecodeResult:
 class Decoder(ABC):
     """Decode one source sentence with a Marian-style encoder-decoder model."""
 
-    name: str = ""
-    tokenizer: Any = None  # set by bind(); only text-comparing decoders (MBR) need it
-
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        # Turn "unexpected keyword argument" into a ConfigError naming the valid parameters,
-        # so a typo in a YAML decoder block reads as a user mistake, not a traceback.
-        super().__init_subclass__(**kwargs)
-        init = cls.__dict__.get("__init__")
-        if init is None or getattr(init, "_checks_params", False):
-            return
-        valid = [p for p in inspect.signature(init).parameters if p != "self"]
-
-        @functools.wraps(init)
-        def checked(self: Decoder, *args: Any, **params: Any) -> None:
-            unknown = sorted(set(params) - set(valid))
-            if unknown:
-                raise ConfigError(f"unknown parameter(s) {', '.join(map(repr, unknown))} for decoder "
-                                  f"{cls.name or cls.__name__!r}; valid: {', '.join(valid) or '(none)'}")
-            init(self, *args, **params)
-
-        checked._checks_params = True  # type: ignore[attr-defined]
-        cls.__init__ = checked  # type: ignore[method-assign]
+    name: str = ""  # set by DECODERS.add
+    tokenizer: Any = None  # set by bind()
 
     @abstractmethod
-    def decode(self, model: Any, input_ids: Any) -> DecodeResult:
+    def decode(self, model: Any, input_ids: Any, *, index: int = 0, source: str | None = None) -> DecodeResult:
         """Decode one source.
 
         Args:
             model: a ``transformers`` ``MarianMTModel`` (eval mode, on its device).
             input_ids: (1, src_len) LongTensor of source token ids ending in EOS.
+            index: the sentence's position in its stream (seeded decoders use seed + index).
+            source: the source text, for decoders that score text against it (COMET MBR).
         Returns:
-            a ``DecodeResult`` with hypotheses sorted by descending score.
+            a ``DecodeResult`` with hypotheses sorted by the decoder's preference, best first.
         """
 
-    def decode_batch(self, model: Any, batch: list[Any]) -> list[DecodeResult]:
-        """Decode several sources, each a (1, src_len) LongTensor; the default is a loop over ``decode``."""
-        return [self.decode(model, input_ids) for input_ids in batch]
+    def decode_batch(self, model: Any, batch: list[Any], *, start: int = 0) -> list[DecodeResult]:
+        """Decode several sources, each a (1, src_len) LongTensor, the first at stream position ``start``;
+        the default is a loop over ``decode``."""
+        return [self.decode(model, input_ids, index=start + offset) for offset, input_ids in enumerate(batch)]
 
     def bind(self, tokenizer: Any) -> Decoder:
-        """Give the decoder the tokenizer it needs to compare hypotheses as text; returns self."""
+        """Give the decoder the model's tokenizer (and let it load what it needs); returns self."""
         self.tokenizer = tokenizer
         return self
 

@@ -163,7 +163,7 @@ class _BeamBase(Decoder):
         self.beam_size = beam_size
         self.limit = LengthLimit(max_len_a, max_len_b, max_len_cap)
 
-    def decode(self, model: Any, input_ids: Any) -> DecodeResult:
+    def decode(self, model: Any, input_ids: Any, *, index: int = 0, source: str | None = None) -> DecodeResult:
         t0 = time.perf_counter()
         with decoding(model):
             source = encode(model, input_ids, self.limit)
@@ -171,7 +171,7 @@ class _BeamBase(Decoder):
         return DecodeResult(hyps, exact=None, expansions=expansions, seconds=time.perf_counter() - t0,
                             info={"steps": steps, "max_len": source.max_len})
 
-    def decode_batch(self, model: Any, batch: list[Any]) -> list[DecodeResult]:
+    def decode_batch(self, model: Any, batch: list[Any], *, start: int = 0) -> list[DecodeResult]:
         """Several sources in lockstep (one forward pass per step for all live beams); each result equals
         ``decode`` of that source up to float noise. ``seconds`` is the call's time per source."""
         if not batch:
@@ -192,8 +192,6 @@ class _BeamBase(Decoder):
 @DECODERS.add("beam")
 class BeamDecoder(_BeamBase):
     """Plain beam search; up to ``beam_size`` finished hypotheses, best first."""
-
-    name = "beam"
 
     def __init__(self, beam_size: int = 5, max_len_a: float = 2.0, max_len_b: int = 10, max_len_cap: int = 256) -> None:
         super().__init__(beam_size, max_len_a, max_len_b, max_len_cap)

@@ -18,12 +18,10 @@ from simpe.decoders.incremental import CachedDecoder, LengthLimit, decoding, enc
 class GreedyDecoder(Decoder):
     """Argmax at each step (pad / decoder start never chosen); one hypothesis."""
 
-    name = "greedy"
-
     def __init__(self, max_len_a: float = 2.0, max_len_b: int = 10, max_len_cap: int = 256) -> None:
         self.limit = LengthLimit(max_len_a, max_len_b, max_len_cap)
 
-    def decode(self, model: Any, input_ids: Any) -> DecodeResult:
+    def decode(self, model: Any, input_ids: Any, *, index: int = 0, source: str | None = None) -> DecodeResult:
         t0 = time.perf_counter()
         with decoding(model):
             source = encode(model, input_ids, self.limit)

@@ -17,7 +17,6 @@ from simpe.decoders.beam import _BeamBase
 class HeapBeamDecoder(_BeamBase):
     """Beam search with a min-heap of finished hypotheses; up to ``beam_size``, best first."""
 
-    name = "heap_beam"
     heap = True
 
     def __init__(self, beam_size: int = 5, max_len_a: float = 2.0, max_len_b: int = 10, max_len_cap: int = 256) -> None:

@@ -9,7 +9,9 @@ support too, as in Eikema and Aziz's implementation. Utilities (utility.py): ``c
 pseudo-reference), with each distinct sentence embedded once and every pair scored from
 the cached embeddings.
 
-Needs the tokenizer (``decoder.bind(tokenizer)``) to turn token ids into text. The result
+``bind(tokenizer)`` gives it the tokenizer that turns token ids into text and builds the
+utility (loading COMET for the ``comet`` utility), so a loop finds a bad COMET model before
+its first segment. Sample seeds are ``seed + index`` (the sentence's stream position). The result
 lists every candidate, ordered by expected utility (ties: higher model score first); each
 ``Hypothesis.score`` is still the raw log P(y|x), and ``info["utilities"]`` gives the
 expected utility of each, in the same order.
@@ -23,43 +25,38 @@ from typing import Any
 from simpe.decoders.base import DECODERS, Decoder, DecodeResult, Hypothesis
 from simpe.decoders.incremental import LengthLimit, check_int, decoding, encode
 from simpe.decoders.sampling import draw_samples
-from simpe.decoders.utility import UTILITIES, Utility, build_utility
 from simpe.errors import ConfigError
+from simpe.metrics.utility import COMET, Utility, build_utility, check_utility
 
 
 @DECODERS.add("mbr")
 class MbrDecoder(Decoder):
     """MBR over ``samples`` seeded ancestral samples with a chrF, chrF++, sentence-BLEU or COMET utility."""
 
-    name = "mbr"
-
     def __init__(self, samples: int = 100, seed: int = 0, utility: str = "chrf", comet_model: Any = None,
                  max_len_a: float = 2.0, max_len_b: int = 10, max_len_cap: int = 256) -> None:
         check_int("samples", samples, 1)
         check_int("seed", seed, 0)
-        if utility not in UTILITIES:
-            raise ConfigError(f"unknown MBR utility {utility!r}; known: {', '.join(UTILITIES)}")
-        if utility == "comet" and comet_model is None:
-            raise ConfigError("MBR utility 'comet' needs comet_model (a hub id, model folder or checkpoint)")
+        check_utility(utility, comet_model)
         self.samples, self.seed, self.utility_name, self.comet_model = samples, seed, utility, comet_model
         self.limit = LengthLimit(max_len_a, max_len_b, max_len_cap)
-        self._utility: Utility | None = None
+        self.utility: Utility | None = None
 
-    @property
-    def utility(self) -> Utility:
-        if self._utility is None:  # built on first use: COMET loads lazily
-            self._utility = build_utility(self.utility_name, self.comet_model)
-        return self._utility
+    def bind(self, tokenizer: Any) -> MbrDecoder:
+        """Keep the tokenizer and build the utility (COMET loads here, once)."""
+        self.tokenizer = tokenizer
+        if self.utility is None:
+            self.utility = build_utility(self.utility_name, self.comet_model)
+        return self
 
-    def decode(self, model: Any, input_ids: Any, source_text: str | None = None, seed: int | None = None) -> DecodeResult:
-        """MBR-decode one source; ``source_text`` (for COMET) defaults to the detokenised ``input_ids``,
-        ``seed`` overrides the constructor's seed for this call."""
-        if self.tokenizer is None:
+    def decode(self, model: Any, input_ids: Any, *, index: int = 0, source: str | None = None) -> DecodeResult:
+        """MBR-decode one source; ``source`` (for COMET) defaults to the detokenised ``input_ids``."""
+        if self.tokenizer is None or self.utility is None:
             raise ConfigError("the mbr decoder compares text: call decoder.bind(tokenizer) before decode()")
         t0 = time.perf_counter()
         with decoding(model):
-            source = encode(model, input_ids, self.limit)
-            drawn, expansions = draw_samples(model, source, self.samples, self.seed if seed is None else seed)
+            encoded = encode(model, input_ids, self.limit)
+            drawn, expansions = draw_samples(model, encoded, self.samples, self.seed + index)
         counts = Counter(h.tokens for h in drawn)
         candidates: dict[tuple[int, ...], Hypothesis] = {}
         for h in drawn:
@@ -69,8 +66,8 @@ class MbrDecoder(Decoder):
         if len(cands) == 1:
             expected = [0.0]
         else:
-            src_text = source_text
-            if src_text is None and self.utility_name == "comet":
+            src_text = source
+            if src_text is None and self.utility_name == COMET:
                 ids = input_ids[0] if hasattr(input_ids, "dim") and input_ids.dim() == 2 else input_ids
                 src_text = self.tokenizer.decode(ids, skip_special_tokens=True, use_source_tokenizer=True)
             matrix = self.utility.matrix(texts, texts, src_text)  # (candidates, candidates): u(candidate, support)

@@ -73,8 +73,6 @@ def draw_samples(model: Any, source: Source, samples: int, seed: int) -> tuple[l
 class SamplingDecoder(Decoder):
     """``samples`` seeded ancestral samples, sorted by model score (best first)."""
 
-    name = "sampling"
-
     def __init__(self, samples: int = 200, seed: int = 0, unique: bool = False, max_len_a: float = 2.0,
                  max_len_b: int = 10, max_len_cap: int = 256) -> None:
         check_int("samples", samples, 1)
@@ -82,12 +80,12 @@ class SamplingDecoder(Decoder):
         self.samples, self.seed, self.unique = samples, seed, bool(unique)
         self.limit = LengthLimit(max_len_a, max_len_b, max_len_cap)
 
-    def decode(self, model: Any, input_ids: Any, seed: int | None = None) -> DecodeResult:
-        """Sample; ``seed`` overrides the constructor's seed for this call (e.g. seed + segment index)."""
+    def decode(self, model: Any, input_ids: Any, *, index: int = 0, source: str | None = None) -> DecodeResult:
+        """``samples`` samples drawn with seed ``seed + index``."""
         t0 = time.perf_counter()
         with decoding(model):
-            source = encode(model, input_ids, self.limit)
-            drawn, expansions = draw_samples(model, source, self.samples, self.seed if seed is None else seed)
+            encoded = encode(model, input_ids, self.limit)
+            drawn, expansions = draw_samples(model, encoded, self.samples, self.seed + index)
         order = list(range(len(drawn)))
         distinct = len({h.tokens for h in drawn})
         if self.unique:

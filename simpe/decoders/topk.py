@@ -373,8 +373,6 @@ class TopKDecoder(Decoder):
     search cut short is marked exact=False); bound_slack; max_len_a/b/cap.
     """
 
-    name = "topk"
-
     def __init__(self, k: int = 10, beam_size: int | None = None, batch_size: int = 64, max_rows: int = 256,
                  max_expansions: int | None = None, max_seconds: float | None = None, bound_slack: float = 1e-4,
                  max_len_a: float = 2.0, max_len_b: int = 10, max_len_cap: int = 256) -> None:
@@ -390,10 +388,10 @@ class TopKDecoder(Decoder):
         self.max_expansions, self.max_seconds, self.bound_slack = max_expansions, max_seconds, float(bound_slack)
         self.limit = LengthLimit(max_len_a, max_len_b, max_len_cap)
 
-    def decode(self, model: Any, input_ids: Any) -> DecodeResult:
+    def decode(self, model: Any, input_ids: Any, *, index: int = 0, source: str | None = None) -> DecodeResult:
         return self.decode_batch(model, [input_ids])[0]
 
-    def decode_batch(self, model: Any, batch: list[Any]) -> list[DecodeResult]:
+    def decode_batch(self, model: Any, batch: list[Any], *, start: int = 0) -> list[DecodeResult]:
         """Exact top-k of several sources, searched in lockstep (see the module docstring)."""
         if not batch:
             return []

@@ -31,8 +31,6 @@ from simpe.decoders.incremental import NEG_INF, LengthLimit, check_int, check_nu
 class TopKReferenceDecoder(Decoder):
     """Exact top-k by the DFS of Algorithm 1 (seed 003); slow, for reference."""
 
-    name = "topk_dfs"
-
     def __init__(self, k: int = 10, beam_size: int | None = None, max_expansions: int | None = None,
                  max_seconds: float | None = None, bound_slack: float = 1e-4, max_len_a: float = 2.0, max_len_b: int = 10,
                  max_len_cap: int = 256) -> None:
@@ -44,7 +42,7 @@ class TopKReferenceDecoder(Decoder):
         self.max_expansions, self.max_seconds, self.bound_slack = max_expansions, max_seconds, float(bound_slack)
         self.limit = LengthLimit(max_len_a, max_len_b, max_len_cap)
 
-    def decode(self, model: Any, input_ids: Any) -> DecodeResult:
+    def decode(self, model: Any, input_ids: Any, *, index: int = 0, source: str | None = None) -> DecodeResult:
         from transformers.cache_utils import DynamicCache, EncoderDecoderCache
         from transformers.modeling_outputs import BaseModelOutput
 

@@ -4,7 +4,11 @@ A method decides which parameters the online update may change (its trainable se
 may add parameters of its own (the ``bias`` term), may post-process parameters after
 each update (``lasso``'s proximal step and budget projection), and says what a compact
 per-user store of the adapted state holds and how many bytes it takes. The update
-itself (SGD, clipping, repetitions) is shared: ``simpe.update``.
+itself (SGD, clipping, repetitions) is shared: ``simpe.update``, and its settings reach a
+method through ``attach`` (``lasso``'s proximal step uses the update's learning rate).
+
+A method's parameters are its constructor's keyword arguments (checked by
+``METHODS.build``); ``adapters/<name>.yaml`` sets them under ``method.params``.
 """
 from __future__ import annotations
 
@@ -14,6 +18,7 @@ from typing import Any
 
 import torch
 
+from simpe.config import UpdateConfig
 from simpe.registry import Registry
 
 # Parameters that are never adapted: Marian's sinusoidal position tables are fixed, not learned.
@@ -37,17 +42,18 @@ class Method(ABC):
     """One adaptation method. Lifecycle: ``attach(model)``, then per segment the shared
     update steps ``trainable()`` and calls ``after_update()``."""
 
-    name: str = ""
+    name: str = ""  # set by METHODS.add
 
-    def __init__(self, **params: Any) -> None:
-        if params:
-            from simpe.errors import ConfigError
+    def attach(self, model: Any, model_dir: Path | None, update: UpdateConfig) -> None:
+        """Prepare ``model`` for this method: add parameters, choose the trainable set.
 
-            raise ConfigError(f"method {self.name!r} takes no params, got {', '.join(sorted(params))}")
-
-    def attach(self, model: Any, model_dir: Path | None) -> None:
-        """Prepare ``model`` for this method: add parameters, choose the trainable set."""
+        Args:
+            model: the MarianMTModel the loop translates with and updates.
+            model_dir: its folder (None for a hub model), where ``fixed`` finds its selection.
+            update: the shared update settings the loop will step with.
+        """
         self.model = model
+        self.update = update
         model.requires_grad_(False)
         self._trainable = self.select(model, model_dir)
         for param in self._trainable.values():

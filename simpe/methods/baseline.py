@@ -4,4 +4,4 @@ from simpe.methods.base import METHODS, Method
 
 @METHODS.add("baseline")
 class BaselineMethod(Method):
-    name = "baseline"
+    """No trainable parameters: the loop translates and scores only."""

@@ -28,7 +28,7 @@ def attach_output_bias(model: Any) -> torch.nn.Parameter:
 
 @METHODS.add("bias")
 class BiasMethod(Method):
-    name = "bias"
+    """A second, trainable output bias; everything else frozen."""
 
     def select(self, model, model_dir):
         return {OUTPUT_BIAS: attach_output_bias(model)}

@@ -53,7 +53,7 @@ def choose_tensors(base: dict[str, torch.Tensor], adapted: dict[str, torch.Tenso
 
 @METHODS.add("fixed")
 class FixedMethod(Method):
-    name = "fixed"
+    """The tensors of a selection file made by ``simpe select-fixed``."""
 
     def __init__(self, selection: str | None = None) -> None:
         self.selection = selection

@@ -4,7 +4,7 @@ from simpe.methods.base import METHODS, Method, base_parameters
 
 @METHODS.add("full")
 class FullMethod(Method):
-    name = "full"
+    """Every learnable parameter."""
 
     def select(self, model, model_dir):
         return base_parameters(model)

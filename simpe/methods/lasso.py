@@ -6,7 +6,8 @@ proximal step shrinks each group's offset δ_g = θ_g - θ0_g by the group lasso
 ||δ_g||, greedily) within the budget keep their offsets and every other group is reset
 to its base value exactly. Groups are whole tensors outside the embeddings and rows
 inside embedding matrices; the second output bias (``bias``) is always kept and is not
-penalised. Budgets are fractions of the model's parameter count.
+penalised. Budgets are fractions of the model's parameter count. The step size ``lr`` of the
+proximal step is the shared update's (``update.lr``), handed over by ``attach``.
 """
 from __future__ import annotations
 
@@ -22,16 +23,14 @@ from simpe.methods.bias import OUTPUT_BIAS, attach_output_bias
 
 @METHODS.add("lasso")
 class LassoMethod(Method):
-    name = "lasso"
+    """Group lasso on the offsets from the base weights, within a budget."""
 
-    def __init__(self, penalty: float = 1e-3, budget_nonembedding: float = 0.025, budget_embedding: float = 0.025,
-                 lr: float | None = None) -> None:
+    def __init__(self, penalty: float = 1e-3, budget_nonembedding: float = 0.025, budget_embedding: float = 0.025) -> None:
         for key, value in (("penalty", penalty), ("budget_nonembedding", budget_nonembedding), ("budget_embedding", budget_embedding)):
             if value < 0:
                 raise ConfigError(f"lasso {key} must be >= 0, got {value}")
         self.penalty = penalty
         self.budget_fractions = (budget_nonembedding, budget_embedding)
-        self.lr = lr  # set from the update config by the loop
 
     def select(self, model, model_dir):
         params = base_parameters(model)
@@ -48,8 +47,7 @@ class LassoMethod(Method):
 
     @torch.no_grad()
     def after_update(self) -> None:
-        assert self.lr is not None, "the loop sets LassoMethod.lr from update.lr"
-        shrink = self.lr * self.penalty
+        shrink = self.update.lr * self.penalty  # the proximal step of an SGD step of size lr
         # tensors outside the embeddings: one group each (foreach ops: one pass per step, no Python loop over data)
         names = list(self.tensors)
         params = [self.tensors[n] for n in names]

@@ -10,7 +10,7 @@ def top_layer_prefixes(model) -> tuple[str, str]:
 
 @METHODS.add("top")
 class TopMethod(Method):
-    name = "top"
+    """The topmost encoder layer and the topmost decoder layer."""
 
     def select(self, model, model_dir):
         prefixes = top_layer_prefixes(model)

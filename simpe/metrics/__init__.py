@@ -1,11 +1,13 @@
-"""Metrics: R0/R1/R0+1 (recall), BLEU/chrF/TER/SBLEU (sacre), COMET (comet), and the online scorer.
+"""The metric stack: one ``Metric`` contract (base.py) for every number simpe reports.
 
-Importing the package registers the sentence metrics in ``METRICS`` (bleu, sbleu, chrf,
-ter). Only cheap modules are imported here; ``comet`` imports unbabel-comet lazily, inside
-``CometScorer``.
+sacre.py: bleu, sbleu, chrf, chrf++, ter (sacreBLEU); recall.py: R0/R1/R0+1 and their
+variants; comet.py: COMET (unbabel-comet, imported lazily inside ``CometScorer``);
+utility.py: any of them as an MBR utility / ranking quality; text.py and stopwords.py:
+the R metrics' word pipeline; online.py: the streaming scorer of the loop. Importing the
+package registers the metrics in ``METRICS``.
 """
-from simpe.metrics import comet, recall, sacre  # noqa: F401  (registers the sentence metrics)
-from simpe.metrics.base import METRICS, SentenceMetric
-from simpe.metrics.online import MetricsConfig, OnlineScorer, cumulative_curves
+from simpe.metrics import comet, recall, sacre  # noqa: F401  (registers the metrics)
+from simpe.metrics.base import METRICS, Metric
+from simpe.metrics.online import OnlineScorer, cumulative_curves, logged_stats, metric_for
 
-__all__ = ["METRICS", "SentenceMetric", "MetricsConfig", "OnlineScorer", "cumulative_curves"]
+__all__ = ["METRICS", "Metric", "OnlineScorer", "cumulative_curves", "logged_stats", "metric_for"]

@@ -13,7 +13,10 @@ every segment of the online loop). Scores equal ``model.predict``'s up to float 
 comet loads checkpoints with ``strict=False``; simpe compares the checkpoint's weights with
 the model's parameters itself and refuses a checkpoint that lacks some.
 
-This module does not download anything itself and does not do MBR (the decoders do).
+``CometMetric`` is COMET in the metric stack: a corpus figure is the mean of the segment
+scores (statistics [score, 1]), and its signature names the model, the batch size and the
+unbabel-comet version. This module does not download anything itself and does not do MBR
+(the decoders do; their COMET utility is ``simpe.metrics.utility.CometUtility``).
 """
 from __future__ import annotations
 
@@ -25,6 +28,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from simpe.errors import ConfigError, DataError, ModelError
+from simpe.metrics.base import METRICS, MeanMetric
 
 logger = logging.getLogger(__name__)
 
@@ -180,3 +184,28 @@ class CometScorer:
 
     def __repr__(self) -> str:
         return f"CometScorer({self.model_name!r}, batch_size={self.batch_size}, device={str(self.device)!r})"
+
+
+def comet_signature(model: str, batch_size: int) -> str:
+    """``model:<id>|batch:<n>|version:<unbabel-comet version>``."""
+    try:
+        from importlib.metadata import version
+
+        comet_version = version("unbabel-comet")
+    except Exception:  # pragma: no cover - metadata missing
+        comet_version = "unknown"
+    return f"model:{model}|batch:{batch_size}|version:{comet_version}"
+
+
+@METRICS.add("comet")
+class CometMetric(MeanMetric):
+    """COMET as a corpus metric: the mean of segment scores (computed in batches by ``CometScorer``)."""
+
+    label = "COMET"
+
+    def __init__(self, model: str | None = None, batch_size: int = 16) -> None:
+        self.model, self.batch_size = model, batch_size
+
+    def signature(self) -> str:
+        return comet_signature(self.model or "?", self.batch_size)
+

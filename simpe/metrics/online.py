@@ -13,94 +13,97 @@ One addition to the documented record: with ``subword=True`` the returned dict a
 holds ``ref_pieces`` (the reference's subword pieces), because resuming the subword
 occurrence counts needs them and they cannot be recovered from the text.
 
+Every value comes from the metric stack (``simpe.metrics.base``): sacreBLEU's BLEU, chrF
+and TER statistics under ``stats`` (each metric's declared layout), SBLEU and the R values
+under ``metrics``. ``logged_stats`` is the one place that says where a metric's per-segment
+statistics sit in a record, and ``metric_for`` gives the ``Metric`` that scores them, for
+every reader of the logs (compare's bootstrap, plots).
+
 This module does not translate, write files, or run COMET (``simpe.metrics.comet``).
 """
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass, fields
+from pathlib import Path
 from typing import Any
 
-from simpe.errors import ConfigError, DataError
-from simpe.metrics.recall import RecallCounter, load_vocab, ratio, r_names
-from simpe.metrics.sacre import CORPUS_METRICS, SacreStats
-from simpe.stopwords import load_stopwords
-from simpe.text import ContentWords, TextPipeline
+from simpe.config import MetricsConfig
+from simpe.errors import DataError
+from simpe.metrics.base import METRICS, Metric
+from simpe.metrics.recall import RecallCounter, RecallMetric, load_vocab, ratio
+from simpe.metrics.sacre import BleuMetric, ChrfMetric, SbleuMetric, TerMetric
+from simpe.metrics.stopwords import load_stopwords
+from simpe.metrics.text import ContentWords, TextPipeline
 
 logger = logging.getLogger(__name__)
 
+CORPUS_METRICS = ("bleu", "chrf", "ter")  # logged under "stats" with their sufficient statistics
+_R_NAME = re.compile(r"^(novel:|subword:)?r(\d+|0\+1|0\.\.\d+)$")
 
-@dataclass
-class MetricsConfig:
-    """What the online scorer computes and how it finds content words."""
 
-    lang: str = "de"                      # target language (tokeniser, stopwords)
-    truecaser: str | None = None          # path to a MosesTruecaser model, or None
-    stopwords: str = "de"                 # a language code under stopwords/ or a path
-    r_max_k: int = 1                      # log r0..r{k} and r0..k variants up to this k (r0+1 is always logged, named "r0+1")
-    novel_vocab: str | None = None        # path to a word list (one per line) for the novel-word variant, names "novel:r0" ...
-    subword: bool = False                 # also log subword variants "subword:r0" ... from the pieces
+def metric_for(name: str) -> Metric:
+    """The ``Metric`` that scores the logged statistics of ``name`` (any name under ``cumulative``, or comet)."""
+    if _R_NAME.match(name):
+        return RecallMetric(name)
+    return METRICS.build(name)
 
-    def __post_init__(self) -> None:
-        if not isinstance(self.lang, str) or not self.lang:
-            raise ConfigError(f"metrics lang must be a language code such as 'de', got {self.lang!r}")
-        if isinstance(self.truecaser, str) and self.truecaser.lower() in ("", "none"):
-            self.truecaser = None
-        if self.truecaser is not None and not isinstance(self.truecaser, str):
-            self.truecaser = str(self.truecaser)
-        self.stopwords = str(self.stopwords) if self.stopwords else ""
-        if not self.stopwords:
-            raise ConfigError("metrics stopwords must be a language code such as 'de' or a path to a word list")
-        r_names(self.r_max_k)  # validates r_max_k
-        if self.novel_vocab is not None and not isinstance(self.novel_vocab, str):
-            self.novel_vocab = str(self.novel_vocab)
-        if not isinstance(self.subword, bool):
-            raise ConfigError(f"metrics subword must be true or false, got {self.subword!r}")
 
-    @classmethod
-    def from_dict(cls, values: Mapping[str, Any]) -> "MetricsConfig":
-        """Build from a config mapping; an unknown key is a ConfigError naming the known ones."""
-        known = [f.name for f in fields(cls)]
-        unknown = sorted(set(values) - set(known))
-        if unknown:
-            raise ConfigError(f"unknown metrics setting(s) {', '.join(unknown)}; known: {', '.join(known)}")
-        return cls(**values)
+def logged_stats(record: Mapping[str, Any], name: str) -> list[float] | None:
+    """Per-segment statistics of metric ``name`` in a segments.jsonl record, laid out as its ``stat_names``.
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    BLEU, chrF and TER: ``stats[name]``; R values: ``metrics[name]`` ([matched, types]);
+    SBLEU: ``[metrics["sbleu"], 1]``. None when the record does not hold them.
+    """
+    if name in CORPUS_METRICS:
+        value = (record.get("stats") or {}).get(name)
+    else:
+        value = (record.get("metrics") or {}).get(name)
+        if name == "sbleu" or name == "comet":
+            value = None if not isinstance(value, (int, float)) or isinstance(value, bool) else [value, 1]
+    if not isinstance(value, (list, tuple)) or not value:
+        return None
+    return [float(v) for v in value]
 
 
 class OnlineScorer:
     """Scores a stream one segment at a time and keeps the running sums behind every cumulative value."""
 
-    def __init__(self, cfg: MetricsConfig) -> None:
+    def __init__(self, cfg: MetricsConfig, model_dir: Path | None = None) -> None:
+        """
+        Args:
+            cfg: the metrics section of the config.
+            model_dir: the model folder, where ``truecaser: model`` finds ``truecase.<lang>.model``.
+        """
         self.cfg = cfg
-        self.pipeline = TextPipeline(cfg.lang, cfg.truecaser)
+        self.truecaser = cfg.truecaser_path(model_dir)
+        self.pipeline = TextPipeline(cfg.lang, self.truecaser)
         self.stopwords = load_stopwords(cfg.stopwords)
         self.content_types = ContentWords(self.stopwords)
-        self.sacre = SacreStats()
+        self.corpus: dict[str, Metric] = {"bleu": BleuMetric(), "chrf": ChrfMetric(), "ter": TerMetric()}
+        self.sbleu = SbleuMetric()
         self.words = RecallCounter(cfg.r_max_k)
         self.novel = None
         if cfg.novel_vocab is not None:
             self.novel = RecallCounter(cfg.r_max_k, vocab=load_vocab(cfg.novel_vocab), prefix="novel:")
         self.subwords = RecallCounter(cfg.r_max_k, prefix="subword:") if cfg.subword else None
         self.num_segments = 0
-        self.totals: dict[str, list] = {"bleu": [0] * self.sacre.bleu_width, "chrf": [0] * self.sacre.chrf_width, "ter": [0, 0]}
+        self.totals: dict[str, list] = {name: [0] * len(metric.stat_names) for name, metric in self.corpus.items()}
         self.sbleu_sum = 0.0
 
     # ------------------------------------------------------------ names
+    def recall_counters(self) -> list[RecallCounter]:
+        """The R counters in logging order: words, then novel words and subwords when configured."""
+        return [c for c in (self.words, self.novel, self.subwords) if c is not None]
+
     def r_metric_names(self) -> list[str]:
         """Names of every R value this scorer logs, in logging order."""
-        names = list(self.words.names)
-        for counter in (self.novel, self.subwords):
-            if counter is not None:
-                names += counter.names
-        return names
+        return [name for counter in self.recall_counters() for name in counter.names]
 
     def metric_names(self) -> list[str]:
         """Names under ``cumulative`` (and ``summary()["corpus"]``), in order."""
-        return ["bleu", "chrf", "ter", "sbleu"] + self.r_metric_names()
+        return [*CORPUS_METRICS, "sbleu", *self.r_metric_names()]
 
     # ------------------------------------------------------------ scoring
     def add(self, hypothesis: str, reference: str, hyp_pieces: list[str] | None = None,
@@ -116,11 +119,11 @@ class OnlineScorer:
             raise DataError("the subword R variants (subword=True) need hyp_pieces and ref_pieces for every segment")
         hyp_tokens = " ".join(self.pipeline.tokens(hypothesis))
         ref_tokens = " ".join(self.pipeline.tokens(reference))
-        stats = self.sacre.segment_stats(hypothesis, reference)
+        stats = {name: metric.segment_stats(hypothesis, reference) for name, metric in self.corpus.items()}
         metrics: dict[str, Any] = {
-            "sbleu": self.sacre.sbleu_score(stats["bleu"]),
-            "chrf": self.sacre.chrf_score(stats["chrf"]),
-            "ter": self.sacre.ter_score(stats["ter"]),
+            "sbleu": self.sbleu.score_of_bleu_stats(stats["bleu"]),
+            "chrf": self.corpus["chrf"].score_from_stats(stats["chrf"]),
+            "ter": self.corpus["ter"].score_from_stats(stats["ter"]),
         }
         # Types from the joined strings, exactly what replay() will see in the record.
         hyp_types = self.content_types(hyp_tokens.split())
@@ -153,7 +156,10 @@ class OnlineScorer:
         if missing:
             raise DataError(f"logged segment {record.get('index', '?')} lacks {', '.join(missing)}; cannot resume the metrics from it")
         metrics, stats = record["metrics"], record["stats"]
-        self.sacre.check_stats(stats)
+        for name, metric in self.corpus.items():
+            value = stats.get(name)
+            if not isinstance(value, list) or len(value) != len(metric.stat_names):
+                raise DataError(f"logged stats[{name!r}] should be a list of {len(metric.stat_names)} numbers, got {value!r}")
         if not isinstance(metrics.get("sbleu"), (int, float)):
             raise DataError(f"logged segment {record.get('index', '?')} has no numeric metrics['sbleu']")
         ref_types = self.content_types(record["ref_tokens"].split())
@@ -167,23 +173,26 @@ class OnlineScorer:
     # ------------------------------------------------------------ running values
     def cumulative(self) -> dict[str, float | None]:
         """Every metric over the segments seen so far (BLEU/chrF/TER/SBLEU 0-100, R as fractions, None if undefined)."""
-        values: dict[str, float | None] = {name: self.sacre.score(name, self.totals[name]) for name in CORPUS_METRICS}
+        values: dict[str, float | None] = {name: self.corpus[name].score_from_stats(self.totals[name]) for name in CORPUS_METRICS}
         values["sbleu"] = self.sbleu_sum / self.num_segments if self.num_segments else None
-        for counter in (self.words, self.novel, self.subwords):
-            if counter is not None:
-                for name, (num, den) in counter.totals.items():
-                    values[name] = ratio(num, den)
+        for counter in self.recall_counters():
+            for name, (num, den) in counter.totals.items():
+                values[name] = ratio(num, den)
         return values
+
+    def signatures(self) -> dict[str, str]:
+        """sacreBLEU signatures of ``bleu``, ``chrf``, ``ter`` and ``sbleu``."""
+        return {**{name: metric.signature() for name, metric in self.corpus.items()}, "sbleu": self.sbleu.signature()}
 
     def summary(self) -> dict:
         """{"corpus": {"bleu","chrf","ter","sbleu","r0","r1","r0+1", ...variants}, "signatures": {"bleu": str, "chrf": str, "ter": str, "sbleu": str}}"""
         corpus = self.cumulative()
         if not self.num_segments:
             corpus.update({name: None for name in CORPUS_METRICS})
-        return {"corpus": corpus, "signatures": self.sacre.signatures()}
+        return {"corpus": corpus, "signatures": self.signatures()}
 
 
-def cumulative_curves(records: Iterable[dict], cfg: MetricsConfig) -> dict[str, list[float | None]]:
+def cumulative_curves(records: Iterable[dict], cfg: MetricsConfig, model_dir: Path | None = None) -> dict[str, list[float | None]]:
     """Cumulative value of every metric after each logged record (what Figure 2's deltas are made of).
 
     Args:
@@ -192,7 +201,7 @@ def cumulative_curves(records: Iterable[dict], cfg: MetricsConfig) -> dict[str, 
     Returns:
         ``{metric name: [value after segment 0, after segment 1, ...]}``.
     """
-    scorer = OnlineScorer(cfg)
+    scorer = OnlineScorer(cfg, model_dir)
     curves: dict[str, list[float | None]] = {name: [] for name in scorer.metric_names()}
     for record in records:
         scorer.replay(record)

@@ -14,7 +14,7 @@ Names: ``r0``, ``r1``, ..., ``r{k}``, ``r0+1`` (always; = R0..1) and ``r0..j`` f
 training vocabulary (``load_vocab``/``build_vocab``); ``subword:`` uses raw subword units
 (all pieces, no stopword filter, as in the paper's Table 4) as the "words".
 
-This module works on sets of types; turning text into content types is ``simpe.text``'s
+This module works on sets of types; turning text into content types is ``simpe.metrics.text``'s
 job, and the online bookkeeping of every metric is ``simpe.metrics.online``'s.
 """
 from __future__ import annotations
@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from simpe.errors import ConfigError, DataError
+from simpe.metrics.base import Metric
+from simpe.textfile import read_lines
 
 
 def r_names(max_k: int = 1, prefix: str = "") -> list[str]:
@@ -37,6 +39,26 @@ def r_names(max_k: int = 1, prefix: str = "") -> list[str]:
 def ratio(num: float, den: float) -> float | None:
     """num/den, or None when the denominator is 0 (an undefined R value)."""
     return num / den if den else None
+
+
+class RecallMetric(Metric):
+    """One R value (``r0``, ``r0+1``, ``novel:r1`` ...): statistics [matched types, reference types].
+
+    The statistics of a segment depend on the references before it, so they come from a
+    ``RecallCounter``; the score of summed statistics is their ratio (a fraction; tables
+    show percent), undefined while no reference type has been counted.
+    """
+
+    percent = True
+    stat_names = ("matched", "types")
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        prefix, _, base = name.rpartition(":")
+        self.label = (prefix + ":" if prefix else "") + base.upper()
+
+    def score_from_stats(self, stats: Sequence[float]) -> float | None:
+        return ratio(stats[0], stats[1])
 
 
 class RecallCounter:
@@ -157,22 +179,13 @@ def write_vocab(vocab: Iterable[str], path: str | Path) -> None:
 
 def load_vocab(path: str | Path) -> frozenset[str]:
     """Read a word list (one word per line; surrounding whitespace and blank lines ignored; case kept)."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise DataError(f"vocabulary file {str(path)!r} does not exist (build one from the training target text "
-                        "with simpe.metrics.recall.build_vocab_file)") from None
-    except IsADirectoryError:
-        raise DataError(f"vocabulary file {str(path)!r} is a folder, not a word list") from None
-    except UnicodeDecodeError as err:
-        raise DataError(f"vocabulary file {str(path)!r} is not valid UTF-8 (byte {err.start})") from None
-    return frozenset(w.strip() for w in text.splitlines() if w.strip())
+    return frozenset(w.strip() for w in read_lines(path, "vocabulary file") if w.strip())
 
 
 def build_vocab_file(text_path: str | Path, out_path: str | Path, lang: str = "de",
                      truecaser: str | Path | None = None) -> int:
     """Build the training vocabulary of a plain-text file (one segment per line) and write it; return its size."""
-    from simpe.text import TextPipeline
+    from simpe.metrics.text import TextPipeline
 
     try:
         with open(text_path, encoding="utf-8") as f:

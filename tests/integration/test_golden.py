@@ -22,7 +22,7 @@ REPO = Path(__file__).resolve().parents[2]
 GOLDEN = REPO / "tests" / "golden"
 RUNS = {
     "lasso": ["data.segments=6", "snapshots.every=3", "snapshots.probe_size=3",
-              "snapshots.params={k: 3, samples: 8, max_expansions: 2000}"],
+              "ranking.k=3", "ranking.samples=8", "ranking.max_expansions=2000"],
     "fixed": ["data.segments=6"],
 }
 REL, ABS = 1e-4, 1e-6

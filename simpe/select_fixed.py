@@ -3,7 +3,8 @@
 Adapts a copy of the model with ``full`` and the paper's update over the dev split (no
 translation, updates only), then keeps the non-embedding tensors with the largest
 relative change within the budget (``simpe.methods.fixed.choose_tensors``) and writes
-the selection next to the model. It does not run the online loop.
+the selection next to the model. The update settings are the runs' (``update`` in
+adapters/defaults.yaml) unless given. It does not run the online loop.
 """
 from __future__ import annotations
 
@@ -14,14 +15,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from simpe.config import UpdateConfig
+from simpe.config import UpdateConfig, defaults
 from simpe.datasets import DATASETS, stream_hash
 from simpe.errors import ConfigError
+from simpe.methods import METHODS
 from simpe.methods.base import base_parameters
 from simpe.methods.fixed import SELECTION_FILE, choose_tensors
-from simpe.methods.full import FullMethod
-from simpe.model import load_model
-from simpe.update import encode_pair, update
+from simpe.model import encode_pair, load_model
+from simpe.update import update
 
 logger = logging.getLogger(__name__)
 
@@ -29,7 +30,10 @@ logger = logging.getLogger(__name__)
 def select_fixed(model_id: str | None, dataset: str = "libreoffice", split: str = "dev", budget: float = 0.025,
                  segments: int | None = None, device: str = "auto", out: Path | None = None,
                  update_cfg: UpdateConfig | None = None, progress: bool = True) -> dict[str, Any]:
-    """Adapt fully over ``split`` and write the ``fixed`` selection; return it."""
+    """Adapt fully over ``split`` and write the ``fixed`` selection; return it.
+
+    update_cfg: the update settings (default: the ``update`` section of adapters/defaults.yaml).
+    """
     if not 0 < budget <= 1:
         raise ConfigError(f"budget must be a fraction of the model size in (0, 1], got {budget}")
     data = DATASETS.build(dataset).load(split)[:segments]
@@ -39,11 +43,11 @@ def select_fixed(model_id: str | None, dataset: str = "libreoffice", split: str 
             raise ConfigError("the model came from the hub: give --out PATH for the selection file")
         out = loaded.path / SELECTION_FILE
     model, tokenizer = loaded.model, loaded.tokenizer
-    method = FullMethod()
-    method.attach(model, loaded.path)
+    cfg = update_cfg or defaults("update")
+    method = METHODS.build("full")
+    method.attach(model, loaded.path, cfg)
     base = {n: p.detach().clone() for n, p in base_parameters(model).items()}
     total = sum(p.numel() for p in base.values())
-    cfg = update_cfg or UpdateConfig()
     started = time.time()
     iterator = data
     if progress:

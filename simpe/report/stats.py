@@ -1,4 +1,9 @@
-"""Paired bootstrap significance tests of a method against the baseline, from logged statistics.
+"""Statistics over logged figures: paired bootstrap tests, and correlations across models.
+
+Pure numerical code (numpy and the standard library only); it imports nothing else from
+simpe, so any part may use it.
+
+Paired bootstrap significance tests of a method against the baseline, from logged statistics.
 
 Resampling is sacreBLEU's paired bootstrap scheme (``sacrebleu.significance._paired_bs_test``,
 sacreBLEU 2.6.0): the segment indices of all resamples are drawn at once with
@@ -18,19 +23,24 @@ by the observed one (Koehn 2004; Berg-Kirkpatrick et al. 2012), two-sided:
     p = (1 + #{b : |Δ*_b - Δ| >= |Δ|}) / (1 + B)
 
 which gives p = 1 for an identical method and about 1/(B+1) for a clearly different one.
-This module computes; it does not read runs or format tables.
+
+Correlations (``pearson``, ``spearman``, ``kendall`` tau-b with ties) serve seed 000's
+Table 3 study (``simpe.ranking.study``). This module computes; it does not read runs or
+format tables.
 """
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Callable
 
 import numpy as np
 
 DEFAULT_SEED = 12345
 DEFAULT_RESAMPLES = 1000
 
-# (k, d) summed statistics -> (k,) scores
+# (k, d) summed statistics -> (k,) scores; e.g. ``Metric.scores_from_stats`` of the metric stack
 ScoreFn = Callable[[np.ndarray], np.ndarray]
 
 
@@ -46,27 +56,6 @@ def resample_counts(num_segments: int, num_resamples: int = DEFAULT_RESAMPLES, s
     indices = rng.choice(num_segments, size=(num_resamples, num_segments), replace=True)  # (B, n)
     indices += np.arange(num_resamples)[:, None] * num_segments  # row b's indices -> b * n + index
     return np.bincount(indices.ravel(), minlength=num_resamples * num_segments).reshape(num_resamples, num_segments)  # (B, n)
-
-
-def ratio_score(scale: float = 100.0) -> ScoreFn:
-    """Score of summed [numerator, denominator] pairs: scale * num / den (NaN where den = 0)."""
-
-    def score(summed: np.ndarray) -> np.ndarray:
-        summed = np.atleast_2d(summed)  # (k, 2)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return np.where(summed[:, 1] > 0, scale * summed[:, 0] / summed[:, 1], np.nan)
-
-    return score
-
-
-def sacrebleu_score(metric: Any) -> ScoreFn:
-    """Score of summed sufficient statistics with a sacreBLEU metric object (BLEU, CHRF, TER)."""
-
-    def score(summed: np.ndarray) -> np.ndarray:
-        summed = np.atleast_2d(summed)  # (k, d)
-        return np.array([metric._compute_score_from_stats(row).score for row in summed], dtype=float)
-
-    return score
 
 
 def bootstrap_scores(stats: np.ndarray, score: ScoreFn, counts: np.ndarray) -> np.ndarray:
@@ -131,3 +120,63 @@ def paired_bootstrap(baseline_stats: np.ndarray, system_stats: np.ndarray, score
     counts = resample_counts(baseline_stats.shape[0], num_resamples, seed)  # (B, n)
     return paired_test(float(score(baseline_stats.sum(0))[0]), float(score(system_stats.sum(0))[0]),
                        bootstrap_scores(baseline_stats, score, counts), bootstrap_scores(system_stats, score, counts))
+
+
+# ---------------------------------------------------------------- correlations across models
+def _ranks(values: Sequence[float]) -> list[float]:
+    """Average ranks (1-based), ties sharing the mean of their positions."""
+    order = sorted(range(len(values)), key=lambda i: values[i])
+    ranks = [0.0] * len(values)
+    i = 0
+    while i < len(order):
+        j = i
+        while j + 1 < len(order) and values[order[j + 1]] == values[order[i]]:
+            j += 1
+        for m in range(i, j + 1):
+            ranks[order[m]] = (i + j) / 2 + 1
+        i = j + 1
+    return ranks
+
+
+def pearson(x: Sequence[float], y: Sequence[float]) -> float | None:
+    """Pearson's r; None with fewer than 2 points or a constant series."""
+    n = len(x)
+    if n != len(y):
+        raise ValueError("pearson needs two series of the same length")
+    if n < 2:
+        return None
+    mx, my = sum(x) / n, sum(y) / n
+    sxy = sum((a - mx) * (b - my) for a, b in zip(x, y))
+    sxx = sum((a - mx) ** 2 for a in x)
+    syy = sum((b - my) ** 2 for b in y)
+    if sxx == 0 or syy == 0:
+        return None
+    return sxy / math.sqrt(sxx * syy)
+
+
+def spearman(x: Sequence[float], y: Sequence[float]) -> float | None:
+    """Spearman's rho: Pearson's r of average ranks."""
+    return pearson(_ranks(x), _ranks(y))
+
+
+def kendall(x: Sequence[float], y: Sequence[float]) -> float | None:
+    """Kendall's tau-b (ties in either series handled); None when undefined."""
+    n = len(x)
+    if n < 2:
+        return None
+    concordant = discordant = ties_x = ties_y = 0
+    for i in range(n):
+        for j in range(i + 1, n):
+            dx, dy = x[i] - x[j], y[i] - y[j]
+            if dx == 0 and dy == 0:
+                continue
+            if dx == 0:
+                ties_x += 1
+            elif dy == 0:
+                ties_y += 1
+            elif (dx > 0) == (dy > 0):
+                concordant += 1
+            else:
+                discordant += 1
+    denom = math.sqrt((concordant + discordant + ties_x) * (concordant + discordant + ties_y))
+    return (concordant - discordant) / denom if denom else None

@@ -1,9 +1,10 @@
-"""Read finished (or, on request, unfinished) run directories for comparison and plotting.
+"""Reading run directories: one run (``load_run``), or a comparable group of them (``load_group``).
 
-A run directory (docs/run-format.md) holds one adaptation method on one stream. This module
-loads what a run logged, checks that a set of runs is comparable (same stream, exactly one
-baseline, complete unless allowed otherwise) and groups them. It never writes under
-``runs/`` (``rundir.py`` does) and never translates or loads a model.
+A run directory (docs/run-format.md, names in layout.py) holds one adaptation method on one
+stream. This module loads what a run logged, checks that a set of runs is comparable (same
+stream, exactly one baseline, complete unless allowed otherwise) and groups them, and owns
+the one JSON-lines reader (``read_jsonl``) that the writer uses too. It never writes
+(writer.py does) and never translates or loads a model.
 """
 from __future__ import annotations
 
@@ -16,17 +17,12 @@ from typing import Any, Iterable
 import yaml
 
 from simpe.errors import RunDirError
+from simpe.rundir.layout import (CONFIG_FILE, DONE_FILE, ENV_FILE, LOCK_FILE, SEGMENTS_FILE, SNAPSHOTS_FILE,
+                                 SUMMARY_FILE, is_run_dir)
 
 logger = logging.getLogger(__name__)
 
-BASELINE_METHOD = "baseline"
-SEGMENTS_FILE = "segments.jsonl"
-SNAPSHOTS_FILE = "snapshots.jsonl"
-SUMMARY_FILE = "summary.json"
-CONFIG_FILE = "config.yaml"
-ENV_FILE = "env.json"
-DONE_FILE = "DONE"
-LOCK_FILE = ".lock"
+BASELINE_METHOD = "baseline"  # the method every other run of a group is compared with
 
 
 @dataclass
@@ -63,14 +59,10 @@ class Run:
 
     @property
     def stream_sha256(self) -> str | None:
-        """The stream hash the loop wrote (summary, config ``stream.sha256``, env.json), or None."""
-        if self.summary and self.summary.get("stream_sha256"):
-            return str(self.summary["stream_sha256"])
-        stream = self.config.get("stream")
-        if isinstance(stream, dict) and stream.get("sha256"):
-            return str(stream["sha256"])
-        if self.env.get("stream_sha256"):
-            return str(self.env["stream_sha256"])
+        """The stream hash the loop wrote (summary.json at the end, env.json at the start), or None."""
+        for source in (self.summary or {}, self.env):
+            if source.get("stream_sha256"):
+                return str(source["stream_sha256"])
         return None
 
 
@@ -106,10 +98,19 @@ class RunGroup:
         return self.group_dir.name
 
 
-def _read_jsonl(path: Path, tolerate_torn_tail: bool) -> list[dict[str, Any]]:
-    """Records of a JSON-lines file; a torn last line (a killed writer) is dropped if tolerated."""
+def read_jsonl(path: Path, tolerate_torn_tail: bool) -> list[dict[str, Any]]:
+    """Records of a JSON-lines file (none when it does not exist).
+
+    The one rule for a bad line: a torn *last* line (a writer killed mid-line) is dropped,
+    with a warning, when ``tolerate_torn_tail`` (an incomplete run, or a run being resumed);
+    any other line that is not valid JSON is a RunDirError naming it.
+    """
+    if not path.exists():
+        return []
     records: list[dict[str, Any]] = []
-    lines = path.read_text(encoding="utf-8").splitlines()
+    lines = path.read_text(encoding="utf-8").split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
@@ -121,20 +122,6 @@ def _read_jsonl(path: Path, tolerate_torn_tail: bool) -> list[dict[str, Any]]:
                 break
             raise RunDirError(f"{path}: line {number} is not valid JSON ({err.msg})") from None
     return records
-
-
-def _name_of(value: Any) -> str | None:
-    """A name from a config value that is either a string or a mapping with a ``name``."""
-    if isinstance(value, str) and value:
-        return value
-    if isinstance(value, dict) and isinstance(value.get("name"), str):
-        return value["name"]
-    return None
-
-
-def is_run_dir(path: Path) -> bool:
-    """True for a folder holding segments.jsonl (a run directory, complete or not)."""
-    return path.is_dir() and (path / SEGMENTS_FILE).is_file()
 
 
 def find_runs(group_dir: Path) -> list[Path]:
@@ -189,7 +176,7 @@ def load_run(path: Path, allow_incomplete: bool = False) -> Run:
     elif complete:
         raise RunDirError(f"complete run {path} has no {SUMMARY_FILE}")
 
-    segments = _read_jsonl(path / SEGMENTS_FILE, tolerate_torn_tail=not complete)
+    segments = read_jsonl(path / SEGMENTS_FILE, tolerate_torn_tail=not complete)
     if not segments:
         raise RunDirError(f"run {path} has logged no segments")
     for position, record in enumerate(segments):
@@ -210,13 +197,11 @@ def load_run(path: Path, allow_incomplete: bool = False) -> Run:
 
     snapshots: list[dict[str, Any]] = []
     if (path / SNAPSHOTS_FILE).is_file():
-        snapshots = _read_jsonl(path / SNAPSHOTS_FILE, tolerate_torn_tail=not complete)
+        snapshots = read_jsonl(path / SNAPSHOTS_FILE, tolerate_torn_tail=not complete)
 
-    summary_or_empty = summary or {}
-    name = (_name_of(summary_or_empty.get("adapter")) or _name_of(config.get("adapter"))
-            or _name_of(config.get("name")) or path.name)
-    method = (_name_of(summary_or_empty.get("method")) or _name_of(config.get("method"))
-              or (BASELINE_METHOD if name == BASELINE_METHOD else name))
+    # what the loop writes: summary adapter/method at the end, config adapter and method.name at the start
+    name = str((summary or {}).get("adapter") or config.get("adapter") or path.name)
+    method = str((summary or {}).get("method") or (config.get("method") or {}).get("name") or name)
     return Run(path=path, name=name, method=method, config=config, summary=summary,
                segments=segments, snapshots=snapshots, complete=complete, env=env)
 
@@ -319,10 +304,7 @@ def load_group(paths: Iterable[Path], allow_incomplete: bool = False) -> RunGrou
 
 
 def _group_dir(paths: list[Path], runs: list[Run]) -> Path:
-    """The folder outputs go under: the one group folder given, else the runs' common parent."""
+    """The folder outputs go under: the one group folder given, else the baseline's group folder."""
     if len(paths) == 1 and not is_run_dir(paths[0]):
         return paths[0]
-    parents = {run.path.resolve().parent for run in runs}
-    if len(parents) == 1:
-        return runs[0].path.parent
-    return runs[0].path.parent  # the baseline's group
+    return runs[0].path.parent

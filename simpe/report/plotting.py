@@ -18,8 +18,9 @@ from typing import Any
 
 import numpy as np
 
-from simpe.compare import METRICS
-from simpe.runs import Run, RunGroup
+from simpe.metrics import metric_for
+from simpe.rundir.reader import Run, RunGroup
+from simpe.rundir.writer import OutputDir
 
 logger = logging.getLogger(__name__)
 
@@ -77,7 +78,7 @@ def cumulative_deltas(group: RunGroup, metrics: tuple[str, ...] = tuple(key for 
     baseline = {key: _cumulative(group.baseline, key, n) for key in metrics}
     deltas: dict[str, dict[str, np.ndarray]] = {}
     for run in group.methods:
-        deltas[run.name] = {key: (_cumulative(run, key, n) - baseline[key]) * METRICS[key].scale for key in metrics}
+        deltas[run.name] = {key: (_cumulative(run, key, n) - baseline[key]) * (100.0 if metric_for(key).percent else 1.0) for key in metrics}
     return DeltaCurves(segment_index=np.arange(n), deltas=deltas, labels={run.name: run.label for run in group.methods})
 
 
@@ -142,8 +143,8 @@ def _figure(width: float, height: float) -> Any:
 
 
 def _save(fig: Any, out_dir: Path, stem: str) -> list[Path]:
-    out_dir.mkdir(parents=True, exist_ok=True)
-    paths = [out_dir / f"{stem}.png", out_dir / f"{stem}.pdf"]
+    out = OutputDir(out_dir, [])
+    paths = [out.file(f"{stem}.png"), out.file(f"{stem}.pdf")]
     fig.savefig(paths[0], dpi=150)
     fig.set_layout_engine("none")  # keep the layout just computed: the PDF needs no second layout pass
     fig.savefig(paths[1])

@@ -1,24 +1,15 @@
-"""Ranking model errors (seed 000): kRG, kQRG, random kRG, empty-mode and beam-search error rates.
+"""The ranking evaluation of seed 000 on sentence pairs: top region and Monte Carlo sampling.
 
-Definitions (MISSION.md). For one source, Y_M lists hypotheses in model order (best log P
-first); Y_HR lists the same hypotheses by quality Q (sentence BLEU, chrF or COMET, chrF and
-BLEU scaled to [0, 1]). With ranks j = 1..n:
-
-    DCG(Y)  = sum_j f(y_j) / log2(j + 1),   f(y) = n - rank of y in Y_HR (0-based)
-    kRG     = DCG(Y_M) / DCG(Y_HR)
-    kQRG    = sum_j Q(y_j) / log2(j + 1) over Y_M  /  sum_j 1 / log2(j + 1)
-    random kRG = E over uniformly random orders of DCG / DCG(Y_HR) = mean(f) * sum_j 1/log2(j+1) / DCG(Y_HR)
-                 (exact expectation, not sampled)
-
-``gain="exp"`` uses f(y) = 2^(n - 1 - rank) - 1 instead (standard nDCG gains): the paper's
-reported random baseline for k = 10 (58.72%) matches this (58.75%), not the linear gain of
-the definition above (83.39%); the linear gain is the default.
+For each source it runs the exact top-k search, a plain beam and ancestral sampling,
+scores every hypothesis with the quality Q (a utility of the metric stack,
+``simpe.metrics.utility``) and computes the measures of measures.py (kRG, kQRG, random
+kRG), the empty-mode rate and the beam search error rate. Settings: ``RankingConfig``
+(the ``ranking`` section of adapters/defaults.yaml).
 
 Decisions where the seed is silent:
 
-* Ties in Q: Y_HR orders equal-quality hypotheses as the model does, so a tie is never a
-  ranking error (and a list whose hypotheses all have the same quality has kRG = 1). Ties
-  in model score keep the decoder's order (exact top-k: the search's; samples: draw order).
+* Ties in model score keep the decoder's order (exact top-k: the search's; samples: draw
+  order).
 * Fewer than k hypotheses (a hypothesis space smaller than k under the length limit, or a
   search cut short that found fewer): n is the number there is, for f, both DCGs, kQRG's
   normaliser and the random baseline; each record keeps ``n``, and the summary reports the
@@ -38,172 +29,35 @@ Speed: the exact searches and plain beams of up to 32 sentences run together in 
 time per sentence.
 
 ``snapshot`` is what the online loop calls every N segments; ``evaluate`` also returns the
-per-sentence records ``simpe rank`` writes. This module does not load models or write files.
+per-sentence records ``simpe rank`` writes (study.py). ``check`` refuses bad settings before
+any model loads. This module does not load models or write files.
 """
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
 from typing import Any
 
-from simpe.errors import ConfigError
+from simpe.config import RankingConfig
+from simpe.errors import DataError
+from simpe.metrics.utility import build_utility, check_utility
+from simpe.ranking.measures import rank_figures
 
-QUALITIES = ("sbleu", "chrf", "comet")
 CHUNK = 32  # sentences whose exact searches (and beams) run together in lockstep
-GAINS = ("linear", "exp")
 BEAM_ERROR_TOL = 1e-4
 
 
-# ---------------------------------------------------------------- the metrics
-def _discounts(n: int) -> list[float]:
-    return [1.0 / math.log2(j + 1) for j in range(1, n + 1)]
+def check(cfg: RankingConfig, comet: Any = None) -> None:
+    """Refuse a quality that does not exist, or ``comet`` without a COMET model, before any model loads."""
+    check_utility(cfg.quality, comet)
 
 
-def _gains(n: int, gain: str) -> list[float]:
-    """f for HR ranks 0..n-1."""
-    if gain == "linear":
-        return [float(n - r) for r in range(n)]
-    if gain == "exp":
-        return [float(2 ** (n - 1 - r) - 1) for r in range(n)]
-    raise ConfigError(f"unknown gain {gain!r}; known: {', '.join(GAINS)}")
-
-
-def hr_ranks(qualities: Sequence[float]) -> list[int]:
-    """0-based rank in Y_HR of each hypothesis of Y_M (given in model order); ties follow model order."""
-    order = sorted(range(len(qualities)), key=lambda i: (-qualities[i], i))
-    ranks = [0] * len(qualities)
-    for rank, i in enumerate(order):
-        ranks[i] = rank
-    return ranks
-
-
-def krg(qualities: Sequence[float], gain: str = "linear") -> float | None:
-    """kRG of one list.
-
-    Args:
-        qualities: Q of each hypothesis, in model order (best log-probability first); n = len.
-        gain: ``linear`` (f = n - rank) or ``exp`` (f = 2^(n-1-rank) - 1).
-    Returns:
-        DCG(Y_M) / DCG(Y_HR) in [0, 1]; None for an empty list.
-    """
-    n = len(qualities)
-    if n == 0:
-        return None
-    f = _gains(n, gain)
-    disc = _discounts(n)
-    ranks = hr_ranks(qualities)
-    ideal = sum(g * d for g, d in zip(f, disc))
-    if ideal == 0.0:  # exp gain with n == 1: f = 0 everywhere
-        return 1.0
-    return sum(f[ranks[j]] * disc[j] for j in range(n)) / ideal
-
-
-def kqrg(qualities: Sequence[float]) -> float | None:
-    """kQRG of one list: sum_j Q(y_j)/log2(j+1) over model order / sum_j 1/log2(j+1); None when empty."""
-    n = len(qualities)
-    if n == 0:
-        return None
-    disc = _discounts(n)
-    return sum(q * d for q, d in zip(qualities, disc)) / sum(disc)
-
-
-def random_krg(n: int, gain: str = "linear") -> float | None:
-    """Expected kRG of a uniformly random order of n hypotheses with distinct qualities (exact, not sampled)."""
-    if n <= 0:
-        return None
-    f = _gains(n, gain)
-    disc = _discounts(n)
-    ideal = sum(g * d for g, d in zip(f, disc))
-    if ideal == 0.0:
-        return 1.0
-    return (sum(f) / n) * sum(disc) / ideal
-
-
-def rank_figures(qualities: Sequence[float], gain: str = "linear") -> dict[str, Any]:
-    """kRG, kQRG and random kRG of one model-ordered list, with its length n."""
-    n = len(qualities)
-    return {"n": n, "krg": krg(qualities, gain), "kqrg": kqrg(qualities), "random_krg": random_krg(n, gain)}
-
-
-# ---------------------------------------------------------------- configuration
-@dataclass
-class RankingConfig:
-    """Settings of a ranking evaluation (a loop snapshot or ``simpe rank``).
-
-    k: top-region size; quality: sbleu | chrf | comet; samples, sample_seed: Monte Carlo
-    sampling; beam_size: the plain beam whose output is checked for search errors;
-    max_expansions / max_seconds: limits of each exact search (null = none; a search cut
-    short is counted in exact_rate; the searches of up to 32 sentences run together in
-    lockstep and share max_seconds times their number); top_region / sampling: which evaluations to run;
-    gain: linear (MISSION.md) | exp (see the module docstring); batch_size: prefixes per
-    forward pass of the exact search; max_len_a/b/cap: the length limit (incremental.py).
-    """
-
-    k: int = 5
-    quality: str = "chrf"  # sbleu|chrf|comet
-    samples: int = 200
-    sample_seed: int = 0
-    beam_size: int = 5
-    max_expansions: int | None = 20000
-    max_seconds: float | None = 30.0
-    top_region: bool = True
-    sampling: bool = True
-    gain: str = "linear"
-    batch_size: int = 64
-    max_len_a: float = 2.0
-    max_len_b: int = 10
-    max_len_cap: int = 256
-
-    def __post_init__(self) -> None:
-        def positive_int(name: str, value: Any, allow_none: bool = False) -> None:
-            if value is None and allow_none:
-                return
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ConfigError(f"ranking {name} must be a positive integer{' or null' if allow_none else ''}, got {value!r}")
-
-        positive_int("k", self.k)
-        positive_int("samples", self.samples)
-        positive_int("beam_size", self.beam_size)
-        positive_int("batch_size", self.batch_size)
-        positive_int("max_expansions", self.max_expansions, allow_none=True)
-        if isinstance(self.sample_seed, bool) or not isinstance(self.sample_seed, int) or self.sample_seed < 0:
-            raise ConfigError(f"ranking sample_seed must be an integer >= 0, got {self.sample_seed!r}")
-        if self.max_seconds is not None and (isinstance(self.max_seconds, bool) or not isinstance(self.max_seconds, (int, float))
-                                             or self.max_seconds <= 0):
-            raise ConfigError(f"ranking max_seconds must be a positive number or null, got {self.max_seconds!r}")
-        if self.quality not in QUALITIES:
-            raise ConfigError(f"unknown ranking quality {self.quality!r}; known: {', '.join(QUALITIES)}")
-        if self.gain not in GAINS:
-            raise ConfigError(f"unknown ranking gain {self.gain!r}; known: {', '.join(GAINS)}")
-        if not (self.top_region or self.sampling):
-            raise ConfigError("ranking with top_region=false and sampling=false evaluates nothing; enable one")
-
-    @classmethod
-    def from_dict(cls, params: dict[str, Any]) -> RankingConfig:
-        """Build from a config block; an unknown key is a ConfigError naming the valid ones."""
-        from dataclasses import fields
-
-        valid = [f.name for f in fields(cls)]
-        unknown = sorted(set(params) - set(valid))
-        if unknown:
-            raise ConfigError(f"unknown ranking setting(s) {', '.join(unknown)}; valid: {', '.join(valid)}")
-        return cls(**params)
-
-    def length(self) -> dict[str, Any]:
-        return {"max_len_a": self.max_len_a, "max_len_b": self.max_len_b, "max_len_cap": self.max_len_cap}
-
-
-# ---------------------------------------------------------------- evaluation
 def _mean(values: Sequence[float | None]) -> float | None:
     kept = [v for v in values if v is not None]
     return sum(kept) / len(kept) if kept else None
 
 
 def _quality_fn(cfg: RankingConfig, comet: Any) -> Callable[[list[str], str, str], list[float]]:
-    from simpe.decoders.utility import build_utility
-
     utility = build_utility(cfg.quality, comet)
 
     def quality(texts: list[str], reference: str, source: str) -> list[float]:
@@ -234,10 +88,9 @@ def evaluate(model: Any, tokenizer: Any, sources: Sequence[str], references: Seq
     from simpe.decoders.incremental import special_ids
     from simpe.decoders.sampling import SamplingDecoder
     from simpe.decoders.topk import TopKDecoder
+    from simpe.model import encode_source
 
     if len(sources) != len(references):
-        from simpe.errors import DataError
-
         raise DataError(f"ranking needs as many references as sources; got {len(sources)} and {len(references)}")
     t0 = time.perf_counter()
     quality = _quality_fn(cfg, comet)
@@ -253,11 +106,10 @@ def evaluate(model: Any, tokenizer: Any, sources: Sequence[str], references: Seq
     mc_rows: list[dict[str, Any]] = []
     with torch.inference_mode():
         for chunk in range(0, len(sources), CHUNK):
-            chunk_ids = [tokenizer(source, truncation=True, max_length=512, return_tensors="pt")["input_ids"].to(device)  # (1, src_len)
-                         for source in sources[chunk:chunk + CHUNK]]
+            chunk_ids = [encode_source(tokenizer, source, device) for source in sources[chunk:chunk + CHUNK]]
             if cfg.top_region:  # the chunk's searches in lockstep, sharing forward passes
-                tops = topk.decode_batch(model, chunk_ids)
-                beams = beam.decode_batch(model, chunk_ids)
+                tops = topk.decode_batch(model, chunk_ids, start=chunk)
+                beams = beam.decode_batch(model, chunk_ids, start=chunk)
             for offset, ids in enumerate(chunk_ids):
                 index = chunk + offset
                 source, reference = sources[index], references[index]
@@ -279,7 +131,7 @@ def evaluate(model: Any, tokenizer: Any, sources: Sequence[str], references: Seq
                     top_rows.append(row)
                     record["top"] = row
                 if cfg.sampling:
-                    result = sampler.decode(model, ids, seed=cfg.sample_seed + index)
+                    result = sampler.decode(model, ids, index=index, source=source)
                     hyps = result.hypotheses
                     texts = tokenizer.batch_decode([list(h.tokens) for h in hyps], skip_special_tokens=True)
                     qualities = quality(texts, reference, source)
@@ -343,8 +195,3 @@ def snapshot(model: Any, tokenizer: Any, sources: list[str], references: list[st
     """
     summary, _ = evaluate(model, tokenizer, sources, references, cfg, comet=comet)
     return summary
-
-
-def config_dict(cfg: RankingConfig) -> dict[str, Any]:
-    """The config as a plain dict, for summaries."""
-    return asdict(cfg)

@@ -1,9 +1,11 @@
-"""The run directory: the only code that writes under ``runs/`` (format: docs/run-format.md).
+"""Writing under ``runs/``: one run's folder (``RunDir``) and the outputs derived from runs (``OutputDir``).
 
-It creates and locks a run folder, saves the resolved config and the environment, appends
-per-segment and snapshot records, writes resume checkpoints atomically, truncates the logs
-back to the last checkpoint on resume (so no segment is lost or duplicated), and marks the
-run complete by writing ``DONE`` last. It does not translate, score or adapt.
+``RunDir`` creates and locks a run folder, saves the resolved config and the environment,
+appends per-segment and snapshot records, writes resume checkpoints atomically, truncates
+the logs back to the last checkpoint on resume (so no segment is lost or duplicated), and
+marks the run complete by writing ``DONE`` last. ``OutputDir`` is where ``simpe compare``,
+``simpe plot`` and ``simpe rank`` write: it refuses to replace earlier outputs unless told
+to, and writes every file atomically. Neither translates, scores or adapts.
 """
 from __future__ import annotations
 
@@ -15,19 +17,19 @@ import shutil
 import socket
 import subprocess
 import sys
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from simpe.config import RunConfig, save_config
-from simpe.errors import RunDirError
+from simpe.errors import ConfigError, RunDirError
+from simpe.paths import REPO_ROOT
+from simpe.rundir import layout
+from simpe.rundir.reader import read_jsonl
 
 PACKAGES = ("torch", "transformers", "sentencepiece", "sacrebleu", "sacremoses", "numpy", "unbabel-comet", "tqdm", "pyyaml")
-
-
-def group_name(dataset: str, split: str, model: str, segments: int | None) -> str:
-    """The folder shared by runs on the same stream: ``<dataset>-<split>--<model>--<N>seg``."""
-    return f"{dataset}-{split}--{model}--{segments if segments else 'all'}seg"
 
 
 def environment(device: Any) -> dict[str, Any]:
@@ -40,21 +42,30 @@ def environment(device: Any) -> dict[str, Any]:
             versions[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
             versions[name] = None
-    repo = Path(__file__).resolve().parent.parent
     commit, dirty = None, None
     try:
-        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True, timeout=10).stdout.strip() or None
-        status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=repo, capture_output=True, text=True, timeout=10).stdout
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True, timeout=10).stdout.strip() or None
+        status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO_ROOT, capture_output=True, text=True, timeout=10).stdout
         dirty = bool(status.strip()) if commit else None
     except (OSError, subprocess.SubprocessError):
         pass
-    env = {
+    return {
         "python": sys.version.split()[0], "packages": versions, "device": str(device),
         "cuda": torch.cuda.get_device_name(device) if getattr(device, "type", "") == "cuda" else None,
         "torch_threads": torch.get_num_threads(), "git_commit": commit, "git_dirty": dirty,
         "host": socket.gethostname(), "platform": platform.platform(), "argv": sys.argv,
     }
-    return env
+
+
+def _jsonl_line(record: dict[str, Any]) -> str:
+    return json.dumps(record, ensure_ascii=False) + "\n"
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file, so a reader never sees half of it."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
 
 
 class RunDir:
@@ -68,23 +79,27 @@ class RunDir:
 
     # ------------------------------------------------------------ files
     @property
-    def done_file(self) -> Path:
-        return self.path / "DONE"
-
-    @property
     def segments_file(self) -> Path:
-        return self.path / "segments.jsonl"
+        return self.path / layout.SEGMENTS_FILE
 
     @property
     def snapshots_file(self) -> Path:
-        return self.path / "snapshots.jsonl"
+        return self.path / layout.SNAPSHOTS_FILE
+
+    @property
+    def config_file(self) -> Path:
+        return self.path / layout.CONFIG_FILE
+
+    @property
+    def log_file(self) -> Path:
+        return self.path / layout.LOG_FILE
 
     @property
     def checkpoint_file(self) -> Path:
-        return self.path / "state" / "checkpoint.pt"
+        return self.path / layout.STATE_DIR / layout.CHECKPOINT_FILE
 
     def is_complete(self) -> bool:
-        return self.done_file.exists()
+        return (self.path / layout.DONE_FILE).exists()
 
     # ------------------------------------------------------------ lifecycle
     def open(self, resume: bool, overwrite: bool) -> None:
@@ -102,6 +117,9 @@ class RunDir:
         else:  # a new run (also under --resume: nothing to resume yet)
             self.path.mkdir(parents=True, exist_ok=True)
             self._lock()
+        self._open_logs()
+
+    def _open_logs(self) -> None:
         self._segments = open(self.segments_file, "a", encoding="utf-8")
         self._snapshots = open(self.snapshots_file, "a", encoding="utf-8")
 
@@ -109,7 +127,7 @@ class RunDir:
         if self._lock_file is not None:
             return
         self.path.mkdir(parents=True, exist_ok=True)
-        handle = open(self.path / ".lock", "a+")
+        handle = open(self.path / layout.LOCK_FILE, "a+")
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -131,7 +149,7 @@ class RunDir:
 
     def _clear(self) -> None:
         for child in self.path.iterdir():
-            if child.name == ".lock":
+            if child.name == layout.LOCK_FILE:
                 continue
             shutil.rmtree(child) if child.is_dir() else child.unlink()
 
@@ -142,7 +160,7 @@ class RunDir:
         self._segments = self._snapshots = None
         self._unlock()
 
-    def __enter__(self) -> "RunDir":
+    def __enter__(self) -> RunDir:
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -150,19 +168,20 @@ class RunDir:
 
     # ------------------------------------------------------------ writing
     def write_config(self, cfg: RunConfig) -> None:
-        save_config(cfg, self.path / "config.yaml")
+        save_config(cfg, self.config_file)
 
     def write_json(self, name: str, data: Any) -> None:
-        tmp = self.path / (name + ".tmp")
-        tmp.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-        tmp.replace(self.path / name)
+        write_text_atomic(self.path / name, json.dumps(data, indent=1, ensure_ascii=False) + "\n")
+
+    def write_env(self, env: dict[str, Any]) -> None:
+        self.write_json(layout.ENV_FILE, env)
 
     def append_segment(self, record: dict[str, Any]) -> None:
-        self._segments.write(json.dumps(record, ensure_ascii=False) + "\n")
+        self._segments.write(_jsonl_line(record))
         self._segments.flush()
 
     def append_snapshot(self, record: dict[str, Any]) -> None:
-        self._snapshots.write(json.dumps(record, ensure_ascii=False) + "\n")
+        self._snapshots.write(_jsonl_line(record))
         self._snapshots.flush()
 
     def save_checkpoint(self, state: dict[str, Any]) -> None:
@@ -185,47 +204,70 @@ class RunDir:
         return torch.load(self.checkpoint_file, map_location="cpu", weights_only=False)
 
     def rewind(self, segments_done: int) -> list[dict[str, Any]]:
-        """Truncate the logs to the first ``segments_done`` segments; return those records."""
-        records = read_jsonl(self.segments_file)[:segments_done]
+        """Truncate the logs to the first ``segments_done`` segments (a torn last line goes too); return those records."""
+        records = read_jsonl(self.segments_file, tolerate_torn_tail=True)[:segments_done]
         if len(records) < segments_done:
-            raise RunDirError(f"{self.segments_file} has {len(records)} records but the checkpoint says {segments_done}; the run cannot be resumed, pass --overwrite")
-        snapshots = [s for s in read_jsonl(self.snapshots_file) if s.get("segment", 0) <= segments_done]
+            raise RunDirError(f"{self.segments_file} has {len(records)} records but the checkpoint says {segments_done}; "
+                              "the run cannot be resumed, pass --overwrite")
+        snapshots = [s for s in read_jsonl(self.snapshots_file, tolerate_torn_tail=True) if s.get("segment", 0) <= segments_done]
         for handle in (self._segments, self._snapshots):
             handle.close()
-        for path, rows in ((self.segments_file, records), (self.snapshots_file, snapshots)):
-            tmp = path.with_suffix(".tmp")
-            tmp.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
-            tmp.replace(path)
-        self._segments = open(self.segments_file, "a", encoding="utf-8")
-        self._snapshots = open(self.snapshots_file, "a", encoding="utf-8")
+        write_text_atomic(self.segments_file, "".join(map(_jsonl_line, records)))
+        write_text_atomic(self.snapshots_file, "".join(map(_jsonl_line, snapshots)))
+        self._open_logs()
         return records
 
-    def write_lines(self, name: str, lines: list[str]) -> None:
-        tmp = self.path / (name + ".tmp")
-        tmp.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
-        tmp.replace(self.path / name)
+    def write_lines(self, name: str, lines: Iterable[str]) -> None:
+        write_text_atomic(self.path / name, "".join(line + "\n" for line in lines))
 
     def finish(self, summary: dict[str, Any], records: list[dict[str, Any]], lang: str) -> None:
         """Write the summary and the tokenised text files, drop the resume state, then DONE."""
-        self.write_json("summary.json", summary)
-        self.write_lines(f"hyp.tok.{lang}", [r["hyp_tokens"] for r in records])
-        self.write_lines(f"ref.tok.{lang}", [r["ref_tokens"] for r in records])
-        self.write_lines(f"hyp.{lang}", [r["hypothesis"] for r in records])
-        shutil.rmtree(self.path / "state", ignore_errors=True)
+        self.write_json(layout.SUMMARY_FILE, summary)
+        self.write_lines(layout.hyp_tok_file(lang), (r["hyp_tokens"] for r in records))
+        self.write_lines(layout.ref_tok_file(lang), (r["ref_tokens"] for r in records))
+        self.write_lines(layout.hyp_file(lang), (r["hypothesis"] for r in records))
+        shutil.rmtree(self.path / layout.STATE_DIR, ignore_errors=True)
         for handle in (self._segments, self._snapshots):
             handle.flush()
             os.fsync(handle.fileno())
-        self.done_file.write_text("complete\n")
+        (self.path / layout.DONE_FILE).write_text("complete\n")
 
 
-def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    """Read complete JSON lines; a torn last line (a crash mid-write) is dropped."""
-    if not path.exists():
-        return []
-    rows = []
-    for line in path.read_text(encoding="utf-8").splitlines():
+class OutputDir:
+    """A folder of outputs derived from runs (tables, figures, ranking records).
+
+    ``names`` are the files it will hold; when any exists and ``overwrite`` is false, the
+    constructor refuses (ConfigError) before anything is computed or written.
+    """
+
+    def __init__(self, path: Path, names: Iterable[str], overwrite: bool = True) -> None:
+        self.path = Path(path)
+        existing = [name for name in names if (self.path / name).exists()]
+        if existing and not overwrite:
+            raise ConfigError(f"{self.path} already holds {', '.join(existing)}; pass --overwrite to replace them")
+
+    def file(self, name: str) -> Path:
+        """The path of output ``name`` (its folder created); for writers that need a path (matplotlib)."""
+        self.path.mkdir(parents=True, exist_ok=True)
+        return self.path / name
+
+    def write_text(self, name: str, text: str) -> Path:
+        path = self.file(name)
+        write_text_atomic(path, text)
+        return path
+
+    def write_json(self, name: str, data: Any) -> Path:
+        return self.write_text(name, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+
+    @contextmanager
+    def jsonl(self, name: str) -> Iterator[Any]:
+        """A writer of JSON lines, flushed after each: ``with out.jsonl("records.jsonl") as write: write(record)``."""
+        handle: IO[str] = self.file(name).open("w", encoding="utf-8")
         try:
-            rows.append(json.loads(line))
-        except json.JSONDecodeError:
-            break
-    return rows
+            def write(record: dict[str, Any]) -> None:
+                handle.write(_jsonl_line(record))
+                handle.flush()
+
+            yield write
+        finally:
+            handle.close()

@@ -1,30 +1,33 @@
-"""Sentence-level similarity of hypotheses for MBR utilities and ranking qualities.
+"""Utilities: u(hypothesis, reference[, source]) in [0, 1], for MBR and the ranking quality Q.
 
-``chrf`` (sacrebleu chrF, char order 6, beta 2), ``chrf++`` (word order 2), ``sbleu``
-(sacrebleu sentence BLEU with effective order, exp smoothing) and ``comet`` (a COMET
-regression model). chrF and BLEU are scaled to [0, 1]; COMET scores are the model's own
-(roughly [0, 1] for wmt22-comet-da, unbounded z-scores for wmt20-comet-da).
-
-Everything is computed once per distinct sentence and reused for every pair: the chrF and
-BLEU n-gram statistics of each sentence (through sacrebleu's own extraction and scoring
-functions, so the numbers equal ``sentence_chrf`` / ``BLEU(effective_order=True).sentence_score``;
-the tests check it), and for COMET the sentence embeddings (COMET's encode-once API:
+Every sentence metric of the stack (``METRICS``: bleu, sbleu, chrf, chrf++, ter) is a
+utility through its ``Metric.utility_of_score`` (score / 100; TER: 1 - min(TER, 100) / 100),
+and ``comet`` is one through a COMET regression model (its own scale: roughly [0, 1] for
+wmt22-comet-da). ``matrix`` scores every (hypothesis, reference) pair, preparing each
+distinct sentence once: the metric's n-gram extraction (``prepare_hypothesis`` /
+``prepare_reference``), or for COMET the sentence embedding (COMET's encode-once API:
 ``model.encoder.prepare_sample``, ``model.get_sentence_embedding``, ``model.estimate``, as
-its own ``comet-mbr`` does). COMET is imported lazily, only when a COMET model is given.
+its own ``comet-mbr`` does). So ``matrix(h, [r])`` equals ``metric.utility(h, r)``. COMET is
+imported lazily, only when a COMET model is given.
 
-This module does not decode; mbr.py and ranking.py use it.
+This module does not decode; decoders/mbr.py and ranking/evaluate.py use it.
 """
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from simpe.errors import ConfigError
+from simpe.metrics.base import METRICS, Metric
 
-UTILITIES = ("chrf", "chrf++", "sbleu", "comet")
+COMET = "comet"
+
+
+def utility_names() -> list[str]:
+    """Every name ``build_utility`` accepts."""
+    return [*(name for name in METRICS.names() if name != COMET), COMET]
 
 
 class Utility:
@@ -40,84 +43,46 @@ class Utility:
         """u(hypothesis_i, reference) for each hypothesis."""
         return self.matrix(hypotheses, [reference], source)[:, 0].tolist()
 
+    def signature(self) -> str:
+        """The settings of the underlying metric."""
+        return ""
 
-class ChrfUtility(Utility):
-    """chrF (``word_order=0``) or chrF++ (``word_order=2``) / 100, n-grams extracted once per sentence."""
 
-    def __init__(self, word_order: int = 0) -> None:
-        from sacrebleu.metrics import CHRF
+class MetricUtility(Utility):
+    """A sentence metric of the stack as a utility; each distinct sentence is prepared once per side."""
 
-        self.name = "chrf++" if word_order else "chrf"
-        self.metric = CHRF(word_order=word_order)
-        self._cache: dict[str, list[Counter]] = {}
+    def __init__(self, metric: Metric) -> None:
+        self.metric = metric
+        self.name = metric.name
+        self._hyp: dict[str, Any] = {}
+        self._ref: dict[str, Any] = {}
 
-    def _ngrams(self, text: str) -> list[Counter]:
-        found = self._cache.get(text)
+    def _prepared(self, cache: dict[str, Any], prepare: Any, text: str) -> Any:
+        found = cache.get(text)
         if found is None:
-            pre = self.metric._preprocess_segment(text)
-            found = self.metric._extract_reference_info([pre])["ref_ngrams"][0]
-            self._cache[text] = found
+            found = cache[text] = prepare(text)
         return found
 
     def matrix(self, hypotheses: Sequence[str], references: Sequence[str], source: str | None = None) -> np.ndarray:
+        metric = self.metric
+        refs = [self._prepared(self._ref, metric.prepare_reference, r) for r in references]
         out = np.zeros((len(hypotheses), len(references)))  # (hyps, refs)
-        ref_ngrams = [self._ngrams(r) for r in references]
-        match = self.metric._get_match_statistics
         for i, hyp in enumerate(hypotheses):
-            hyp_ngrams = self._ngrams(hyp)
-            for j, ref in enumerate(ref_ngrams):
-                stats: list[int] = []
-                for h, r in zip(hyp_ngrams, ref):
-                    stats.extend(match(h, r))
-                out[i, j] = self.metric._compute_f_score(stats) / 100.0
+            prepared = self._prepared(self._hyp, metric.prepare_hypothesis, hyp)
+            for j, ref in enumerate(refs):
+                score = metric.score_from_stats(metric.pair_stats(prepared, ref))
+                out[i, j] = 0.0 if score is None else metric.utility_of_score(score)
         return out
 
-
-class SentenceBleuUtility(Utility):
-    """sacrebleu sentence BLEU (effective order, exp smoothing, 13a) / 100, n-grams extracted once per sentence."""
-
-    name = "sbleu"
-
-    def __init__(self) -> None:
-        from sacrebleu.metrics import BLEU
-
-        self.metric = BLEU(effective_order=True)
-        self._cache: dict[str, tuple[Counter, int]] = {}
-
-    def _ngrams(self, text: str) -> tuple[Counter, int]:
-        found = self._cache.get(text)
-        if found is None:
-            from sacrebleu.metrics.helpers import extract_all_word_ngrams
-
-            found = extract_all_word_ngrams(self.metric._preprocess_segment(text), 1, self.metric.max_ngram_order)
-            self._cache[text] = found
-        return found
-
-    def matrix(self, hypotheses: Sequence[str], references: Sequence[str], source: str | None = None) -> np.ndarray:
-        order = self.metric.max_ngram_order
-        out = np.zeros((len(hypotheses), len(references)))  # (hyps, refs)
-        refs = [self._ngrams(r) for r in references]
-        for i, hyp in enumerate(hypotheses):
-            hyp_ngrams, hyp_len = self._ngrams(hyp)
-            totals = [0] * order
-            for ngram, count in hyp_ngrams.items():
-                totals[len(ngram) - 1] += count
-            for j, (ref_ngrams, ref_len) in enumerate(refs):
-                correct = [0] * order
-                for ngram, count in hyp_ngrams.items():
-                    if ngram in ref_ngrams:
-                        correct[len(ngram) - 1] += min(count, ref_ngrams[ngram])
-                stats = [hyp_len, ref_len] + correct + totals
-                out[i, j] = self.metric._compute_score_from_stats(stats).score / 100.0
-        return out
+    def signature(self) -> str:
+        return self.metric.signature()
 
 
 def comet_model_of(comet: Any) -> Any:
     """The COMET regression model inside ``comet``: a loaded model, an object with ``.model``
     (``simpe.metrics.comet.CometScorer``), or a hub id / folder / checkpoint path (loaded here)."""
     if comet is None:
-        raise ConfigError("utility/quality 'comet' needs a COMET model (e.g. --comet-model Unbabel/wmt22-comet-da "
-                          "or a local folder); the others need none: chrf, chrf++, sbleu")
+        check_utility(COMET, comet)
     if isinstance(comet, str):
         from simpe.metrics.comet import CometScorer
 
@@ -132,7 +97,7 @@ def comet_model_of(comet: Any) -> Any:
 class CometUtility(Utility):
     """COMET(source, hypothesis, reference), each distinct sentence embedded once."""
 
-    name = "comet"
+    name = COMET
 
     def __init__(self, comet: Any, batch_size: int = 64) -> None:
         self.model = comet_model_of(comet)
@@ -182,13 +147,18 @@ class CometUtility(Utility):
 
 
 def build_utility(name: str, comet: Any = None) -> Utility:
-    """A utility by name: chrf, chrf++, sbleu or comet (which needs ``comet``, see ``comet_model_of``)."""
-    if name == "chrf":
-        return ChrfUtility(0)
-    if name == "chrf++":
-        return ChrfUtility(2)
-    if name == "sbleu":
-        return SentenceBleuUtility()
-    if name == "comet":
+    """A utility by name: a sentence metric of ``METRICS`` or ``comet`` (which needs ``comet``, see ``comet_model_of``)."""
+    if name == COMET:
         return CometUtility(comet)
-    raise ConfigError(f"unknown utility {name!r}; known: {', '.join(UTILITIES)}")
+    if name not in METRICS:
+        raise ConfigError(f"unknown utility {name!r}; known: {', '.join(utility_names())}")
+    return MetricUtility(METRICS.build(name))
+
+
+def check_utility(name: str, comet: Any = None) -> None:
+    """Refuse an unknown utility name, or ``comet`` without a COMET model, before anything loads."""
+    if name not in utility_names():
+        raise ConfigError(f"unknown utility {name!r}; known: {', '.join(utility_names())}")
+    if name == COMET and comet is None:
+        raise ConfigError("utility/quality 'comet' needs a COMET model (e.g. --comet-model Unbabel/wmt22-comet-da "
+                          "or a local folder); the others need none: " + ", ".join(utility_names()[:-1]))

@@ -7,7 +7,7 @@ so the paper's golden list {a, A, the, The} is written as {a, the}. (A truecaser
 sentence-internal capitals such as German nouns alone, and a capitalised function word
 at a sentence start is still a function word.)
 
-This module only reads lists; deciding what a content word is lives in ``simpe.text``.
+This module only reads lists; deciding what a content word is lives in ``simpe.metrics.text``.
 """
 from __future__ import annotations
 
@@ -16,8 +16,9 @@ from functools import lru_cache
 from pathlib import Path
 
 from simpe.errors import ConfigError, DataError
+from simpe.paths import STOPWORDS_DIR
+from simpe.textfile import read_lines
 
-STOPWORDS_DIR = Path(__file__).resolve().parents[1] / "stopwords"
 _LANG_CODE = re.compile(r"^[a-z]{2,3}(-[A-Za-z0-9]+)?$")
 
 
@@ -34,15 +35,7 @@ def _is_path_like(spec: str) -> bool:
 
 @lru_cache(maxsize=32)
 def _read(path: Path) -> frozenset[str]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise DataError(f"stopword list {str(path)!r} does not exist") from None
-    except IsADirectoryError:
-        raise DataError(f"stopword list {str(path)!r} is a folder, not a file with one word per line") from None
-    except UnicodeDecodeError as err:
-        raise DataError(f"stopword list {str(path)!r} is not valid UTF-8 (byte {err.start})") from None
-    return frozenset(line.strip().lower() for line in text.splitlines() if line.strip())
+    return frozenset(line.strip().lower() for line in read_lines(path, "stopword list") if line.strip())
 
 
 def stopwords_path(spec: str | Path) -> Path:

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from simpe.errors import DataError
+from simpe.textfile import read_lines
 
 logger = logging.getLogger(__name__)
 
@@ -54,7 +55,7 @@ class TrainConfig:
 def _read_lines(path: Path) -> list[str]:
     if not path.exists():
         raise DataError(f"missing {path}; run `make corpus` first")
-    return path.read_text(encoding="utf-8").splitlines()
+    return read_lines(path, "corpus file")
 
 
 def train_sentencepiece(cfg: TrainConfig, texts: list[str], out: Path) -> None:
@@ -142,12 +143,13 @@ def translate(model: Any, tokenizer: Any, sources: list[str], beam_size: int, ba
 
 
 def score_card(hyps: list[str], refs: list[str]) -> dict[str, Any]:
-    from sacrebleu.metrics import BLEU, CHRF, TER
+    """Corpus BLEU, chrF and TER (the metric stack, i.e. sacreBLEU) with their signatures."""
+    from simpe.metrics import METRICS
 
     result = {}
-    for metric in (BLEU(), CHRF(), TER()):
-        s = metric.corpus_score(hyps, [refs])
-        result[metric.__class__.__name__.lower()] = {"score": round(s.score, 2), "signature": str(metric.get_signature())}
+    for name in ("bleu", "chrf", "ter"):
+        metric = METRICS.build(name)
+        result[name] = {"score": round(metric.corpus_score(hyps, refs), 2), "signature": metric.signature()}
     return result
 
 
@@ -232,7 +234,9 @@ def train(cfg: TrainConfig, resume: bool = False) -> dict[str, Any]:
     eval_idx = list(range(min(cfg.eval_segments, len(dev_src))))
     tokens_seen, window_start = 0, time.time()
     stop = False
-    from sacrebleu.metrics import BLEU
+    from simpe.metrics import METRICS
+
+    dev_bleu = METRICS.build("bleu")
 
     while not stop:
         for batch in _batches(pairs, cfg.batch_tokens, rng):
@@ -256,7 +260,7 @@ def train(cfg: TrainConfig, resume: bool = False) -> dict[str, Any]:
             if state["step"] % cfg.eval_every == 0:
                 state["train_seconds"] += time.time() - window_start
                 hyps = translate(model, tokenizer, [dev_src[i] for i in eval_idx], beam_size=1)
-                bleu = BLEU().corpus_score(hyps, [[dev_tgt[i] for i in eval_idx]]).score
+                bleu = dev_bleu.corpus_score(hyps, [dev_tgt[i] for i in eval_idx])
                 state["history"].append({"step": state["step"], "dev_greedy_bleu": round(bleu, 2), "minutes": round(state["train_seconds"] / 60, 1)})
                 if bleu > state["best_bleu"]:
                     state.update(best_bleu=bleu, best_step=state["step"], bad_evals=0)

@@ -4,57 +4,37 @@
 model is loaded), streams the segments through ``OnlineScorer`` (so corpus figures and
 cumulative curves are exactly what a simulation run logs), adds COMET when a model is
 given, and returns a plain dict; ``format_table`` / ``format_cumulative`` render it.
-Lines are read like sacreBLEU reads them (split on ``\\n`` only, trailing whitespace
-stripped).
+Lines are read like sacreBLEU reads them (``simpe.textfile``: split on ``\\n`` only,
+trailing whitespace stripped). The settings are the ``metrics`` section of
+adapters/defaults.yaml with the command line's changes; ``truecaser: model`` means the demo
+model's truecaser for the language, when it ships one.
 
 This module does not parse arguments (``cli.py`` does) and writes nothing.
 """
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from simpe.config import TRUECASER_OF_MODEL, MetricsConfig, defaults
 from simpe.errors import ConfigError, DataError
-from simpe.metrics.online import MetricsConfig, OnlineScorer
+from simpe.metrics.comet import comet_signature
+from simpe.metrics.online import OnlineScorer, metric_for
+from simpe.paths import DEFAULT_MODEL
+from simpe.textfile import read_lines
 
 logger = logging.getLogger(__name__)
 
-DEMO_TRUECASER = Path(__file__).resolve().parents[1] / "models" / "demo-en-de" / "truecase.de.model"
 
-
-def default_truecaser(lang: str) -> str | None:
-    """The demo model's truecaser for German (when it is on disk), else None."""
-    if lang == "de" and DEMO_TRUECASER.is_file():
-        return str(DEMO_TRUECASER)
-    return None
-
-
-def read_lines(path: str | Path, what: str) -> list[str]:
-    """The lines of a UTF-8 text file (split on ``\\n`` only, trailing whitespace stripped).
-
-    Args:
-        path: the file.
-        what: its role in error messages ("hypotheses", "references", "sources").
-    """
-    path = Path(path)
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise DataError(f"{what} file {str(path)!r} does not exist") from None
-    except IsADirectoryError:
-        raise DataError(f"{what} file {str(path)!r} is a folder") from None
-    chunks = data.split(b"\n")
-    if chunks and chunks[-1] == b"":
-        chunks.pop()  # the final newline ends the last line; it does not start a new one
-    lines = []
-    for lineno, chunk in enumerate(chunks, 1):
-        try:
-            lines.append(chunk.decode("utf-8").rstrip())
-        except UnicodeDecodeError as err:
-            raise DataError(f"{what} file {str(path)!r} is not valid UTF-8 (line {lineno}, byte {err.start})") from None
-    return lines
+def resolve_truecaser(cfg: MetricsConfig) -> MetricsConfig:
+    """``cfg`` with ``truecaser: model`` replaced by the demo model's truecaser for ``cfg.lang`` (None when it has none)."""
+    if cfg.truecaser != TRUECASER_OF_MODEL:
+        return cfg
+    path = DEFAULT_MODEL / f"truecase.{cfg.lang}.model"
+    return dataclasses.replace(cfg, truecaser=str(path) if path.is_file() else None)
 
 
 def _check_counts(named: dict[str, Sequence[str]]) -> None:
@@ -72,7 +52,7 @@ def score_lines(hypotheses: Sequence[str], references: Sequence[str], sources: S
     Args:
         hypotheses, references: one detokenised segment each, in stream order.
         sources: the source segments; needed for COMET.
-        cfg: metrics settings (default ``MetricsConfig()``).
+        cfg: metrics settings (default: the ``metrics`` section of adapters/defaults.yaml).
         comet: COMET hub id, model folder or checkpoint; None skips COMET.
         comet_batch_size, device: COMET batching and device.
         hyp_pieces, ref_pieces: subword pieces per segment, for the subword R variants (``cfg.subword``).
@@ -82,7 +62,7 @@ def score_lines(hypotheses: Sequence[str], references: Sequence[str], sources: S
         BLEU/chrF/TER/SBLEU in 0-100, R values as fractions (None when undefined), ``counts``
         the R ``[numerator, denominator]`` sums, COMET (when given) the mean segment score.
     """
-    cfg = cfg or MetricsConfig()
+    cfg = resolve_truecaser(cfg or defaults("metrics"))
     _check_counts({"hypotheses": hypotheses, "references": references, "sources": sources,
                    "hypothesis pieces": hyp_pieces, "reference pieces": ref_pieces})
     if comet is not None and sources is None:
@@ -111,12 +91,12 @@ def score_lines(hypotheses: Sequence[str], references: Sequence[str], sources: S
         "counts": {name: list(total) for counter in (scorer.words, scorer.novel, scorer.subwords)
                    if counter is not None for name, total in counter.totals.items()},
         "signatures": summary["signatures"],
-        "settings": cfg.to_dict(),
+        "settings": dataclasses.asdict(cfg),
     }
     if comet_scorer is not None:
         comet_scores = comet_scorer.score(list(sources), list(hypotheses), list(references))
         report["corpus"]["comet"] = sum(comet_scores) / len(comet_scores) if comet_scores else None
-        report["signatures"]["comet"] = _comet_signature(comet, comet_batch_size)
+        report["signatures"]["comet"] = comet_signature(comet, comet_batch_size)
         if cumulative:
             running, curve = 0.0, []
             for i, value in enumerate(comet_scores, 1):
@@ -139,16 +119,6 @@ def _warn_suspicious(hypotheses: Sequence[str]) -> None:
                        tokenised, len(hypotheses))
 
 
-def _comet_signature(model: str, batch_size: int) -> str:
-    try:
-        from importlib.metadata import version
-
-        comet_version = version("unbabel-comet")
-    except Exception:  # pragma: no cover - metadata missing
-        comet_version = "unknown"
-    return f"model:{model}|batch:{batch_size}|version:{comet_version}"
-
-
 def _encode_pieces(model_path: str, lines: Sequence[str]) -> list[list[str]]:
     import sentencepiece as spm
 
@@ -165,18 +135,18 @@ def score_files(hyp_path: str | Path, ref_path: str | Path, src_path: str | Path
                 cfg: MetricsConfig | None = None, comet: str | None = None, comet_batch_size: int = 16,
                 device: str = "cpu", subword_model: str | None = None, cumulative: bool = False) -> dict[str, Any]:
     """``score_lines`` on files (one segment per line); ``subword_model`` (a SentencePiece model) turns on the subword variants."""
-    hypotheses = read_lines(hyp_path, "hypotheses")
-    references = read_lines(ref_path, "references")
-    sources = read_lines(src_path, "sources") if src_path is not None else None
+    hypotheses = read_lines(hyp_path, "hypotheses file", rstrip=True)
+    references = read_lines(ref_path, "references file", rstrip=True)
+    sources = read_lines(src_path, "sources file", rstrip=True) if src_path is not None else None
     _check_counts({str(hyp_path): hypotheses, str(ref_path): references,
                    **({str(src_path): sources} if sources is not None else {})})
     if not hypotheses:
         raise DataError(f"hypotheses file {str(hyp_path)!r} is empty")
-    cfg = cfg or MetricsConfig()
+    cfg = cfg or defaults("metrics")
     hyp_pieces = ref_pieces = None
     if subword_model is not None:
         if not cfg.subword:
-            cfg = MetricsConfig(**{**cfg.to_dict(), "subword": True})
+            cfg = dataclasses.replace(cfg, subword=True)
         hyp_pieces = _encode_pieces(subword_model, hypotheses)
         ref_pieces = _encode_pieces(subword_model, references)
     report = score_lines(hypotheses, references, sources, cfg=cfg, comet=comet, comet_batch_size=comet_batch_size,
@@ -187,14 +157,8 @@ def score_files(hyp_path: str | Path, ref_path: str | Path, src_path: str | Path
 
 
 # ---------------------------------------------------------------- rendering
-_LABELS = {"bleu": "BLEU", "chrf": "chrF", "ter": "TER", "sbleu": "SBLEU", "comet": "COMET"}
-
-
 def _label(name: str) -> str:
-    if name in _LABELS:
-        return _LABELS[name]
-    prefix, _, base = name.rpartition(":")
-    return (prefix + ":" if prefix else "") + base.upper()
+    return metric_for(name).label
 
 
 def _fmt(value: float | None, digits: int = 2) -> str:

@@ -1,0 +1,285 @@
+"""Compare adaptation methods on one stream: one table, deltas to the baseline, significance.
+
+Builds the seed-002 Table 5 style comparison from what the runs logged (summary.json
+corpus figures, or the cumulative figures of the last shared segment when incomplete runs
+are included) and tests every method against the baseline with a paired bootstrap
+(``simpe.report.stats``) over the logged per-segment statistics: each resample is scored by
+the metric's own ``score_from_stats`` (``simpe.metrics``), on the statistics where
+``logged_stats`` says the loop put them. render.py writes the result. It never translates,
+never loads a model and never writes a run.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import logging
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from simpe.errors import RunDirError
+from simpe.metrics import Metric, logged_stats, metric_for
+from simpe.metrics.utility import COMET
+from simpe.report.stats import DEFAULT_RESAMPLES, DEFAULT_SEED, bootstrap_scores, paired_test, resample_counts
+from simpe.rundir.reader import Run, RunGroup
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Column:
+    """One table column: a metric of the stack and how it is shown.
+
+    key: the name in summary ``corpus``, segment ``metrics`` and ``cumulative``.
+    scale: displayed value = logged value * scale (R metrics are logged as fractions and
+    shown in percent). unit: the displayed unit, differences are in the same unit.
+    """
+
+    metric: Metric
+    decimals: int
+
+    @property
+    def key(self) -> str:
+        return self.metric.name
+
+    @property
+    def label(self) -> str:
+        return self.metric.label
+
+    @property
+    def higher_is_better(self) -> bool:
+        return self.metric.higher_is_better
+
+    @property
+    def scale(self) -> float:
+        return 100.0 if self.metric.percent else 1.0
+
+    @property
+    def unit(self) -> str:
+        return "%" if self.metric.percent else "score" if self.key == COMET else "points"
+
+
+def column(key: str) -> Column:
+    """The column of metric ``key`` (COMET with four decimals, the rest with one)."""
+    return Column(metric_for(key), 4 if key == COMET else 1)
+
+
+TABLE_COLUMNS = ["bleu", "sbleu", "ter", "chrf", "r0+1", "r0", "r1"]  # COMET appended when scored
+SIGNIFICANCE_LEVEL = 0.05
+SIGNIFICANT_MARK = "†"
+SIGNED_METRICS = ("bleu", "chrf", "ter", "sbleu", COMET)  # the metrics whose signatures the runs log
+
+
+@dataclass
+class Row:
+    """One run in the table; values and deltas (method minus baseline) in display units, keyed by metric.
+
+    p_values: paired bootstrap p against the baseline (None for the baseline, or when not
+    testable); delta_ci95: 2.5/97.5 percentiles of the resampled differences.
+    """
+
+    run: Run
+    values: dict[str, float | None]
+    is_baseline: bool = False
+    deltas: dict[str, float | None] = field(default_factory=dict)
+    p_values: dict[str, float | None] = field(default_factory=dict)
+    delta_ci95: dict[str, tuple[float, float] | None] = field(default_factory=dict)
+    adapted_parameters: int | None = None
+    store_bytes: int | None = None
+
+
+@dataclass
+class Comparison:
+    """The comparison table and how it was made (inputs of the writers)."""
+
+    group: RunGroup
+    columns: list[Column]
+    rows: list[Row]
+    best: dict[str, set[str]]
+    signatures: dict[str, str]
+    seed: int | None
+    num_resamples: int
+    notes: list[str]
+
+
+# ------------------------------------------------------------------ reading figures
+def _num(value: Any) -> float | None:
+    if value is None or isinstance(value, bool):
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(number) else number
+
+
+def _corpus_value(run: Run, key: str, group: RunGroup) -> float | None:
+    """The logged corpus figure of ``key`` over the compared segments (logged units)."""
+    last = run.segments[group.num_segments - 1]
+    if not group.truncated and run.summary is not None:
+        corpus = run.summary.get("corpus") or {}
+        if key in corpus:
+            return _num(corpus[key])
+    if key == COMET:
+        values = _segment_comet(run, group.num_segments)
+        return None if values is None else float(np.mean(values))
+    return _num((last.get("cumulative") or {}).get(key))
+
+
+def _segment_comet(run: Run, num_segments: int) -> list[float] | None:
+    """Per-segment COMET of the first segments: summary ``segment_comet`` (what the loop logs),
+    else ``metrics["comet"]`` of each segment; None when not logged for every segment."""
+    logged = (run.summary or {}).get("segment_comet")
+    if isinstance(logged, list) and len(logged) >= num_segments:
+        values = [_num(v) for v in logged[:num_segments]]
+    else:
+        values = [_num((seg.get("metrics") or {}).get("comet")) for seg in run.segments[:num_segments]]
+    return None if any(v is None for v in values) else values  # type: ignore[return-value]
+
+
+def segment_stats(run: Run, key: str, num_segments: int) -> np.ndarray | None:
+    """Per-segment statistics of metric ``key`` over the first ``num_segments`` segments.
+
+    Returns (num_segments, d) in the metric's declared layout (``Metric.stat_names``,
+    read with ``simpe.metrics.logged_stats``; COMET from the summary's ``segment_comet``
+    as [value, 1]); None when a segment lacks them.
+    """
+    if key == COMET:
+        comet = _segment_comet(run, num_segments)
+        return None if comet is None else np.stack([np.asarray(comet, dtype=np.float64), np.ones(num_segments)], axis=1)
+    rows = [logged_stats(seg, key) for seg in run.segments[:num_segments]]
+    if any(row is None for row in rows):
+        return None
+    width = len(metric_for(key).stat_names)
+    if any(len(row) != width for row in rows):  # type: ignore[arg-type]
+        raise RunDirError(f"run {run.path}: the logged {key} statistics are not {width} numbers per segment "
+                          f"({', '.join(metric_for(key).stat_names)})")
+    return np.asarray(rows, dtype=np.float64)  # (n, d)
+
+
+def _signatures(group: RunGroup) -> tuple[dict[str, str], list[str]]:
+    """The runs' signatures (BLEU, chrF, TER, SBLEU, COMET when logged) and notes.
+
+    sacreBLEU settings must agree apart from the version, among the runs and with the metric
+    that rescores their statistics here (else RunDirError); differing COMET signatures are
+    only noted (they may differ in batch size alone).
+    """
+    notes: list[str] = []
+    chosen: dict[str, str] = {}
+    for kind in SIGNED_METRICS:
+        seen: dict[str, Run] = {}
+        for run in group.runs:
+            signature = ((run.summary or {}).get("signatures") or {}).get(kind)
+            if signature:
+                seen.setdefault(signature, run)
+        if not seen:
+            continue
+        label = metric_for(kind).label
+        stripped = {_without_version(sig) for sig in seen}
+        if len(stripped) > 1 and kind != COMET:
+            listing = "; ".join(f"{run.name}: {sig}" for sig, run in seen.items())
+            raise RunDirError(f"the runs scored {label} with different settings ({listing}); "
+                              f"their figures are not comparable")
+        ours = _without_version(metric_for(kind).signature())
+        if kind != COMET and stripped != {ours}:
+            raise RunDirError(f"the runs scored {label} with settings {next(iter(seen))!r}, but simpe rescores their "
+                              f"statistics with {ours!r}; their p-values would not be comparable")
+        if len(seen) > 1:
+            notes.append(f"{label} was scored with different signatures: "
+                         + "; ".join(f"{run.name}: {sig}" for sig, run in seen.items()))
+        chosen[kind] = next(iter(seen))
+    return chosen, notes
+
+
+def _without_version(signature: str) -> str:
+    return "|".join(part for part in signature.split("|") if not part.startswith("version:"))
+
+
+# ------------------------------------------------------------------ building
+def compare_runs(group: RunGroup, seed: int | None = DEFAULT_SEED, num_resamples: int = DEFAULT_RESAMPLES) -> Comparison:
+    """The comparison table of a checked run group, with paired bootstrap p-values.
+
+    seed, num_resamples: the bootstrap's numpy seed and resample count (p-values repeat
+    exactly for the same seed). Every figure is in display units (R metrics in percent).
+    """
+    num_segments = group.num_segments
+    signatures, notes = _signatures(group)
+    columns = [column(key) for key in TABLE_COLUMNS]
+    if all(_corpus_value(run, COMET, group) is not None for run in group.runs):
+        columns.append(column(COMET))
+    elif any(_corpus_value(run, COMET, group) is not None for run in group.runs):
+        notes.append("COMET was scored for only some runs; its column is left out")
+
+    counts = resample_counts(num_segments, num_resamples, seed).astype(np.float64)  # (B, n)
+    rows: list[Row] = []
+    for run in group.runs:
+        summary = run.summary or {}
+        rows.append(Row(run=run, values={}, is_baseline=run is group.baseline,
+                        adapted_parameters=summary.get("adapted_parameters"),
+                        store_bytes=summary.get("store_bytes")))
+    for spec in columns:
+        for row in rows:
+            value = _corpus_value(row.run, spec.key, group)
+            row.values[spec.key] = None if value is None else value * spec.scale
+        _test_column(spec, rows, counts, num_segments, notes)
+
+    best: dict[str, set[str]] = {}
+    for spec in columns:
+        shown = {row.run.name: round(v, spec.decimals) for row in rows if (v := row.values[spec.key]) is not None}
+        if len(shown) >= 2:
+            target = max(shown.values()) if spec.higher_is_better else min(shown.values())
+            best[spec.key] = {name for name, v in shown.items() if v == target}
+    if group.truncated:
+        total = f" of {group.stream_segments}" if group.stream_segments else ""
+        incomplete = ", ".join(f"{run.name} ({run.num_segments} logged)" for run in group.runs if not run.complete)
+        notes.insert(0, f"Incomplete runs included ({incomplete}): every figure covers the first {num_segments}{total} "
+                        f"segments (cumulative figures of segment {num_segments - 1}), not the summaries.")
+    return Comparison(group=group, columns=columns, rows=rows, best=best, signatures=signatures, seed=seed,
+                      num_resamples=num_resamples, notes=notes)
+
+
+def _score_fn(spec: Column) -> Callable[[np.ndarray], np.ndarray]:
+    """(k, d) summed statistics -> (k,) scores in display units."""
+    return lambda summed: spec.metric.scores_from_stats(summed) * spec.scale
+
+
+def _test_column(spec: Column, rows: list[Row], counts: np.ndarray, num_segments: int, notes: list[str]) -> None:
+    """Fill deltas (from the logged figures) and bootstrap p-values (from the logged stats)."""
+    baseline = rows[0]
+    stats = {row.run.name: segment_stats(row.run, spec.key, num_segments) for row in rows}
+    base_stats = stats[baseline.run.name]
+    score = _score_fn(spec) if base_stats is not None else None
+    base_resampled = bootstrap_scores(base_stats, score, counts) if score is not None and base_stats is not None else None
+    base_observed = float(score(base_stats.sum(0))[0]) if score is not None and base_stats is not None else None
+    missing: list[str] = [baseline.run.name] if base_stats is None else []
+    mismatched: list[str] = []
+    for row in rows:
+        row_stats = stats[row.run.name]
+        if row_stats is not None and score is not None:
+            observed = float(score(row_stats.sum(0))[0])
+            logged = row.values[spec.key]
+            if logged is not None and not math.isnan(observed) and abs(observed - logged) > 0.5 * 10 ** -spec.decimals:
+                mismatched.append(f"{row.run.name} (logged {logged:.{spec.decimals + 2}f}, from stats {observed:.{spec.decimals + 2}f})")
+        if row is baseline:
+            continue
+        base_value, value = baseline.values[spec.key], row.values[spec.key]
+        row.deltas[spec.key] = None if base_value is None or value is None else value - base_value
+        row.p_values[spec.key], row.delta_ci95[spec.key] = None, None
+        if row_stats is None:
+            missing.append(row.run.name)
+            continue
+        if score is None or base_resampled is None or base_observed is None:
+            continue
+        result = paired_test(base_observed, float(score(row_stats.sum(0))[0]), base_resampled,
+                             bootstrap_scores(row_stats, score, counts))
+        row.p_values[spec.key] = None if math.isnan(result.p_value) else result.p_value
+        row.delta_ci95[spec.key] = None if math.isnan(result.delta_ci95[0]) else result.delta_ci95
+    if missing:
+        notes.append(f"no per-segment {spec.label} statistics logged for {', '.join(missing)}: no p-value")
+    if mismatched:
+        notes.append(f"{spec.label}: the logged figure differs from the one recomputed from the logged statistics for "
+                     + "; ".join(mismatched) + " (the table shows the logged figure, the test uses the statistics)")
+        logger.warning(notes[-1])

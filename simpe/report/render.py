@@ -1,0 +1,204 @@
+"""The comparison table as Markdown, CSV and booktabs LaTeX, written with its signatures and notes.
+
+Takes a ``Comparison`` (compare.py) and only formats it; ``write_comparison`` puts the three
+files into an output folder (``simpe.rundir.OutputDir``, by default the group's
+``compare/``).
+"""
+from __future__ import annotations
+
+import csv
+import io
+from pathlib import Path
+from typing import Any
+
+from simpe.metrics import metric_for
+from simpe.report.compare import SIGNIFICANCE_LEVEL, SIGNIFICANT_MARK, Column, Comparison, Row
+from simpe.rundir.writer import OutputDir
+
+COMPARE_FILES = {"markdown": "compare.md", "csv": "compare.csv", "latex": "compare.tex"}
+
+
+def _fmt(value: float | None, decimals: int) -> str:
+    return "–" if value is None else f"{value:.{decimals}f}"
+
+
+def _fmt_delta(delta: float | None, decimals: int) -> str:
+    if delta is None:
+        return "–"
+    rounded = round(delta, decimals)
+    if rounded == 0:
+        return f"±{0:.{decimals}f}"
+    return f"+{rounded:.{decimals}f}" if rounded > 0 else f"-{abs(rounded):.{decimals}f}"
+
+
+def _fmt_p(p: float | None) -> str:
+    return "–" if p is None else f"{p:.3f}"
+
+
+def _fmt_count(n: int | None) -> str:
+    if n is None:
+        return "–"
+    if n >= 1_000_000:
+        return f"{n / 1e6:.2f}M"
+    if n >= 10_000:
+        return f"{n / 1e3:.0f}k"
+    return f"{n:,}"
+
+
+def _fmt_bytes(n: int | None) -> str:
+    if n is None:
+        return "–"
+    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{n} B"
+
+
+def _header(spec: Column) -> str:
+    return f"{spec.label} ↓" if not spec.higher_is_better else spec.label
+
+
+def _legend(comp: Comparison) -> str:
+    units = ", ".join(f"{spec.label}" for spec in comp.columns if spec.unit == "points")
+    percent = ", ".join(f"{spec.label}" for spec in comp.columns if spec.unit == "%")
+    return (f"Baseline in absolute figures; each method as its absolute figure and, in parentheses, its difference "
+            f"to the baseline; {SIGNIFICANT_MARK} marks p < {SIGNIFICANCE_LEVEL} in a paired bootstrap test against "
+            f"the baseline ({comp.num_resamples} resamples, seed {comp.seed}; p-values below). Bold: best in the column "
+            f"(TER: lowest). {units} in points; {percent} in percent, differences in percentage points.")
+
+
+def bootstrap_description(comp: Comparison) -> str:
+    """How the p-values were computed (written under every table)."""
+    return (f"Paired bootstrap, {comp.num_resamples} resamples, seed {comp.seed}: sacreBLEU 2.6.0's resampling "
+            f"(numpy default_rng(seed).choice of segment indices, shared by all runs) applied to the logged "
+            f"per-segment statistics; BLEU, chrF and TER rescored from summed sufficient statistics with sacreBLEU, "
+            f"R metrics from summed [num, den] pairs, SBLEU{' and COMET' if any(c.key == 'comet' for c in comp.columns) else ''} "
+            f"as means of the per-segment values. Two-sided p = (1 + #{{|Δ* − Δ| ≥ |Δ|}}) / (1 + resamples) "
+            f"(not sacreBLEU's PairedTest p, which gives p ≈ 0.001 to a method identical to the baseline).")
+
+
+def _title(comp: Comparison) -> str:
+    group = comp.group
+    total = group.stream_segments or group.num_segments
+    covered = f"{group.num_segments} segments" if not group.truncated else f"first {group.num_segments} of {total} segments"
+    return f"Adaptation methods on {group.name} ({covered}, {len(group.runs)} runs)"
+
+
+def _cell_parts(row: Row, spec: Column, comp: Comparison) -> tuple[str, bool, str | None, bool]:
+    """(value text, best in column, delta text or None for the baseline, significant)."""
+    value = row.values.get(spec.key)
+    best = value is not None and row.run.name in comp.best.get(spec.key, set())
+    if row.is_baseline:
+        return _fmt(value, spec.decimals), best, None, False
+    p = row.p_values.get(spec.key)
+    return (_fmt(value, spec.decimals), best, _fmt_delta(row.deltas.get(spec.key), spec.decimals),
+            p is not None and p < SIGNIFICANCE_LEVEL)
+
+
+def _markdown_cell(row: Row, spec: Column, comp: Comparison) -> str:
+    value, best, delta, significant = _cell_parts(row, spec, comp)
+    text = f"**{value}**" if best else value
+    return text if delta is None else f"{text} ({delta}){SIGNIFICANT_MARK if significant else ''}"
+
+
+def _latex_cell(row: Row, spec: Column, comp: Comparison) -> str:
+    value, best, delta, significant = _cell_parts(row, spec, comp)
+    text = rf"\textbf{{{value}}}" if best else _tex(value)
+    if delta is None:
+        return text
+    delta_tex = _tex(delta.replace("-", "−"))
+    return rf"{text} {{\footnotesize ({delta_tex})}}" + (r"$^\dagger$" if significant else "")
+
+
+def to_markdown(comp: Comparison) -> str:
+    """The comparison as Markdown: the table, the p-values, the notes and the signatures."""
+    headers = ["method", *(_header(spec) for spec in comp.columns), "adapted params", "storage / user"]
+    lines = [f"# {_title(comp)}", "", _legend(comp), "",
+             "| " + " | ".join(headers) + " |", "|:--" + "|--:" * (len(headers) - 1) + "|"]
+    for row in comp.rows:
+        cells = [row.run.label, *(_markdown_cell(row, spec, comp) for spec in comp.columns),
+                 _fmt_count(row.adapted_parameters), _fmt_bytes(row.store_bytes)]
+        lines.append("| " + " | ".join(cells) + " |")
+    lines += ["", "## p-values against the baseline", "",
+              "| method | " + " | ".join(spec.label for spec in comp.columns) + " |",
+              "|:--" + "|--:" * len(comp.columns) + "|"]
+    for row in comp.rows[1:]:
+        lines.append("| " + " | ".join([row.run.label, *(_fmt_p(row.p_values.get(spec.key)) for spec in comp.columns)]) + " |")
+    lines += ["", bootstrap_description(comp), ""]
+    if comp.notes:
+        lines += ["Notes:", "", *(f"- {note}" for note in comp.notes), ""]
+    lines += ["Signatures:", ""]
+    if comp.signatures:
+        lines += [f"- {metric_for(kind).label}: `{sig}`" for kind, sig in comp.signatures.items()]
+    else:
+        lines.append("- (none logged: the runs have no summary.json yet)")
+    return "\n".join(lines) + "\n"
+
+
+def to_csv(comp: Comparison) -> str:
+    """The comparison as CSV, one row per run, unrounded, in display units (R metrics in percent)."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    header = ["adapter", "method", "label", "complete", "segments"]
+    for spec in comp.columns:
+        header += [spec.key, f"{spec.key}_delta", f"{spec.key}_p", f"{spec.key}_delta_ci95_low", f"{spec.key}_delta_ci95_high"]
+    header += ["adapted_parameters", "store_bytes", "path"]
+    writer.writerow(header)
+
+    def out(value: float | None) -> str:
+        return "" if value is None else f"{value:.6g}" if abs(value) < 1e-3 and value != 0 else f"{round(value, 6)}"
+
+    for row in comp.rows:
+        cells: list[Any] = [row.run.name, row.run.method, row.run.label, int(row.run.complete), comp.group.num_segments]
+        for spec in comp.columns:
+            ci = row.delta_ci95.get(spec.key)
+            cells += [out(row.values.get(spec.key)), out(row.deltas.get(spec.key)), out(row.p_values.get(spec.key)),
+                      out(ci[0] if ci else None), out(ci[1] if ci else None)]
+        cells += ["" if row.adapted_parameters is None else row.adapted_parameters,
+                  "" if row.store_bytes is None else row.store_bytes, str(row.run.path)]
+        writer.writerow(cells)
+    return buffer.getvalue()
+
+
+_TEX_ESCAPES = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
+                "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "|": r"\textbar{}",
+                "–": "--", "±": r"$\pm$", "†": r"$^\dagger$", "≥": r"$\geq$", "≈": r"$\approx$", "Δ": r"$\Delta$",
+                "−": "$-$", "<": "$<$", ">": "$>$", "↓": r"$\downarrow$"}
+
+
+def _tex(text: str) -> str:
+    return "".join(_TEX_ESCAPES.get(char, char) for char in text)
+
+
+def to_latex(comp: Comparison) -> str:
+    """The comparison as a booktabs LaTeX table (needs ``\\usepackage{booktabs}``), signatures under it."""
+    num_cols = len(comp.columns) + 3
+    headers = ["Method", *(_tex(_header(spec)) for spec in comp.columns), "Params", "Storage"]
+    lines = [f"% {_tex(_title(comp))} -- written by simpe compare; needs \\usepackage{{booktabs}}",
+             r"\begin{table}[t]", r"\centering", r"\small", r"\setlength{\tabcolsep}{4pt}",
+             r"\begin{tabular}{l" + "r" * (num_cols - 1) + "}", r"\toprule", " & ".join(headers) + r" \\", r"\midrule"]
+    for row in comp.rows:
+        cells = [_tex(row.run.label), *(_latex_cell(row, spec, comp) for spec in comp.columns)]
+        cells += [_tex(_fmt_count(row.adapted_parameters)), _tex(_fmt_bytes(row.store_bytes))]
+        lines.append(" & ".join(cells) + r" \\")
+        if row.is_baseline:
+            lines.append(r"\midrule")
+    lines += [r"\bottomrule", r"\end{tabular}", "", r"\medskip",
+              r"\begin{tabular}{l" + "r" * len(comp.columns) + "}", r"\toprule",
+              "$p$ vs.\\ baseline & " + " & ".join(_tex(spec.label) for spec in comp.columns) + r" \\", r"\midrule"]
+    for row in comp.rows[1:]:
+        lines.append(" & ".join([_tex(row.run.label), *(_tex(_fmt_p(row.p_values.get(spec.key))) for spec in comp.columns)]) + r" \\")
+    footnote = [_tex(bootstrap_description(comp)) + "".join(f" {_tex(note)}" for note in comp.notes)]
+    footnote += [f"{metric_for(kind).label}: \\texttt{{{_tex(sig)}}}" for kind, sig in comp.signatures.items()]
+    lines += [r"\bottomrule", r"\end{tabular}", "", r"\smallskip", r"\parbox{\linewidth}{\footnotesize",
+              " \\\\\n".join(footnote)]
+    lines += [r"}", f"\\caption{{{_tex(_title(comp))}. {_tex(_legend(comp))}}}",
+              f"\\label{{tab:compare-{_tex(comp.group.name)}}}", r"\end{table}"]
+    return "\n".join(lines) + "\n"
+
+
+def write_comparison(comp: Comparison, out_dir: Path) -> dict[str, Path]:
+    """Write compare.md, compare.csv and compare.tex into ``out_dir``; returns the paths by format."""
+    out = OutputDir(out_dir, COMPARE_FILES.values())
+    texts = {"markdown": to_markdown(comp), "csv": to_csv(comp), "latex": to_latex(comp)}
+    return {kind: out.write_text(COMPARE_FILES[kind], texts[kind]) for kind in COMPARE_FILES}

@@ -1,0 +1,66 @@
+"""The names of everything under ``runs/``: one place for every file and folder name.
+
+A group folder ``runs/<dataset>-<split>--<model>--<N>seg/`` holds the runs of several
+adapters on one stream (one folder each) and the outputs derived from them (``compare/``,
+``plots/``). The writer (writer.py) and the reader (reader.py) take every name from here;
+docs/run-format.md describes the files.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+CONFIG_FILE = "config.yaml"
+ENV_FILE = "env.json"
+LOG_FILE = "log.txt"
+SEGMENTS_FILE = "segments.jsonl"
+SNAPSHOTS_FILE = "snapshots.jsonl"
+SUMMARY_FILE = "summary.json"
+STATE_DIR = "state"
+CHECKPOINT_FILE = "checkpoint.pt"  # inside STATE_DIR
+LOCK_FILE = ".lock"
+DONE_FILE = "DONE"
+COMPARE_DIR = "compare"  # inside a group folder
+PLOTS_DIR = "plots"  # inside a group folder
+RANK_RECORDS_FILE = "records.jsonl"  # simpe rank's outputs
+RANK_SUMMARY_FILE = "summary.json"
+CORRELATION_FILE = "correlation.json"
+
+
+def hyp_tok_file(lang: str) -> str:
+    """Moses-tokenised, truecased hypotheses, one per line (what the R metrics saw)."""
+    return f"hyp.tok.{lang}"
+
+
+def ref_tok_file(lang: str) -> str:
+    """Moses-tokenised, truecased references, one per line."""
+    return f"ref.tok.{lang}"
+
+
+def hyp_file(lang: str) -> str:
+    """Detokenised hypotheses, one per line."""
+    return f"hyp.{lang}"
+
+
+def group_name(dataset: str, split: str, model: str, segments: int | None) -> str:
+    """The folder shared by runs on the same stream: ``<dataset>-<split>--<model>--<N>seg``."""
+    return f"{dataset}-{split}--{model}--{segments if segments else 'all'}seg"
+
+
+def run_path(runs_dir: str | Path, dataset: str, split: str, model: str, segments: int | None, adapter: str) -> Path:
+    """``<runs_dir>/<group>/<adapter>``: the folder of one run."""
+    return Path(runs_dir) / group_name(dataset, split, model, segments) / adapter
+
+
+def compare_dir(group_dir: Path) -> Path:
+    """Where ``simpe compare`` writes by default."""
+    return Path(group_dir) / COMPARE_DIR
+
+
+def plots_dir(group_dir: Path) -> Path:
+    """Where ``simpe plot`` writes by default."""
+    return Path(group_dir) / PLOTS_DIR
+
+
+def is_run_dir(path: Path) -> bool:
+    """True for a folder holding segments.jsonl (a run directory, complete or not)."""
+    return Path(path).is_dir() and (Path(path) / SEGMENTS_FILE).is_file()

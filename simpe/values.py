@@ -1,0 +1,69 @@
+"""Check a value from YAML or ``--set`` against its annotated type, with one clear error.
+
+Used for the config tree's fields (``simpe.config``) and for every variant's parameters
+(``simpe.registry``), so a mistyped number reads the same everywhere: the key, the value and
+what was expected. YAML reads ``1e-3`` (no dot) as a string; a float field accepts such a
+string when it parses as a number, and an int where a float is expected. Nothing else is
+converted. Types other than bool, int, float, str, list, dict and their ``X | None`` unions
+(or no annotation at all) are not checked.
+"""
+from __future__ import annotations
+
+import math
+import types
+import typing
+from typing import Any
+
+from simpe.errors import ConfigError
+
+_NAMES = {bool: "true or false", int: "an integer", float: "a number", str: "a string", list: "a list", dict: "a mapping"}
+
+
+def _one(value: Any, kind: Any) -> tuple[bool, Any]:
+    """(matches, value converted to ``kind``) for one non-union type."""
+    if kind is Any or kind is object:
+        return True, value
+    if kind is type(None):
+        return value is None, value
+    origin = typing.get_origin(kind) or kind
+    if origin is bool:
+        return isinstance(value, bool), value
+    if origin is int:
+        return isinstance(value, int) and not isinstance(value, bool), value
+    if origin is float:
+        if isinstance(value, bool):
+            return False, value
+        if isinstance(value, (int, float)):
+            return True, float(value)
+        if isinstance(value, str):
+            try:
+                number = float(value)
+            except ValueError:
+                return False, value
+            return not math.isnan(number), number
+        return False, value
+    if origin in (str, list, dict):
+        return isinstance(value, origin), value
+    return True, value  # a type this module does not check
+
+
+def coerce(value: Any, annotation: Any, where: str) -> Any:
+    """``value`` checked against ``annotation`` (and converted where documented above).
+
+    Args:
+        value: what the YAML or the command line gave.
+        annotation: the field's or parameter's type (``float``, ``int | None``, ...); None = unchecked.
+        where: the key in error messages, e.g. ``update.lr`` or ``method lasso parameter penalty``.
+    Raises:
+        ConfigError: naming the key, the value and the expected type.
+    """
+    if annotation is None:
+        return value
+    options = typing.get_args(annotation) if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is typing.Union else (annotation,)
+    for kind in options:
+        ok, converted = _one(value, kind)
+        if ok:
+            return converted
+    wanted = " or ".join("null" if kind is type(None) else _NAMES.get(typing.get_origin(kind) or kind, getattr(kind, "__name__", str(kind)))
+                         for kind in options)
+    raise ConfigError(f"{where} must be {wanted}, got {value!r}")
