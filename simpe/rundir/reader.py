@@ -98,7 +98,7 @@ class RunGroup:
         return self.group_dir.name
 
 
-def read_jsonl(path: Path, tolerate_torn_tail: bool) -> list[dict[str, Any]]:
+def read_jsonl(path: Path, tolerate_torn_tail: bool = False) -> list[dict[str, Any]]:
     """Records of a JSON-lines file (none when it does not exist).
 
     The one rule for a bad line: a torn *last* line (a writer killed mid-line) is dropped,

@@ -20,12 +20,19 @@ sys.path.insert(0, str(Path(__file__).parent))
 from test_runs import perturb, stream, write_group, write_run  # noqa: E402
 
 from simpe.cli import main  # noqa: E402
-from simpe.compare import METRICS, compare_runs, segment_stats, to_csv, to_latex, to_markdown, write_comparison  # noqa: E402
-from simpe.runs import load_group  # noqa: E402
-from simpe.significance import (bootstrap_scores, paired_bootstrap, ratio_score, resample_counts,  # noqa: E402
-                                sacrebleu_score)
+from simpe.errors import RunDirError  # noqa: E402
+from simpe.metrics import metric_for  # noqa: E402
+from simpe.report.compare import column, compare_runs, segment_stats  # noqa: E402
+from simpe.report.render import to_csv, to_latex, to_markdown, write_comparison  # noqa: E402
+from simpe.report.stats import bootstrap_scores, paired_bootstrap, resample_counts  # noqa: E402
+from simpe.rundir.reader import load_group  # noqa: E402
 
 TABLE_KEYS = ["bleu", "sbleu", "ter", "chrf", "r0+1", "r0", "r1"]
+
+
+def percent_of_ratio(summed: np.ndarray) -> np.ndarray:
+    """The R metrics' score of summed [num, den] statistics, in percent (as the table shows it)."""
+    return 100 * metric_for("r0").scores_from_stats(summed)
 
 
 @pytest.fixture(scope="module")
@@ -49,7 +56,7 @@ def test_deltas_are_differences_of_the_logged_corpus_figures(group_dir: Path, co
     for row in comparison.rows:
         corpus = _summary(group_dir, row.run.name)["corpus"]
         for key in TABLE_KEYS:
-            scale = METRICS[key].scale
+            scale = column(key).scale
             assert row.values[key] == pytest.approx(corpus[key] * scale, abs=1e-9)
             if row.run.name != "baseline":
                 assert row.deltas[key] == pytest.approx((corpus[key] - base[key]) * scale, abs=1e-9)
@@ -101,13 +108,13 @@ def test_resampling_is_sacrebleus_paired_bootstrap(group_dir: Path, monkeypatch:
     signatures, results = PairedTest(systems, {"BLEU": BLEU(), "chrF": CHRF(), "TER": TER()}, [references],
                                      test_type="bs", n_samples=1000)()
     counts = resample_counts(n, 1000, seed=12345)
-    for key, name, metric in (("bleu", "BLEU", BLEU()), ("chrf", "chrF2", CHRF()), ("ter", "TER", TER())):
+    for key, name in (("bleu", "BLEU"), ("chrf", "chrF2"), ("ter", "TER")):
         for position, run in enumerate(group.runs):
-            resampled = bootstrap_scores(segment_stats(run, key, n), sacrebleu_score(metric), counts)
+            resampled = bootstrap_scores(segment_stats(run, key, n), metric_for(key).scores_from_stats, counts)
             mean, ci = estimate_ci(resampled)
             assert mean == pytest.approx(results[name][position].mean, abs=1e-6), (key, run.name)
             assert ci == pytest.approx(results[name][position].ci, abs=1e-6), (key, run.name)
-    # the departure documented in simpe.significance: sacreBLEU calls an identical system significant
+    # the departure documented in simpe.report.stats: sacreBLEU calls an identical system significant
     assert results["BLEU"][1].p_value == pytest.approx(1 / 1001)
     assert compare_runs(group).rows[1].p_values["bleu"] == 1.0
 
@@ -118,24 +125,27 @@ def test_paired_bootstrap_on_ratio_statistics() -> None:
     base = np.stack([rng.binomial(den, 0.4), den], axis=1)  # (200, 2) [num, den]
     counts = resample_counts(200, 500, seed=3)
     assert counts.shape == (500, 200) and (counts.sum(1) == 200).all()
-    same = paired_bootstrap(base, base.copy(), ratio_score(), num_resamples=500, seed=3)
+    same = paired_bootstrap(base, base.copy(), percent_of_ratio, num_resamples=500, seed=3)
     assert same.p_value == 1.0 and same.delta == 0.0
     better = np.stack([np.minimum(den, base[:, 0] + 1), den], axis=1)
-    result = paired_bootstrap(base, better, ratio_score(), num_resamples=500, seed=3)
+    result = paired_bootstrap(base, better, percent_of_ratio, num_resamples=500, seed=3)
     assert result.p_value == pytest.approx(1 / 501)
     assert result.delta == pytest.approx(100 * (better[:, 0].sum() - base[:, 0].sum()) / den.sum())
-    assert paired_bootstrap(base, better, ratio_score(), 500, seed=3) == result
+    assert paired_bootstrap(base, better, percent_of_ratio, 500, seed=3) == result
 
 
-def test_bleu_stats_in_sacrebleu_order_are_read_too(group_dir: Path) -> None:
+def test_logged_statistics_have_the_declared_layout(group_dir: Path) -> None:
+    """BLEU statistics are read in BleuMetric's declared layout only, and rescore to sacreBLEU's corpus BLEU."""
     run = load_group([group_dir]).baseline
-    native = [dict(seg, stats=dict(seg["stats"], bleu=seg["stats"]["bleu"][-2:] + seg["stats"]["bleu"][:-2]))
-              for seg in run.segments]
     documented = segment_stats(run, "bleu", 40)
-    assert np.array_equal(segment_stats(replace(run, segments=native), "bleu", 40), documented)
+    assert documented.shape == (40, len(metric_for("bleu").stat_names)) == (40, 10)
     hypotheses = [seg["hypothesis"] for seg in run.segments]
     references = [seg["reference"] for seg in run.segments]
-    assert sacrebleu_score(BLEU())(documented.sum(0))[0] == pytest.approx(BLEU().corpus_score(hypotheses, [references]).score)
+    assert metric_for("bleu").score_from_stats(documented.sum(0)) == pytest.approx(
+        BLEU().corpus_score(hypotheses, [references]).score, abs=1e-9)
+    short = [dict(seg, stats=dict(seg["stats"], bleu=seg["stats"]["bleu"][:-1])) for seg in run.segments]
+    with pytest.raises(RunDirError, match="not 10 numbers per segment .*m1, m2"):
+        segment_stats(replace(run, segments=short), "bleu", 40)
 
 
 def test_writers_produce_markdown_csv_and_booktabs(comparison, tmp_path: Path) -> None:
@@ -218,12 +228,13 @@ def test_comet_column_appears_when_scored(tmp_path: Path) -> None:
 
 def test_reads_what_simpes_online_scorer_logs(tmp_path: Path) -> None:
     """Records made by the loop's own scorer (simpe.metrics.online): stats parse, figures agree."""
-    from simpe.metrics.online import MetricsConfig, OnlineScorer
+    from simpe.config import defaults
+    from simpe.metrics.online import OnlineScorer
 
     sources, references = stream(24)
     group = tmp_path / "libreoffice-stream--demo-en-de--24seg"
     for name, rate in (("baseline", 0.4), ("full", 0.05)):
-        scorer = OnlineScorer(MetricsConfig(lang="de", truecaser=None, stopwords="de"))
+        scorer = OnlineScorer(defaults("metrics", lang="de", truecaser=None, stopwords="de"))
         records = [{"index": i, "source": s, "reference": r, "hypothesis": h, **scorer.add(h, r)}
                    for i, (s, r, h) in enumerate(zip(sources, references, perturb(references, rate, seed=len(name))))]
         run = group / name
@@ -238,6 +249,6 @@ def test_reads_what_simpes_online_scorer_logs(tmp_path: Path) -> None:
     row = comp.rows[1]
     for key in TABLE_KEYS:
         if base[key] is not None and full[key] is not None:
-            assert row.deltas[key] == pytest.approx((full[key] - base[key]) * METRICS[key].scale)
+            assert row.deltas[key] == pytest.approx((full[key] - base[key]) * column(key).scale)
     assert row.p_values["bleu"] < 0.05 and row.p_values["ter"] < 0.05
     assert "SBLEU: `nrefs:1|case:mixed|eff:yes|tok:13a|smooth:exp" in to_markdown(comp)

@@ -1,12 +1,15 @@
 """Config flow: defaults, then the adapter file, then --set; unknown keys are errors."""
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
+import yaml
 
-from simpe.config import load_config, load_saved_config, save_config
+from simpe.config import SECTIONS, RunConfig, defaults, load_config, load_saved_config, save_config
 from simpe.errors import ConfigError
+from simpe.paths import DEFAULTS_FILE
 
 
 def test_paper_defaults_and_adapter_differences():
@@ -42,8 +45,14 @@ def test_saved_config_round_trips(tmp_path: Path):
 
 
 @pytest.mark.parametrize("override, message", [
-    ("update.momentum=0.9", "unknown key update.momentum; known: clip_norm, dropout"),
-    ("colour=red", "unknown key colour; known: adapter, checkpoint_every"),
+    ("update.momentum=0.9", "unknown key update.momentum; known: optimizer, lr, clip_norm"),
+    ("colour=red", "unknown key colour; known: adapter, model, device"),
+    ("update.lr=fast", "update.lr must be a number, got 'fast'"),
+    ("seed=abc", "seed must be an integer, got 'abc'"),
+    ("data.skip_empty=maybe", "data.skip_empty must be true or false, got 'maybe'"),
+    ("decoder.params=3", "decoder.params must be a mapping, got 3"),
+    ("ranking.k=ten", "ranking.k must be an integer, got 'ten'"),
+    ("update=0.1", "update must be a mapping, got 0.1"),
     ("update.lr=-1", "update.lr must be > 0, got -1"),
     ("update.max_repeats=0", "update.max_repeats must be >= 1, got 0"),
     ("snapshots.probe=test", "unknown snapshots.probe 'test'; known: dev, stream"),
@@ -52,3 +61,22 @@ def test_saved_config_round_trips(tmp_path: Path):
 def test_bad_values_name_the_value_and_the_valid_ones(override, message):
     with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(")", r"\)")):
         load_config("full", [override])
+
+
+def test_a_number_yaml_reads_as_a_string_is_a_number():
+    # YAML 1.1 reads 1e-3 (no dot) as a string; a float field takes it as the number it means
+    assert load_config("full", ["update.lr=1e-3"]).update.lr == 0.001
+
+
+def test_every_default_lives_in_defaults_yaml():
+    """The config dataclasses have no defaults of their own; every section comes from adapters/defaults.yaml."""
+    for cls in (RunConfig, *SECTIONS.values()):
+        for field in dataclasses.fields(cls):
+            assert field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING, (cls, field.name)
+    data = yaml.safe_load(DEFAULTS_FILE.read_text())
+    assert set(data) == {f.name for f in dataclasses.fields(RunConfig)} - {"adapter"}
+    for section in SECTIONS:
+        assert dataclasses.asdict(defaults(section)) == data[section]
+    assert defaults("update", lr=0.5).lr == 0.5 and defaults("ranking").k == 10
+    with pytest.raises(ConfigError, match="unknown config section 'decoding'; known: method, update"):
+        defaults("decoding")

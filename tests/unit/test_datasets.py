@@ -44,7 +44,7 @@ def test_text_loader_and_errors(tmp_path: Path):
     with pytest.raises(DataError, match=r"line-count mismatch: .*a.en has 2 lines, .*b.de has 1"):
         DATASETS.build("text", source=str(src), reference=str(short)).load()
     bad = _write(tmp_path / "c.de", b"Hallo\nW\xe9lt\n")
-    with pytest.raises(DataError, match=r"c.de: invalid UTF-8 at line 2"):
+    with pytest.raises(DataError, match=r"c.de' is not valid UTF-8 \(line 2, byte"):
         DATASETS.build("text", source=str(src), reference=str(bad)).load()
     with pytest.raises(DataError, match="needs source"):
         DATASETS.build("text", reference=str(ref))
@@ -58,7 +58,7 @@ def test_empty_segments_fail_or_are_skipped_with_a_count(tmp_path: Path, caplog)
     with pytest.raises(DataError, match="segment 2 has an empty or whitespace-only source; .*--skip-empty"):
         DATASETS.build("text", source=str(src), reference=str(ref)).load()
     with caplog.at_level(logging.WARNING):
-        segs = DATASETS.build("text", source=str(src), reference=str(ref), skip_empty=True).load()
+        segs = DATASETS.build("text", source=str(src), reference=str(ref)).load(skip_empty=True)
     assert [s.source for s in segs] == ["Hello", "Third"]
     assert "skipped 2 segments" in caplog.text
 
@@ -109,3 +109,10 @@ def test_stream_hash_depends_on_text_only(tmp_path: Path):
     ref = _write(tmp_path / "a.de", "X\nY\n")
     segs = DATASETS.build("text", source=str(src), reference=str(ref)).load()
     assert stream_hash(segs) == stream_hash(list(segs)) and stream_hash(segs) != stream_hash(segs[:1])
+
+
+def test_unknown_or_mistyped_dataset_parameters_are_named():
+    with pytest.raises(ConfigError, match="unknown parameter 'sourse' of dataset 'text'; known: source, reference, src_lang, tgt_lang"):
+        DATASETS.build("text", sourse="a.en")
+    with pytest.raises(ConfigError, match="dataset 'tsv' parameter path must be a string or null, got 3"):
+        DATASETS.build("tsv", path=3)

@@ -7,15 +7,16 @@ from pathlib import Path
 import pytest
 import torch
 
-from simpe.config import UpdateConfig
+from simpe.config import defaults
 from simpe.errors import ConfigError
 from simpe.methods import METHODS
 from simpe.methods.base import base_parameters
 from simpe.methods.bias import OUTPUT_BIAS
-from simpe.update import Pair, update
+from simpe.model import Pair
+from simpe.update import update
 
 PAIR = Pair(torch.tensor([[5, 6, 7, 8, 0]]), torch.tensor([[9, 10, 11, 0]]))  # (1, src_len), (1, tgt_len)
-HOT = UpdateConfig(lr=0.5, ppl_threshold=1.0, max_repeats=3)  # never satisfied: always three steps
+HOT = defaults("update", lr=0.5, ppl_threshold=1.0, max_repeats=3)  # never satisfied: always three steps
 
 
 def snapshot(model) -> dict[str, torch.Tensor]:
@@ -30,9 +31,7 @@ def changed(before, model) -> set[str]:
 def run_method(name: str, tiny_marian, model_dir=None, **params):
     model = tiny_marian(seed=3)
     method = METHODS.build(name, **params)
-    method.attach(model, model_dir)
-    if hasattr(method, "lr"):
-        method.lr = HOT.lr
+    method.attach(model, model_dir, HOT)  # lasso's proximal step takes HOT's lr
     before = snapshot(model)
     record = update(model, method, PAIR, HOT)
     return model, method, before, record
@@ -74,7 +73,7 @@ def test_bias_changes_only_the_second_output_bias(tiny_marian):
 def test_top_changes_only_the_topmost_layers(tiny_marian):
     model = tiny_marian(seed=3, layers=2)
     method = METHODS.build("top")
-    method.attach(model, None)
+    method.attach(model, None, HOT)
     before = snapshot(model)
     update(model, method, PAIR, HOT)
     moved = changed(before, model)
@@ -120,15 +119,16 @@ def test_lasso_with_a_large_penalty_zeroes_every_group(tiny_marian):
 def test_update_stops_when_perplexity_is_low_enough(tiny_marian):
     model = tiny_marian(seed=3)
     method = METHODS.build("full")
-    method.attach(model, None)
-    record = update(model, method, PAIR, UpdateConfig(lr=0.5, ppl_threshold=1e9))
+    cfg = defaults("update", lr=0.5, ppl_threshold=1e9)
+    method.attach(model, None, cfg)
+    record = update(model, method, PAIR, cfg)
     assert record["repetitions"] == 0 and record["ppl_before"] == pytest.approx(torch.tensor(record["loss_before"]).exp().item())
 
 
 def test_non_finite_loss_skips_the_update(tiny_marian):
     model = tiny_marian(seed=3)
     method = METHODS.build("full")
-    method.attach(model, None)
+    method.attach(model, None, HOT)
     with torch.no_grad():
         model.model.decoder.layers[0].fc1.weight.fill_(float("nan"))
     before = snapshot(model)
@@ -140,15 +140,23 @@ def test_non_finite_loss_skips_the_update(tiny_marian):
 def test_per_tensor_clipping_bounds_each_step(tiny_marian):
     model = tiny_marian(seed=3)
     method = METHODS.build("full")
-    method.attach(model, None)
+    cfg = defaults("update", lr=0.1, clip_norm=1.0, max_repeats=1, ppl_threshold=1.0)
+    method.attach(model, None, cfg)
     before = snapshot(model)
-    update(model, method, PAIR, UpdateConfig(lr=0.1, clip_norm=1.0, max_repeats=1, ppl_threshold=1.0))
+    update(model, method, PAIR, cfg)
     for name, p in base_parameters(model).items():
         assert float((p.detach() - before[name]).norm()) <= 0.1 * 1.0 + 1e-6, name
 
 
 def test_unknown_method_param_is_an_error():
-    with pytest.raises(ConfigError, match="method 'full' takes no params, got budget"):
+    with pytest.raises(ConfigError, match="unknown parameter 'budget' of method 'full'; known: \\(none\\)"):
         METHODS.build("full", budget=3)
+    with pytest.raises(ConfigError, match="unknown parameter 'budgt' of method 'lasso'; known: penalty, budget_nonembedding, budget_embedding"):
+        METHODS.build("lasso", budgt=3)
+    with pytest.raises(ConfigError, match="unknown parameter 'lr' of method 'lasso'"):  # the step size is update.lr
+        METHODS.build("lasso", lr=0.1)
+    with pytest.raises(ConfigError, match="method 'lasso' parameter penalty must be a number, got 'strong'"):
+        METHODS.build("lasso", penalty="strong")
+    assert METHODS.build("lasso", penalty="1e-3").penalty == 0.001  # YAML reads 1e-3 as a string
     with pytest.raises(ConfigError, match="unknown method 'sparse'; known: baseline, bias, fixed, full, lasso, top"):
         METHODS.build("sparse")

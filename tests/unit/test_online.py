@@ -10,10 +10,11 @@ import sacrebleu
 from sacrebleu.metrics import BLEU, CHRF, TER
 
 from simpe.errors import ConfigError, DataError
-from simpe.metrics.online import MetricsConfig, OnlineScorer, cumulative_curves
+from simpe.config import MetricsConfig, defaults
+from simpe.metrics.online import OnlineScorer, cumulative_curves
 from simpe.metrics.recall import write_vocab
-from simpe.stopwords import load_stopwords
-from simpe.text import TextPipeline, content_types
+from simpe.metrics.stopwords import load_stopwords
+from simpe.metrics.text import TextPipeline, content_types
 
 ROOT = Path(__file__).resolve().parents[2]
 STREAM = ROOT / "data" / "libreoffice" / "stream.de"
@@ -48,7 +49,7 @@ def stream() -> tuple[list[str], list[str]]:
 
 def config(**kw) -> MetricsConfig:
     kw.setdefault("truecaser", str(TRUECASER) if TRUECASER.is_file() else None)
-    return MetricsConfig(**kw)
+    return defaults("metrics", **kw)
 
 
 def test_record_layout(stream):
@@ -160,18 +161,22 @@ def test_replay_refuses_records_it_cannot_resume_from(stream, tmp_path):
 
 
 def test_config_validation_and_subword_pieces():
-    assert MetricsConfig(truecaser="none").truecaser is None
-    with pytest.raises(ConfigError, match="known:.*r_max_k"):
-        MetricsConfig.from_dict({"r_max_kk": 2})
+    assert defaults("metrics", truecaser="none").truecaser is None
+    with pytest.raises(ConfigError, match="unknown key metrics.r_max_kk; known:.*r_max_k"):
+        defaults("metrics", r_max_kk=2)
     with pytest.raises(ConfigError, match="r_max_k"):
-        MetricsConfig(r_max_k=-1)
+        defaults("metrics", r_max_k=-1)
+    with pytest.raises(ConfigError, match="metrics.r_max_k must be an integer, got 'two'"):
+        defaults("metrics", r_max_k="two")
     with pytest.raises(ConfigError, match="known:"):
-        OnlineScorer(MetricsConfig(stopwords="xx"))
+        OnlineScorer(config(stopwords="xx"))
     with pytest.raises(DataError, match="hyp_pieces"):
-        OnlineScorer(MetricsConfig(subword=True)).add("a", "b")
+        OnlineScorer(config(subword=True)).add("a", "b")
+    with pytest.raises(ConfigError, match="ships no truecase.de.model"):
+        OnlineScorer(defaults("metrics", truecaser="model"), model_dir=None)
 
 
 def test_summary_of_an_empty_stream():
-    summary = OnlineScorer(MetricsConfig()).summary()
+    summary = OnlineScorer(config()).summary()
     assert summary["corpus"] == {"bleu": None, "chrf": None, "ter": None, "sbleu": None, "r0": None, "r1": None, "r0+1": None}
     assert set(summary["signatures"]) == {"bleu", "chrf", "ter", "sbleu"}

@@ -12,9 +12,9 @@ sys.path.insert(0, str(Path(__file__).parent))
 from test_runs import perturb, stream, write_group, write_run  # noqa: E402
 
 from simpe.cli import main  # noqa: E402
-from simpe.compare import compare_runs  # noqa: E402
-from simpe.plotting import cumulative_deltas, plot_group, snapshot_series  # noqa: E402
-from simpe.runs import load_group  # noqa: E402
+from simpe.report.compare import compare_runs  # noqa: E402
+from simpe.report.plotting import cumulative_deltas, plot_group, snapshot_series  # noqa: E402
+from simpe.rundir.reader import load_group  # noqa: E402
 
 PANEL_KEYS = ["r0", "r1", "r0+1", "bleu"]
 

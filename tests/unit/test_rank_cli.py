@@ -10,7 +10,8 @@ import torch
 from test_decoders import REFERENCES, SOURCES, make_text_model, text_tokenizer
 
 from simpe.cli import main
-from simpe.rank import kendall, pearson, read_test_set, spearman
+from simpe.ranking.study import read_test_set
+from simpe.report.stats import kendall, pearson, spearman
 from simpe.errors import DataError
 
 
@@ -121,7 +122,7 @@ def test_rank_errors_are_one_line(saved_models, test_set, tmp_path, capsys) -> N
     base = ["rank", "--model", str(saved_models[0]), "--out", str(tmp_path / "o")]
     cases = [
         (base + ["--src", str(src), "--ref", str(short)], "aligned line by line"),
-        (base + ["--src", str(src), "--ref", str(ref), "--quality", "bleurt"], "known: sbleu, chrf, comet"),
+        (base + ["--src", str(src), "--ref", str(ref), "--quality", "bleurt"], "unknown utility 'bleurt'; known: bleu, chrf, chrf++, sbleu, ter, comet"),
         (base + ["--src", str(src), "--ref", str(ref), "--quality", "comet"], "--comet-model"),
         (base + ["--src", str(src), "--ref", str(tmp_path / "missing.de")], "does not exist"),
         (["rank", "--models", str(saved_models[0]), "--src", str(src), "--ref", str(ref), "--out", str(tmp_path / "o")],

@@ -2,6 +2,7 @@
 tiny Marian model with the demo model's real SentencePiece tokenizer."""
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 
@@ -9,7 +10,9 @@ import pytest
 import torch
 
 from simpe.errors import ConfigError
-from simpe.ranking import RankingConfig, evaluate, hr_ranks, kqrg, krg, random_krg, snapshot
+from simpe.config import RankingConfig, defaults, from_dict
+from simpe.ranking.evaluate import check, evaluate, snapshot
+from simpe.ranking.measures import hr_ranks, kqrg, krg, random_krg
 from test_comet import tiny_comet  # noqa: F401  (the tiny COMET model fixture, built once per session)
 from test_decoders import REFERENCES, SOURCES, make_text_model, text_tokenizer
 
@@ -80,17 +83,19 @@ def test_krg_bounds_random_lists() -> None:
 
 
 def test_ranking_config_checks() -> None:
-    RankingConfig()
-    with pytest.raises(ConfigError, match="known: sbleu, chrf, comet"):
-        RankingConfig(quality="bleurt")
+    check(defaults("ranking"))
+    with pytest.raises(ConfigError, match="known: bleu, chrf, chrf\\+\\+, sbleu, ter, comet"):
+        check(defaults("ranking", quality="bleurt"))
+    with pytest.raises(ConfigError, match="needs a COMET model"):
+        check(defaults("ranking", quality="comet"))
     with pytest.raises(ConfigError, match="k must be a positive integer"):
-        RankingConfig(k=0)
+        defaults("ranking", k=0)
     with pytest.raises(ConfigError, match="max_seconds"):
-        RankingConfig(max_seconds=-1)
+        defaults("ranking", max_seconds=-1)
     with pytest.raises(ConfigError, match="evaluates nothing"):
-        RankingConfig(top_region=False, sampling=False)
+        defaults("ranking", top_region=False, sampling=False)
     with pytest.raises(ConfigError, match="known: linear, exp"):
-        RankingConfig(gain="log")
+        defaults("ranking", gain="log")
 
 
 # ---------------------------------------------------------------- snapshot on a real model + tokenizer
@@ -105,7 +110,7 @@ def test_snapshot_figures_and_no_side_effects(text_model) -> None:
     before = {k: v.clone() for k, v in model.state_dict().items()}
     torch.manual_seed(123)
     rng = torch.get_rng_state()
-    cfg = RankingConfig(k=3, samples=16, max_expansions=None, max_seconds=None)
+    cfg = defaults("ranking", k=3, samples=16, max_expansions=None, max_seconds=None)
     out = snapshot(model, tokenizer, SOURCES, REFERENCES, cfg)
     assert torch.equal(rng, torch.get_rng_state())
     assert model.training and all(m.training for m in model.modules())
@@ -134,7 +139,7 @@ def test_evaluate_records_match_direct_decoding(text_model) -> None:
     from simpe.decoders.topk import TopKDecoder
 
     model, tokenizer = text_model
-    cfg = RankingConfig(k=3, samples=12, sample_seed=5, max_expansions=None, max_seconds=None, quality="chrf")
+    cfg = defaults("ranking", k=3, samples=12, sample_seed=5, max_expansions=None, max_seconds=None, quality="chrf")
     summary, records = evaluate(model, tokenizer, SOURCES, REFERENCES, cfg, keep_records=True)
     empty = beam_errors = 0
     for i, (record, src, ref) in enumerate(zip(records, SOURCES, REFERENCES)):
@@ -159,7 +164,7 @@ def test_evaluate_records_match_direct_decoding(text_model) -> None:
 def test_cut_short_search_is_reported(text_model) -> None:
     model, tokenizer = text_model
     out = snapshot(model, tokenizer, SOURCES[:2], REFERENCES[:2],
-                   RankingConfig(k=3, max_expansions=2, max_seconds=None, sampling=False))
+                   defaults("ranking", k=3, max_expansions=2, max_seconds=None, sampling=False))
     assert out["top.exact_rate"] == 0.0
     assert "mc.krg" not in out
 
@@ -167,12 +172,12 @@ def test_cut_short_search_is_reported(text_model) -> None:
 def test_sbleu_quality(text_model) -> None:
     model, tokenizer = text_model
     out = snapshot(model, tokenizer, SOURCES[:2], REFERENCES[:2],
-                   RankingConfig(k=2, samples=8, quality="sbleu", max_expansions=None, max_seconds=None))
+                   defaults("ranking", k=2, samples=8, quality="sbleu", max_expansions=None, max_seconds=None))
     assert 0.0 <= out["top.kqrg"] <= 1.0 and 0.0 <= out["mc.kqrg"] <= 1.0
 
 
 def test_comet_quality_from_cached_embeddings(text_model, tiny_comet) -> None:
-    from simpe.decoders.utility import CometUtility
+    from simpe.metrics.utility import CometUtility
     from simpe.metrics.comet import CometScorer
 
     model, tokenizer = text_model
@@ -184,13 +189,18 @@ def test_comet_quality_from_cached_embeddings(text_model, tiny_comet) -> None:
     matrix = utility.matrix(hyps, hyps, SOURCES[1])  # every pair, each sentence embedded once
     assert matrix.shape == (4, 4) and matrix[1, 3] == pytest.approx(scorer.score([SOURCES[1]], [hyps[1]], [hyps[3]])[0], abs=1e-5)
     out = snapshot(model, tokenizer, SOURCES[:2], REFERENCES[:2],
-                   RankingConfig(k=2, samples=6, quality="comet", max_expansions=None, max_seconds=None), comet=scorer)
+                   defaults("ranking", k=2, samples=6, quality="comet", max_expansions=None, max_seconds=None), comet=scorer)
     assert out["quality"] == "comet" and math.isfinite(out["top.kqrg"]) and math.isfinite(out["mc.kqrg"])
     with pytest.raises(ConfigError, match="needs a COMET model"):
-        snapshot(model, tokenizer, SOURCES[:1], REFERENCES[:1], RankingConfig(quality="comet"))
+        snapshot(model, tokenizer, SOURCES[:1], REFERENCES[:1], defaults("ranking", quality="comet"))
 
 
 def test_ranking_config_from_a_config_block() -> None:
-    assert RankingConfig.from_dict({"k": 3, "quality": "sbleu"}) == RankingConfig(k=3, quality="sbleu")
-    with pytest.raises(ConfigError, match="valid: k, quality, samples"):
-        RankingConfig.from_dict({"top_k": 3})
+    block = {**dataclasses.asdict(defaults("ranking")), "k": 3, "quality": "sbleu"}
+    assert from_dict(RankingConfig, block, "ranking") == defaults("ranking", k=3, quality="sbleu")
+    with pytest.raises(ConfigError, match="unknown key ranking.top_k; known: k, quality, samples"):
+        from_dict(RankingConfig, {**block, "top_k": 3}, "ranking")
+    with pytest.raises(ConfigError, match="missing key ranking.k"):
+        from_dict(RankingConfig, {key: value for key, value in block.items() if key != "k"}, "ranking")
+    with pytest.raises(ConfigError, match="ranking.samples must be an integer, got 'many'"):
+        from_dict(RankingConfig, {**block, "samples": "many"}, "ranking")

@@ -4,11 +4,12 @@ from __future__ import annotations
 import pytest
 
 from simpe.errors import ConfigError, DataError
-from simpe.metrics.online import MetricsConfig, OnlineScorer
+from simpe.config import defaults
+from simpe.metrics.online import OnlineScorer
 from simpe.metrics.recall import (
     RecallCounter, build_vocab, build_vocab_file, load_vocab, r_names, recall_corpus, write_vocab,
 )
-from simpe.text import TextPipeline, content_types
+from simpe.metrics.text import TextPipeline, content_types
 
 PAPER_REFS = ["The dog bites the lady", "The man bites the dog"]
 PAPER_HYPS = ["A terrier bites the person", "The dog bites the man"]
@@ -48,7 +49,7 @@ def test_paper_figure_1():
 
 def test_paper_figure_1_through_the_online_scorer(paper_stopwords):
     # Same case through Moses tokenisation (English, no truecaser) and the stopword file {a, A, the, The}.
-    scorer = OnlineScorer(MetricsConfig(lang="en", truecaser=None, stopwords=paper_stopwords))
+    scorer = OnlineScorer(defaults("metrics", lang="en", truecaser=None, stopwords=paper_stopwords))
     first = scorer.add(PAPER_HYPS[0], PAPER_REFS[0])
     assert first["metrics"]["r0"] == [1, 3] and first["metrics"]["r1"] == [0, 0]
     assert first["cumulative"]["r0"] == pytest.approx(1 / 3) and first["cumulative"]["r1"] is None
@@ -105,7 +106,7 @@ def test_novel_word_filter():
 def test_novel_variant_through_the_online_scorer(tmp_path, paper_stopwords):
     vocab = tmp_path / "vocab.txt"
     write_vocab({"dog", "bites", "The", "the"}, vocab)
-    scorer = OnlineScorer(MetricsConfig(lang="en", stopwords=paper_stopwords, novel_vocab=str(vocab)))
+    scorer = OnlineScorer(defaults("metrics", lang="en", truecaser=None, stopwords=paper_stopwords, novel_vocab=str(vocab)))
     records = [scorer.add(h, r) for h, r in zip(PAPER_HYPS, PAPER_REFS)]
     assert [r["metrics"]["novel:r0"] for r in records] == [[0, 1], [1, 1]]
     assert records[-1]["cumulative"]["novel:r0"] == 0.5 and records[-1]["cumulative"]["r0"] == 0.5
@@ -114,7 +115,7 @@ def test_novel_variant_through_the_online_scorer(tmp_path, paper_stopwords):
 def test_empty_references_leave_the_cumulative_values_alone(paper_stopwords):
     # An empty reference and one with only stopwords/punctuation/digits have no content types:
     # every denominator is 0, the per-segment value is undefined, the cumulative ratios do not move.
-    scorer = OnlineScorer(MetricsConfig(lang="en", stopwords=paper_stopwords))
+    scorer = OnlineScorer(defaults("metrics", lang="en", truecaser=None, stopwords=paper_stopwords))
     empty_first = scorer.add("The dog", "")
     assert empty_first["metrics"]["r0"] == [0, 0] and empty_first["cumulative"]["r0"] is None
     a = scorer.add(PAPER_HYPS[0], PAPER_REFS[0])

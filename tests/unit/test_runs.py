@@ -21,7 +21,7 @@ import yaml
 from sacrebleu.metrics import BLEU, CHRF, TER
 
 from simpe.errors import RunDirError
-from simpe.runs import find_runs, load_group, load_run
+from simpe.rundir.reader import find_runs, load_group, load_run
 
 # (source, reference): LibreOffice Calc help style; content words recur across segments
 PAIRS = [

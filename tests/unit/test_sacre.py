@@ -1,15 +1,16 @@
-"""BLEU/chrF/TER/SBLEU from per-segment statistics agree with sacreBLEU's own scoring functions."""
+"""The metric stack's sacreBLEU metrics agree with sacreBLEU's own scoring functions."""
 from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 import sacrebleu
 from sacrebleu.metrics import BLEU, CHRF, TER
 
 from simpe.errors import ConfigError
 from simpe.metrics import METRICS
-from simpe.metrics.sacre import SacreStats, corpus_scores
+from simpe.metrics.utility import build_utility
 
 PAIRS = [
     ("the cat sat on the mat", "the cat sat on a mat"),
@@ -28,58 +29,68 @@ def test_hand_worked_bleu_statistics_and_ter():
     # 3-grams: the cat sat, cat sat on -> 2 of 4;  4-grams: the cat sat on -> 1 of 3
     # lengths 6 and 6 (no brevity penalty). BLEU = 100 * (5/6 * 3/5 * 2/4 * 1/3) ** (1/4).
     # TER: one substitution (the -> a) over 6 reference words.
-    sacre = SacreStats()
-    stats = sacre.segment_stats(*PAIRS[0])
-    assert stats["bleu"] == [5, 3, 2, 1, 6, 5, 4, 3, 6, 6]
-    assert stats["ter"] == [1, 6.0]
-    assert len(stats["chrf"]) == 18
-    assert sacre.bleu_score(stats["bleu"]) == pytest.approx(100 * (5 / 6 * 3 / 5 * 2 / 4 * 1 / 3) ** 0.25, abs=1e-9)
-    assert sacre.ter_score(stats["ter"]) == pytest.approx(100 / 6, abs=1e-9)
+    bleu, ter, chrf = METRICS.build("bleu"), METRICS.build("ter"), METRICS.build("chrf")
+    assert bleu.stat_names == ("m1", "m2", "m3", "m4", "t1", "t2", "t3", "t4", "hyp_len", "ref_len")
+    assert bleu.segment_stats(*PAIRS[0]) == [5, 3, 2, 1, 6, 5, 4, 3, 6, 6]
+    assert ter.segment_stats(*PAIRS[0]) == [1, 6.0]
+    assert len(chrf.segment_stats(*PAIRS[0])) == len(chrf.stat_names) == 18
+    assert bleu.score_from_stats([5, 3, 2, 1, 6, 5, 4, 3, 6, 6]) == pytest.approx(100 * (5 / 6 * 3 / 5 * 2 / 4 * 1 / 3) ** 0.25, abs=1e-9)
+    assert ter.score_from_stats([1, 6.0]) == pytest.approx(100 / 6, abs=1e-9)
 
 
 @pytest.mark.parametrize("hyp, ref", PAIRS)
 def test_sentence_scores_equal_sacrebleu_sentence_functions(hyp, ref):
-    sacre = SacreStats()
-    stats = sacre.segment_stats(hyp, ref)
-    assert sacre.sbleu_score(stats["bleu"]) == pytest.approx(sacrebleu.sentence_bleu(hyp, [ref]).score, abs=1e-9)
-    assert sacre.chrf_score(stats["chrf"]) == pytest.approx(sacrebleu.sentence_chrf(hyp, [ref]).score, abs=1e-9)
-    assert sacre.ter_score(stats["ter"]) == pytest.approx(sacrebleu.sentence_ter(hyp, [ref]).score, abs=1e-9)
     assert METRICS.build("sbleu").sentence_score(hyp, ref) == pytest.approx(sacrebleu.sentence_bleu(hyp, [ref]).score, abs=1e-9)
     assert METRICS.build("chrf").sentence_score(hyp, ref) == pytest.approx(sacrebleu.sentence_chrf(hyp, [ref]).score, abs=1e-9)
+    assert METRICS.build("chrf++").sentence_score(hyp, ref) == pytest.approx(
+        sacrebleu.sentence_chrf(hyp, [ref], word_order=2).score, abs=1e-9)
     assert METRICS.build("ter").sentence_score(hyp, ref) == pytest.approx(sacrebleu.sentence_ter(hyp, [ref]).score, abs=1e-9)
     assert METRICS.build("bleu").sentence_score(hyp, ref) == pytest.approx(BLEU().corpus_score([hyp], [[ref]]).score, abs=1e-9)
+    # SBLEU's statistics are [score, 1]; its score of one segment's BLEU statistics is the same number
+    sbleu = METRICS.build("sbleu")
+    assert sbleu.segment_stats(hyp, ref) == [sbleu.score_of_bleu_stats(METRICS.build("bleu").segment_stats(hyp, ref)), 1]
 
 
 def test_corpus_scores_equal_sacrebleu_corpus_score():
     hyps, refs = [h for h, _ in PAIRS], [r for _, r in PAIRS]
-    scores = corpus_scores(hyps, refs)
-    assert scores["bleu"] == pytest.approx(BLEU().corpus_score(hyps, [refs]).score, abs=1e-9)
-    assert scores["chrf"] == pytest.approx(CHRF().corpus_score(hyps, [refs]).score, abs=1e-9)
-    assert scores["ter"] == pytest.approx(TER().corpus_score(hyps, [refs]).score, abs=1e-9)
+    assert METRICS.build("bleu").corpus_score(hyps, refs) == pytest.approx(BLEU().corpus_score(hyps, [refs]).score, abs=1e-9)
+    assert METRICS.build("chrf").corpus_score(hyps, refs) == pytest.approx(CHRF().corpus_score(hyps, [refs]).score, abs=1e-9)
+    assert METRICS.build("ter").corpus_score(hyps, refs) == pytest.approx(TER().corpus_score(hyps, [refs]).score, abs=1e-9)
     mean = sum(sacrebleu.sentence_bleu(h, [r]).score for h, r in PAIRS) / len(PAIRS)
-    assert scores["sbleu"] == pytest.approx(mean, abs=1e-9)
+    assert METRICS.build("sbleu").corpus_score(hyps, refs) == pytest.approx(mean, abs=1e-9)
+
+
+def test_scores_from_stats_rows_equal_one_at_a_time():
+    bleu = METRICS.build("bleu")
+    stats = np.array([bleu.segment_stats(h, r) for h, r in PAIRS], dtype=float)  # (pairs, 10)
+    rows = np.cumsum(stats, axis=0)  # (pairs, 10): every prefix's summed statistics
+    assert bleu.scores_from_stats(rows) == pytest.approx([bleu.score_from_stats(row.tolist()) for row in rows], abs=1e-9)
 
 
 def test_signatures():
-    sig = SacreStats().signatures()
     version = sacrebleu.__version__
-    assert sig["bleu"] == f"nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:{version}"
-    assert sig["sbleu"] == f"nrefs:1|case:mixed|eff:yes|tok:13a|smooth:exp|version:{version}"
-    assert sig["chrf"] == f"nrefs:1|case:mixed|eff:yes|nc:6|nw:0|space:no|version:{version}"
-    assert sig["ter"] == f"nrefs:1|case:lc|tok:tercom|norm:no|punct:yes|asian:no|version:{version}"
+    assert METRICS.build("bleu").signature() == f"nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:{version}"
+    assert METRICS.build("sbleu").signature() == f"nrefs:1|case:mixed|eff:yes|tok:13a|smooth:exp|version:{version}"
+    assert METRICS.build("chrf").signature() == f"nrefs:1|case:mixed|eff:yes|nc:6|nw:0|space:no|version:{version}"
+    assert METRICS.build("chrf++").signature() == f"nrefs:1|case:mixed|eff:yes|nc:6|nw:2|space:no|version:{version}"
+    assert METRICS.build("ter").signature() == f"nrefs:1|case:lc|tok:tercom|norm:no|punct:yes|asian:no|version:{version}"
 
 
-def test_metric_registry():
-    assert {"bleu", "sbleu", "chrf", "ter"} <= set(METRICS.names())
-    with pytest.raises(ConfigError, match="known:"):
+def test_metric_registry_and_utilities():
+    assert {"bleu", "sbleu", "chrf", "chrf++", "ter", "comet"} <= set(METRICS.names())
+    with pytest.raises(ConfigError, match="unknown metric 'meteor'; known:"):
         METRICS.build("meteor")
-    for name in ("bleu", "sbleu", "chrf", "ter"):
+    with pytest.raises(ConfigError, match="unknown parameter 'smooth' of metric 'sbleu'; known: \\(none\\)"):
+        METRICS.build("sbleu", smooth="nakov")
+    for name in ("bleu", "sbleu", "chrf", "chrf++", "ter"):
         metric = METRICS.build(name)
         assert metric.utility("Klicken Sie auf OK.", "Klicken Sie auf OK.") == 1.0
         u = metric.utility("völlig anders", "Klicken Sie auf OK.")
         assert 0.0 <= u < 1.0 and not math.isnan(u)
+        # the pairwise matrix (each sentence prepared once) equals the metric's own utility
+        hyps, refs = [h for h, _ in PAIRS], [r for _, r in PAIRS]
+        matrix = build_utility(name).matrix(hyps, refs)  # (pairs, pairs)
+        assert matrix == pytest.approx(np.array([[metric.utility(h, r) for r in refs] for h in hyps]), abs=1e-12)
     assert METRICS.build("ter").higher_is_better is False
     # TER above 100 (more edits than reference words) is clipped to utility 0
     assert METRICS.build("ter").utility("a b c d e f", "x") == 0.0
-    with pytest.raises(ConfigError, match="known:"):
-        SacreStats(sbleu_smooth="nakov")

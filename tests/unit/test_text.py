@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 
 from simpe.errors import ConfigError, DataError
-from simpe.stopwords import STOPWORDS_DIR, is_stopword, known_languages, load_stopwords
-from simpe.text import ContentWords, TextPipeline, content_types, detokenize_pieces, is_content_token
+from simpe.metrics.stopwords import STOPWORDS_DIR, is_stopword, known_languages, load_stopwords
+from simpe.metrics.text import ContentWords, TextPipeline, content_types, detokenize_pieces, is_content_token
 
 ROOT = Path(__file__).resolve().parents[2]
 TRUECASER = ROOT / "models" / "demo-en-de" / "truecase.de.model"

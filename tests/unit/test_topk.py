@@ -10,6 +10,7 @@ import torch
 from test_decoders import make_text_model, peaky_tiny, teacher_forced_score, text_tokenizer, SOURCES
 from transformers.modeling_outputs import BaseModelOutput
 
+from simpe.decoders import DECODERS
 from simpe.decoders.beam import BeamDecoder
 from simpe.decoders.heap_beam import HeapBeamDecoder
 from simpe.decoders.topk import TopKDecoder
@@ -159,8 +160,8 @@ def test_parameters_are_checked() -> None:
         TopKDecoder(k=0)
     with pytest.raises(ConfigError, match="max_seconds must be a number > 0"):
         TopKReferenceDecoder(max_seconds=0)
-    with pytest.raises(ConfigError, match="valid: k, beam_size, batch_size"):
-        TopKDecoder(width=3)
+    with pytest.raises(ConfigError, match="unknown parameter 'width' of decoder 'topk'; known: k, beam_size, batch_size"):
+        DECODERS.build("topk", width=3)
 
 
 def test_an_adapted_model_is_searched_as_it_scores() -> None:
