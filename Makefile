@@ -15,7 +15,7 @@ GROUP := runs/$(DATASET)-$(SPLIT)--$(MODEL_NAME)--$(SEGMENTS)seg
 ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help venv simulate test test-slow corpus baseline select-fixed compare plot stopwords \
+.PHONY: help venv simulate test lint test-slow corpus baseline select-fixed compare plot stopwords \
         bench-loop bench-metrics bench-topk clean-runs
 
 help: ## list every target with one line each
@@ -48,8 +48,11 @@ compare: $(STAMP) ## table of the methods in the runs of DATASET/SEGMENTS (Markd
 plot: $(STAMP) ## cumulative-delta figures (R0, R1, R0+1, BLEU) and ranking snapshots of DATASET/SEGMENTS
 	$(PY) -m simpe plot $(GROUP) $(ARGS)
 
-test: $(STAMP) ## run the test suite (CPU, a few minutes)
+test: lint ## run the linter, then the test suite (CPU, a few minutes)
 	$(PY) -m pytest -q
+
+lint: $(STAMP) ## ruff (pyflakes, pycodestyle, isort, bugbear) over simpe/, tests/, benchmarks/, scripts/
+	$(VENV)/bin/ruff check simpe tests benchmarks scripts
 
 test-slow: $(STAMP) ## run the slow tests too
 	$(PY) -m pytest -q -m ""

@@ -42,10 +42,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from simpe.metrics.online import MetricsConfig, OnlineScorer, cumulative_curves  # noqa: E402
-from simpe.metrics.sacre import SacreStats  # noqa: E402
-from simpe.scoring import default_truecaser  # noqa: E402
-from simpe.text import TextPipeline  # noqa: E402
+from simpe.config import defaults  # noqa: E402
+from simpe.metrics import METRICS  # noqa: E402
+from simpe.metrics.online import OnlineScorer, cumulative_curves  # noqa: E402
+from simpe.metrics.text import TextPipeline  # noqa: E402
+from simpe.score import resolve_truecaser  # noqa: E402
 
 TARGET_S = 5.0
 
@@ -88,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     hyps, refs = load_segments(args.segments, args.hyps)
-    cfg = MetricsConfig(lang="de", truecaser=default_truecaser("de"), stopwords="de", r_max_k=args.r_max_k)
+    cfg = resolve_truecaser(defaults("metrics", lang="de", stopwords="de", r_max_k=args.r_max_k))
     n = len(refs)
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(f"{n} segments, hypotheses: {args.hyps}; {os.cpu_count()} CPUs, load average {load:.2f}; "
@@ -97,9 +98,9 @@ def main(argv: list[str] | None = None) -> int:
     pipe = TextPipeline(cfg.lang, cfg.truecaser)
     _, t_text = timed("1. text pipeline (Moses tokenise + truecase, hyp + ref)",
                       lambda: [(pipe.tokens(h), pipe.tokens(r)) for h, r in zip(hyps, refs)], n)
-    sacre = SacreStats()
+    corpus = [METRICS.build(name) for name in ("bleu", "chrf", "ter")]
     _, t_stats = timed("2. sacreBLEU segment statistics (BLEU + chrF + TER)",
-                       lambda: [sacre.segment_stats(h, r) for h, r in zip(hyps, refs)], n)
+                       lambda: [[metric.segment_stats(h, r) for metric in corpus] for h, r in zip(hyps, refs)], n)
     scorer = OnlineScorer(cfg)
     records, t_e2e = timed("3. end to end: OnlineScorer.add (1 + 2 + R + cumulative)",
                            lambda: [scorer.add(h, r) for h, r in zip(hyps, refs)], n)

@@ -6,7 +6,7 @@ German; simpe ships the same collection so that content words are defined identi
 for every target language. Each file holds one stopword per line, sorted, exactly as the
 package lists them (simpe lowercases at load time and matches case-insensitively). This
 script only writes files; it does not decide how the lists are used (see
-``simpe/stopwords.py``).
+``simpe/metrics/stopwords.py``).
 
 Usage: ``python scripts/make_stopwords.py [--langs de en ...] [--out stopwords]``
 (default: every language stopwords-iso has). Needs the ``stopwordsiso`` package
@@ -26,7 +26,7 @@ package version {version} (data: https://github.com/stopwords-iso/stopwords-iso,
 collection the R0/R1 paper used for German). Do not edit by hand: rerun the script.
 
 simpe matches stopwords case-insensitively (token.lower() against the lowercased list);
-see `simpe/stopwords.py`. A user list can be given by path instead of a language code.
+see `simpe/metrics/stopwords.py`. A user list can be given by path instead of a language code.
 
 License of the data (stopwords-iso, MIT):
 

@@ -268,7 +268,6 @@ def _cmd_rank(args: argparse.Namespace) -> None:
         print(f"wrote {args.out / 'correlation.json'}")
         return
     from simpe.model import load_model
-
     from simpe.rundir.layout import RANK_RECORDS_FILE, RANK_SUMMARY_FILE
     from simpe.rundir.writer import OutputDir
 

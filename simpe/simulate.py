@@ -12,7 +12,6 @@ The loop sees methods, decoders and metrics only through their base classes.
 """
 from __future__ import annotations
 
-import dataclasses
 import logging
 import random
 import time

@@ -38,6 +38,14 @@ def demo_model():
     return load_model(DEMO_MODEL, "cpu")
 
 
+@pytest.fixture(scope="session")
+def tiny_comet(tmp_path_factory) -> Path:
+    """Folder of a tiny, seeded COMET RegressionMetric (checkpoints/model.ckpt + hparams.yaml), built once."""
+    from tiny_comet import build_tiny_comet
+
+    return build_tiny_comet(tmp_path_factory.mktemp("tiny_comet"))
+
+
 @pytest.fixture
 def one_torch_thread():
     """Run a test with one torch thread: tiny models lose ~10-100x to thread sync on a busy 2-core machine."""

@@ -12,8 +12,8 @@ import re
 import struct
 from pathlib import Path
 
-from simpe.errors import DataError
 from simpe.corpus.help import normalise
+from simpe.errors import DataError
 
 MO_MAGIC = {0x950412DE: "<", 0xDE120495: ">"}
 GTK_MNEMONIC = re.compile(r"_(?=\w)")

@@ -24,9 +24,7 @@ from typing import Any
 import torch
 
 from simpe.decoders.base import DECODERS, Decoder, DecodeResult, Hypothesis
-from simpe.decoders.incremental import (NEG_INF, LengthLimit, Source, check_int, decoding, encode, new_states,
-                                        stack_sources, step_scores)
-
+from simpe.decoders.incremental import NEG_INF, LengthLimit, Source, check_int, decoding, encode, new_states, stack_sources, step_scores
 
 StepHook = Callable[[int, list[tuple[int, ...]], list[float], torch.Tensor, torch.Tensor, Any], None]
 

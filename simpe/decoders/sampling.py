@@ -21,8 +21,7 @@ from typing import Any
 import torch
 
 from simpe.decoders.base import DECODERS, Decoder, DecodeResult, Hypothesis
-from simpe.decoders.incremental import (CachedDecoder, LengthLimit, Source, check_int, decoding, encode, start_tokens,
-                                        step_scores)
+from simpe.decoders.incremental import CachedDecoder, LengthLimit, Source, check_int, decoding, encode, start_tokens, step_scores
 
 
 def draw_samples(model: Any, source: Source, samples: int, seed: int) -> tuple[list[Hypothesis], int]:

@@ -58,8 +58,7 @@ import torch
 
 from simpe.decoders.base import DECODERS, Decoder, DecodeResult, Hypothesis
 from simpe.decoders.beam import beam_search_many
-from simpe.decoders.incremental import (NEG_INF, LengthLimit, Source, check_int, check_number, decoding, encode,
-                                        new_states, stack_sources)
+from simpe.decoders.incremental import NEG_INF, LengthLimit, Source, check_int, check_number, decoding, encode, new_states, stack_sources
 from simpe.errors import ConfigError
 
 

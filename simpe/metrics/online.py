@@ -108,7 +108,8 @@ class OnlineScorer:
     # ------------------------------------------------------------ scoring
     def add(self, hypothesis: str, reference: str, hyp_pieces: list[str] | None = None,
             ref_pieces: list[str] | None = None) -> dict:
-        """Score one segment; returns {"hyp_tokens": str, "ref_tokens": str, "metrics": {...}, "stats": {...}, "cumulative": {...}} exactly as in docs/run-format.md
+        """Score one segment; returns the ``hyp_tokens``, ``ref_tokens``, ``metrics``, ``stats`` and ``cumulative``
+        part of its record, exactly as in docs/run-format.md.
 
         Args:
             hypothesis: the detokenised system output for this segment.
@@ -149,7 +150,10 @@ class OnlineScorer:
         self.num_segments += 1
 
     def replay(self, record: dict) -> None:
-        """Rebuild the running state from a logged record (the dict `add` returned, after a JSON round trip), for resuming a run; afterwards add() must continue exactly as if never interrupted."""
+        """Rebuild the running state from a logged record (what ``add`` returned, after a JSON round trip).
+
+        For resuming a run: afterwards ``add`` continues exactly as if never interrupted.
+        """
         missing = [key for key in ("ref_tokens", "metrics", "stats") if key not in record]
         if self.subwords is not None and "ref_pieces" not in record:
             missing.append("ref_pieces")

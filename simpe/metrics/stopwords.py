@@ -47,11 +47,13 @@ def stopwords_path(spec: str | Path) -> Path:
     if isinstance(spec, Path) or _is_path_like(spec):
         path = Path(spec)
         if not path.is_file():
-            raise DataError(f"stopword list {str(spec)!r} does not exist (give a language code such as 'de' or a path to a file with one word per line)")
+            raise DataError(f"stopword list {str(spec)!r} does not exist "
+                            "(give a language code such as 'de' or a path to a file with one word per line)")
         return path
     path = STOPWORDS_DIR / f"{spec}.txt"
     if not path.is_file():
-        raise ConfigError(f"unknown stopword language {spec!r}; known: {', '.join(known_languages()) or '(none: run scripts/make_stopwords.py)'}; or give a path to a word list")
+        known = ", ".join(known_languages()) or "(none: run scripts/make_stopwords.py)"
+        raise ConfigError(f"unknown stopword language {spec!r}; known: {known}; or give a path to a word list")
     return path
 
 

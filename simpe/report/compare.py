@@ -10,12 +10,9 @@ never loads a model and never writes a run.
 """
 from __future__ import annotations
 
-import csv
-import io
 import logging
 import math
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np

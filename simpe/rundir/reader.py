@@ -17,8 +17,7 @@ from typing import Any, Iterable
 import yaml
 
 from simpe.errors import RunDirError
-from simpe.rundir.layout import (CONFIG_FILE, DONE_FILE, ENV_FILE, LOCK_FILE, SEGMENTS_FILE, SNAPSHOTS_FILE,
-                                 SUMMARY_FILE, is_run_dir)
+from simpe.rundir.layout import CONFIG_FILE, DONE_FILE, ENV_FILE, LOCK_FILE, SEGMENTS_FILE, SNAPSHOTS_FILE, SUMMARY_FILE, is_run_dir
 
 logger = logging.getLogger(__name__)
 

@@ -15,9 +15,9 @@ def simpe(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.parametrize("args, message", [
-    (["simulate", "--method", "sparse"], "simpe: error: unknown method 'sparse'; known: baseline, bias, fixed, fixed-25, full, lasso, lasso-25, top (or a path to a .yaml file)"),
+    (["simulate", "--method", "sparse"], "simpe: error: unknown method 'sparse'; known: baseline, bias, fixed, fixed-25, full, lasso, lasso-25, top (or a path to a .yaml file)"),  # noqa: E501
     (["simulate", "--dataset", "wmt"], "simpe: error: unknown dataset 'wmt'; known: autodesk, libreoffice, text, tmx, tsv"),
-    (["simulate", "--set", "update.optimiser=adam"], "simpe: error: unknown key update.optimiser; known: optimizer, lr, clip_norm, max_repeats, ppl_threshold, dropout, label_smoothing"),
+    (["simulate", "--set", "update.optimiser=adam"], "simpe: error: unknown key update.optimiser; known: optimizer, lr, clip_norm, max_repeats, ppl_threshold, dropout, label_smoothing"),  # noqa: E501
     (["simulate", "--set", "update.optimizer=adam"], "simpe: error: unknown update.optimizer 'adam'; known: sgd"),
     (["simulate", "--segments", "0"], "simpe: error: data.segments must be >= 1 or null, got 0"),
     (["simulate", "--dataset", "autodesk"], "simpe: error: the Autodesk corpus is not at"),

@@ -16,10 +16,10 @@ from simpe.config import defaults, load_config
 from simpe.decoders import DECODERS
 from simpe.errors import RunDirError
 from simpe.methods import METHODS
+from simpe.model import encode_pair
 from simpe.rundir.reader import read_jsonl
 from simpe.rundir.writer import RunDir
 from simpe.simulate import Loop
-from simpe.model import encode_pair
 from simpe.update import update
 
 REPO = Path(__file__).resolve().parents[2]
@@ -30,7 +30,7 @@ REFERENCE = "Wählen Sie Zorglub - Blubberzellen."  # an unlikely post-edit: ada
 def _stream(tmp_path: Path, n: int = 3) -> list[str]:
     (tmp_path / "s.en").write_text((SOURCE + "\n") * n, encoding="utf-8")
     (tmp_path / "s.de").write_text((REFERENCE + "\n") * n, encoding="utf-8")
-    return [f"data.name=text", f"data.params.source={tmp_path / 's.en'}", f"data.params.reference={tmp_path / 's.de'}",
+    return ["data.name=text", f"data.params.source={tmp_path / 's.en'}", f"data.params.reference={tmp_path / 's.de'}",
             f"runs_dir={tmp_path / 'runs'}", "device=cpu"]
 
 

@@ -9,19 +9,11 @@ and a ``RegressionMetric`` on top, saved as ``<dir>/checkpoints/model.ckpt`` wit
 from __future__ import annotations
 
 import logging
-from pathlib import Path
 
 import pytest
+from tiny_comet import HYP, REF, SRC
 
 from simpe.errors import ConfigError, DataError, ModelError
-
-SRC = ["Open the Format menu.", "Click OK.", "The function returns the sum of the cells.", "Help"]
-HYP = ["Öffnen Sie das Menü Format.", "Klick OK.", "Die Funktion gibt die Summe der Zellen zurück.", "Hilfe"]
-REF = ["Öffnen Sie das Menü Format.", "Klicken Sie auf OK.", "Die Funktion liefert die Summe der Zellen.", "Hilfe"]
-TRAIN_TEXT = SRC + HYP + REF + [
-    "Wählen Sie Einfügen - Kopf- und Fußzeilen.", "Select Insert - Headers and Footers.",
-    "Weitere Erklärungen finden Sie oben auf dieser Seite.", "More explanations on top of this page.",
-]
 
 
 @pytest.fixture(autouse=True)
@@ -37,64 +29,6 @@ def one_torch_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(threads)
-
-
-_BUILT: dict[str, Path] = {}  # test_score_cli imports the fixture too: build once per session, not per module
-
-
-@pytest.fixture(scope="session")
-def tiny_comet(tmp_path_factory) -> Path:
-    """Folder of a tiny, seeded COMET RegressionMetric (checkpoints/model.ckpt + hparams.yaml)."""
-    if "folder" not in _BUILT:
-        _BUILT["folder"] = build_tiny_comet(tmp_path_factory.mktemp("tiny_comet"))
-    return _BUILT["folder"]
-
-
-def build_tiny_comet(root: Path) -> Path:
-    spm = pytest.importorskip("sentencepiece")
-    import torch
-    import yaml
-    from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
-    from transformers import XLMRobertaConfig, XLMRobertaTokenizerFast
-
-    from simpe.metrics.comet import quiet_comet
-
-    spm.SentencePieceTrainer.train(sentence_iterator=iter(TRAIN_TEXT * 5), model_prefix=str(root / "spm"),
-                                   vocab_size=80, hard_vocab_limit=False, model_type="unigram", character_coverage=1.0,
-                                   normalization_rule_name="identity", minloglevel=2)
-    sp = spm.SentencePieceProcessor(model_file=str(root / "spm.model"))
-    # XLM-R's vocabulary layout (transformers' XLMRobertaConverter): <s> <pad> </s> <unk>, the spm pieces
-    # after its own <unk> <s> </s>, then <mask>.
-    vocab = [("<s>", 0.0), ("<pad>", 0.0), ("</s>", 0.0), ("<unk>", 0.0)]
-    vocab += [(sp.id_to_piece(i), sp.get_score(i)) for i in range(3, sp.get_piece_size())] + [("<mask>", 0.0)]
-    backend = Tokenizer(models.Unigram(vocab, unk_id=3, byte_fallback=False))
-    backend.normalizer = normalizers.Sequence([normalizers.Replace("``", '"'), normalizers.Replace("''", '"'),
-                                               normalizers.Replace(Regex(" {2,}"), " ")])
-    backend.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="always")
-    backend.decoder = decoders.Metaspace(replacement="▁", prepend_scheme="always")
-    backend.post_processor = processors.TemplateProcessing(
-        single="<s> $A </s>", pair="<s> $A </s> </s> $B </s>", special_tokens=[("<s>", 0), ("</s>", 2)])
-    tokenizer = XLMRobertaTokenizerFast(tokenizer_object=backend, bos_token="<s>", eos_token="</s>", sep_token="</s>",
-                                        cls_token="<s>", unk_token="<unk>", pad_token="<pad>", mask_token="<mask>")
-    encoder = root / "encoder"
-    tokenizer.save_pretrained(str(encoder))
-    XLMRobertaConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                     intermediate_size=64, max_position_embeddings=514, pad_token_id=1, bos_token_id=0,
-                     eos_token_id=2).save_pretrained(str(encoder))
-
-    with quiet_comet():
-        import pytorch_lightning
-        from comet.models import RegressionMetric
-
-        torch.manual_seed(0)
-        model = RegressionMetric(pretrained_model=str(encoder), load_pretrained_weights=False, hidden_sizes=[16],
-                                 layer="mix", pool="avg", layer_transformation="softmax")
-    folder = root / "model"
-    (folder / "checkpoints").mkdir(parents=True)
-    torch.save({"state_dict": model.state_dict(), "hyper_parameters": dict(model.hparams),
-                "pytorch-lightning_version": pytorch_lightning.__version__}, folder / "checkpoints" / "model.ckpt")
-    (folder / "hparams.yaml").write_text(yaml.safe_dump(dict(model.hparams)), encoding="utf-8")
-    return folder
 
 
 @pytest.fixture(scope="session")

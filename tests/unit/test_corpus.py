@@ -8,7 +8,7 @@ import pytest
 
 from simpe.corpus.gettext import read_catalog, read_mo, read_po, strip_mnemonics, write_pairs
 from simpe.corpus.help import extract_segments
-from simpe.corpus.libreoffice import build_from, split_corpus, Segment
+from simpe.corpus.libreoffice import Segment, build_from, split_corpus
 from simpe.errors import DataError
 
 EN_PAGE = """<html><head><title>Fill</title><script>var x = 1;</script></head><body>

@@ -23,7 +23,6 @@ from simpe.decoders.incremental import LengthLimit
 from simpe.decoders.mbr import MbrDecoder
 from simpe.decoders.sampling import SamplingDecoder
 from simpe.errors import ConfigError
-from test_comet import tiny_comet  # noqa: F401  (the tiny COMET model fixture, built once per session)
 
 REPO = Path(__file__).resolve().parents[2]
 DEMO = REPO / "models" / "demo-en-de"

@@ -9,8 +9,8 @@ import pytest
 import sacrebleu
 from sacrebleu.metrics import BLEU, CHRF, TER
 
-from simpe.errors import ConfigError, DataError
 from simpe.config import MetricsConfig, defaults
+from simpe.errors import ConfigError, DataError
 from simpe.metrics.online import OnlineScorer, cumulative_curves
 from simpe.metrics.recall import write_vocab
 from simpe.metrics.stopwords import load_stopwords

@@ -6,14 +6,12 @@ import json
 from pathlib import Path
 
 import pytest
-import torch
 from test_decoders import REFERENCES, SOURCES, make_text_model, text_tokenizer
 
 from simpe.cli import main
+from simpe.errors import DataError
 from simpe.ranking.study import read_test_set
 from simpe.report.stats import kendall, pearson, spearman
-from simpe.errors import DataError
-
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")  # tiny models: see conftest.py
 

@@ -8,13 +8,12 @@ import math
 
 import pytest
 import torch
+from test_decoders import REFERENCES, SOURCES, make_text_model, text_tokenizer
 
-from simpe.errors import ConfigError
 from simpe.config import RankingConfig, defaults, from_dict
+from simpe.errors import ConfigError
 from simpe.ranking.evaluate import check, evaluate, snapshot
 from simpe.ranking.measures import hr_ranks, kqrg, krg, random_krg
-from test_comet import tiny_comet  # noqa: F401  (the tiny COMET model fixture, built once per session)
-from test_decoders import REFERENCES, SOURCES, make_text_model, text_tokenizer
 
 D1, D2, D3 = 1.0, 1 / math.log2(3), 0.5  # discounts 1/log2(j+1) for j = 1, 2, 3
 
@@ -177,8 +176,8 @@ def test_sbleu_quality(text_model) -> None:
 
 
 def test_comet_quality_from_cached_embeddings(text_model, tiny_comet) -> None:
-    from simpe.metrics.utility import CometUtility
     from simpe.metrics.comet import CometScorer
+    from simpe.metrics.utility import CometUtility
 
     model, tokenizer = text_model
     scorer = CometScorer(str(tiny_comet), batch_size=4)

@@ -3,11 +3,17 @@ from __future__ import annotations
 
 import pytest
 
-from simpe.errors import ConfigError, DataError
 from simpe.config import defaults
+from simpe.errors import ConfigError, DataError
 from simpe.metrics.online import OnlineScorer
 from simpe.metrics.recall import (
-    RecallCounter, build_vocab, build_vocab_file, load_vocab, r_names, recall_corpus, write_vocab,
+    RecallCounter,
+    build_vocab,
+    build_vocab_file,
+    load_vocab,
+    r_names,
+    recall_corpus,
+    write_vocab,
 )
 from simpe.metrics.text import TextPipeline, content_types
 

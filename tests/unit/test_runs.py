@@ -45,7 +45,7 @@ PAIRS = [
 ]
 WRONG_WORDS = ["Fenster", "Datei", "Objekt", "Ansicht", "Bild", "Rahmen", "Text", "Seite", "Liste", "Feld"]
 STOPWORDS = {"der", "die", "das", "den", "dem", "des", "ein", "eine", "einem", "einen", "einer", "und", "sie",
-             "auf", "in", "zu", "um", "mit", "vor", "aus", "ein", "zur", "zum", "nicht", "Sie", "Der", "Die", "Das"}
+             "auf", "in", "zu", "um", "mit", "vor", "aus", "zur", "zum", "nicht", "Sie", "Der", "Die", "Das"}
 BLEU_METRIC, CHRF_METRIC, TER_METRIC, SBLEU_METRIC = BLEU(), CHRF(), TER(), BLEU(effective_order=True)
 for _metric in (BLEU_METRIC, CHRF_METRIC, TER_METRIC, SBLEU_METRIC):
     _metric.num_refs = 1  # as the loop does: signatures need it

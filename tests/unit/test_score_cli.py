@@ -7,7 +7,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_comet import one_torch_thread, tiny_comet  # noqa: F401  (fixtures shared with the COMET tests)
 
 from simpe.cli import main
 
@@ -103,7 +102,7 @@ def test_novel_and_subword_variants(files, tmp_path, capsys):
         assert report["counts"]["subword:r0"][1] > 0
 
 
-def test_comet_through_the_cli(files, tmp_path, tiny_comet, capsys):  # noqa: F811
+def test_comet_through_the_cli(files, tmp_path, tiny_comet, capsys, one_torch_thread):
     from simpe.metrics.comet import CometScorer
 
     hyp, ref = files

@@ -7,7 +7,7 @@ import itertools
 
 import pytest
 import torch
-from test_decoders import make_text_model, peaky_tiny, teacher_forced_score, text_tokenizer, SOURCES
+from test_decoders import SOURCES, make_text_model, peaky_tiny, teacher_forced_score, text_tokenizer
 from transformers.modeling_outputs import BaseModelOutput
 
 from simpe.decoders import DECODERS
