@@ -21,6 +21,13 @@ def simpe(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess:
     (["simulate", "--set", "update.optimizer=adam"], "simpe: error: unknown update.optimizer 'adam'; known: sgd"),
     (["simulate", "--segments", "0"], "simpe: error: data.segments must be >= 1 or null, got 0"),
     (["simulate", "--dataset", "autodesk"], "simpe: error: the Autodesk corpus is not at"),
+    (["simulate", "--method", "lasso", "--set", "method.params.budgt=0.1"],
+     "simpe: error: unknown parameter 'budgt' of method 'lasso'; known: penalty, budget_nonembedding, budget_embedding"),
+    (["simulate", "--set", "data.params.sourse=a.en"], "simpe: error: unknown parameter 'sourse' of dataset 'libreoffice'; known: path"),
+    (["simulate", "--set", "update.lr=fast"], "simpe: error: update.lr must be a number, got 'fast'"),
+    (["simulate", "--set", "decoder.name=mbr", "--set", "decoder.params={utility: comet}"],
+     "simpe: error: utility/quality 'comet' needs a COMET model"),
+    (["simulate", "--snapshot-every", "5", "--set", "ranking.quality=bleurt"], "simpe: error: unknown utility 'bleurt'; known: bleu"),
 ])
 def test_bad_input_is_one_line_and_exit_2(args, message, tmp_path):
     result = simpe(*args, "--runs-dir", str(tmp_path / "runs"))
@@ -42,7 +49,9 @@ def test_list_prints_every_registry():
     assert "datasets: autodesk, libreoffice, text, tmx, tsv" in out
     assert "methods: baseline, bias, fixed, full, lasso, top" in out
     assert "adapters: baseline, bias, fixed, fixed-25, full, lasso, lasso-25, top" in out
-    assert "heap_beam" in out and "topk" in out
+    assert "decoders: beam, greedy, heap_beam, mbr, sampling, topk, topk_dfs" in out
+    assert "metrics: bleu, chrf, chrf++, comet, sbleu, ter" in out
+    assert "utilities: bleu, chrf, chrf++, sbleu, ter, comet" in out
 
 
 def test_missing_model_folder_names_the_problem(tmp_path):

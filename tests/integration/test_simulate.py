@@ -14,7 +14,7 @@ import torch
 
 from simpe.config import defaults, load_config
 from simpe.decoders import DECODERS
-from simpe.errors import RunDirError
+from simpe.errors import ConfigError, RunDirError
 from simpe.methods import METHODS
 from simpe.model import encode_pair
 from simpe.rundir.reader import read_jsonl
@@ -129,3 +129,48 @@ def test_resume_refuses_changed_settings(tmp_path: Path):
         Loop(load_config("bias", overrides + ["update.lr=0.5"]), progress=False).run(resume=True)
     path = Loop(load_config("bias", overrides), progress=False).run(resume=True)
     assert len(read_jsonl(path / "segments.jsonl")) == 4 and (path / "DONE").exists()
+
+
+@pytest.mark.parametrize("decoder, params", [
+    ("greedy", {}), ("beam", {"beam_size": 2}), ("heap_beam", {"beam_size": 2}), ("sampling", {"samples": 4}),
+    ("topk", {"k": 2, "max_expansions": 500}), ("topk_dfs", {"k": 2, "max_expansions": 500}),
+    ("mbr", {"samples": 4, "utility": "chrf"}),
+])
+def test_every_registered_decoder_runs_in_the_loop(decoder: str, params: dict, tmp_path: Path, one_torch_thread: None):
+    """The loop builds, binds and decodes with every decoder of the registry; the hypothesis is its first."""
+    assert decoder in DECODERS
+    overrides = [f"runs_dir={tmp_path}", "data.segments=2", "device=cpu", f"decoder.name={decoder}",
+                 f"decoder.params={json.dumps(params)}"]
+    path = Loop(load_config("baseline", overrides), progress=False).run()
+    records = read_jsonl(path / "segments.jsonl")
+    assert len(records) == 2 and all(r["hypothesis"] and r["hyp_score"] < 0 for r in records)
+
+
+def test_every_registered_decoder_is_covered():
+    covered = {"greedy", "beam", "heap_beam", "sampling", "topk", "topk_dfs", "mbr"}
+    assert set(DECODERS.names()) == covered, "add the new decoder to test_every_registered_decoder_runs_in_the_loop"
+
+
+def test_a_decoder_that_cannot_run_is_refused_before_the_model_loads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    import simpe.simulate
+
+    def no_model(*args, **kwargs):
+        raise AssertionError("the model was loaded")
+
+    monkeypatch.setattr(simpe.simulate, "load_model", no_model)
+    for overrides, message in ((["decoder.name=mbr", "decoder.params={utility: comet}"], "needs a COMET model"),
+                               (["decoder.name=beam", "decoder.params={width: 3}"], "unknown parameter 'width' of decoder 'beam'"),
+                               (["snapshots.every=2", "ranking.quality=comet"], "needs a COMET model")):
+        with pytest.raises(ConfigError, match=message):
+            Loop(load_config("baseline", [f"runs_dir={tmp_path}", "data.segments=2", *overrides]), progress=False)
+
+
+def test_resume_without_a_checkpoint_drops_a_torn_first_record(tmp_path: Path):
+    """Killed while writing the first record: --resume starts the logs again, with no fragment left in them."""
+    overrides = [f"runs_dir={tmp_path}", "data.segments=2", "device=cpu"]
+    path = Loop(load_config("baseline", overrides), progress=False).run(stop_after=1)
+    whole = (path / "segments.jsonl").read_text(encoding="utf-8")
+    (path / "segments.jsonl").write_text(whole[: len(whole) // 2], encoding="utf-8")  # a torn first line
+    Loop(load_config("baseline", overrides), progress=False).run(resume=True)
+    records = read_jsonl(path / "segments.jsonl")  # strict: every line valid JSON
+    assert [r["index"] for r in records] == [0, 1] and (path / "DONE").exists()
