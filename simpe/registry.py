@@ -9,7 +9,9 @@ constructor's keyword arguments with their defaults: that signature is the varia
 """
 from __future__ import annotations
 
+import importlib
 import inspect
+import pkgutil
 import typing
 from typing import Any, Callable, Generic, TypeVar
 
@@ -46,6 +48,16 @@ def check_params(what: str, cls: Callable[..., Any], params: dict[str, Any]) -> 
     except Exception:  # an annotation that does not evaluate: leave the values unchecked
         hints = {}
     return {name: coerce(value, hints.get(name), f"{what} parameter {name}") for name, value in params.items()}
+
+
+def import_all(package: str, path: list[str]) -> None:
+    """Import every module of a family's package, so each variant file registers itself.
+
+    A family's ``__init__.py`` calls ``import_all(__name__, __path__)``: adding a variant is
+    adding one file, with no list of modules to keep up to date.
+    """
+    for module in sorted(info.name for info in pkgutil.iter_modules(path)):
+        importlib.import_module(f"{package}.{module}")
 
 
 class Registry(Generic[T]):

@@ -1,5 +1,8 @@
-"""Datasets: a registry of parallel corpora (``libreoffice``, ``autodesk``, ``text``, ``tsv``, ``tmx``)."""
-from simpe.datasets import autodesk, libreoffice, parallel  # noqa: F401  (registers them)
+"""Datasets: a registry of parallel corpora (``libreoffice``, ``autodesk``, ``text``, ``tsv``, ``tmx``);
+importing this package registers every module in it."""
 from simpe.datasets.base import DATASETS, Dataset, Segment, stream_hash
+from simpe.registry import import_all
+
+import_all(__name__, __path__)
 
 __all__ = ["DATASETS", "Dataset", "Segment", "stream_hash"]

@@ -1,5 +1,8 @@
-"""Adaptation methods: baseline, full, bias, top, fixed, lasso (one module each)."""
-from simpe.methods import baseline, bias, fixed, full, lasso, top  # noqa: F401  (registers them)
+"""Adaptation methods: baseline, full, bias, top, fixed, lasso (one module each); importing this
+package registers every module in it."""
 from simpe.methods.base import METHODS, Method
+from simpe.registry import import_all
+
+import_all(__name__, __path__)
 
 __all__ = ["METHODS", "Method"]

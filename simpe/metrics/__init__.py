@@ -4,10 +4,12 @@ sacre.py: bleu, sbleu, chrf, chrf++, ter (sacreBLEU); recall.py: R0/R1/R0+1 and 
 variants; comet.py: COMET (unbabel-comet, imported lazily inside ``CometScorer``);
 utility.py: any of them as an MBR utility / ranking quality; text.py and stopwords.py:
 the R metrics' word pipeline; online.py: the streaming scorer of the loop. Importing the
-package registers the metrics in ``METRICS``.
+package registers every module's metrics in ``METRICS``.
 """
-from simpe.metrics import comet, recall, sacre  # noqa: F401  (registers the metrics)
 from simpe.metrics.base import METRICS, Metric
 from simpe.metrics.online import OnlineScorer, cumulative_curves, logged_stats, metric_for
+from simpe.registry import import_all
+
+import_all(__name__, __path__)
 
 __all__ = ["METRICS", "Metric", "OnlineScorer", "cumulative_curves", "logged_stats", "metric_for"]
