@@ -26,7 +26,7 @@ from simpe.datasets import DATASETS, Segment, stream_hash
 from simpe.decoders import DECODERS
 from simpe.errors import ConfigError, RunDirError
 from simpe.methods import METHODS
-from simpe.metrics.online import OnlineScorer
+from simpe.metrics.online import OnlineScorer, metric_for
 from simpe.metrics.stopwords import load_stopwords
 from simpe.model import encode_pair, load_model, model_name
 from simpe.paths import DEFAULT_MODEL
@@ -74,9 +74,8 @@ def _running(figures: dict[str, Any], full: bool = False) -> str:
     names = ("bleu", "chrf", "ter", "r0", "r1", "r0+1") if full else ("bleu", "r0+1")
     parts = []
     for name in names:
-        value = figures.get(name)
-        scale = 100 if name.startswith("r") else 1
-        parts.append(f"{name.upper().replace('CHRF', 'chrF')} {'-' if value is None else f'{scale * value:.1f}'}")
+        value, metric = figures.get(name), metric_for(name)
+        parts.append(f"{metric.label} {'-' if value is None else f'{(100 if metric.percent else 1) * value:.1f}'}")
     return " ".join(parts)
 
 

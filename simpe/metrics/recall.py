@@ -161,7 +161,7 @@ def recall_corpus(hyp_types: Sequence[Iterable[str]], ref_types: Sequence[Iterab
 
 # ---------------------------------------------------------------- training vocabulary (novel words)
 def build_vocab(lines: Iterable[str], pipeline) -> frozenset[str]:
-    """Every token type of ``lines`` after ``pipeline`` (a ``simpe.text.TextPipeline``): the training vocabulary.
+    """Every token type of ``lines`` after ``pipeline`` (a ``simpe.metrics.text.TextPipeline``): the training vocabulary.
 
     Build it from the model's training target text with the same pipeline (tokeniser,
     truecaser) the metrics use, so that types compare equal.

@@ -12,7 +12,7 @@ toolkit". simpe does the same with sacremoses:
   when that case was seen in training; the sentence-initial word takes its most frequent
   case). ``truecaser=None`` skips truecasing;
 - ``content_types`` keeps the unique tokens that are neither stopwords (matched
-  case-insensitively, see ``simpe.stopwords``) nor made only of punctuation/symbols and
+  case-insensitively, see ``simpe.metrics.stopwords``) nor made only of punctuation/symbols and
   digits. "Only digits and punctuation" covers pure punctuation (``.``, ``…``, ``--``),
   pure digits (``127``) and numbers with separators (``3.5``, ``1,000``, ``8-9``): none of
   them is vocabulary a system has to learn. Types are compared case-sensitively after
@@ -100,7 +100,7 @@ def is_content_token(token: str, stopwords: frozenset[str]) -> bool:
 
     Args:
         token: one Moses token.
-        stopwords: a lowercased list from ``simpe.stopwords.load_stopwords``.
+        stopwords: a lowercased list from ``simpe.metrics.stopwords.load_stopwords``.
     """
     if not token or _only_digits_or_punct(token):
         return False
