@@ -109,12 +109,17 @@ class MetricsConfig:
         if self.r_max_k < 0:
             raise ConfigError(f"metrics.r_max_k must be an integer >= 0, got {self.r_max_k}")
 
-    def truecaser_path(self, model_dir: Path | None) -> str | None:
-        """The truecaser file: ``truecaser`` itself, or for ``model`` the one in ``model_dir``."""
+    def truecaser_path(self, model_dir: Path | None, missing_ok: bool = False) -> str | None:
+        """The truecaser file: ``truecaser`` itself, or for ``model`` the one in ``model_dir``.
+
+        missing_ok: for ``model``, None when the model ships no truecaser (else a ConfigError).
+        """
         if self.truecaser != TRUECASER_OF_MODEL:
             return self.truecaser
         path = None if model_dir is None else Path(model_dir) / f"truecase.{self.lang}.model"
         if path is None or not path.is_file():
+            if missing_ok:
+                return None
             raise ConfigError(f"metrics.truecaser=model but the model ships no truecase.{self.lang}.model; "
                               "give a truecaser path with --truecaser PATH or --truecaser none")
         return str(path)

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from simpe.config import TRUECASER_OF_MODEL, MetricsConfig, defaults
+from simpe.config import MetricsConfig, defaults
 from simpe.errors import ConfigError, DataError
 from simpe.metrics.comet import comet_signature
 from simpe.metrics.online import OnlineScorer, metric_for
@@ -31,10 +31,7 @@ logger = logging.getLogger(__name__)
 
 def resolve_truecaser(cfg: MetricsConfig) -> MetricsConfig:
     """``cfg`` with ``truecaser: model`` replaced by the demo model's truecaser for ``cfg.lang`` (None when it has none)."""
-    if cfg.truecaser != TRUECASER_OF_MODEL:
-        return cfg
-    path = DEFAULT_MODEL / f"truecase.{cfg.lang}.model"
-    return dataclasses.replace(cfg, truecaser=str(path) if path.is_file() else None)
+    return dataclasses.replace(cfg, truecaser=cfg.truecaser_path(DEFAULT_MODEL, missing_ok=True))
 
 
 def _check_counts(named: dict[str, Sequence[str]]) -> None:

@@ -23,6 +23,7 @@ This module does not translate, write files, or run COMET (``simpe.metrics.comet
 """
 from __future__ import annotations
 
+import functools
 import logging
 import re
 from collections.abc import Iterable, Mapping
@@ -43,8 +44,13 @@ CORPUS_METRICS = ("bleu", "chrf", "ter")  # logged under "stats" with their suff
 _R_NAME = re.compile(r"^(novel:|subword:)?r(\d+|0\+1|0\.\.\d+)$")
 
 
+@functools.lru_cache(maxsize=None)
 def metric_for(name: str) -> Metric:
-    """The ``Metric`` that scores the logged statistics of ``name`` (any name under ``cumulative``, or comet)."""
+    """The ``Metric`` that scores the logged statistics of ``name`` (any name under ``cumulative``, or comet).
+
+    Built once per name (the metrics keep no state between calls): readers and the loop's
+    progress line ask for it per segment.
+    """
     if _R_NAME.match(name):
         return RecallMetric(name)
     return METRICS.build(name)

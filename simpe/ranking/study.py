@@ -16,6 +16,7 @@ cli.py parses arguments.
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from collections.abc import Sequence
@@ -74,27 +75,21 @@ def run_protocol(model: Any, tokenizer: Any, sources: Sequence[str], references:
         the summary: ``{"figures": {...}, "config": {...}, "signatures": {...}, **meta}``.
     """
     output = OutputDir(out, [RANK_RECORDS_FILE, RANK_SUMMARY_FILE], overwrite) if out is not None else None
-    done = [0]
+    with output.jsonl(RANK_RECORDS_FILE) if output is not None else contextlib.nullcontext(None) as write:
+        done = 0
 
-    def run(write: Any) -> dict[str, Any]:
         def on_record(record: dict[str, Any]) -> None:
-            done[0] += 1
+            nonlocal done
+            done += 1
             if write is not None:
                 write(record)
             top, mc = record.get("top"), record.get("mc")
             logger.debug("sentence %d: top kRG %s kQRG %s exact %s | mc kRG %s kQRG %s", record["index"],
                          top and top["krg"], top and top["kqrg"], top and top["exact"], mc and mc["krg"], mc and mc["kqrg"])
-            if done[0] % 10 == 0 or done[0] == len(sources):
-                logger.info("ranked %d/%d sentences", done[0], len(sources))
+            if done % 10 == 0 or done == len(sources):
+                logger.info("ranked %d/%d sentences", done, len(sources))
 
         figures, _ = evaluate(model, tokenizer, sources, references, cfg, comet=comet, on_record=on_record)
-        return figures
-
-    if output is not None:
-        with output.jsonl(RANK_RECORDS_FILE) as write:
-            figures = run(write)
-    else:
-        figures = run(None)
     summary = {**(meta or {}), "sentences": len(sources), "config": asdict(cfg), "signatures": signatures(cfg.quality, comet),
                "figures": figures}
     if output is not None:

@@ -150,10 +150,10 @@ def segment_stats(run: Run, key: str, num_segments: int) -> np.ndarray | None:
     rows = [logged_stats(seg, key) for seg in run.segments[:num_segments]]
     if any(row is None for row in rows):
         return None
-    width = len(metric_for(key).stat_names)
-    if any(len(row) != width for row in rows):  # type: ignore[arg-type]
-        raise RunDirError(f"run {run.path}: the logged {key} statistics are not {width} numbers per segment "
-                          f"({', '.join(metric_for(key).stat_names)})")
+    names = metric_for(key).stat_names
+    if any(len(row) != len(names) for row in rows):  # type: ignore[arg-type]
+        raise RunDirError(f"run {run.path}: the logged {key} statistics are not {len(names)} numbers per segment "
+                          f"({', '.join(names)})")
     return np.asarray(rows, dtype=np.float64)  # (n, d)
 
 
@@ -174,13 +174,14 @@ def _signatures(group: RunGroup) -> tuple[dict[str, str], list[str]]:
                 seen.setdefault(signature, run)
         if not seen:
             continue
-        label = metric_for(kind).label
+        metric = metric_for(kind)
+        label = metric.label
         stripped = {_without_version(sig) for sig in seen}
         if len(stripped) > 1 and kind != COMET:
             listing = "; ".join(f"{run.name}: {sig}" for sig, run in seen.items())
             raise RunDirError(f"the runs scored {label} with different settings ({listing}); "
                               f"their figures are not comparable")
-        ours = _without_version(metric_for(kind).signature())
+        ours = _without_version(metric.signature())
         if kind != COMET and stripped != {ours}:
             raise RunDirError(f"the runs scored {label} with settings {next(iter(seen))!r}, but simpe rescores their "
                               f"statistics with {ours!r}; their p-values would not be comparable")

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from simpe.metrics import metric_for
+from simpe.report.compare import column
 from simpe.rundir.reader import Run, RunGroup
 from simpe.rundir.writer import OutputDir
 
@@ -78,7 +78,7 @@ def cumulative_deltas(group: RunGroup, metrics: tuple[str, ...] = tuple(key for 
     baseline = {key: _cumulative(group.baseline, key, n) for key in metrics}
     deltas: dict[str, dict[str, np.ndarray]] = {}
     for run in group.methods:
-        deltas[run.name] = {key: (_cumulative(run, key, n) - baseline[key]) * (100.0 if metric_for(key).percent else 1.0) for key in metrics}
+        deltas[run.name] = {key: (_cumulative(run, key, n) - baseline[key]) * column(key).scale for key in metrics}
     return DeltaCurves(segment_index=np.arange(n), deltas=deltas, labels={run.name: run.label for run in group.methods})
 
 
