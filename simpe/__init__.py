@@ -1,3 +1,3 @@
 """simpe: a simulated post-editing adaptation harness for neural machine translation."""
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"

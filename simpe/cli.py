@@ -142,8 +142,22 @@ def _add_score(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--stopwords", metavar="LANG|PATH", help="stopword list: a code under stopwords/ or a file (default: --lang)")
     p.add_argument("--r-max-k", type=int, default=None, metavar="K", help="report R0..RK and R0..K (default: metrics.r_max_k "
                                                                             "of adapters/defaults.yaml; R0+1 always)")
-    p.add_argument("--novel-vocab", metavar="PATH", help="training vocabulary (one word per line): adds the novel-word variants novel:r0 ...")
+    p.add_argument("--stopword-case", choices=["exact", "insensitive"],
+                   help="stopword matching (default: metrics.stopword_case, exact as the authors' rk.rb)")
+    p.add_argument("--token-filter", choices=["punct-or-digits", "digits-punct-symbols"],
+                   help="tokens that are never content words (default: metrics.token_filter, punct-or-digits as rk.rb)")
+    p.add_argument("--scope", choices=["stream", "document"], help="R occurrence counts over the stream or per document "
+                                                                   "(document needs --ids; default: metrics.scope)")
+    p.add_argument("--ids", metavar="IDS", help="document id of each segment, one per line (tab-separated doc and segment id as "
+                                                 "data/*/SPLIT.ids), for --scope document")
+    p.add_argument("--novel-vocab", metavar="train|PATH", help="training vocabulary ('<count> <word>' lines as rk.rb -v, or one word "
+                                                               "per line; 'train': data/libreoffice/vocab.train.LANG): adds novel:r0 ...")
+    p.add_argument("--rare-threshold", type=int, default=None, metavar="N",
+                   help="novel words: vocabulary words seen at most N times still count (rk.rb -R; default: metrics.rare_threshold)")
     p.add_argument("--subword-model", metavar="SPM", help="SentencePiece model: adds the subword variants subword:r0 ...")
+    p.add_argument("--subword", choices=["all", "content"], help="with --subword-model: count every piece (default) "
+                                                                  "or only the pieces of content words")
+    p.add_argument("--sbleu", choices=["nakov", "exp"], help="SBLEU smoothing (default: metrics.sbleu, nakov BLEU+1 as seed 002)")
     p.add_argument("--comet", metavar="MODEL", help="COMET hub id, model folder or model.ckpt (needs --src)")
     p.add_argument("--comet-batch-size", type=int, default=16, metavar="N", help="(default: %(default)s)")
     p.add_argument("--device", default="cpu", help="COMET device: cpu, cuda, cuda:N (default: %(default)s)")
@@ -156,16 +170,24 @@ def _cmd_score(args: argparse.Namespace) -> None:
     import json
 
     from simpe.config import TRUECASER_OF_MODEL, defaults
+    from simpe.datasets import DATASETS
+    from simpe.errors import ConfigError
     from simpe.score import format_cumulative, format_table, score_files
 
     base = defaults("metrics")
     lang = args.lang or base.lang
     truecaser = TRUECASER_OF_MODEL if args.truecaser is None else None if args.truecaser.lower() == "none" else args.truecaser
+    given = {"stopword_case": args.stopword_case, "token_filter": args.token_filter, "scope": args.scope,
+             "rare_threshold": args.rare_threshold, "subword": args.subword, "sbleu": args.sbleu}
     cfg = defaults("metrics", lang=lang, truecaser=truecaser, stopwords=args.stopwords or lang,
-                   r_max_k=base.r_max_k if args.r_max_k is None else args.r_max_k, novel_vocab=args.novel_vocab)
+                   r_max_k=base.r_max_k if args.r_max_k is None else args.r_max_k, novel_vocab=args.novel_vocab,
+                   **{key: value for key, value in given.items() if value is not None})
+    if (args.scope == "document") != (args.ids is not None):
+        raise ConfigError("--scope document needs --ids (the document of each segment), and --ids only means something with it")
     report = score_files(args.input, args.refs, args.src, cfg=cfg, comet=args.comet,
                          comet_batch_size=args.comet_batch_size, device=args.device,
-                         subword_model=args.subword_model, cumulative=args.cumulative)
+                         subword_model=args.subword_model, cumulative=args.cumulative,
+                         train_vocab=DATASETS.build("libreoffice").train_vocab(lang), doc_ids=args.ids)
     if args.format == "json":
         print(json.dumps(report, ensure_ascii=False, indent=1))
     else:
@@ -200,7 +222,9 @@ def _add_rank(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-expansions", type=int, help="limit per exact search; 0 = none (default: ranking.max_expansions)")
     p.add_argument("--max-seconds", type=float, help="limit per exact search; 0 = none (default: ranking.max_seconds)")
     p.add_argument("--batch-size", type=int, help="prefixes per forward pass of the exact search (default: ranking.batch_size)")
-    p.add_argument("--gain", help="kRG gain: linear (f = k - rank) or exp (2^(k-1-rank) - 1) (default: ranking.gain)")
+    p.add_argument("--gain", help="kRG gain: exp (2^f - 1) or linear (f), f = k - rank in [0, k-1] (default: ranking.gain)")
+    p.add_argument("--ties", help="hypotheses of equal Q: mean (share the mean gain of their positions) or model "
+                                  "(ordered as the model ordered them) (default: ranking.ties)")
     p.add_argument("--no-top", action="store_true", help="skip the top-region (exact top-k) evaluation")
     p.add_argument("--no-sampling", action="store_true", help="skip the Monte Carlo sampling evaluation")
     p.add_argument("--mbr-samples", type=int, default=100, help="--models: MBR samples per sentence (default: %(default)s)")
@@ -216,7 +240,7 @@ def _ranking_config(args: argparse.Namespace):  # -> simpe.config.RankingConfig
     from simpe.config import defaults
 
     flags = {"k": args.k, "quality": args.quality, "samples": args.samples, "sample_seed": args.seed,
-             "beam_size": args.beam_size, "batch_size": args.batch_size, "gain": args.gain,
+             "beam_size": args.beam_size, "batch_size": args.batch_size, "gain": args.gain, "ties": args.ties,
              "max_expansions": args.max_expansions, "max_seconds": args.max_seconds}
     given = {key: value for key, value in flags.items() if value is not None}
     for key in ("max_expansions", "max_seconds"):

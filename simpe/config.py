@@ -88,16 +88,35 @@ class DataConfig:
             raise ConfigError(f"data.segments must be >= 1 or null, got {self.segments}")
 
 
+# The choices of the metrics section; their meaning is documented where they are applied
+# (simpe.metrics.text, simpe.metrics.recall, simpe.metrics.sacre, simpe.metrics.online).
+STOPWORD_CASES = ("exact", "insensitive")
+TOKEN_FILTERS = ("punct-or-digits", "digits-punct-symbols")
+R_SCOPES = ("stream", "document")
+SUBWORD_UNITS = ("all", "content")
+SBLEU_SMOOTHINGS = ("nakov", "exp")
+NOVEL_VOCAB_OF_DATASET = "train"  # metrics.novel_vocab: the vocabulary `make corpus` writes for the dataset's train split
+
+
 @dataclass
 class MetricsConfig:
-    """What the online scorer computes and how it finds content words (seed 002, section 2.2)."""
+    """What the online scorer computes and how it finds content words (seed 002, section 2.2).
+
+    The defaults reproduce the seed authors' own tools: R counts as their script rk.rb
+    (exact stopword case, punct-or-digits filter, stream scope), SBLEU as cdec's Nakov BLEU+1.
+    """
 
     lang: str  # target language: Moses tokenizer, default stopwords
     truecaser: str | None  # "model": the model's truecase.<lang>.model; null: none; or a MosesTruecaser path
     stopwords: str  # a language code under stopwords/ or a path
+    stopword_case: str  # exact (rk.rb) | insensitive
+    token_filter: str  # punct-or-digits (rk.rb) | digits-punct-symbols
+    scope: str  # stream: occurrence counts over the whole stream (the paper) | document: restarted per document
     r_max_k: int  # log Rk and R0..k up to this k (r0+1 always)
-    novel_vocab: str | None  # a word list (training vocabulary) for the novel-word variants "novel:r0" ...
-    subword: bool  # also log the subword variants "subword:r0" ... from the pieces
+    novel_vocab: str | None  # "train" (the dataset's train vocabulary) or a vocabulary file, for "novel:r0" ...
+    rare_threshold: int  # novel words: a vocabulary word with count <= this still counts (rk.rb -R)
+    subword: str | None  # null | all (every piece) | content (pieces of content words): "subword:r0" ...
+    sbleu: str  # nakov (BLEU+1 as cdec's NakovBleuScorer, seed 002) | exp (sacreBLEU sentence_bleu)
 
     def __post_init__(self) -> None:
         if not self.lang:
@@ -108,6 +127,15 @@ class MetricsConfig:
             raise ConfigError("metrics.stopwords must be a language code such as 'de' or a path to a word list")
         if self.r_max_k < 0:
             raise ConfigError(f"metrics.r_max_k must be an integer >= 0, got {self.r_max_k}")
+        if self.rare_threshold < 0:
+            raise ConfigError(f"metrics.rare_threshold must be an integer >= 0, got {self.rare_threshold}")
+        if isinstance(self.subword, str) and self.subword.lower() in ("", "none", "false"):
+            self.subword = None
+        for name, valid in (("stopword_case", STOPWORD_CASES), ("token_filter", TOKEN_FILTERS), ("scope", R_SCOPES),
+                            ("subword", (None, *SUBWORD_UNITS)), ("sbleu", SBLEU_SMOOTHINGS)):
+            if getattr(self, name) not in valid:
+                raise ConfigError(f"unknown metrics.{name} {getattr(self, name)!r}; known: "
+                                  + ", ".join("null" if v is None else v for v in valid))
 
     def truecaser_path(self, model_dir: Path | None, missing_ok: bool = False) -> str | None:
         """The truecaser file: ``truecaser`` itself, or for ``model`` the one in ``model_dir``.
@@ -126,7 +154,8 @@ class MetricsConfig:
 
 
 QUALITIES_NOTE = "any utility of simpe.metrics.utility (bleu, sbleu, chrf, chrf++, ter, comet)"
-GAINS = ("linear", "exp")
+GAINS = ("exp", "linear")
+TIES = ("mean", "model")
 
 
 @dataclass
@@ -137,7 +166,7 @@ class RankingConfig:
     sampling (sentence i uses sample_seed + i); beam_size: the plain beam checked for search
     errors; max_expansions / max_seconds: limits of each exact search (null = none; a search
     cut short is counted in exact_rate); top_region / sampling: which evaluations run; gain:
-    linear | exp; batch_size: prefixes per forward pass of the exact search; max_len_a/b/cap:
+    exp | linear and ties: mean | model (simpe.ranking.measures); batch_size: prefixes per forward pass of the exact search; max_len_a/b/cap:
     the length limit (decoders/incremental.py).
     """
 
@@ -151,6 +180,7 @@ class RankingConfig:
     top_region: bool
     sampling: bool
     gain: str
+    ties: str
     batch_size: int
     max_len_a: float
     max_len_b: int
@@ -167,6 +197,8 @@ class RankingConfig:
             raise ConfigError(f"ranking.max_seconds must be a positive number or null, got {self.max_seconds!r}")
         if self.gain not in GAINS:
             raise ConfigError(f"unknown ranking.gain {self.gain!r}; known: {', '.join(GAINS)}")
+        if self.ties not in TIES:
+            raise ConfigError(f"unknown ranking.ties {self.ties!r}; known: {', '.join(TIES)}")
         if not (self.top_region or self.sampling):
             raise ConfigError("ranking with top_region=false and sampling=false evaluates nothing; enable one")
 

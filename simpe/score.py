@@ -22,7 +22,7 @@ from typing import Any
 from simpe.config import MetricsConfig, defaults
 from simpe.errors import ConfigError, DataError
 from simpe.metrics.comet import comet_signature
-from simpe.metrics.online import OnlineScorer, metric_for
+from simpe.metrics.online import OnlineScorer, metric_for, signature_label
 from simpe.paths import DEFAULT_MODEL
 from simpe.textfile import read_lines
 
@@ -43,7 +43,9 @@ def _check_counts(named: dict[str, Sequence[str]]) -> None:
 def score_lines(hypotheses: Sequence[str], references: Sequence[str], sources: Sequence[str] | None = None, *,
                 cfg: MetricsConfig | None = None, comet: str | None = None, comet_batch_size: int = 16,
                 device: str = "cpu", hyp_pieces: Sequence[list[str]] | None = None,
-                ref_pieces: Sequence[list[str]] | None = None, cumulative: bool = False) -> dict[str, Any]:
+                ref_pieces: Sequence[list[str]] | None = None, cumulative: bool = False,
+                train_vocab: str | Path | None = None, spm_model: str | Path | None = None,
+                doc_ids: Sequence[str] | None = None) -> dict[str, Any]:
     """Score detokenised segments with every simpe metric.
 
     Args:
@@ -52,8 +54,11 @@ def score_lines(hypotheses: Sequence[str], references: Sequence[str], sources: S
         cfg: metrics settings (default: the ``metrics`` section of adapters/defaults.yaml).
         comet: COMET hub id, model folder or checkpoint; None skips COMET.
         comet_batch_size, device: COMET batching and device.
-        hyp_pieces, ref_pieces: subword pieces per segment, for the subword R variants (``cfg.subword``).
+        hyp_pieces, ref_pieces: subword pieces per segment, for ``cfg.subword: all``.
         cumulative: also return every metric's value over segments 1..i for each i.
+        train_vocab: what ``cfg.novel_vocab: train`` means (the default dataset's train vocabulary).
+        spm_model: the SentencePiece model for ``cfg.subword: content``.
+        doc_ids: the document of each segment (``cfg.scope: document`` restarts the R counts when it changes).
     Returns:
         ``{"segments", "corpus", "counts", "signatures", "settings"[, "cumulative"]}``: corpus
         BLEU/chrF/TER/SBLEU in 0-100, R values as fractions (None when undefined), ``counts``
@@ -61,12 +66,15 @@ def score_lines(hypotheses: Sequence[str], references: Sequence[str], sources: S
     """
     cfg = resolve_truecaser(cfg or defaults("metrics"))
     _check_counts({"hypotheses": hypotheses, "references": references, "sources": sources,
-                   "hypothesis pieces": hyp_pieces, "reference pieces": ref_pieces})
+                   "hypothesis pieces": hyp_pieces, "reference pieces": ref_pieces, "document ids": doc_ids})
+    if cfg.scope == "document" and doc_ids is None:
+        raise ConfigError("metrics.scope=document needs the document id of every segment")
     if comet is not None and sources is None:
         raise ConfigError("COMET needs the source segments: give --src")
-    if cfg.subword and (hyp_pieces is None or ref_pieces is None):
+    if cfg.subword == "all" and (hyp_pieces is None or ref_pieces is None):
         raise ConfigError("the subword R variants need subword pieces of hypotheses and references (give --subword-model)")
-    scorer = OnlineScorer(cfg)  # validates stopwords, truecaser, vocabulary before COMET loads
+    # validates stopwords, truecaser, vocabulary before COMET loads
+    scorer = OnlineScorer(cfg, train_vocab=train_vocab, spm_model=spm_model)
     _warn_suspicious(hypotheses)
     comet_scorer = None
     if comet is not None:
@@ -77,7 +85,7 @@ def score_lines(hypotheses: Sequence[str], references: Sequence[str], sources: S
     curves: dict[str, list] = {name: [] for name in scorer.metric_names()} if cumulative else {}
     for i, (hyp, ref) in enumerate(zip(hypotheses, references)):
         record = scorer.add(hyp, ref, None if hyp_pieces is None else list(hyp_pieces[i]),
-                            None if ref_pieces is None else list(ref_pieces[i]))
+                            None if ref_pieces is None else list(ref_pieces[i]), doc_id=None if doc_ids is None else doc_ids[i])
         if cumulative:
             for name, value in record["cumulative"].items():
                 curves[name].append(value)
@@ -130,24 +138,31 @@ def _encode_pieces(model_path: str, lines: Sequence[str]) -> list[list[str]]:
 
 def score_files(hyp_path: str | Path, ref_path: str | Path, src_path: str | Path | None = None, *,
                 cfg: MetricsConfig | None = None, comet: str | None = None, comet_batch_size: int = 16,
-                device: str = "cpu", subword_model: str | None = None, cumulative: bool = False) -> dict[str, Any]:
-    """``score_lines`` on files (one segment per line); ``subword_model`` (a SentencePiece model) turns on the subword variants."""
+                device: str = "cpu", subword_model: str | None = None, cumulative: bool = False,
+                train_vocab: str | Path | None = None, doc_ids: str | Path | None = None) -> dict[str, Any]:
+    """``score_lines`` on files (one segment per line); ``subword_model`` (a SentencePiece model) turns on the
+    subword variants (``all`` unless ``cfg.subword`` says ``content``)."""
     hypotheses = read_lines(hyp_path, "hypotheses file", rstrip=True)
     references = read_lines(ref_path, "references file", rstrip=True)
     sources = read_lines(src_path, "sources file", rstrip=True) if src_path is not None else None
+    docs = [line.partition("\t")[0] for line in read_lines(doc_ids, "document ids file", rstrip=True)] if doc_ids else None
     _check_counts({str(hyp_path): hypotheses, str(ref_path): references,
-                   **({str(src_path): sources} if sources is not None else {})})
+                   **({str(src_path): sources} if sources is not None else {}),
+                   **({str(doc_ids): docs} if docs is not None else {})})
     if not hypotheses:
         raise DataError(f"hypotheses file {str(hyp_path)!r} is empty")
     cfg = cfg or defaults("metrics")
     hyp_pieces = ref_pieces = None
-    if subword_model is not None:
-        if not cfg.subword:
-            cfg = dataclasses.replace(cfg, subword=True)
+    if subword_model is not None and not cfg.subword:
+        cfg = dataclasses.replace(cfg, subword="all")
+    if cfg.subword and subword_model is None:
+        raise ConfigError(f"subword R variants ({cfg.subword}) need the SentencePiece model: give --subword-model SPM")
+    if cfg.subword == "all":
         hyp_pieces = _encode_pieces(subword_model, hypotheses)
         ref_pieces = _encode_pieces(subword_model, references)
     report = score_lines(hypotheses, references, sources, cfg=cfg, comet=comet, comet_batch_size=comet_batch_size,
-                         device=device, hyp_pieces=hyp_pieces, ref_pieces=ref_pieces, cumulative=cumulative)
+                         device=device, hyp_pieces=hyp_pieces, ref_pieces=ref_pieces, cumulative=cumulative,
+                         train_vocab=train_vocab, spm_model=subword_model, doc_ids=docs)
     report["files"] = {"hypotheses": str(hyp_path), "references": str(ref_path),
                        **({"sources": str(src_path)} if src_path is not None else {})}
     return report
@@ -169,7 +184,8 @@ def format_table(report: dict[str, Any]) -> str:
     for name, value in corpus.items():
         if name in counts:
             num, den = counts[name]
-            rows.append((_label(name), _fmt(None if value is None else 100 * value), f"{num}/{den} content-word types"))
+            unit = "subword types" if name.startswith("subword:") else "content-word types"
+            rows.append((_label(name), _fmt(None if value is None else 100 * value), f"{num}/{den} {unit}"))
         elif name == "comet":
             rows.append((_label(name), _fmt(value, 4), signatures.get(name, "")))
         else:
@@ -178,6 +194,9 @@ def format_table(report: dict[str, Any]) -> str:
     width1 = max(len(r[1]) for r in rows)
     lines = [f"{a:<{width0}}  {b:>{width1}}  {c}".rstrip() for a, b, c in rows]
     lines.append(f"({report['segments']} segments; R values in % of reference content-word types)")
+    for kind, signature in signatures.items():
+        if kind == "r" or kind.endswith(":r"):
+            lines.append(f"{signature_label(kind)} signature: {signature}")
     return "\n".join(lines)
 
 

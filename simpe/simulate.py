@@ -26,7 +26,7 @@ from simpe.datasets import DATASETS, Segment, stream_hash
 from simpe.decoders import DECODERS
 from simpe.errors import ConfigError, RunDirError
 from simpe.methods import METHODS
-from simpe.metrics.online import OnlineScorer, metric_for
+from simpe.metrics.online import OnlineScorer, metric_for, resolve_vocab
 from simpe.metrics.stopwords import load_stopwords
 from simpe.model import encode_pair, load_model, model_name
 from simpe.paths import DEFAULT_MODEL
@@ -90,6 +90,9 @@ class Loop:
         self.method = METHODS.build(cfg.method.name, **cfg.method.params)
         self.decoder = DECODERS.build(cfg.decoder.name, **cfg.decoder.params)
         load_stopwords(cfg.metrics.stopwords)
+        self.train_vocab = self.dataset.train_vocab(cfg.metrics.lang)
+        if cfg.metrics.novel_vocab is not None:
+            resolve_vocab(cfg.metrics.novel_vocab, self.train_vocab)  # a missing vocabulary is found before the model loads
         self.path = run_path(cfg)
         self.probe = probe_set(cfg, self.dataset, self.segments) if cfg.snapshots.every else []
         if cfg.snapshots.every:
@@ -100,7 +103,7 @@ class Loop:
         set_dropout(self.model, cfg.update.dropout)
         self.method.attach(self.model, self.loaded.path, cfg.update)
         self.decoder.bind(self.tokenizer)
-        self.scorer = OnlineScorer(cfg.metrics, self.loaded.path)
+        self.scorer = OnlineScorer(cfg.metrics, self.loaded.path, train_vocab=self.train_vocab)
         self.timer = ModelTimer(self.model)
 
     # ------------------------------------------------------------ one segment
@@ -117,9 +120,9 @@ class Loop:
         best = list(result.hypotheses[0].tokens) if result.hypotheses else []
         hypothesis = self.tokenizer.decode(best, skip_special_tokens=True)
         t1 = time.perf_counter()
-        scored = self.scorer.add(hypothesis, seg.reference,
-                                 self.pieces(best) if self.cfg.metrics.subword else None,
-                                 self.pieces(pair.labels[0].tolist()) if self.cfg.metrics.subword else None)
+        pieces = self.cfg.metrics.subword == "all"
+        scored = self.scorer.add(hypothesis, seg.reference, self.pieces(best) if pieces else None,
+                                 self.pieces(pair.labels[0].tolist()) if pieces else None, doc_id=seg.doc_id)
         t2 = time.perf_counter()
         upd = update(self.model, self.method, pair, self.cfg.update)  # reference i is seen only here
         t3 = time.perf_counter()

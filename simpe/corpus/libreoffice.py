@@ -8,6 +8,13 @@ catalogs. Splits (MISSION.md, "Data"): stream = ``scalc`` in document order, dev
 ``schart``, reserved = ``smath`` + ``sdatabase``, train = all other modules plus the UI
 strings, minus every pair whose source occurs in stream, dev or reserved, and minus
 repeated pairs. The build is deterministic: files are visited in sorted path order.
+
+It also writes ``vocab.train.de``, the target-side vocabulary of the train split in the seed
+authors' ``rk.rb -v`` format (``<count> <word>``), for the novel-word R variants
+(``metrics.novel_vocab: train``): the types after the R metrics' own pipeline, Moses
+tokenisation and truecasing with the demo model's truecaser (``models/demo-en-de/
+truecase.de.model``; none when that file is absent). A model with another truecaser needs
+its own vocabulary (``write_train_vocab``). The manifest names the truecaser and hashes.
 """
 from __future__ import annotations
 
@@ -167,6 +174,30 @@ def write_split(out_dir: Path, name: str, segments: list[Segment]) -> dict[str, 
     return digests
 
 
+def write_train_vocab(out_dir: Path, targets: list[str], truecaser: Path | None = None) -> dict[str, object]:
+    """Write ``vocab.train.<tgt>`` (``<count> <word>`` lines) of the train targets; return its manifest entry.
+
+    truecaser: the MosesTruecaser model the R metrics will use (default: the demo model's, when it exists).
+    """
+    from simpe.metrics.recall import build_vocab, write_vocab
+    from simpe.metrics.text import TextPipeline
+    from simpe.paths import DEFAULT_MODEL
+
+    if truecaser is None:
+        default = DEFAULT_MODEL / f"truecase.{TGT_LANG}.model"
+        truecaser = default if default.is_file() else None
+    vocab = build_vocab(targets, TextPipeline(TGT_LANG, truecaser))
+    path = out_dir / f"vocab.train.{TGT_LANG}"
+    tmp = path.with_name(path.name + ".tmp")
+    write_vocab(vocab, tmp)
+    tmp.replace(path)
+    logger.info("train vocabulary: %d types -> %s", len(vocab), path)
+    return {"file": path.name, "types": len(vocab), "tokens": sum(vocab.values()), "tokenizer": f"moses.{TGT_LANG}",
+            "truecaser": None if truecaser is None else Path(truecaser).name,
+            "truecaser_sha256": None if truecaser is None else hashlib.sha256(Path(truecaser).read_bytes()).hexdigest(),
+            "sha256": hashlib.sha256(path.read_bytes()).hexdigest()}
+
+
 def build(out_dir: Path, cache: Path, installed: bool = False) -> dict[str, int]:
     """Fetch (or find) the packages and build the corpus into ``out_dir``; return split sizes."""
     if installed:
@@ -192,6 +223,7 @@ def build_from(help_root: Path, ui_root: Path, out_dir: Path, versions: dict[str
             "documents": len({s.doc_id for s in splits[name]}),
             "source_words": sum(len(s.source.split()) for s in splits[name]),
         }
+    manifest["train_vocab"] = write_train_vocab(out_dir, [s.target for s in splits["train"]])
     manifest["help_segments"] = len(help_segments)
     manifest["ui_segments"] = len(ui_segments)
     (out_dir / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")

@@ -44,6 +44,10 @@ class Dataset(ABC):
     def _load(self, split: str) -> list[Segment]:
         """Read the split's raw segments (checked by ``load``)."""
 
+    def train_vocab(self, lang: str) -> Path | None:
+        """The target-side vocabulary of the train split (``<count> <word>`` lines; ``metrics.novel_vocab: train``), or None."""
+        return None
+
     def load(self, split: str = "stream", skip_empty: bool = False) -> list[Segment]:
         """Return the checked segments of ``split`` in stream order.
 

@@ -22,6 +22,10 @@ class LibreOfficeDataset(Dataset):
     def __init__(self, path: str | None = None) -> None:
         self.path = Path(path) if path else DEFAULT_DIR
 
+    def train_vocab(self, lang: str) -> Path | None:
+        """``vocab.train.<lang>``, written by ``make corpus`` (``simpe.corpus.libreoffice``)."""
+        return self.path / f"vocab.train.{lang}"
+
     def _load(self, split: str) -> list[Segment]:
         files = [self.path / f"{split}.{ext}" for ext in ("en", "de", "ids")]
         missing = [str(f) for f in files if not f.exists()]

@@ -9,9 +9,18 @@ from summed edits and reference lengths, R from summed numerators and denominato
 SBLEU as the running mean. ``replay`` rebuilds that state from logged records, so a
 resumed run continues exactly as if it had never stopped.
 
-One addition to the documented record: with ``subword=True`` the returned dict also
-holds ``ref_pieces`` (the reference's subword pieces), because resuming the subword
-occurrence counts needs them and they cannot be recovered from the text.
+The R metrics follow the seed authors' script (``rk.rb``) by default; ``r_signatures``
+names every setting they depend on. Their variants:
+
+- ``novel:`` (``metrics.novel_vocab``): only reference types rare in a training vocabulary;
+  ``train`` is the vocabulary ``make corpus`` writes for the dataset's train split.
+- ``subword:`` (``metrics.subword``): ``all`` counts every SentencePiece piece of the
+  model's own segmentation, with no stopword or token filter (seed 002, Table 4); the
+  returned dict then also holds ``ref_pieces``, because resuming the subword occurrence
+  counts needs them and they cannot be recovered from the text. ``content`` counts only the
+  pieces of content words: each content type of the segment segmented alone by the target
+  SentencePiece model (so they are recomputed from the logged tokens on resume).
+- ``metrics.scope: document`` restarts every occurrence count when the document id changes.
 
 Every value comes from the metric stack (``simpe.metrics.base``): sacreBLEU's BLEU, chrF
 and TER statistics under ``stats`` (each metric's declared layout), SBLEU and the R values
@@ -24,19 +33,21 @@ This module does not translate, write files, or run COMET (``simpe.metrics.comet
 from __future__ import annotations
 
 import functools
+import hashlib
 import logging
 import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from simpe.config import MetricsConfig
-from simpe.errors import DataError
+from simpe import __version__
+from simpe.config import NOVEL_VOCAB_OF_DATASET, MetricsConfig
+from simpe.errors import ConfigError, DataError
 from simpe.metrics.base import METRICS, Metric
-from simpe.metrics.recall import RecallCounter, RecallMetric, load_vocab, ratio
+from simpe.metrics.recall import RecallCounter, RecallMetric, load_vocab, r_signature, ratio, vocab_digest
 from simpe.metrics.sacre import BleuMetric, ChrfMetric, SbleuMetric, TerMetric
-from simpe.metrics.stopwords import load_stopwords
-from simpe.metrics.text import ContentWords, TextPipeline
+from simpe.metrics.stopwords import load_stopwords, stopwords_digest, stopwords_path
+from simpe.metrics.text import ContentWords, TextPipeline, split_tokens
 
 logger = logging.getLogger(__name__)
 
@@ -54,6 +65,13 @@ def metric_for(name: str) -> Metric:
     if _R_NAME.match(name):
         return RecallMetric(name)
     return METRICS.build(name)
+
+
+def signature_label(kind: str) -> str:
+    """The label of a key of a summary's ``signatures``: a metric's label, or ``R``, ``novel:R``, ``subword:R``."""
+    if kind == "r" or kind.endswith(":r"):
+        return kind[:-1] + "R"
+    return metric_for(kind).label
 
 
 def logged_stats(record: Mapping[str, Any], name: str) -> list[float] | None:
@@ -76,24 +94,36 @@ def logged_stats(record: Mapping[str, Any], name: str) -> list[float] | None:
 class OnlineScorer:
     """Scores a stream one segment at a time and keeps the running sums behind every cumulative value."""
 
-    def __init__(self, cfg: MetricsConfig, model_dir: Path | None = None) -> None:
+    def __init__(self, cfg: MetricsConfig, model_dir: Path | None = None, *, train_vocab: str | Path | None = None,
+                 spm_model: str | Path | None = None) -> None:
         """
         Args:
             cfg: the metrics section of the config.
-            model_dir: the model folder, where ``truecaser: model`` finds ``truecase.<lang>.model``.
+            model_dir: the model folder, where ``truecaser: model`` finds ``truecase.<lang>.model``
+                and ``subword: content`` its ``target.spm``.
+            train_vocab: the dataset's train vocabulary file (what ``novel_vocab: train`` means).
+            spm_model: the target SentencePiece model for ``subword: content`` (default: model_dir/target.spm).
         """
         self.cfg = cfg
         self.truecaser = cfg.truecaser_path(model_dir)
         self.pipeline = TextPipeline(cfg.lang, self.truecaser)
         self.stopwords = load_stopwords(cfg.stopwords)
-        self.content_types = ContentWords(self.stopwords)
+        self.content_types = ContentWords(self.stopwords, cfg.stopword_case, cfg.token_filter)
         self.corpus: dict[str, Metric] = {"bleu": BleuMetric(), "chrf": ChrfMetric(), "ter": TerMetric()}
-        self.sbleu = SbleuMetric()
+        self.sbleu = SbleuMetric(cfg.sbleu)
         self.words = RecallCounter(cfg.r_max_k)
         self.novel = None
+        self.vocab_path: Path | None = None
         if cfg.novel_vocab is not None:
-            self.novel = RecallCounter(cfg.r_max_k, vocab=load_vocab(cfg.novel_vocab), prefix="novel:")
+            self.vocab_path = resolve_vocab(cfg.novel_vocab, train_vocab)
+            self.vocab = load_vocab(self.vocab_path)
+            self.novel = RecallCounter(cfg.r_max_k, vocab=self.vocab, prefix="novel:", rare_threshold=cfg.rare_threshold)
         self.subwords = RecallCounter(cfg.r_max_k, prefix="subword:") if cfg.subword else None
+        self.spm = None
+        if cfg.subword == "content":
+            self.spm_path = Path(spm_model) if spm_model is not None else (Path(model_dir) / "target.spm" if model_dir else None)
+            self.spm = _load_spm(self.spm_path)
+        self.doc_id: str | None = None
         self.num_segments = 0
         self.totals: dict[str, list] = {name: [0] * len(metric.stat_names) for name, metric in self.corpus.items()}
         self.sbleu_sum = 0.0
@@ -113,17 +143,19 @@ class OnlineScorer:
 
     # ------------------------------------------------------------ scoring
     def add(self, hypothesis: str, reference: str, hyp_pieces: list[str] | None = None,
-            ref_pieces: list[str] | None = None) -> dict:
+            ref_pieces: list[str] | None = None, doc_id: str | None = None) -> dict:
         """Score one segment; returns the ``hyp_tokens``, ``ref_tokens``, ``metrics``, ``stats`` and ``cumulative``
         part of its record, exactly as in docs/run-format.md.
 
         Args:
             hypothesis: the detokenised system output for this segment.
             reference: the detokenised reference (post-edit).
-            hyp_pieces, ref_pieces: the subword pieces of both; required when ``cfg.subword``.
+            hyp_pieces, ref_pieces: the subword pieces of both; required when ``cfg.subword`` is ``all``.
+            doc_id: the segment's document (``scope: document`` restarts the counts when it changes).
         """
-        if self.subwords is not None and (hyp_pieces is None or ref_pieces is None):
-            raise DataError("the subword R variants (subword=True) need hyp_pieces and ref_pieces for every segment")
+        if self.cfg.subword == "all" and (hyp_pieces is None or ref_pieces is None):
+            raise DataError("the subword R variants (subword: all) need hyp_pieces and ref_pieces for every segment")
+        self._enter_document(doc_id)
         hyp_tokens = " ".join(self.pipeline.tokens(hypothesis))
         ref_tokens = " ".join(self.pipeline.tokens(reference))
         stats = {name: metric.segment_stats(hypothesis, reference) for name, metric in self.corpus.items()}
@@ -132,20 +164,33 @@ class OnlineScorer:
             "chrf": self.corpus["chrf"].score_from_stats(stats["chrf"]),
             "ter": self.corpus["ter"].score_from_stats(stats["ter"]),
         }
-        # Types from the joined strings, exactly what replay() will see in the record.
-        hyp_types = self.content_types(hyp_tokens.split())
-        ref_types = self.content_types(ref_tokens.split())
+        # Types from the joined strings, split as rk.rb splits them: exactly what replay() and the script see.
+        hyp_types = self.content_types(split_tokens(hyp_tokens))
+        ref_types = self.content_types(split_tokens(ref_tokens))
         metrics.update(self.words.add(hyp_types, ref_types))
         if self.novel is not None:
             metrics.update(self.novel.add(hyp_types, ref_types))
-        if self.subwords is not None:
+        if self.cfg.subword == "all":
             metrics.update(self.subwords.add(set(hyp_pieces), set(ref_pieces)))
+        elif self.cfg.subword == "content":
+            metrics.update(self.subwords.add(self._content_pieces(hyp_types), self._content_pieces(ref_types)))
         self._accumulate(stats, metrics["sbleu"])
         record = {"hyp_tokens": hyp_tokens, "ref_tokens": ref_tokens, "metrics": metrics, "stats": stats,
                   "cumulative": self.cumulative()}
-        if self.subwords is not None:
+        if self.cfg.subword == "all":
             record["ref_pieces"] = list(ref_pieces)
         return record
+
+    def _enter_document(self, doc_id: str | None) -> None:
+        """Under ``scope: document``, restart every occurrence count when the document changes."""
+        if self.cfg.scope == "document" and doc_id != self.doc_id:
+            for counter in self.recall_counters():
+                counter.restart()
+        self.doc_id = doc_id
+
+    def _content_pieces(self, types: frozenset[str]) -> set[str]:
+        """The pieces of content types, each type segmented alone by the target SentencePiece model."""
+        return {piece for word in types for piece in self.spm.encode(word, out_type=str)}
 
     def _accumulate(self, stats: Mapping[str, list], sbleu: float) -> None:
         for name in CORPUS_METRICS:
@@ -161,7 +206,7 @@ class OnlineScorer:
         For resuming a run: afterwards ``add`` continues exactly as if never interrupted.
         """
         missing = [key for key in ("ref_tokens", "metrics", "stats") if key not in record]
-        if self.subwords is not None and "ref_pieces" not in record:
+        if self.cfg.subword == "all" and "ref_pieces" not in record:
             missing.append("ref_pieces")
         if missing:
             raise DataError(f"logged segment {record.get('index', '?')} lacks {', '.join(missing)}; cannot resume the metrics from it")
@@ -172,12 +217,15 @@ class OnlineScorer:
                 raise DataError(f"logged stats[{name!r}] should be a list of {len(metric.stat_names)} numbers, got {value!r}")
         if not isinstance(metrics.get("sbleu"), (int, float)):
             raise DataError(f"logged segment {record.get('index', '?')} has no numeric metrics['sbleu']")
-        ref_types = self.content_types(record["ref_tokens"].split())
+        self._enter_document(record.get("doc_id"))
+        ref_types = self.content_types(split_tokens(record["ref_tokens"]))
         self.words.observe(ref_types, metrics)
         if self.novel is not None:
             self.novel.observe(ref_types, metrics)
-        if self.subwords is not None:
+        if self.cfg.subword == "all":
             self.subwords.observe(set(record["ref_pieces"]), metrics)
+        elif self.cfg.subword == "content":
+            self.subwords.observe(self._content_pieces(ref_types), metrics)
         self._accumulate(stats, float(metrics["sbleu"]))
 
     # ------------------------------------------------------------ running values
@@ -190,19 +238,73 @@ class OnlineScorer:
                 values[name] = ratio(num, den)
         return values
 
+    def r_signatures(self) -> dict[str, str]:
+        """The R metrics' signatures: ``r`` (words), and ``novel:r`` / ``subword:r`` when logged."""
+        cfg = self.cfg
+        stop_name = Path(stopwords_path(cfg.stopwords)).stem
+        truecaser = "none" if self.truecaser is None else f"{Path(self.truecaser).name}.{_file_digest(self.truecaser)}"
+        common = {"max_k": cfg.r_max_k, "stopwords": f"{stop_name}.{stopwords_digest(self.stopwords)}",
+                  "case": cfg.stopword_case, "token_filter": cfg.token_filter, "truecaser": truecaser,
+                  "tokenizer": f"moses.{cfg.lang}", "scope": cfg.scope, "version": __version__}
+        signatures = {"r": r_signature(**common)}
+        if self.novel is not None:
+            signatures["novel:r"] = r_signature(**common, vocab=f"{self.vocab_path.name}.{vocab_digest(self.vocab)}",
+                                                rare_threshold=cfg.rare_threshold)
+        if cfg.subword == "all":
+            signatures["subword:r"] = r_signature(**{**common, "stopwords": "none", "token_filter": "none"},
+                                                  unit="subword-all")
+        elif cfg.subword == "content":
+            signatures["subword:r"] = r_signature(**common, unit=f"subword-content.{_file_digest(self.spm_path)}")
+        return signatures
+
     def signatures(self) -> dict[str, str]:
-        """sacreBLEU signatures of ``bleu``, ``chrf``, ``ter`` and ``sbleu``."""
-        return {**{name: metric.signature() for name, metric in self.corpus.items()}, "sbleu": self.sbleu.signature()}
+        """Signatures of ``bleu``, ``chrf``, ``ter``, ``sbleu`` (sacreBLEU's manner) and of the R metrics (``r`` ...)."""
+        return {**{name: metric.signature() for name, metric in self.corpus.items()}, "sbleu": self.sbleu.signature(),
+                **self.r_signatures()}
 
     def summary(self) -> dict:
-        """{"corpus": {"bleu","chrf","ter","sbleu","r0","r1","r0+1", ...variants}, "signatures": {"bleu": str, "chrf": str, "ter": str, "sbleu": str}}"""
+        """{"corpus": {"bleu","chrf","ter","sbleu","r0","r1","r0+1", ...variants}, "signatures": {"bleu", "chrf", "ter", "sbleu", "r", ...}}"""
         corpus = self.cumulative()
         if not self.num_segments:
             corpus.update({name: None for name in CORPUS_METRICS})
         return {"corpus": corpus, "signatures": self.signatures()}
 
 
-def cumulative_curves(records: Iterable[dict], cfg: MetricsConfig, model_dir: Path | None = None) -> dict[str, list[float | None]]:
+def resolve_vocab(novel_vocab: str, train_vocab: str | Path | None) -> Path:
+    """The vocabulary file ``metrics.novel_vocab`` names: ``train`` -> the dataset's train vocabulary, else a path."""
+    if novel_vocab == NOVEL_VOCAB_OF_DATASET:
+        if train_vocab is None:
+            raise ConfigError("metrics.novel_vocab=train needs a dataset with a train vocabulary (libreoffice: "
+                              "data/libreoffice/vocab.train.de, written by `make corpus`); or give a vocabulary file")
+        path = Path(train_vocab)
+        if not path.is_file():
+            raise DataError(f"metrics.novel_vocab=train: {path} does not exist; run `make corpus` to write it")
+        return path
+    path = Path(novel_vocab)
+    if not path.is_file():
+        raise DataError(f"metrics.novel_vocab {novel_vocab!r} does not exist (give 'train' or a file of '<count> <word>' lines)")
+    return path
+
+
+@functools.lru_cache(maxsize=8)
+def _file_digest(path: str | Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:8]
+
+
+def _load_spm(path: Path | None):  # -> sentencepiece.SentencePieceProcessor
+    import sentencepiece as spm
+
+    if path is None or not Path(path).is_file():
+        raise ConfigError(f"metrics.subword=content needs the target SentencePiece model ({path or 'no model folder'} "
+                          "does not exist); give --subword-model SPM")
+    try:
+        return spm.SentencePieceProcessor(model_file=str(path))
+    except Exception as err:
+        raise DataError(f"{str(path)!r} is not a SentencePiece model ({err})") from None
+
+
+def cumulative_curves(records: Iterable[dict], cfg: MetricsConfig, model_dir: Path | None = None,
+                      train_vocab: str | Path | None = None) -> dict[str, list[float | None]]:
     """Cumulative value of every metric after each logged record (what Figure 2's deltas are made of).
 
     Args:
@@ -211,7 +313,7 @@ def cumulative_curves(records: Iterable[dict], cfg: MetricsConfig, model_dir: Pa
     Returns:
         ``{metric name: [value after segment 0, after segment 1, ...]}``.
     """
-    scorer = OnlineScorer(cfg, model_dir)
+    scorer = OnlineScorer(cfg, model_dir, train_vocab=train_vocab)
     curves: dict[str, list[float | None]] = {name: [] for name in scorer.metric_names()}
     for record in records:
         scorer.replay(record)

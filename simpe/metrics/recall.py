@@ -10,16 +10,26 @@ Rk,i when this is its (k+1)-th occurrence, and to R0..k,i when it is at most its
   clipping, no alignment: the paper's set-level definition).
 
 Names: ``r0``, ``r1``, ..., ``r{k}``, ``r0+1`` (always; = R0..1) and ``r0..j`` for
-2 <= j <= k. Variants get a prefix: ``novel:`` counts only reference types absent from a
-training vocabulary (``load_vocab``/``build_vocab``); ``subword:`` uses raw subword units
-(all pieces, no stopword filter, as in the paper's Table 4) as the "words".
+2 <= j <= k. Variants get a prefix: ``novel:`` counts only reference types that are rare in
+a training vocabulary (absent, or seen at most ``rare_threshold`` times: the script's
+``-v``/``-R``; ``load_vocab``/``build_vocab``); ``subword:`` uses subword units as the
+"words" (``simpe.metrics.online`` says which).
+
+This is the counting of the seed authors' script (``rk.rb``, github.com/lilt/r01) line for
+line: per reference, each counted type's occurrence count goes up by one; the type is in
+the denominator of Rk when the count is exactly k+1 (of R0..k when it is at most k+1) and in
+the numerator when the hypothesis holds it too. ``restart`` forgets the occurrence counts
+(``metrics.scope: document`` calls it at each document boundary; the sums are kept).
+``r_signature`` names every setting a figure depends on, in sacreBLEU's manner.
 
 This module works on sets of types; turning text into content types is ``simpe.metrics.text``'s
 job, and the online bookkeeping of every metric is ``simpe.metrics.online``'s.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import hashlib
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -68,17 +78,27 @@ class RecallCounter:
     from a logged segment (resuming a run) without a hypothesis.
     """
 
-    def __init__(self, max_k: int = 1, vocab: frozenset[str] | None = None, prefix: str = "") -> None:
+    def __init__(self, max_k: int = 1, vocab: Mapping[str, int] | frozenset[str] | None = None, prefix: str = "",
+                 rare_threshold: int = 0) -> None:
         """
         Args:
             max_k: highest k of Rk and R0..k to report (``r0+1`` is always reported).
-            vocab: training vocabulary; when given, only reference types absent from it count
-                (the novel-word variant).
+            vocab: training vocabulary (word -> count, or a set of words); when given, only
+                reference types that are rare in it count (the novel-word variant).
             prefix: name prefix (``"novel:"``, ``"subword:"``).
+            rare_threshold: a vocabulary word still counts when its count is at most this
+                (rk.rb's ``-R``; 0: only words absent from the vocabulary). Needs counts.
         """
         self.names = r_names(max_k, prefix)
         self.max_k = max_k
-        self.vocab = vocab
+        if rare_threshold and vocab is not None and not isinstance(vocab, Mapping):
+            raise ConfigError(f"metrics.rare_threshold={rare_threshold} needs a vocabulary with counts (lines '<count> <word>'), "
+                              "but the vocabulary is a plain word list")
+        self.frequent: frozenset[str] | None = None  # the vocabulary words that do not count
+        if vocab is not None:
+            self.frequent = (frozenset(w for w, c in vocab.items() if c > rare_threshold) if isinstance(vocab, Mapping)
+                             else frozenset(vocab))
+        self.rare_threshold = rare_threshold
         self.prefix = prefix
         self.occurrences: dict[str, int] = {}  # type -> number of references it occurred in so far
         self.totals: dict[str, list[int]] = {name: [0, 0] for name in self.names}
@@ -90,8 +110,9 @@ class RecallCounter:
         """Advance the counts by one reference; return (type, its occurrence number) for counted types."""
         counted = []
         occurrences = self.occurrences
+        frequent = self.frequent
         for word in set(ref_types):
-            if self.vocab is not None and word in self.vocab:
+            if frequent is not None and word in frequent:
                 continue
             occ = occurrences.get(word, 0) + 1
             occurrences[word] = occ
@@ -135,6 +156,10 @@ class RecallCounter:
             self.totals[name][0] += num
             self.totals[name][1] += den
 
+    def restart(self) -> None:
+        """Forget every occurrence count (a document boundary under ``metrics.scope: document``); keep the sums."""
+        self.occurrences.clear()
+
     def cumulative(self) -> dict[str, float | None]:
         """Sum of numerators / sum of denominators so far, per name (None while a denominator is 0)."""
         return {name: ratio(num, den) for name, (num, den) in self.totals.items()}
@@ -150,7 +175,7 @@ class RecallResult:
 
 
 def recall_corpus(hyp_types: Sequence[Iterable[str]], ref_types: Sequence[Iterable[str]], max_k: int = 1,
-                  vocab: frozenset[str] | None = None, prefix: str = "") -> RecallResult:
+                  vocab: Mapping[str, int] | frozenset[str] | None = None, prefix: str = "") -> RecallResult:
     """R metrics of a whole stream from per-segment type sets (hypotheses and references in stream order)."""
     if len(hyp_types) != len(ref_types):
         raise DataError(f"{len(hyp_types)} hypotheses but {len(ref_types)} references")
@@ -160,26 +185,43 @@ def recall_corpus(hyp_types: Sequence[Iterable[str]], ref_types: Sequence[Iterab
 
 
 # ---------------------------------------------------------------- training vocabulary (novel words)
-def build_vocab(lines: Iterable[str], pipeline) -> frozenset[str]:
-    """Every token type of ``lines`` after ``pipeline`` (a ``simpe.metrics.text.TextPipeline``): the training vocabulary.
+def build_vocab(lines: Iterable[str], pipeline) -> Counter[str]:
+    """Every token type of ``lines`` after ``pipeline`` (a ``simpe.metrics.text.TextPipeline``) with its count.
 
     Build it from the model's training target text with the same pipeline (tokeniser,
     truecaser) the metrics use, so that types compare equal.
     """
-    vocab: set[str] = set()
+    vocab: Counter[str] = Counter()
     for line in lines:
         vocab.update(pipeline.tokens(line.rstrip("\n")))
-    return frozenset(vocab)
+    return vocab
 
 
-def write_vocab(vocab: Iterable[str], path: str | Path) -> None:
-    """Write a vocabulary as a word list: one word per line, sorted, UTF-8."""
-    Path(path).write_text("".join(w + "\n" for w in sorted(vocab)), encoding="utf-8")
+def write_vocab(vocab: Mapping[str, int], path: str | Path) -> None:
+    """Write a vocabulary in rk.rb's ``-v`` format: ``<count> <word>`` per line, most frequent first, then by word."""
+    rows = sorted(vocab.items(), key=lambda item: (-item[1], item[0]))
+    Path(path).write_text("".join(f"{count} {word}\n" for word, count in rows), encoding="utf-8")
 
 
-def load_vocab(path: str | Path) -> frozenset[str]:
-    """Read a word list (one word per line; surrounding whitespace and blank lines ignored; case kept)."""
-    return frozenset(w.strip() for w in read_lines(path, "vocabulary file") if w.strip())
+def load_vocab(path: str | Path) -> dict[str, int] | frozenset[str]:
+    """Read a vocabulary: ``<count> <word>`` lines (rk.rb's format; returns word -> count), or a plain
+    word list, one word per line (returns the set of words). Blank lines are ignored; case is kept."""
+    lines = [(number, line.split()) for number, line in enumerate(read_lines(path, "vocabulary file"), 1) if line.split()]
+    counted = bool(lines) and len(lines[0][1]) == 2 and lines[0][1][0].isdigit()  # the first line decides the format
+    bad = next(((number, fields) for number, fields in lines
+                if ((len(fields) != 2 or not fields[0].isdigit()) if counted else len(fields) != 1)), None)
+    if bad is not None:
+        expected = "'<count> <word>' as its first line" if counted else "one word as its first line"
+        raise DataError(f"vocabulary file {str(path)!r}: line {bad[0]} is not {expected} (got {' '.join(bad[1])[:60]!r})")
+    if counted:
+        return {word: int(count) for _, (count, word) in lines}
+    return frozenset(fields[0] for _, fields in lines)
+
+
+def vocab_digest(vocab: Mapping[str, int] | frozenset[str]) -> str:
+    """The first 8 hex digits of the SHA-256 of the vocabulary's sorted ``<count> <word>`` (or word) lines."""
+    rows = sorted(f"{c} {w}" for w, c in vocab.items()) if isinstance(vocab, Mapping) else sorted(vocab)
+    return hashlib.sha256("\n".join(rows).encode("utf-8")).hexdigest()[:8]
 
 
 def build_vocab_file(text_path: str | Path, out_path: str | Path, lang: str = "de",
@@ -196,3 +238,20 @@ def build_vocab_file(text_path: str | Path, out_path: str | Path, lang: str = "d
         raise DataError(f"training text {str(text_path)!r} is not valid UTF-8 (byte {err.start})") from None
     write_vocab(vocab, out_path)
     return len(vocab)
+
+
+# ---------------------------------------------------------------- signature
+def r_signature(*, max_k: int, stopwords: str, case: str, token_filter: str, truecaser: str, tokenizer: str,
+                scope: str, version: str, vocab: str | None = None, rare_threshold: int = 0,
+                unit: str = "word") -> str:
+    """The R metrics' settings in sacreBLEU's manner, e.g.
+    ``k:1|unit:word|sw:de.1a2b3c4d|case:exact|filter:punct-or-digits|tok:moses.de|tc:truecase.de.model.5e6f7a8b|scope:stream|version:0.2.0``.
+
+    Two R figures are comparable only when their signatures agree (the version aside).
+    ``vocab``/``rare_threshold`` appear for the novel-word variant.
+    """
+    parts = [f"k:{max_k}", f"unit:{unit}", f"sw:{stopwords}", f"case:{case}", f"filter:{token_filter}",
+             f"tok:{tokenizer}", f"tc:{truecaser}", f"scope:{scope}"]
+    if vocab is not None:
+        parts += [f"vocab:{vocab}", f"rare:{rare_threshold}"]
+    return "|".join([*parts, f"version:{version}"])

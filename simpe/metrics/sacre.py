@@ -12,9 +12,15 @@ Settings: sacreBLEU's defaults, the same as its command line: BLEU ``tok:13a``,
 ``smooth:exp``, mixed case; chrF2 (character order 6, word order 0, beta 2); chrF++ (word
 order 2); TER case-insensitive, no normalisation. ``signature()`` gives each one's.
 
-Sentence BLEU (``sbleu``, seed 002's SBLEU): sacreBLEU's ``sentence_bleu`` settings (exp
-smoothing, effective order) on the segment's own BLEU statistics; over many segments it is
-the mean of the sentence scores (statistics [score, 1]).
+Sentence BLEU (``sbleu``, seed 002's SBLEU), from the segment's own 13a BLEU statistics;
+over many segments the mean of the sentence scores (statistics [score, 1]). Two smoothings:
+
+- ``nakov`` (default): BLEU+1 of Nakov et al. (2012) as the seed authors implement it, cdec
+  dtrain's ``NakovBleuScorer`` (fix = 1): 0 when the hypothesis or reference is empty or no
+  unigram matches; order M = min(4, reference length), weights 1/M; 1 added to matches and
+  totals of every order n > 1; brevity penalty 1 when hyp_len > ref_len + 1, else
+  exp(1 - (ref_len + 1) / hyp_len). Signature ``smooth:nakov``.
+- ``exp``: sacreBLEU's ``sentence_bleu`` (exp smoothing, effective order).
 
 Declared layouts (``stat_names``; what segments.jsonl logs under ``stats``):
 BLEU ``[m1..m4, t1..t4, hyp_len, ref_len]`` (matches, totals, lengths; sacreBLEU keeps
@@ -25,12 +31,15 @@ This module does not tokenise for the R metrics (``simpe.metrics.text``) and doe
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
 from sacrebleu.metrics import BLEU, CHRF, TER
 from sacrebleu.metrics.helpers import extract_all_char_ngrams, extract_all_word_ngrams, extract_word_ngrams
 
+from simpe.config import SBLEU_SMOOTHINGS
+from simpe.errors import ConfigError
 from simpe.metrics.base import METRICS, MeanMetric, Metric
 
 
@@ -88,13 +97,30 @@ class BleuMetric(_Sacre):
         return self.sacre._compute_score_from_stats(self.to_sacre(stats)).score
 
 
+def nakov_bleu_plus_one(stats: Sequence[float]) -> float:
+    """BLEU+1 (0-100) of one segment from its BLEU statistics (``BleuMetric``'s layout), as cdec's NakovBleuScorer."""
+    order = (len(stats) - 2) // 2
+    matches, totals = stats[:order], stats[order:2 * order]
+    hyp_len, ref_len = stats[-2], stats[-1]
+    if hyp_len == 0 or ref_len == 0 or totals[0] == 0 or matches[0] == 0:
+        return 0.0
+    m = int(min(order, ref_len))
+    log_precision = sum(math.log((matches[n] + (n > 0)) / (totals[n] + (n > 0))) for n in range(m)) / m
+    brevity = 1.0 if hyp_len > ref_len + 1 else math.exp(1.0 - (ref_len + 1) / hyp_len)
+    return 100.0 * brevity * math.exp(log_precision)
+
+
 @METRICS.add("sbleu")
 class SbleuMetric(MeanMetric):
-    """Sentence BLEU (exp smoothing, effective order, as ``sacrebleu.sentence_bleu``); corpus: the mean."""
+    """Sentence BLEU on 13a tokens: Nakov BLEU+1 (``smooth="nakov"``, default) or sacreBLEU's
+    ``sentence_bleu`` (``smooth="exp"``); corpus: the mean."""
 
     label = "SBLEU"
 
-    def __init__(self) -> None:
+    def __init__(self, smooth: str = "nakov") -> None:
+        if smooth not in SBLEU_SMOOTHINGS:
+            raise ConfigError(f"unknown sbleu smoothing {smooth!r}; known: {', '.join(SBLEU_SMOOTHINGS)}")
+        self.smooth = smooth
         self.bleu = BleuMetric()
         self.sacre = _one_reference(BLEU(smooth_method="exp", effective_order=True))
 
@@ -103,13 +129,18 @@ class SbleuMetric(MeanMetric):
 
     def score_of_bleu_stats(self, bleu_stats: Sequence[float]) -> float:
         """Sentence BLEU of one segment from its BLEU statistics (BleuMetric's layout)."""
+        if self.smooth == "nakov":
+            return nakov_bleu_plus_one(bleu_stats)
         return self.sacre._compute_score_from_stats(self.bleu.to_sacre(bleu_stats)).score
 
     def pair_stats(self, hypothesis: tuple[Any, int], reference: tuple[Any, int]) -> list[float]:
         return [self.score_of_bleu_stats(self.bleu.pair_stats(hypothesis, reference)), 1]
 
     def signature(self) -> str:
-        return self.sacre.get_signature().format()
+        signature = self.sacre.get_signature().format()
+        if self.smooth == "nakov":  # sacreBLEU's layout, with the smoothing that was applied
+            signature = signature.replace("smooth:exp", "smooth:nakov")
+        return signature
 
 
 class _Chrf(_Sacre):

@@ -11,24 +11,31 @@ toolkit". simpe does the same with sacremoses:
   ``use_known=True``, which is what Moses' ``truecase.perl`` does (a word keeps its case
   when that case was seen in training; the sentence-initial word takes its most frequent
   case). ``truecaser=None`` skips truecasing;
-- ``content_types`` keeps the unique tokens that are neither stopwords (matched
-  case-insensitively, see ``simpe.metrics.stopwords``) nor made only of punctuation/symbols and
-  digits. "Only digits and punctuation" covers pure punctuation (``.``, ``…``, ``--``),
-  pure digits (``127``) and numbers with separators (``3.5``, ``1,000``, ``8-9``): none of
-  them is vocabulary a system has to learn. Types are compared case-sensitively after
-  truecasing.
+- ``ContentWords`` keeps the unique tokens that are content words. By default it applies
+  the rules of the seed authors' own R0/R1 script (``rk.rb`` in github.com/lilt/r01, by
+  seed 002's first author): a token is dropped when it is a stopword, matched **exactly**
+  (case included, on the truecased token: a lowercase list leaves "Sie" and "Zeit" content
+  words), or when it is made **entirely of punctuation** (Ruby's ``[[:punct:]]`` plus
+  brackets) or **entirely of digits** (``[[:digit:]]``). "3.5", "1.", "01.01.99", "€" and
+  "▸" are content words under these rules. The earlier simpe rules are named options:
+  ``stopword_case: insensitive`` and ``token_filter: digits-punct-symbols`` (drop any token
+  made only of digits, punctuation and symbols). Types are compared case-sensitively.
+- ``split_tokens`` splits a token line as the script does (Ruby's ``String#split``: on runs
+  of ASCII whitespace only).
 
 It does not compute any metric (``simpe.metrics.recall`` does) and does not train
 truecasers (the baseline training does, with sacremoses).
 """
 from __future__ import annotations
 
+import re
 import unicodedata
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from pathlib import Path
 
-from simpe.errors import DataError
+from simpe.config import STOPWORD_CASES, TOKEN_FILTERS
+from simpe.errors import ConfigError, DataError
 
 SPM_SPACE = "\u2581"  # SentencePiece's word-boundary marker "▁"
 
@@ -90,42 +97,104 @@ class TextPipeline:
         return f"TextPipeline(lang={self.lang!r}, truecaser={self.truecaser_path!r})"
 
 
+# Ruby's (Onigmo's) [[:punct:]] on a UTF-8 string: Unicode general category P*, plus the nine
+# ASCII symbols Onigmo >= 6 counts as punctuation; rk.rb adds the brackets <>[]{}() (all but
+# <> already P*). Checked against ruby 3.1 over every code point (scripts/check_r01.py).
+_RUBY_ASCII_PUNCT_SYMBOLS = frozenset("$+<=>^`|~")
+_ASCII_WHITESPACE = re.compile(r"[ \t\n\v\f\r]+")
+
+# TOKEN_FILTERS (config): ``punct-or-digits`` (default, rk.rb) drops tokens entirely of
+# punctuation or entirely of digits; ``digits-punct-symbols`` (simpe 0.1) drops tokens made
+# only of digits, punctuation and symbols in any mix ("3.5", "€").
+# STOPWORD_CASES (config): ``exact`` (default, rk.rb) matches a token when the list holds it
+# as written; ``insensitive`` when the list holds its lowercase form.
+
+
+def _is_ruby_punct(ch: str) -> bool:
+    return unicodedata.category(ch)[0] == "P" or ch in _RUBY_ASCII_PUNCT_SYMBOLS
+
+
 @lru_cache(maxsize=65536)
-def _only_digits_or_punct(token: str) -> bool:
+def is_punct_token(token: str) -> bool:
+    """rk.rb's ``is_punct``: the token is non-empty and every character is punctuation."""
+    return bool(token) and all(_is_ruby_punct(ch) for ch in token)
+
+
+@lru_cache(maxsize=65536)
+def is_digit_token(token: str) -> bool:
+    """rk.rb's ``is_num``: the token is non-empty and every character is a decimal digit (Unicode Nd)."""
+    return bool(token) and token.isdecimal()
+
+
+@lru_cache(maxsize=65536)
+def _only_digits_punct_symbols(token: str) -> bool:
     return all(ch.isdigit() or unicodedata.category(ch)[0] in "PS" for ch in token)
 
 
-def is_content_token(token: str, stopwords: frozenset[str]) -> bool:
-    """True when ``token`` is not a stopword (case-insensitive) and not only digits/punctuation/symbols.
+def is_filtered_token(token: str, token_filter: str = "punct-or-digits") -> bool:
+    """True when ``token_filter`` drops ``token`` whatever the stopword list (see ``TOKEN_FILTERS``)."""
+    if not token:
+        return True
+    if token_filter == "punct-or-digits":
+        return is_punct_token(token) or is_digit_token(token)
+    if token_filter == "digits-punct-symbols":
+        return _only_digits_punct_symbols(token)
+    raise ConfigError(f"unknown metrics.token_filter {token_filter!r}; known: {', '.join(TOKEN_FILTERS)}")
+
+
+def split_tokens(line: str) -> list[str]:
+    """The tokens of a space-joined token line, split as rk.rb splits them (runs of ASCII whitespace)."""
+    return [t for t in _ASCII_WHITESPACE.split(line) if t]
+
+
+def is_content_token(token: str, stopwords: frozenset[str], case: str = "exact",
+                     token_filter: str = "punct-or-digits") -> bool:
+    """True when ``token`` is neither filtered (``token_filter``) nor a stopword (matched per ``case``).
 
     Args:
-        token: one Moses token.
-        stopwords: a lowercased list from ``simpe.metrics.stopwords.load_stopwords``.
+        token: one Moses token (truecased).
+        stopwords: a list from ``simpe.metrics.stopwords.load_stopwords`` (words as written).
+        case: ``exact`` or ``insensitive`` (see ``STOPWORD_CASES``).
+        token_filter: see ``TOKEN_FILTERS``.
     """
-    if not token or _only_digits_or_punct(token):
+    if is_filtered_token(token, token_filter):
         return False
-    return token.lower() not in stopwords
+    if case == "exact":
+        return token not in stopwords
+    if case == "insensitive":
+        return token.lower() not in _lowered(stopwords)
+    raise ConfigError(f"unknown metrics.stopword_case {case!r}; known: {', '.join(STOPWORD_CASES)}")
 
 
-def content_types(tokens: Iterable[str], stopwords: frozenset[str]) -> frozenset[str]:
+@lru_cache(maxsize=32)
+def _lowered(stopwords: frozenset[str]) -> frozenset[str]:
+    return frozenset(w.lower() for w in stopwords)
+
+
+def content_types(tokens: Iterable[str], stopwords: frozenset[str], case: str = "exact",
+                  token_filter: str = "punct-or-digits") -> frozenset[str]:
     """The set of unique content-word types among ``tokens`` (case-sensitive types)."""
-    return frozenset(t for t in set(tokens) if is_content_token(t, stopwords))
+    return frozenset(t for t in set(tokens) if is_content_token(t, stopwords, case, token_filter))
 
 
 class ContentWords:
-    """``content_types`` for one stopword list, remembering each token's verdict (a stream's vocabulary is small)."""
+    """``content_types`` for one stopword list and rule set, remembering each token's verdict
+    (a stream's vocabulary is small)."""
 
-    def __init__(self, stopwords: frozenset[str]) -> None:
-        self.stopwords = stopwords
+    def __init__(self, stopwords: frozenset[str], case: str = "exact", token_filter: str = "punct-or-digits") -> None:
+        if case not in STOPWORD_CASES:
+            raise ConfigError(f"unknown metrics.stopword_case {case!r}; known: {', '.join(STOPWORD_CASES)}")
+        if token_filter not in TOKEN_FILTERS:
+            raise ConfigError(f"unknown metrics.token_filter {token_filter!r}; known: {', '.join(TOKEN_FILTERS)}")
+        self.stopwords, self.case, self.token_filter = stopwords, case, token_filter
         self._verdicts: dict[str, bool] = {}
+
+    def is_content(self, token: str) -> bool:
+        verdict = self._verdicts.get(token)
+        if verdict is None:
+            verdict = self._verdicts[token] = is_content_token(token, self.stopwords, self.case, self.token_filter)
+        return verdict
 
     def __call__(self, tokens: Iterable[str]) -> frozenset[str]:
         """The set of unique content-word types among ``tokens``."""
-        verdicts, types = self._verdicts, []
-        for token in set(tokens):
-            verdict = verdicts.get(token)
-            if verdict is None:
-                verdict = verdicts[token] = is_content_token(token, self.stopwords)
-            if verdict:
-                types.append(token)
-        return frozenset(types)
+        return frozenset(t for t in set(tokens) if self.is_content(t))

@@ -121,7 +121,7 @@ def evaluate(model: Any, tokenizer: Any, sources: Sequence[str], references: Seq
                     texts = tokenizer.batch_decode([list(h.tokens) for h in hyps], skip_special_tokens=True)
                     qualities = quality(texts, reference, source)
                     beam_text = tokenizer.decode(list(best_beam.tokens), skip_special_tokens=True)
-                    row = {**rank_figures(qualities, cfg.gain), "exact": bool(result.exact), "expansions": result.expansions,
+                    row = {**rank_figures(qualities, cfg.gain, cfg.ties), "exact": bool(result.exact), "expansions": result.expansions,
                            "seconds": result.seconds, "empty": bool(hyps) and hyps[0].tokens == (eos,),
                            "beam_error": bool(hyps) and best_beam.score < hyps[0].score - BEAM_ERROR_TOL,
                            "beam": {"text": beam_text, "score": best_beam.score,
@@ -139,7 +139,7 @@ def evaluate(model: Any, tokenizer: Any, sources: Sequence[str], references: Seq
                     for t, h, q in zip(texts, hyps, qualities):
                         entry = distinct.setdefault(t, {"text": t, "score": h.score, "quality": q, "count": 0})
                         entry["count"] += 1
-                    row = {**rank_figures(qualities, cfg.gain), "unique": result.info["unique"] if result.info else None,
+                    row = {**rank_figures(qualities, cfg.gain, cfg.ties), "unique": result.info["unique"] if result.info else None,
                            "mean_quality": sum(qualities) / len(qualities), "seconds": result.seconds,
                            "empty_share": sum(h.tokens == (eos,) for h in hyps) / len(hyps),
                            "samples": list(distinct.values())}
@@ -149,7 +149,7 @@ def evaluate(model: Any, tokenizer: Any, sources: Sequence[str], references: Seq
                     on_record(record)
                 if keep_records:
                     records.append(record)
-    summary: dict[str, Any] = {"probe_size": len(sources), "k": cfg.k, "quality": cfg.quality, "gain": cfg.gain}
+    summary: dict[str, Any] = {"probe_size": len(sources), "k": cfg.k, "quality": cfg.quality, "gain": cfg.gain, "ties": cfg.ties}
     n_top = len(top_rows)
     if cfg.top_region:
         summary.update({
@@ -187,7 +187,7 @@ def snapshot(model: Any, tokenizer: Any, sources: list[str], references: list[st
     ``top.random_krg``, ``top.empty_rate``, ``top.beam_error_rate``, ``top.exact_rate``,
     ``top.short_rate``, ``top.beam_quality``, ``top.expansions``, ``top.seconds``; ``mc.krg``,
     ``mc.kqrg``, ``mc.random_krg``, ``mc.mean_quality``, ``mc.unique``, ``mc.empty_share``,
-    ``mc.samples``, ``mc.seconds``; ``probe_size``, ``k``, ``quality``, ``gain``, ``seconds``.
+    ``mc.samples``, ``mc.seconds``; ``probe_size``, ``k``, ``quality``, ``gain``, ``ties``, ``seconds``.
 
     Changes no parameter, no module's train/eval flag and no RNG state of the caller: it runs
     under ``torch.inference_mode`` with the model in eval mode (restored afterwards), and

@@ -67,7 +67,8 @@ def column(key: str) -> Column:
 TABLE_COLUMNS = ["bleu", "sbleu", "ter", "chrf", "r0+1", "r0", "r1"]  # COMET appended when scored
 SIGNIFICANCE_LEVEL = 0.05
 SIGNIFICANT_MARK = "†"
-SIGNED_METRICS = ("bleu", "chrf", "ter", "sbleu", COMET)  # the metrics whose signatures the runs log
+SIGNED_METRICS = ("bleu", "chrf", "ter", "sbleu", "r", COMET)  # the metrics whose signatures the runs log
+RESCORED_METRICS = ("bleu", "chrf", "ter")  # figures compare recomputes from statistics with its own metric objects
 
 
 @dataclass
@@ -158,11 +159,12 @@ def segment_stats(run: Run, key: str, num_segments: int) -> np.ndarray | None:
 
 
 def _signatures(group: RunGroup) -> tuple[dict[str, str], list[str]]:
-    """The runs' signatures (BLEU, chrF, TER, SBLEU, COMET when logged) and notes.
+    """The runs' signatures (BLEU, chrF, TER, SBLEU, R, COMET when logged) and notes.
 
-    sacreBLEU settings must agree apart from the version, among the runs and with the metric
-    that rescores their statistics here (else RunDirError); differing COMET signatures are
-    only noted (they may differ in batch size alone).
+    Settings must agree apart from the version among the runs (else RunDirError), and for
+    BLEU, chrF and TER also with the metric that rescores their statistics here. A run without
+    an R signature (simpe 0.1, other stopword and token rules) is not compared with runs that
+    have one. Differing COMET signatures are only noted (they may differ in batch size alone).
     """
     notes: list[str] = []
     chosen: dict[str, str] = {}
@@ -174,15 +176,20 @@ def _signatures(group: RunGroup) -> tuple[dict[str, str], list[str]]:
                 seen.setdefault(signature, run)
         if not seen:
             continue
-        metric = metric_for(kind)
-        label = metric.label
+        if kind == "r" and len(seen) < len(group.runs) and any(
+                not ((run.summary or {}).get("signatures") or {}).get("r") for run in group.runs):
+            unsigned = ", ".join(run.name for run in group.runs if not ((run.summary or {}).get("signatures") or {}).get("r"))
+            raise RunDirError(f"runs {unsigned} logged no R signature (simpe 0.1 counted content words with other rules) "
+                              "while the others did; rerun them to compare R figures")
+        metric = metric_for(kind) if kind != "r" else None
+        label = metric.label if metric is not None else "R"
         stripped = {_without_version(sig) for sig in seen}
         if len(stripped) > 1 and kind != COMET:
             listing = "; ".join(f"{run.name}: {sig}" for sig, run in seen.items())
             raise RunDirError(f"the runs scored {label} with different settings ({listing}); "
                               f"their figures are not comparable")
-        ours = _without_version(metric.signature())
-        if kind != COMET and stripped != {ours}:
+        ours = _without_version(metric.signature()) if kind in RESCORED_METRICS else None
+        if ours is not None and stripped != {ours}:
             raise RunDirError(f"the runs scored {label} with settings {next(iter(seen))!r}, but simpe rescores their "
                               f"statistics with {ours!r}; their p-values would not be comparable")
         if len(seen) > 1:

@@ -11,7 +11,7 @@ import io
 from pathlib import Path
 from typing import Any
 
-from simpe.metrics import metric_for
+from simpe.metrics.online import signature_label
 from simpe.report.compare import SIGNIFICANCE_LEVEL, SIGNIFICANT_MARK, Column, Comparison, Row
 from simpe.rundir.writer import OutputDir
 
@@ -129,7 +129,7 @@ def to_markdown(comp: Comparison) -> str:
         lines += ["Notes:", "", *(f"- {note}" for note in comp.notes), ""]
     lines += ["Signatures:", ""]
     if comp.signatures:
-        lines += [f"- {metric_for(kind).label}: `{sig}`" for kind, sig in comp.signatures.items()]
+        lines += [f"- {signature_label(kind)}: `{sig}`" for kind, sig in comp.signatures.items()]
     else:
         lines.append("- (none logged: the runs have no summary.json yet)")
     return "\n".join(lines) + "\n"
@@ -189,7 +189,7 @@ def to_latex(comp: Comparison) -> str:
     for row in comp.rows[1:]:
         lines.append(" & ".join([_tex(row.run.label), *(_tex(_fmt_p(row.p_values.get(spec.key))) for spec in comp.columns)]) + r" \\")
     footnote = [_tex(bootstrap_description(comp)) + "".join(f" {_tex(note)}" for note in comp.notes)]
-    footnote += [f"{metric_for(kind).label}: \\texttt{{{_tex(sig)}}}" for kind, sig in comp.signatures.items()]
+    footnote += [f"{signature_label(kind)}: \\texttt{{{_tex(sig)}}}" for kind, sig in comp.signatures.items()]
     lines += [r"\bottomrule", r"\end{tabular}", "", r"\smallskip", r"\parbox{\linewidth}{\footnotesize",
               " \\\\\n".join(footnote)]
     lines += [r"}", f"\\caption{{{_tex(_title(comp))}. {_tex(_legend(comp))}}}",

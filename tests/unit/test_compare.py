@@ -251,4 +251,37 @@ def test_reads_what_simpes_online_scorer_logs(tmp_path: Path) -> None:
         if base[key] is not None and full[key] is not None:
             assert row.deltas[key] == pytest.approx((full[key] - base[key]) * column(key).scale)
     assert row.p_values["bleu"] < 0.05 and row.p_values["ter"] < 0.05
-    assert "SBLEU: `nrefs:1|case:mixed|eff:yes|tok:13a|smooth:exp" in to_markdown(comp)
+    markdown = to_markdown(comp)
+    assert "SBLEU: `nrefs:1|case:mixed|eff:yes|tok:13a|smooth:nakov" in markdown
+    assert "- R: `k:1|unit:word|sw:de.bf55e315|case:exact|filter:punct-or-digits|tok:moses.de|tc:none|scope:stream|version:" in markdown
+
+
+def test_runs_whose_r_signatures_differ_are_not_compared(tmp_path: Path) -> None:
+    """R counted with other stopword rules (or by simpe 0.1, with no R signature) is not comparable."""
+    from simpe.config import defaults
+    from simpe.metrics.online import OnlineScorer
+
+    sources, references = stream(8)
+    group = tmp_path / "libreoffice-stream--demo-en-de--8seg"
+
+    def write(name: str, case: str, drop_r_signature: bool = False) -> None:
+        scorer = OnlineScorer(defaults("metrics", lang="de", truecaser=None, stopwords="de", stopword_case=case))
+        records = [{"index": i, "source": s, "reference": r, "hypothesis": r, **scorer.add(r, r)}
+                   for i, (s, r) in enumerate(zip(sources, references))]
+        run = group / name
+        run.mkdir(parents=True, exist_ok=True)
+        (run / "config.yaml").write_text(f"adapter: {name}\nmethod:\n  name: {name}\n  params: {{}}\n")
+        (run / "segments.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
+        summary = {"method": name, "adapter": name, "segments": 8, **scorer.summary()}
+        if drop_r_signature:
+            del summary["signatures"]["r"]
+        (run / "summary.json").write_text(json.dumps(summary))
+        (run / "DONE").write_text("complete\n")
+
+    write("baseline", "exact")
+    write("full", "insensitive")
+    with pytest.raises(RunDirError, match="scored R with different settings.*case:insensitive"):
+        compare_runs(load_group([group]))
+    write("full", "exact", drop_r_signature=True)
+    with pytest.raises(RunDirError, match="runs full logged no R signature"):
+        compare_runs(load_group([group]))

@@ -1,6 +1,7 @@
 """The LibreOffice help extraction and alignment, on small hand-written pages."""
 from __future__ import annotations
 
+import json
 import struct
 from pathlib import Path
 
@@ -107,6 +108,11 @@ def test_alignment_splits_and_train_cleaning(tmp_path: Path):
     assert (out / "train.en").read_text().splitlines() == ["Shared only.", "Save"]
     assert (out / "train.de").read_text().splitlines() == ["Nur geteilt.", "Speichern"]
     assert counts == {"train": 2, "dev": 1, "stream": 5, "reserved": 1}
+    # the train targets' vocabulary in rk.rb's -v format, after the metrics' Moses tokenisation and truecasing
+    vocab = (out / "vocab.train.de").read_text(encoding="utf-8").splitlines()
+    # (the demo model's truecaser lowercases the sentence-initial "Nur" and "Speichern")
+    assert vocab == ["1 .", "1 geteilt", "1 nur", "1 speichern"]
+    assert json.loads((out / "manifest.json").read_text())["train_vocab"]["types"] == len(vocab)
     first = {p.name: p.read_bytes() for p in out.iterdir()}
     build_from(help_root, ui_root, out, {"test": "1"})
     assert {p.name: p.read_bytes() for p in out.iterdir()} == first  # deterministic: same bytes twice

@@ -11,6 +11,7 @@ from sacrebleu.metrics import BLEU, CHRF, TER
 
 from simpe.config import MetricsConfig, defaults
 from simpe.errors import ConfigError, DataError
+from simpe.metrics import METRICS
 from simpe.metrics.online import OnlineScorer, cumulative_curves
 from simpe.metrics.recall import write_vocab
 from simpe.metrics.stopwords import load_stopwords
@@ -67,13 +68,18 @@ def test_cumulative_equals_sacrebleu_on_every_prefix(stream):
     hyps, refs = stream
     scorer = OnlineScorer(config())
     records = [scorer.add(h, r) for h, r in zip(hyps, refs)]
+    exp_scorer = OnlineScorer(config(sbleu="exp"))
+    exp_records = [exp_scorer.add(h, r) for h, r in zip(hyps, refs)]
+    bleu_plus_one = METRICS.build("sbleu")
     for n in (1, 2, 4, 7, 31, 80):
         cum = records[n - 1]["cumulative"]
         assert cum["bleu"] == pytest.approx(BLEU().corpus_score(hyps[:n], [refs[:n]]).score, abs=1e-9)
         assert cum["chrf"] == pytest.approx(CHRF().corpus_score(hyps[:n], [refs[:n]]).score, abs=1e-9)
         assert cum["ter"] == pytest.approx(TER().corpus_score(hyps[:n], [refs[:n]]).score, abs=1e-9)
+        mean = sum(bleu_plus_one.sentence_score(h, r) for h, r in zip(hyps[:n], refs[:n])) / n
+        assert cum["sbleu"] == pytest.approx(mean, abs=1e-9)  # Nakov BLEU+1 (the default)
         mean = sum(sacrebleu.sentence_bleu(h, [r]).score for h, r in zip(hyps[:n], refs[:n])) / n
-        assert cum["sbleu"] == pytest.approx(mean, abs=1e-9)
+        assert exp_records[n - 1]["cumulative"]["sbleu"] == pytest.approx(mean, abs=1e-9)
     assert scorer.summary()["corpus"]["bleu"] == records[-1]["cumulative"]["bleu"]
 
 
@@ -107,8 +113,8 @@ def test_cumulative_recall_equals_a_from_scratch_count(stream):
 
 def _full_config(tmp_path) -> MetricsConfig:
     vocab = tmp_path / "vocab.txt"
-    write_vocab({"Funktion", "Sie", "Zellen", "Menü"}, vocab)
-    return config(r_max_k=2, novel_vocab=str(vocab), subword=True)
+    write_vocab({"Funktion": 3, "Sie": 9, "Zellen": 2, "Menü": 1}, vocab)
+    return config(r_max_k=2, novel_vocab=str(vocab), rare_threshold=1, subword="all")
 
 
 def test_replay_then_add_equals_an_uninterrupted_run(stream, tmp_path):
@@ -135,6 +141,28 @@ def test_replay_then_add_equals_an_uninterrupted_run(stream, tmp_path):
     assert resumed.summary() == whole.summary()
 
 
+def test_content_subword_variant_counts_pieces_of_content_words_and_resumes(stream):
+    spm = pytest.importorskip("sentencepiece")
+    if not TARGET_SPM.is_file():
+        pytest.skip("demo target.spm not on disk")
+    sp = spm.SentencePieceProcessor(model_file=str(TARGET_SPM))
+    hyps, refs = stream
+    cfg = config(subword="content")
+    whole = OnlineScorer(cfg, spm_model=TARGET_SPM)
+    records = [json.loads(json.dumps(whole.add(h, r))) for h, r in zip(hyps, refs)]
+    assert "ref_pieces" not in records[0]  # recomputed from the logged tokens on resume
+    # segment 0: the subword units are the pieces of its content types, each segmented alone
+    ref_types = whole.content_types(records[0]["ref_tokens"].split())
+    hyp_types = whole.content_types(records[0]["hyp_tokens"].split())
+    units = lambda types: {p for t in types for p in sp.encode(t, out_type=str)}  # noqa: E731
+    assert records[0]["metrics"]["subword:r0"] == [len(units(ref_types) & units(hyp_types)), len(units(ref_types))]
+    assert "unit:subword-content." in whole.signatures()["subword:r"]
+    resumed = OnlineScorer(cfg, spm_model=TARGET_SPM)
+    for record in records[:30]:
+        resumed.replay(record)
+    assert [json.loads(json.dumps(resumed.add(h, r))) for h, r in zip(hyps[30:], refs[30:])] == records[30:]
+
+
 def test_cumulative_curves_from_logged_records(stream):
     hyps, refs = stream
     scorer = OnlineScorer(config())
@@ -157,7 +185,7 @@ def test_replay_refuses_records_it_cannot_resume_from(stream, tmp_path):
     with pytest.raises(DataError, match="denominator"):
         OnlineScorer(config(stopwords=str(empty))).replay(record)
     with pytest.raises(DataError, match="ref_pieces"):
-        OnlineScorer(config(subword=True)).replay(record)
+        OnlineScorer(config(subword="all")).replay(record)
 
 
 def test_config_validation_and_subword_pieces():
@@ -171,7 +199,15 @@ def test_config_validation_and_subword_pieces():
     with pytest.raises(ConfigError, match="known:"):
         OnlineScorer(config(stopwords="xx"))
     with pytest.raises(DataError, match="hyp_pieces"):
-        OnlineScorer(config(subword=True)).add("a", "b")
+        OnlineScorer(config(subword="all")).add("a", "b")
+    with pytest.raises(ConfigError, match="unknown metrics.subword 'some'; known: null, all, content"):
+        config(subword="some")
+    with pytest.raises(ConfigError, match="unknown metrics.sbleu 'add1'; known: nakov, exp"):
+        config(sbleu="add1")
+    with pytest.raises(ConfigError, match="subword=content needs the target SentencePiece model"):
+        OnlineScorer(config(subword="content"))
+    with pytest.raises(ConfigError, match="novel_vocab=train needs a dataset with a train vocabulary"):
+        OnlineScorer(config(novel_vocab="train"))
     with pytest.raises(ConfigError, match="ships no truecase.de.model"):
         OnlineScorer(defaults("metrics", truecaser="model"), model_dir=None)
 
@@ -179,4 +215,4 @@ def test_config_validation_and_subword_pieces():
 def test_summary_of_an_empty_stream():
     summary = OnlineScorer(config()).summary()
     assert summary["corpus"] == {"bleu": None, "chrf": None, "ter": None, "sbleu": None, "r0": None, "r1": None, "r0+1": None}
-    assert set(summary["signatures"]) == {"bleu", "chrf", "ter", "sbleu"}
+    assert set(summary["signatures"]) == {"bleu", "chrf", "ter", "sbleu", "r"}

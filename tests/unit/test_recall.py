@@ -15,11 +15,12 @@ from simpe.metrics.recall import (
     recall_corpus,
     write_vocab,
 )
+from simpe.metrics.stopwords import load_stopwords
 from simpe.metrics.text import TextPipeline, content_types
 
 PAPER_REFS = ["The dog bites the lady", "The man bites the dog"]
 PAPER_HYPS = ["A terrier bites the person", "The dog bites the man"]
-PAPER_STOP = frozenset({"a", "the"})  # {a, A, the, The}, matched case-insensitively
+PAPER_STOP = frozenset({"a", "A", "the", "The"})  # seed 002's Figure 1 list, matched as written (rk.rb)
 
 
 def types(text: str, stop: frozenset[str] = PAPER_STOP) -> frozenset[str]:
@@ -111,7 +112,7 @@ def test_novel_word_filter():
 
 def test_novel_variant_through_the_online_scorer(tmp_path, paper_stopwords):
     vocab = tmp_path / "vocab.txt"
-    write_vocab({"dog", "bites", "The", "the"}, vocab)
+    write_vocab({"dog": 5, "bites": 2, "The": 9, "the": 9}, vocab)
     scorer = OnlineScorer(defaults("metrics", lang="en", truecaser=None, stopwords=paper_stopwords, novel_vocab=str(vocab)))
     records = [scorer.add(h, r) for h, r in zip(PAPER_HYPS, PAPER_REFS)]
     assert [r["metrics"]["novel:r0"] for r in records] == [[0, 1], [1, 1]]
@@ -140,17 +141,81 @@ def test_observe_checks_the_logged_denominators():
         counter.observe({"dog"}, {"r0": [1, 1], "r1": [0, 0], "r0+1": [1, 1]})  # dog is a 2nd occurrence
 
 
+def test_rare_threshold_counts_vocabulary_words_seen_at_most_that_often(tmp_path, paper_stopwords):
+    # rk.rb -v V -R N keeps a type when it is absent from V or its count is <= N.
+    # V = {dog: 5, bites: 2}. With N = 0: novel types lady, man (as test_novel_word_filter).
+    # With N = 2: "bites" (count 2) counts again: ref1 {bites, lady} first occurrences, hyp1 hits bites -> [1, 2];
+    # ref2 {man, bites}: man 1st (hit), bites 2nd (hit) -> novel:r0 [1, 1], novel:r1 [1, 1].
+    vocab = {"dog": 5, "bites": 2}
+    hyps, refs = [types(h) for h in PAPER_HYPS], [types(r) for r in PAPER_REFS]
+    assert recall_corpus(hyps, refs, vocab=vocab).totals == {"r0": [1, 2], "r1": [0, 0], "r0+1": [1, 2]}
+    counter = RecallCounter(1, vocab=vocab, prefix="novel:", rare_threshold=2)
+    assert [counter.add(h, r) for h, r in zip(hyps, refs)] == [
+        {"novel:r0": [1, 2], "novel:r1": [0, 0], "novel:r0+1": [1, 2]},
+        {"novel:r0": [1, 1], "novel:r1": [1, 1], "novel:r0+1": [2, 2]}]
+    with pytest.raises(ConfigError, match="rare_threshold=2 needs a vocabulary with counts"):
+        RecallCounter(1, vocab=frozenset(vocab), rare_threshold=2)
+
+
+def test_document_scope_restarts_the_occurrence_counts(paper_stopwords):
+    # Figure 1's two segments in two documents: under scope=document "bites" and "dog" of ref2 are first
+    # occurrences again (R0), so R1 has no denominator: R0 = (1 + 3) / (3 + 3), R1 undefined.
+    cfg = defaults("metrics", lang="en", truecaser=None, stopwords=paper_stopwords, scope="document")
+    scorer = OnlineScorer(cfg)
+    first = scorer.add(PAPER_HYPS[0], PAPER_REFS[0], doc_id="a")
+    second = scorer.add(PAPER_HYPS[1], PAPER_REFS[1], doc_id="b")
+    assert first["metrics"]["r0"] == [1, 3] and second["metrics"]["r0"] == [3, 3] and second["metrics"]["r1"] == [0, 0]
+    assert second["cumulative"]["r0"] == pytest.approx(4 / 6) and second["cumulative"]["r1"] is None
+    same_doc = OnlineScorer(cfg)
+    same_doc.add(PAPER_HYPS[0], PAPER_REFS[0], doc_id="a")
+    assert same_doc.add(PAPER_HYPS[1], PAPER_REFS[1], doc_id="a")["metrics"]["r1"] == [2, 2]  # as scope=stream
+    assert "scope:document" in scorer.signatures()["r"]
+    # replay follows the logged doc ids
+    resumed = OnlineScorer(cfg)
+    resumed.replay({**first, "doc_id": "a"})
+    assert resumed.add(PAPER_HYPS[1], PAPER_REFS[1], doc_id="b")["metrics"] == second["metrics"]
+
+
+def test_german_content_words_by_the_scripts_rules():
+    # Worked by hand with the shipped German list (lowercase stopwords-iso; it holds weitere, zeit, sie, hat, mit,
+    # die, und, not sparen, siehe, öffnen, Datei, Optionen). Script rules: truecased "Sie", "Zeit", "Weitere" are
+    # content words, and so are "3.5", "1." and "€"; punctuation-only and digit-only tokens ("42") are not.
+    # ref1 types {Weitere, Optionen, Sie, sparen, Zeit, 3.5, €, siehe, 1.}; hyp1 has Sie, sparen, Zeit, 3.5, €: R0 [5, 9]
+    # ref2 types {Sie, öffnen, Datei, Zeit, Optionen}: öffnen, Datei 1st; Sie, Zeit, Optionen 2nd.
+    #   hyp2 has Sie, öffnen, Datei, Optionen: R0 [2, 2], R1 [2, 3] (Zeit missed).
+    # simpe 0.1's rules (insensitive, digits-punct-symbols) keep only {Optionen, sparen, siehe} of ref1: R0 [1, 3].
+    stop = load_stopwords("de")
+    ref1, hyp1 = "Weitere Optionen : Sie sparen Zeit ( 3.5 € ) , siehe 1.", "Sie sparen Zeit mit 3.5 € ."
+    ref2, hyp2 = "Sie öffnen die Datei , sie hat Zeit und Optionen 42 .", "Sie öffnen die Datei mit Optionen ."
+    assert content_types(ref1.split(), stop) == {"Weitere", "Optionen", "Sie", "sparen", "Zeit", "3.5", "€", "siehe", "1."}
+    assert content_types(ref2.split(), stop) == {"Sie", "öffnen", "Datei", "Zeit", "Optionen"}
+    result = recall_corpus([content_types(h.split(), stop) for h in (hyp1, hyp2)],
+                           [content_types(r.split(), stop) for r in (ref1, ref2)])
+    assert result.segments == [{"r0": [5, 9], "r1": [0, 0], "r0+1": [5, 9]}, {"r0": [2, 2], "r1": [2, 3], "r0+1": [4, 5]}]
+    assert result.totals == {"r0": [7, 11], "r1": [2, 3], "r0+1": [9, 14]}
+    old = recall_corpus([content_types(hyp1.split(), stop, "insensitive", "digits-punct-symbols")],
+                        [content_types(ref1.split(), stop, "insensitive", "digits-punct-symbols")])
+    assert old.totals["r0"] == [1, 3]
+
+
 def test_vocabulary_helpers(tmp_path):
     pipe = TextPipeline("en")
-    vocab = build_vocab(["The dog bites.", "Dogs bite!"], pipe)
-    assert vocab == {"The", "dog", "bites", ".", "Dogs", "bite", "!"}
+    vocab = build_vocab(["The dog bites.", "Dogs bite!", "The dog."], pipe)
+    assert vocab == {"The": 2, "dog": 2, "bites": 1, ".": 2, "Dogs": 1, "bite": 1, "!": 1}
     path = tmp_path / "v.txt"
-    write_vocab(vocab, path)
-    assert path.read_text(encoding="utf-8").splitlines() == sorted(vocab)
+    write_vocab(vocab, path)  # rk.rb's -v format, most frequent first
+    assert path.read_text(encoding="utf-8").splitlines() == ["2 .", "2 The", "2 dog", "1 !", "1 Dogs", "1 bite", "1 bites"]
     assert load_vocab(path) == vocab
+    plain = tmp_path / "words.txt"
+    plain.write_text("dog\nThe\n\n", encoding="utf-8")
+    assert load_vocab(plain) == {"dog", "The"}
     text = tmp_path / "train.en"
-    text.write_text("The dog bites.\nDogs bite!\n", encoding="utf-8")
+    text.write_text("The dog bites.\nDogs bite!\nThe dog.\n", encoding="utf-8")
     assert build_vocab_file(text, tmp_path / "v2.txt", lang="en") == len(vocab)
     assert load_vocab(tmp_path / "v2.txt") == vocab
     with pytest.raises(DataError, match="nope.txt"):
         load_vocab(tmp_path / "nope.txt")
+    bad = tmp_path / "bad.txt"
+    bad.write_text("3 dog\nthe cat sat\n", encoding="utf-8")
+    with pytest.raises(DataError, match="line 2 is not .<count> <word>. as its first line"):
+        load_vocab(bad)

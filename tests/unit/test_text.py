@@ -6,8 +6,17 @@ from pathlib import Path
 import pytest
 
 from simpe.errors import ConfigError, DataError
-from simpe.metrics.stopwords import STOPWORDS_DIR, is_stopword, known_languages, load_stopwords
-from simpe.metrics.text import ContentWords, TextPipeline, content_types, detokenize_pieces, is_content_token
+from simpe.metrics.stopwords import STOPWORDS_DIR, is_stopword, known_languages, load_stopwords, stopwords_digest
+from simpe.metrics.text import (
+    ContentWords,
+    TextPipeline,
+    content_types,
+    detokenize_pieces,
+    is_content_token,
+    is_digit_token,
+    is_punct_token,
+    split_tokens,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 TRUECASER = ROOT / "models" / "demo-en-de" / "truecase.de.model"
@@ -56,26 +65,60 @@ def test_missing_or_bad_truecaser_is_a_data_error(tmp_path):
 
 
 # ---------------------------------------------------------------- content words
-@pytest.mark.parametrize("token, expected", [
-    ("Funktion", True),
-    ("iso-8859-1", True),        # letters make it a word
-    ("die", False),              # stopword
-    ("Die", False),              # stopword, case-insensitive
-    ("SIE", False),
-    (".", False), ("…", False), ("--", False), ("(", False), ("€", False), ("+", False),  # punctuation/symbols
-    ("127", False), ("٣", False),                  # digits (any script)
-    ("3,5", False), ("1.000", False), ("8-9", False),  # numbers with separators
-    ("", False),
+# The default rules are those of the seed authors' rk.rb (github.com/lilt/r01): stopwords matched as written
+# (the shipped German list is lowercase), tokens dropped only when entirely punctuation or entirely digits.
+@pytest.mark.parametrize("token, script, old", [
+    ("Funktion", True, True),
+    ("iso-8859-1", True, True),       # letters make it a word
+    ("die", False, False),            # stopword as listed
+    ("Die", True, False),             # not in the lowercase list: a content word for the script
+    ("Sie", True, False), ("Weitere", True, False), ("Zeit", True, False), ("Ende", True, False),
+    ("zeit", False, False),           # the list holds "zeit"; the truecased noun "Zeit" matches only case-insensitively
+    ("SIE", True, False),
+    (".", False, False), ("…", False, False), ("--", False, False), ("(", False, False), ("+", False, False),
+    ("€", True, False), ("▸", True, False),  # symbols, not punctuation: words for the script
+    ("127", False, False), ("٣", False, False),  # digits (any script: Unicode Nd)
+    ("3.5", True, False), ("1.", True, False), ("01.01.99", True, False), ("79,9", True, False),  # digits with punctuation
+    ("3,5", True, False), ("1.000", True, False), ("8-9", True, False),
+    ("²", True, False),               # superscript two is No, not Nd
+    ("", False, False),
 ])
-def test_is_content_token(token, expected):
+def test_is_content_token(token, script, old):
     stop = load_stopwords("de")
-    assert is_content_token(token, stop) is expected
+    assert is_content_token(token, stop) is script
+    assert is_content_token(token, stop, case="insensitive", token_filter="digits-punct-symbols") is old
+
+
+def test_case_and_filter_rules_are_independent():
+    stop = load_stopwords("de")
+    assert is_content_token("Sie", stop, case="insensitive") is False and is_content_token("3.5", stop, case="insensitive")
+    assert is_content_token("Sie", stop, token_filter="digits-punct-symbols") and not is_content_token(
+        "3.5", stop, token_filter="digits-punct-symbols")
+    with pytest.raises(ConfigError, match="unknown metrics.stopword_case 'upper'; known: exact, insensitive"):
+        ContentWords(stop, case="upper")
+    with pytest.raises(ConfigError, match="unknown metrics.token_filter 'none'; known: punct-or-digits, digits-punct-symbols"):
+        ContentWords(stop, token_filter="none")
+
+
+def test_ruby_punct_class_covers_ascii_symbols_and_brackets():
+    # Onigmo's [[:punct:]] on UTF-8 strings: Unicode P* plus $+<=>^`|~ (not other symbols such as € or ©)
+    assert all(is_punct_token(c) for c in "$+<=>^`|~!\"#%&'()*,-./:;?@[\\]_{}")
+    assert is_punct_token("«»") and is_punct_token("...") and is_punct_token("–")
+    assert not is_punct_token("€") and not is_punct_token("©") and not is_punct_token("a.")
+    assert is_digit_token("2024") and is_digit_token("٣٤") and not is_digit_token("²") and not is_digit_token("1.")
+
+
+def test_split_tokens_splits_on_ascii_whitespace_only_as_ruby():
+    assert split_tokens("  a\tb  c\n") == ["a", "b", "c"]
+    assert split_tokens("1\u00a0000 x") == ["1\u00a0000", "x"]  # a no-break space stays inside the token
+    assert split_tokens("") == []
 
 
 def test_content_types_are_unique_and_case_sensitive():
-    stop = frozenset({"the", "a"})
-    tokens = "The Dog bites the dog , a dog 42 .".split()
-    assert content_types(tokens, stop) == {"Dog", "dog", "bites"}
+    stop = frozenset({"the", "The", "a"})  # the paper's Figure 1 list holds both cases
+    tokens = "The Dog bites the dog , A dog 42 .".split()
+    assert content_types(tokens, stop) == {"Dog", "dog", "bites", "A"}
+    assert content_types(tokens, stop, case="insensitive") == {"Dog", "dog", "bites"}
     memo = ContentWords(stop)
     assert memo(tokens) == memo(tokens) == content_types(tokens, stop)
 
@@ -89,11 +132,13 @@ def test_shipped_lists_exist_sorted_one_word_per_line():
     de = load_stopwords("de")
     assert {"der", "die", "das", "und", "sie"} <= de and "funktion" not in de
     assert len(de) == 620  # stopwords-iso 0.7.1 German list
+    assert stopwords_digest(de) == stopwords_digest(frozenset(sorted(de)))
 
 
-def test_stopword_matching_is_case_insensitive():
+def test_stopword_matching_is_exact_or_case_insensitive():
     en = load_stopwords("en")
-    assert is_stopword("The", en) and is_stopword("the", en) and is_stopword("THE", en)
+    assert is_stopword("the", en) and not is_stopword("The", en) and not is_stopword("THE", en)
+    assert is_stopword("The", en, case="insensitive") and is_stopword("THE", en, case="insensitive")
     assert not is_stopword("terrier", en)
 
 
@@ -105,7 +150,7 @@ def test_unknown_language_lists_the_known_ones():
 def test_user_list_by_path(tmp_path):
     path = tmp_path / "mine.txt"
     path.write_text("A\nthe\n\n The \n", encoding="utf-8")
-    assert load_stopwords(str(path)) == {"a", "the"}
+    assert load_stopwords(str(path)) == {"A", "the", "The"}  # stripped, case kept
     with pytest.raises(DataError, match="missing.txt"):
         load_stopwords(str(tmp_path / "missing.txt"))
 
