@@ -137,6 +137,12 @@ def _check_weights(folder: Path, source: str) -> None:
             raise ModelError(f"{folder / present[0]} is truncated or not a torch checkpoint; copy or download the model again")
 
 
+def model_folder(model_id: str | os.PathLike[str] | None) -> Path | None:
+    """The local folder ``load_model`` will read (its ``LoadedModel.path``), or None for a hub id."""
+    source = str(model_id) if model_id is not None else str(DEFAULT_MODEL)
+    return Path(source) if _is_local(source) else None
+
+
 def check_model(model_id: str | os.PathLike[str] | None) -> None:
     """Refuse, without loading it, a local model folder that is missing, not Marian, or incomplete.
 

@@ -28,7 +28,7 @@ from simpe.errors import ConfigError, RunDirError
 from simpe.methods import METHODS
 from simpe.metrics.online import OnlineScorer, metric_for
 from simpe.metrics.stopwords import load_stopwords
-from simpe.model import MAX_TOKENS, check_model, encode_pair, load_model, model_name, resolve_device
+from simpe.model import MAX_TOKENS, check_model, encode_pair, load_model, model_folder, model_name, resolve_device
 from simpe.paths import DEFAULT_MODEL
 from simpe.profiling import ModelTimer
 from simpe.ranking import evaluate as ranking
@@ -100,6 +100,8 @@ class Loop:
         if cfg.snapshots.every:
             ranking.check(cfg.ranking)
         check_model(cfg.model)
+        resolve_device(cfg.device)  # --device cuda without a GPU
+        self.scorer = OnlineScorer(cfg.metrics, model_folder(cfg.model))  # truecaser, vocabularies
         self.comet = None
         if cfg.comet:  # loaded now, not after the stream: a bad --comet must not cost a run
             from simpe.metrics.comet import CometScorer
@@ -135,7 +137,6 @@ class Loop:
         set_dropout(self.model, cfg.update.dropout)
         self.method.attach(self.model, self.loaded.path, cfg.update)
         self.decoder.bind(self.tokenizer)
-        self.scorer = OnlineScorer(cfg.metrics, self.loaded.path)
         self.timer = ModelTimer(self.model)
 
     # ------------------------------------------------------------ one segment
