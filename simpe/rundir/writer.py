@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import io
 import json
 import math
 import os
@@ -330,16 +331,16 @@ class RunDir:
             for handle in (self._segments, self._snapshots):
                 os.fsync(handle.fileno())
             self.checkpoint_file.parent.mkdir(exist_ok=True)
+            buffer = io.BytesIO()  # serialised first: torch's own file writer hides the OSError of a full disk
+            torch.save(state, buffer)
             with open_file(tmp, "wb") as out:
-                torch.save(state, out)
+                view = buffer.getbuffer()
+                while view:
+                    view = view[out.write(view):]
             tmp.replace(self.checkpoint_file)
         except OSError as err:
             tmp.unlink(missing_ok=True)
             raise write_error(self.checkpoint_file, err, "free space, then continue with --resume") from None
-        except RuntimeError as err:  # torch's writer wraps the OSError of a full disk
-            tmp.unlink(missing_ok=True)
-            raise RunDirError(f"cannot write {self.checkpoint_file}: {str(err).splitlines()[0]}; "
-                              "free space, then continue with --resume") from None
 
     def load_checkpoint(self) -> dict[str, Any] | None:
         import torch
