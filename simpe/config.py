@@ -380,6 +380,52 @@ def defaults(section: str, **overrides: Any) -> Any:
     return from_dict(SECTIONS[section], {**data, **overrides}, section)
 
 
+def dump_config(cfg: RunConfig) -> str:
+    """The resolved config as YAML text (keys in field order)."""
+    return yaml.safe_dump(cfg.to_dict(), sort_keys=False, allow_unicode=True)
+
+
 def save_config(cfg: RunConfig, path: Path) -> None:
     """Write the resolved config as YAML (keys in field order)."""
-    path.write_text(yaml.safe_dump(cfg.to_dict(), sort_keys=False, allow_unicode=True), encoding="utf-8")
+    path.write_text(dump_config(cfg), encoding="utf-8")
+
+
+# Settings that do not change a run's records: where the run folder lives (its spelling, or a
+# moved folder) and the device the run continues on.
+RESUME_IGNORED = ("runs_dir", "device")
+
+
+def _model_key(model: Any) -> Any:
+    """A model setting compared by what it names: a local folder by its resolved path, a hub id as written."""
+    if not isinstance(model, str):
+        return model
+    path = Path(model).expanduser()
+    return str(path.resolve()) if path.exists() else model.rstrip("/")
+
+
+def _first_difference(old: Any, new: Any, key: str) -> tuple[str, Any, Any] | None:
+    if isinstance(old, dict) and isinstance(new, dict):
+        for name in [*old, *(k for k in new if k not in old)]:
+            found = _first_difference(old.get(name), new.get(name), f"{key}.{name}" if key else name)
+            if found:
+                return found
+        return None
+    return None if old == new else (key, old, new)
+
+
+def resume_difference(saved: RunConfig, cfg: RunConfig) -> str | None:
+    """The first setting that matters to the records where ``cfg`` differs from a run's ``saved`` config, or None.
+
+    Returns e.g. ``"update.lr (the run has 0.01, now 0.02)"``; RESUME_IGNORED keys are skipped
+    and a model folder is compared by its resolved path.
+    """
+    old, new = saved.to_dict(), cfg.to_dict()
+    for data in (old, new):
+        for key in RESUME_IGNORED:
+            data.pop(key, None)
+        data["model"] = _model_key(data["model"])
+    found = _first_difference(old, new, "")
+    if found is None:
+        return None
+    key, was, now = found
+    return f"{key} (the run has {was!r}, now {now!r})"

@@ -36,12 +36,25 @@ def quiet() -> None:
     warnings.filterwarnings("ignore", category=FutureWarning)
 
 
+class _LogFile(logging.FileHandler):
+    """A run's log.txt: a failed write (a full disk) is dropped silently; the run writer reports it in one line."""
+
+    def handleError(self, record: logging.LogRecord) -> None:
+        pass
+
+    def close(self) -> None:
+        try:
+            super().close()
+        except OSError:
+            pass
+
+
 def add_file(path: Path) -> None:
     """Also log DEBUG with timestamps to ``path`` (a run's log.txt); replaces an earlier file."""
     global _FILE_HANDLER
     root = logging.getLogger()
     remove_file()
-    handler = logging.FileHandler(path, encoding="utf-8")
+    handler = _LogFile(path, encoding="utf-8")
     handler.setLevel(logging.DEBUG)
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     root.addHandler(handler)

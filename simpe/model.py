@@ -84,6 +84,100 @@ def _check_hub(source: str, timeout: float = 5.0) -> None:
         socket.setdefaulttimeout(None)
 
 
+MODEL_TYPE = "marian"  # config.json's model_type of every model simpe can adapt
+WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
+TOKENIZER_FILES = ("source.spm", "target.spm", "vocab.json")
+
+
+def _is_local(source: str) -> bool:
+    """A folder (or something spelled like one) rather than a hub id ``owner/name``."""
+    return Path(source).exists() or source.startswith((".", "/", "~")) or source.count("/") != 1
+
+
+def _check_model_type(config: Any, where: str) -> None:
+    kind = config.get("model_type") if isinstance(config, dict) else None
+    if kind != MODEL_TYPE:
+        arch = ", ".join(config.get("architectures") or []) if isinstance(config, dict) else ""
+        raise ModelError(f"{where} is a {kind or 'unknown'} model{f' ({arch})' if arch else ''}, not a Marian one "
+                         f"(config.json model_type must be {MODEL_TYPE!r}); simpe adapts MarianMTModel checkpoints "
+                         "such as Helsinki-NLP/opus-mt-en-de")
+
+
+def _check_safetensors(path: Path) -> None:
+    """Refuse a safetensors file shorter than its header says (a truncated copy or download)."""
+    import json
+    import struct
+
+    size = path.stat().st_size
+    try:
+        with open(path, "rb") as handle:
+            (header_len,) = struct.unpack("<Q", handle.read(8))
+            if header_len > size - 8:
+                raise ValueError("header runs past the end of the file")
+            header = json.loads(handle.read(header_len))
+        end = max((info["data_offsets"][1] for name, info in header.items() if name != "__metadata__"), default=0)
+    except (struct.error, ValueError, KeyError, TypeError, IndexError) as err:
+        raise ModelError(f"{path} is not a valid safetensors file ({err}); copy or download the model again") from None
+    if 8 + header_len + end > size:
+        raise ModelError(f"{path} is truncated: {size} bytes, its header needs {8 + header_len + end}; "
+                         "copy or download the model again")
+
+
+def _check_weights(folder: Path, source: str) -> None:
+    present = [name for name in WEIGHT_FILES if (folder / name).is_file()]
+    if not present:
+        raise ModelError(f"model folder {source} has no weights ({' or '.join(WEIGHT_FILES)}); "
+                         "it must be written by save_pretrained of a MarianMTModel")
+    if present[0] == "model.safetensors":
+        _check_safetensors(folder / "model.safetensors")
+    else:
+        import zipfile
+
+        if not zipfile.is_zipfile(folder / present[0]):
+            raise ModelError(f"{folder / present[0]} is truncated or not a torch checkpoint; copy or download the model again")
+
+
+def model_folder(model_id: str | os.PathLike[str] | None) -> Path | None:
+    """The local folder ``load_model`` will read (its ``LoadedModel.path``), or None for a hub id."""
+    source = str(model_id) if model_id is not None else str(DEFAULT_MODEL)
+    return Path(source) if _is_local(source) else None
+
+
+def check_model(model_id: str | os.PathLike[str] | None) -> None:
+    """Refuse, without loading it, a local model folder that is missing, not Marian, or incomplete.
+
+    A hub id is checked when its config is in the local cache (else by ``load_model``).
+    Raises:
+        ModelError: naming the folder and what is wrong (one line).
+    """
+    import json
+
+    source = str(model_id) if model_id is not None else str(DEFAULT_MODEL)
+    path = Path(source).expanduser()
+    if not _is_local(source):
+        from huggingface_hub import try_to_load_from_cache
+
+        cached = try_to_load_from_cache(source, "config.json")
+        if isinstance(cached, str):
+            _check_model_type(json.loads(Path(cached).read_text(encoding="utf-8")), f"model {source!r}")
+        return
+    if not path.is_dir():
+        hint = " (run `make baseline` to train the demo model)" if path.resolve() == DEFAULT_MODEL else ""
+        what = "is a file, not a folder" if path.exists() else "does not exist"
+        raise ModelError(f"model folder {source} {what}{hint}")
+    if not (path / "config.json").is_file():
+        raise ModelError(f"model folder {source} lacks config.json; it must be written by save_pretrained of a MarianMTModel and MarianTokenizer")
+    try:
+        config = json.loads((path / "config.json").read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as err:
+        raise ModelError(f"{path / 'config.json'} is not valid JSON ({err}); copy or download the model again") from None
+    _check_model_type(config, f"model folder {source}")
+    for needed in TOKENIZER_FILES:
+        if not (path / needed).exists():
+            raise ModelError(f"model folder {source} lacks {needed}; it must be written by save_pretrained of a MarianMTModel and MarianTokenizer")
+    _check_weights(path, source)
+
+
 def load_model(model_id: str | os.PathLike[str] | None = None, device: str = "auto") -> LoadedModel:
     """Load a ``MarianMTModel`` and ``MarianTokenizer`` from a folder or a hub id.
 
@@ -99,24 +193,30 @@ def load_model(model_id: str | os.PathLike[str] | None = None, device: str = "au
     torch_device = resolve_device(device)
     source = str(model_id) if model_id is not None else str(DEFAULT_MODEL)
     path = Path(source)
-    looks_local = path.exists() or source.startswith((".", "/", "~")) or source.count("/") != 1
-    if looks_local:
-        if not path.is_dir():
-            hint = " (run `make baseline` to train the demo model)" if path.resolve() == DEFAULT_MODEL else ""
-            raise ModelError(f"model folder {source} does not exist{hint}")
-        for needed in ("config.json", "source.spm", "target.spm", "vocab.json"):
-            if not (path / needed).exists():
-                raise ModelError(f"model folder {source} lacks {needed}; it must be written by save_pretrained of a MarianMTModel and MarianTokenizer")
+    looks_local = _is_local(source)
+    check_model(source)
     if not looks_local:
         _check_hub(source)
     try:
+        if not looks_local:
+            from transformers import PretrainedConfig
+
+            _check_model_type(PretrainedConfig.get_config_dict(source)[0], f"model {source!r}")
         tokenizer = MarianTokenizer.from_pretrained(source)
-        model = MarianMTModel.from_pretrained(source)
-    except (OSError, TypeError, ValueError) as err:
+        model, info = MarianMTModel.from_pretrained(source, output_loading_info=True)
+    except ModelError:
+        raise
+    except Exception as err:  # transformers, safetensors and torch raise many kinds for a damaged checkpoint
+        first = str(err).splitlines()[0] if str(err) else type(err).__name__
         if looks_local:
-            raise ModelError(f"cannot load Marian model from {source}: {err}") from None
-        raise ModelError(f"cannot get Marian model {source!r} from the Hugging Face hub ({str(err).splitlines()[0]}); "
+            raise ModelError(f"cannot load Marian model from {source}: {first}") from None
+        raise ModelError(f"cannot get Marian model {source!r} from the Hugging Face hub ({first}); "
                          + _download_hint(source)) from None
+    missing = [key for key in info["missing_keys"] if not key.endswith("embed_positions.weight")]  # sinusoidal: not saved
+    if missing or info["mismatched_keys"]:
+        bad = missing or [str(m[0]) for m in info["mismatched_keys"]]
+        raise ModelError(f"model {source} lacks {len(bad)} of its weights or has them in the wrong shape (e.g. {bad[0]}); "
+                         "the checkpoint is incomplete: copy or download it again")
     model.to(torch_device)
     model.eval()
     return LoadedModel(model, tokenizer, model_name(source), path if looks_local else None, torch_device)
@@ -128,6 +228,12 @@ class Pair:
 
     input_ids: Any  # (1, src_len) LongTensor
     labels: Any  # (1, tgt_len) LongTensor, ending in EOS
+    truncated: tuple[str, ...] = ()  # "source" and/or "reference" when that side was cut to MAX_TOKENS
+
+
+def _longer_than_limit(tokenizer: Any, kept: int, **text: str) -> bool:
+    """True when a side that came back at MAX_TOKENS tokens was cut (tokenised again in full: rare, so cheap)."""
+    return kept >= MAX_TOKENS and len(tokenizer(**text)["input_ids"]) > MAX_TOKENS
 
 
 def encode_source(tokenizer: Any, source: str, device: Any) -> Any:
@@ -138,4 +244,8 @@ def encode_source(tokenizer: Any, source: str, device: Any) -> Any:
 def encode_pair(tokenizer: Any, source: str, reference: str, device: Any) -> Pair:
     """Tokenise one (source, reference) pair for the update, on ``device``."""
     tgt = tokenizer(text_target=reference, truncation=True, max_length=MAX_TOKENS, return_tensors="pt")["input_ids"]  # (1, tgt_len)
-    return Pair(encode_source(tokenizer, source, device), tgt.to(device))
+    src = encode_source(tokenizer, source, device)  # (1, src_len)
+    truncated = tuple(side for side, kept, text in (("source", src.shape[1], {"text": source}),
+                                                    ("reference", tgt.shape[1], {"text_target": reference}))
+                      if _longer_than_limit(tokenizer, kept, **text))
+    return Pair(src, tgt.to(device), truncated)

@@ -21,7 +21,7 @@ from simpe.errors import ConfigError
 from simpe.methods import METHODS
 from simpe.methods.base import base_parameters
 from simpe.methods.fixed import SELECTION_FILE, choose_tensors
-from simpe.model import encode_pair, load_model
+from simpe.model import check_model, encode_pair, load_model
 from simpe.update import update
 
 logger = logging.getLogger(__name__)
@@ -36,7 +36,11 @@ def select_fixed(model_id: str | None, dataset: str = "libreoffice", split: str 
     """
     if not 0 < budget <= 1:
         raise ConfigError(f"budget must be a fraction of the model size in (0, 1], got {budget}")
+    if segments is not None and segments < 1:
+        raise ConfigError(f"--segments must be >= 1 (or left out for the whole split), got {segments}; "
+                          "a selection from no segments would leave 'fixed' nothing to train")
     data = DATASETS.build(dataset).load(split)[:segments]
+    check_model(model_id)
     loaded = load_model(model_id, device)
     if out is None:
         if loaded.path is None:

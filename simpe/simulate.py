@@ -21,14 +21,14 @@ from typing import Any, Callable
 import torch
 
 from simpe import log
-from simpe.config import RunConfig, load_config, load_saved_config
+from simpe.config import RunConfig, load_config, load_saved_config, resume_difference
 from simpe.datasets import DATASETS, Segment, stream_hash
 from simpe.decoders import DECODERS
 from simpe.errors import ConfigError, RunDirError
 from simpe.methods import METHODS
-from simpe.metrics.online import OnlineScorer, metric_for, resolve_vocab
+from simpe.metrics.online import OnlineScorer, metric_for
 from simpe.metrics.stopwords import load_stopwords
-from simpe.model import encode_pair, load_model, model_name
+from simpe.model import MAX_TOKENS, check_model, encode_pair, load_model, model_folder, model_name, resolve_device
 from simpe.paths import DEFAULT_MODEL
 from simpe.profiling import ModelTimer
 from simpe.ranking import evaluate as ranking
@@ -80,7 +80,12 @@ def _running(figures: dict[str, Any], full: bool = False) -> str:
 
 
 class Loop:
-    """One run: a model with a method attached, a decoder, a scorer and a run directory."""
+    """One run: a model with a method attached, a decoder, a scorer and a run directory.
+
+    The constructor checks every setting and input without loading the model; ``run``
+    checks the run folder (writable, not locked, resumable with the same settings), then
+    loads the model, then writes.
+    """
 
     def __init__(self, cfg: RunConfig, progress: bool = True) -> None:
         self.cfg = cfg
@@ -90,20 +95,49 @@ class Loop:
         self.method = METHODS.build(cfg.method.name, **cfg.method.params)
         self.decoder = DECODERS.build(cfg.decoder.name, **cfg.decoder.params)
         load_stopwords(cfg.metrics.stopwords)
-        self.train_vocab = self.dataset.train_vocab(cfg.metrics.lang)
-        if cfg.metrics.novel_vocab is not None:
-            resolve_vocab(cfg.metrics.novel_vocab, self.train_vocab)  # a missing vocabulary is found before the model loads
         self.path = run_path(cfg)
         self.probe = probe_set(cfg, self.dataset, self.segments) if cfg.snapshots.every else []
         if cfg.snapshots.every:
             ranking.check(cfg.ranking)
+        check_model(cfg.model)
+        resolve_device(cfg.device)  # --device cuda without a GPU
+        # truecaser, stopwords, vocabularies (novel_vocab=train: the dataset's), SentencePiece model
+        self.scorer = OnlineScorer(cfg.metrics, model_folder(cfg.model), train_vocab=self.dataset.train_vocab(cfg.metrics.lang))
+        self.comet = None
+        if cfg.comet:  # loaded now, not after the stream: a bad --comet must not cost a run
+            from simpe.metrics.comet import CometScorer
+
+            self.comet = CometScorer(cfg.comet, device=str(resolve_device(cfg.device)))
+        self.loaded: Any = None
+        self.truncated = 0  # segments cut to the model's MAX_TOKENS
+
+    def check_run_dir(self, resume: bool, overwrite: bool) -> None:
+        """Refuse, before the model loads, a run folder that cannot be written or resumed with these settings."""
+        if not RunDir.check(self.path, resume, overwrite):
+            return
+        saved_file = self.path / layout.CONFIG_FILE
+        if not saved_file.exists():
+            return  # interrupted before the config was written: nothing to compare
+        try:
+            saved = load_saved_config(saved_file)
+        except ConfigError as err:
+            raise RunDirError(f"{saved_file} cannot be read ({err}); pass --overwrite to start the run again") from None
+        differs = resume_difference(saved, self.cfg)
+        if differs:
+            raise RunDirError(f"{self.path}: setting {differs} differs from the run's config.yaml; resume with the same "
+                              f"settings (e.g. simpe simulate --config {saved_file} --resume) or pass --overwrite")
+
+    def load(self) -> None:
+        """Load the model, attach the method, bind the decoder, build the scorer (once)."""
+        if self.loaded is not None:
+            return
+        cfg = self.cfg
         torch.manual_seed(cfg.seed)
         self.loaded = load_model(cfg.model, cfg.device)
         self.model, self.tokenizer = self.loaded.model, self.loaded.tokenizer
         set_dropout(self.model, cfg.update.dropout)
         self.method.attach(self.model, self.loaded.path, cfg.update)
         self.decoder.bind(self.tokenizer)
-        self.scorer = OnlineScorer(cfg.metrics, self.loaded.path, train_vocab=self.train_vocab)
         self.timer = ModelTimer(self.model)
 
     # ------------------------------------------------------------ one segment
@@ -129,13 +163,21 @@ class Loop:
         if upd["skipped"]:
             logger.warning("segment %d: update skipped (%s)", index, upd["skipped"])
         backward = upd.pop("seconds_backward")
-        return {
+        record = {
             "index": index, "doc_id": seg.doc_id, "seg_id": seg.seg_id,
             "source": seg.source, "reference": seg.reference, "hypothesis": hypothesis,
             "hyp_score": result.hypotheses[0].score if result.hypotheses else None,
             **scored, "update": upd,
             "seconds": {"translate": t1 - t0, "score": t2 - t1, "update": t3 - t2, "backward": backward},
         }
+        if pair.truncated:
+            record["truncated"] = list(pair.truncated)
+            self.truncated += 1
+            if self.truncated == 1:
+                logger.warning("segment %d: the %s is longer than %d tokens and is cut to them for translation and update "
+                               "(the model's position limit); further cut segments are counted at the end",
+                               index, " and ".join(pair.truncated), MAX_TOKENS)
+        return record
 
     def snapshot(self, segments_done: int) -> dict[str, Any]:
         self.model.eval()
@@ -148,15 +190,12 @@ class Loop:
     def run(self, resume: bool = False, overwrite: bool = False, stop_after: int | None = None) -> Path:
         """Run (or resume) the whole stream; ``stop_after`` stops early without DONE (tests)."""
         cfg = self.cfg
+        self.check_run_dir(resume, overwrite)
+        self.load()
         with RunDir(self.path) as rundir:
             rundir.open(resume=resume, overwrite=overwrite)
             start, records = 0, []
             state = rundir.load_checkpoint() if resume else None
-            if resume and rundir.config_file.exists():
-                saved = load_saved_config(rundir.config_file)
-                if saved != cfg:
-                    raise RunDirError(f"{self.path}: the settings differ from the run's config.yaml; resume with the same "
-                                      "settings (e.g. simpe simulate --config that file --resume) or pass --overwrite")
             if state is not None:
                 self.method.load_state_dict(state["method"])
                 torch.set_rng_state(state["torch_rng"])
@@ -196,6 +235,8 @@ class Loop:
                 if bar is not None:
                     bar.close()
                     bar = None
+                if self.truncated:
+                    logger.warning("%d segments were cut to %d tokens (records with a 'truncated' key)", self.truncated, MAX_TOKENS)
                 summary = self.summary(records)
                 rundir.finish(summary, records, cfg.metrics.lang)
                 logger.info("%s: %s, %d adapted parameters (%.1f kB per user)", cfg.adapter, _running(summary["corpus"], full=True),
@@ -216,10 +257,8 @@ class Loop:
     def summary(self, records: list[dict[str, Any]]) -> dict[str, Any]:
         corpus = self.scorer.summary()
         comet, segment_comet = None, None
-        if self.cfg.comet:
-            from simpe.metrics.comet import CometScorer
-
-            segment_comet = CometScorer(self.cfg.comet, device=str(self.loaded.device)).score(
+        if self.comet is not None:
+            segment_comet = self.comet.score(
                 [r["source"] for r in records], [r["hypothesis"] for r in records], [r["reference"] for r in records])
             comet = sum(segment_comet) / len(segment_comet)
         seconds = {k: sum(r["seconds"][k] for r in records) for k in ("translate", "score", "update", "backward")}

@@ -3,7 +3,9 @@
 Seed 002, section 4: batch of one pair, no dropout, no label smoothing (both settable),
 gradient L2 norm clipped to ``clip_norm`` per tensor, repeated until the pair's
 perplexity is <= ``ppl_threshold``, at most ``max_repeats`` times. A non-finite loss or
-gradient skips the update (logged in the record) and the run goes on. Which parameters
+gradient skips the update (logged in the record) and the run goes on; a step that leaves a
+trainable weight, or the loss measured after it, non-finite is rolled back (the weights are
+restored bit for bit from a copy taken before the step) and ends the update. Which parameters
 move is the method's business (``Method.trainable``); this module never touches others.
 """
 from __future__ import annotations
@@ -42,6 +44,12 @@ def _ppl(nll: float) -> float:
     return math.exp(nll) if nll < 700 else float("inf")
 
 
+def _restore(params: list[torch.Tensor], backup: list[torch.Tensor]) -> None:
+    """Put the weights of ``backup`` back into ``params`` (undo one step)."""
+    with torch.no_grad():
+        torch._foreach_copy_(params, backup)
+
+
 def update(model: Any, method: Method, pair: Pair, cfg: UpdateConfig) -> dict[str, Any]:
     """Adapt ``model`` on one pair; return the record's ``update`` field.
 
@@ -56,11 +64,17 @@ def update(model: Any, method: Method, pair: Pair, cfg: UpdateConfig) -> dict[st
     backward_seconds = 0.0
     if cfg.dropout > 0 and params:
         model.train()
+    backup: list[torch.Tensor] = []  # the trainable weights before the last step, while it may still be undone
     try:
         for repeat in range(cfg.max_repeats + 1):
             may_step = bool(params) and repeat < cfg.max_repeats
             with torch.set_grad_enabled(may_step):
                 loss, nll = pair_loss(model, pair, cfg.label_smoothing)
+            if backup and not math.isfinite(nll):  # the last step broke the model: undo it
+                _restore(params, backup)
+                record["repetitions"] -= 1
+                record["skipped"] = f"non-finite loss after step {record['repetitions'] + 1}; step rolled back"
+                break
             if repeat == 0:
                 record["loss_before"], record["ppl_before"] = nll, _ppl(nll)
             record["loss_after"], record["ppl_after"] = nll, _ppl(nll)
@@ -83,12 +97,19 @@ def update(model: Any, method: Method, pair: Pair, cfg: UpdateConfig) -> dict[st
                 record["skipped"] = f"non-finite gradient in {bad[0] if bad else '?'}"
                 break
             with torch.no_grad():
+                backup = [p.detach().clone() for p in params]
                 if cfg.clip_norm > 0:
                     scale = (cfg.clip_norm / (stacked + 1e-6)).clamp(max=1.0)  # (tensors,)
                     torch._foreach_mul_(gs, list(scale.unbind()))
                 torch._foreach_add_(ps, gs, alpha=-cfg.lr)
             method.after_update()
             record["repetitions"] += 1
+            bad = next((n for n, p in zip(names, params) if not bool(torch.isfinite(p).all())), None)
+            if bad is not None:
+                _restore(params, backup)
+                record["repetitions"] -= 1
+                record["skipped"] = f"non-finite weights in {bad} after step {record['repetitions'] + 1}; step rolled back"
+                break
     finally:
         if cfg.dropout > 0 and params:
             model.eval()

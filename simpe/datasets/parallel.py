@@ -6,12 +6,15 @@ Each is a single ``stream`` split (the whole file, in file order).
 """
 from __future__ import annotations
 
+import logging
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from simpe.datasets.base import DATASETS, Dataset, Segment, parallel_files
 from simpe.errors import DataError
 from simpe.textfile import read_lines
+
+logger = logging.getLogger(__name__)
 
 XML_LANG = "{http://www.w3.org/XML/1998/namespace}lang"
 
@@ -56,13 +59,15 @@ def _lang_matches(lang: str, wanted: str) -> bool:
 
 def read_tmx(path: Path, src_lang: str, tgt_lang: str) -> list[Segment]:
     """Read the translation units of a TMX file that have both languages, in file order."""
+    if path.is_dir():
+        raise DataError(f"TMX file {str(path)!r} is a folder, not a file")
     if not path.is_file():
-        raise DataError(f"file {path} does not exist")
+        raise DataError(f"TMX file {str(path)!r} does not exist")
     try:
         path.read_bytes().decode("utf-8")
     except UnicodeDecodeError as err:
         raise DataError(f"{path}: invalid UTF-8 at byte {err.start}") from None
-    out, langs_seen = [], set()
+    out, langs_seen, one_sided = [], set(), 0
     try:
         for number, (_, tu) in enumerate((ev for ev in ET.iterparse(path, events=("end",)) if ev[1].tag == "tu"), 1):
             texts: dict[str, str] = {}
@@ -76,11 +81,16 @@ def read_tmx(path: Path, src_lang: str, tgt_lang: str) -> list[Segment]:
                         texts[wanted] = text
             if src_lang in texts and tgt_lang in texts:
                 out.append(Segment(path.name, tu.get("tuid") or str(number), texts[src_lang], texts[tgt_lang]))
+            else:
+                one_sided += 1
             tu.clear()
     except ET.ParseError as err:
         raise DataError(f"{path}: not a well-formed TMX file ({err})") from None
     if not out:
         raise DataError(f"{path}: no translation unit has both {src_lang!r} and {tgt_lang!r}; languages found: {', '.join(sorted(langs_seen)) or 'none'}")
+    if one_sided:
+        logger.warning("%s: skipped %d of %d translation units that lack %r or %r", path, one_sided, one_sided + len(out),
+                       src_lang, tgt_lang)
     return out
 
 

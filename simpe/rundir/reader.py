@@ -8,6 +8,7 @@ the one JSON-lines reader (``read_jsonl``) that the writer uses too. It never wr
 """
 from __future__ import annotations
 
+import fcntl
 import json
 import logging
 from dataclasses import dataclass, field
@@ -97,30 +98,96 @@ class RunGroup:
         return self.group_dir.name
 
 
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"non-finite number {name} (not JSON)")
+
+
+def parse_line(line: str) -> dict[str, Any]:
+    """One record of a JSON-lines file, strictly: NaN and Infinity are refused (ValueError)."""
+    record = json.loads(line, parse_constant=_reject_constant)
+    if not isinstance(record, dict):
+        raise ValueError("not a JSON object")
+    return record
+
+
+def _lines(path: Path) -> list[bytes]:
+    lines = path.read_bytes().split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()
+    return lines
+
+
+def _parse(raw: bytes) -> dict[str, Any]:
+    try:
+        return parse_line(raw.decode("utf-8"))
+    except UnicodeDecodeError as err:
+        raise ValueError(f"invalid UTF-8 at byte {err.start}") from None
+    except json.JSONDecodeError as err:
+        raise ValueError(err.msg) from None
+
+
 def read_jsonl(path: Path, tolerate_torn_tail: bool = False) -> list[dict[str, Any]]:
     """Records of a JSON-lines file (none when it does not exist).
 
     The one rule for a bad line: a torn *last* line (a writer killed mid-line) is dropped,
     with a warning, when ``tolerate_torn_tail`` (an incomplete run, or a run being resumed);
-    any other line that is not valid JSON is a RunDirError naming it.
+    any other line that is not valid strict JSON (NaN and Infinity are not) is a
+    RunDirError naming it.
     """
     if not path.exists():
         return []
     records: list[dict[str, Any]] = []
-    lines = path.read_text(encoding="utf-8").split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
+    lines = _lines(path)
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
-            records.append(json.loads(line))
-        except json.JSONDecodeError as err:
+            records.append(_parse(line))
+        except ValueError as err:
             if tolerate_torn_tail and number == len(lines):
                 logger.warning("%s: dropped a torn last line %d (the run was interrupted while writing it)", path, number)
                 break
-            raise RunDirError(f"{path}: line {number} is not valid JSON ({err.msg})") from None
+            raise RunDirError(f"{path}: line {number} is not valid JSON ({err})") from None
     return records
+
+
+def valid_prefix(path: Path, indexed: bool = False) -> list[dict[str, Any]]:
+    """The records before the first bad line of a JSON-lines file (what a resume keeps), with a warning for what goes.
+
+    indexed: a record whose ``index`` is not its position also ends the prefix (segments.jsonl).
+    """
+    if not path.exists():
+        return []
+    records: list[dict[str, Any]] = []
+    lines = _lines(path)
+    for number, line in enumerate(lines, 1):
+        try:
+            record = _parse(line)
+            if indexed and record.get("index") != len(records):
+                raise ValueError(f"index {record.get('index')!r} where {len(records)} was expected")
+        except ValueError as err:
+            logger.warning("%s: line %d is not a valid record (%s); it and the %d lines after it are dropped",
+                           path, number, err, len(lines) - number)
+            break
+        records.append(record)
+    return records
+
+
+def lock_holder(path: Path) -> str | None:
+    """Who is writing run ``path`` (what its lock file says), or None when no live process holds the lock.
+
+    A lock file alone means nothing: a killed writer leaves it; the kernel lock goes with the process.
+    """
+    lock = Path(path) / LOCK_FILE
+    if not lock.is_file():
+        return None
+    with open(lock, encoding="utf-8") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return handle.read().strip() or "another process"
+        fcntl.flock(handle, fcntl.LOCK_UN)
+    return None
 
 
 def find_runs(group_dir: Path) -> list[Path]:
@@ -151,7 +218,8 @@ def load_run(path: Path, allow_incomplete: bool = False) -> Run:
         raise RunDirError(f"{path} is not a run directory (no {SEGMENTS_FILE})")
     complete = (path / DONE_FILE).exists()
     if not complete and not allow_incomplete:
-        writing = " and is still being written (.lock present)" if (path / LOCK_FILE).exists() else ""
+        holder = lock_holder(path)
+        writing = f" and is being written by {holder}" if holder else " and no process is writing it (it was interrupted)"
         raise RunDirError(
             f"run {path} is incomplete (no {DONE_FILE}){writing}; finish (resume) the simulation, "
             f"or pass --allow-incomplete to include it, marked (incomplete), compared on the segments every run has logged")
@@ -169,9 +237,9 @@ def load_run(path: Path, allow_incomplete: bool = False) -> Run:
     summary: dict[str, Any] | None = None
     if (path / SUMMARY_FILE).is_file():
         try:
-            summary = json.loads((path / SUMMARY_FILE).read_text(encoding="utf-8"))
-        except json.JSONDecodeError as err:
-            raise RunDirError(f"{path / SUMMARY_FILE} is not valid JSON ({err.msg})") from None
+            summary = json.loads((path / SUMMARY_FILE).read_text(encoding="utf-8"), parse_constant=_reject_constant)
+        except (json.JSONDecodeError, ValueError) as err:
+            raise RunDirError(f"{path / SUMMARY_FILE} is not valid JSON ({err})") from None
     elif complete:
         raise RunDirError(f"complete run {path} has no {SUMMARY_FILE}")
 

@@ -1,33 +1,42 @@
 """Writing under ``runs/``: one run's folder (``RunDir``) and the outputs derived from runs (``OutputDir``).
 
-``RunDir`` creates and locks a run folder, saves the resolved config and the environment,
-appends per-segment and snapshot records, writes resume checkpoints atomically, truncates
-the logs back to the last checkpoint on resume (so no segment is lost or duplicated), and
-marks the run complete by writing ``DONE`` last. ``OutputDir`` is where ``simpe compare``,
+``RunDir`` checks that a run folder can be written (``check``, before the model loads),
+creates and locks it, saves the resolved config and the environment, appends per-segment
+and snapshot records, writes resume checkpoints atomically, truncates the logs back to the
+last valid record covered by the checkpoint on resume (so no segment is lost or
+duplicated), and marks the run complete by writing ``DONE`` last, only once every record
+reads back as valid. A run that fails before its first record leaves no folder behind.
+Every file is written as strict JSON (``strict_json``: a non-finite number is written as
+null and its key listed under ``non_finite``), and every write goes through ``open_file``;
+a failed write (a full disk) is one RunDirError naming the file, with no ``.tmp`` left. ``OutputDir`` is where ``simpe compare``,
 ``simpe plot`` and ``simpe rank`` write: it refuses to replace earlier outputs unless told
 to, and writes every file atomically. Neither translates, scores or adapts.
 """
 from __future__ import annotations
 
+import errno
 import fcntl
+import io
 import json
+import math
 import os
 import platform
 import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from importlib import metadata
 from pathlib import Path
 from typing import IO, Any
 
-from simpe.config import RunConfig, save_config
+from simpe.config import RunConfig, dump_config
 from simpe.errors import ConfigError, RunDirError
 from simpe.paths import REPO_ROOT
 from simpe.rundir import layout
-from simpe.rundir.reader import read_jsonl
+from simpe.rundir.reader import read_jsonl, valid_prefix
 
 PACKAGES = ("torch", "transformers", "sentencepiece", "sacrebleu", "sacremoses", "numpy", "unbabel-comet", "tqdm", "pyyaml")
 
@@ -57,15 +66,79 @@ def environment(device: Any) -> dict[str, Any]:
     }
 
 
+NON_FINITE_KEY = "non_finite"  # lists the dotted keys whose non-finite number was written as null
+
+
+def _finite(value: Any, key: str, flagged: list[str]) -> Any:
+    """``value`` with every NaN/Infinity replaced by None, their dotted keys appended to ``flagged``."""
+    if isinstance(value, float) and not math.isfinite(value):
+        flagged.append(key)
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v, f"{key}.{k}" if key else str(k), flagged) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v, f"{key}.{i}", flagged) for i, v in enumerate(value)]
+    return value
+
+
+def strict_json(data: Any, indent: int | None = None) -> str:
+    """``data`` as strict JSON (RFC 8259): NaN and Infinity become null, flagged in a mapping's ``non_finite`` list.
+
+    Example: ``{"update": {"loss_after": nan}}`` -> ``{"update": {"loss_after": null}, "non_finite": ["update.loss_after"]}``.
+    """
+    flagged: list[str] = []
+    clean = _finite(data, "", flagged)
+    if flagged and isinstance(clean, dict):
+        clean[NON_FINITE_KEY] = flagged
+    return json.dumps(clean, ensure_ascii=False, indent=indent, allow_nan=False)
+
+
 def _jsonl_line(record: dict[str, Any]) -> str:
-    return json.dumps(record, ensure_ascii=False) + "\n"
+    return strict_json(record) + "\n"
+
+
+def open_file(path: Path, mode: str) -> IO[Any]:
+    """Open a file for writing: the one place this module opens files (tests wrap it to inject a full disk)."""
+    return open(path, mode, buffering=0) if "b" in mode else open(path, mode, encoding="utf-8")
+
+
+def write_error(path: Path, err: OSError, then: str = "") -> RunDirError:
+    """The one-line error of a failed write: the file, the reason, what to do."""
+    what = "the disk is full" if err.errno in (errno.ENOSPC, errno.EDQUOT) else (err.strerror or str(err))
+    return RunDirError(f"cannot write {path}: {what} ({errno.errorcode.get(err.errno or 0, 'error')}); "
+                       f"{then or 'free space or fix the folder, then run the command again'}")
 
 
 def write_text_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file, so a reader never sees half of it."""
+    """Write ``text`` to ``path`` through a temporary file, so a reader never sees half of it (RunDirError when it fails)."""
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
+    try:
+        with open_file(tmp, "w") as handle:
+            handle.write(text)
+        tmp.replace(path)
+    except OSError as err:
+        tmp.unlink(missing_ok=True)
+        raise write_error(path, err) from None
+
+
+def check_writable(path: Path) -> None:
+    """Refuse (RunDirError) when folder ``path`` cannot be created and written; leaves nothing behind.
+
+    Probes with a temporary folder in the nearest existing ancestor, since permission bits
+    say nothing for root and nothing of read-only or full file systems.
+    """
+    path = Path(path)
+    ancestor = path
+    while not ancestor.exists() and ancestor != ancestor.parent:
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        raise RunDirError(f"cannot create run folder {path}: {ancestor} is a file, not a folder; choose another --runs-dir")
+    try:
+        probe = tempfile.mkdtemp(prefix=".simpe-probe-", dir=ancestor)
+        os.rmdir(probe)
+    except OSError as err:
+        raise RunDirError(f"cannot create run folder {path}: {ancestor} is not writable ({err.strerror or err}); "
+                          "choose another --runs-dir") from None
 
 
 class RunDir:
@@ -76,6 +149,37 @@ class RunDir:
         self._lock_file: Any = None
         self._segments: Any = None
         self._snapshots: Any = None
+        self._created: Path | None = None  # the topmost folder open() created (removed again if nothing gets logged)
+
+    @staticmethod
+    def check(path: Path, resume: bool, overwrite: bool) -> bool:
+        """Before the model loads: refuse what ``open`` would refuse; return True when there is a run to resume.
+
+        Checks that the folder can be created and written, is not locked by another
+        process, and is not a complete run (without ``overwrite``) or an incomplete one
+        (without ``resume`` or ``overwrite``). Creates nothing.
+        """
+        path = Path(path)
+        check_writable(path)
+        if not RunDir._holds_run(path):
+            return False
+        probe = RunDir(path)
+        probe._lock()
+        try:
+            if overwrite:
+                return False
+            if probe.is_complete():
+                raise RunDirError(f"{path} is a complete run; pass --overwrite to run it again")
+            if not resume:
+                raise RunDirError(f"{path} holds an incomplete run; pass --resume to continue it or --overwrite to start again")
+            return True
+        finally:
+            probe._unlock()
+
+    @staticmethod
+    def _holds_run(path: Path) -> bool:
+        """True when folder ``path`` holds anything but a lock file."""
+        return path.is_dir() and any(child.name != layout.LOCK_FILE for child in path.iterdir())
 
     # ------------------------------------------------------------ files
     @property
@@ -104,7 +208,7 @@ class RunDir:
     # ------------------------------------------------------------ lifecycle
     def open(self, resume: bool, overwrite: bool) -> None:
         """Create (or reopen for ``resume``) the folder and take its lock."""
-        if self.path.exists() and any(self.path.iterdir()):
+        if self._holds_run(self.path):
             self._lock()  # never delete or reuse a folder another process is writing
             if overwrite:
                 self._clear()
@@ -115,13 +219,23 @@ class RunDir:
                 self._unlock()
                 raise RunDirError(f"{self.path} holds an incomplete run; pass --resume to continue it or --overwrite to start again")
         else:  # a new run (also under --resume: nothing to resume yet)
-            self.path.mkdir(parents=True, exist_ok=True)
+            created = self.path
+            while not created.parent.exists() and created.parent != created.parent.parent:
+                created = created.parent
+            self._created = None if created.exists() else created
+            try:
+                self.path.mkdir(parents=True, exist_ok=True)
+            except OSError as err:
+                raise write_error(self.path, err, "choose another --runs-dir") from None
             self._lock()
         self._open_logs()
 
     def _open_logs(self) -> None:
-        self._segments = open(self.segments_file, "a", encoding="utf-8")
-        self._snapshots = open(self.snapshots_file, "a", encoding="utf-8")
+        try:
+            self._segments = open_file(self.segments_file, "ab")
+            self._snapshots = open_file(self.snapshots_file, "ab")
+        except OSError as err:
+            raise write_error(self.path, err) from None
 
     def _lock(self) -> None:
         if self._lock_file is not None:
@@ -156,45 +270,77 @@ class RunDir:
     def close(self) -> None:
         for handle in (self._segments, self._snapshots):
             if handle is not None:
-                handle.close()
+                try:
+                    handle.close()
+                except OSError:
+                    pass  # a write already failed and was reported; closing must not add a second error
         self._segments = self._snapshots = None
         self._unlock()
+
+    def _logged_nothing(self) -> bool:
+        return not self.segments_file.exists() or self.segments_file.stat().st_size == 0
 
     def __enter__(self) -> RunDir:
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, kind: Any, *exc: Any) -> None:
+        """Close; after a failure before the first record, remove what ``open`` created (no folder blocks a rerun)."""
+        remove = kind is not None and self._lock_file is not None and self._logged_nothing()
         self.close()
+        if remove:
+            shutil.rmtree(self._created or self.path, ignore_errors=True)
 
     # ------------------------------------------------------------ writing
     def write_config(self, cfg: RunConfig) -> None:
-        save_config(cfg, self.config_file)
+        write_text_atomic(self.config_file, dump_config(cfg))
 
     def write_json(self, name: str, data: Any) -> None:
-        write_text_atomic(self.path / name, json.dumps(data, indent=1, ensure_ascii=False) + "\n")
+        write_text_atomic(self.path / name, strict_json(data, indent=1) + "\n")
 
     def write_env(self, env: dict[str, Any]) -> None:
         self.write_json(layout.ENV_FILE, env)
 
+    def _append(self, handle: Any, path: Path, record: dict[str, Any]) -> None:
+        """Write one line; when that fails, cut the file back to the line's start and report it in one line."""
+        data = _jsonl_line(record).encode("utf-8")
+        start = handle.tell()
+        try:
+            view = memoryview(data)
+            while view:
+                written = handle.write(view)
+                view = view[written:]
+        except OSError as err:
+            try:
+                handle.truncate(start)
+            except OSError:
+                pass  # a torn last line is dropped on resume anyway
+            raise write_error(path, err, "free space, then continue with --resume") from None
+
     def append_segment(self, record: dict[str, Any]) -> None:
-        self._segments.write(_jsonl_line(record))
-        self._segments.flush()
+        self._append(self._segments, self.segments_file, record)
 
     def append_snapshot(self, record: dict[str, Any]) -> None:
-        self._snapshots.write(_jsonl_line(record))
-        self._snapshots.flush()
+        self._append(self._snapshots, self.snapshots_file, record)
 
     def save_checkpoint(self, state: dict[str, Any]) -> None:
         """Write the resume state atomically, after the logs it refers to are on disk."""
         import torch
 
-        for handle in (self._segments, self._snapshots):
-            handle.flush()
-            os.fsync(handle.fileno())
-        self.checkpoint_file.parent.mkdir(exist_ok=True)
         tmp = self.checkpoint_file.with_suffix(".tmp")
-        torch.save(state, tmp)
-        tmp.replace(self.checkpoint_file)
+        try:
+            for handle in (self._segments, self._snapshots):
+                os.fsync(handle.fileno())
+            self.checkpoint_file.parent.mkdir(exist_ok=True)
+            buffer = io.BytesIO()  # serialised first: torch's own file writer hides the OSError of a full disk
+            torch.save(state, buffer)
+            with open_file(tmp, "wb") as out:
+                view = buffer.getbuffer()
+                while view:
+                    view = view[out.write(view):]
+            tmp.replace(self.checkpoint_file)
+        except OSError as err:
+            tmp.unlink(missing_ok=True)
+            raise write_error(self.checkpoint_file, err, "free space, then continue with --resume") from None
 
     def load_checkpoint(self) -> dict[str, Any] | None:
         import torch
@@ -204,12 +350,17 @@ class RunDir:
         return torch.load(self.checkpoint_file, map_location="cpu", weights_only=False)
 
     def rewind(self, segments_done: int) -> list[dict[str, Any]]:
-        """Truncate the logs to the first ``segments_done`` segments (a torn last line goes too); return those records."""
-        records = read_jsonl(self.segments_file, tolerate_torn_tail=True)[:segments_done]
+        """Truncate the logs to the first ``segments_done`` segments; return those records.
+
+        Only the valid records before the first bad line count (``reader.valid_prefix``: a
+        torn or non-JSON line and everything after it go); fewer than ``segments_done`` of
+        them is a RunDirError (the checkpoint is ahead of the logs).
+        """
+        records = valid_prefix(self.segments_file, indexed=True)[:segments_done]
         if len(records) < segments_done:
-            raise RunDirError(f"{self.segments_file} has {len(records)} records but the checkpoint says {segments_done}; "
+            raise RunDirError(f"{self.segments_file} has {len(records)} valid records but the checkpoint says {segments_done}; "
                               "the run cannot be resumed, pass --overwrite")
-        snapshots = [s for s in read_jsonl(self.snapshots_file, tolerate_torn_tail=True) if s.get("segment", 0) <= segments_done]
+        snapshots = [s for s in valid_prefix(self.snapshots_file) if s.get("segment", 0) <= segments_done]
         for handle in (self._segments, self._snapshots):
             handle.close()
         write_text_atomic(self.segments_file, "".join(map(_jsonl_line, records)))
@@ -221,16 +372,22 @@ class RunDir:
         write_text_atomic(self.path / name, "".join(line + "\n" for line in lines))
 
     def finish(self, summary: dict[str, Any], records: list[dict[str, Any]], lang: str) -> None:
-        """Write the summary and the tokenised text files, drop the resume state, then DONE."""
+        """Check that the logs read back as ``records``, write the summary and the text files, then DONE; drop the resume state."""
+        for handle in (self._segments, self._snapshots):
+            try:
+                os.fsync(handle.fileno())
+            except OSError as err:
+                raise write_error(self.segments_file, err, "free space, then continue with --resume") from None
+        logged = read_jsonl(self.segments_file)  # strict: any bad line is a RunDirError and no DONE
+        if len(logged) != len(records) or any(r.get("index") != i for i, r in enumerate(logged)):
+            raise RunDirError(f"{self.segments_file} holds {len(logged)} records, not the {len(records)} of the run in order; "
+                              "the run is not marked complete: continue it with --resume")
         self.write_json(layout.SUMMARY_FILE, summary)
         self.write_lines(layout.hyp_tok_file(lang), (r["hyp_tokens"] for r in records))
         self.write_lines(layout.ref_tok_file(lang), (r["ref_tokens"] for r in records))
         self.write_lines(layout.hyp_file(lang), (r["hypothesis"] for r in records))
+        write_text_atomic(self.path / layout.DONE_FILE, "complete\n")
         shutil.rmtree(self.path / layout.STATE_DIR, ignore_errors=True)
-        for handle in (self._segments, self._snapshots):
-            handle.flush()
-            os.fsync(handle.fileno())
-        (self.path / layout.DONE_FILE).write_text("complete\n")
 
 
 class OutputDir:
@@ -257,7 +414,7 @@ class OutputDir:
         return path
 
     def write_json(self, name: str, data: Any) -> Path:
-        return self.write_text(name, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+        return self.write_text(name, strict_json(data, indent=2) + "\n")
 
     @contextmanager
     def jsonl(self, name: str) -> Iterator[Any]:

@@ -125,9 +125,11 @@ def test_run_directory_contents_lock_and_overwrite(tmp_path: Path):
 def test_resume_refuses_changed_settings(tmp_path: Path):
     overrides = [f"runs_dir={tmp_path}", "data.segments=4", "device=cpu"]
     Loop(load_config("bias", overrides), progress=False).run(stop_after=2)
-    with pytest.raises(RunDirError, match="settings differ from the run's config.yaml"):
+    with pytest.raises(RunDirError, match=r"setting update.lr \(the run has 1.0, now 0.5\) differs from the run's config.yaml"):
         Loop(load_config("bias", overrides + ["update.lr=0.5"]), progress=False).run(resume=True)
-    path = Loop(load_config("bias", overrides), progress=False).run(resume=True)
+    # where the runs folder is spelled (trailing slash, ./ segments) and the device do not matter
+    respelled = [f"runs_dir={tmp_path}/./", "data.segments=4", "device=auto"]
+    path = Loop(load_config("bias", respelled), progress=False).run(resume=True)
     assert len(read_jsonl(path / "segments.jsonl")) == 4 and (path / "DONE").exists()
 
 

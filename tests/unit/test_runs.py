@@ -244,9 +244,16 @@ def test_load_group_puts_the_baseline_first(group_dir: Path) -> None:
 def test_incomplete_run_is_refused_with_the_way_to_include_it(tmp_path: Path) -> None:
     _, references = stream(30)
     run = write_run(tmp_path, "lasso", "lasso", perturb(references, 0.2, 3), logged=12)
-    (run / ".lock").write_text("4242")
-    with pytest.raises(RunDirError, match=r"run .*lasso is incomplete \(no DONE\) and is still being written.*--allow-incomplete"):
+    (run / ".lock").write_text("pid 4242 on gone")  # left by a killed writer: no process holds the kernel lock
+    with pytest.raises(RunDirError, match=r"run .*lasso is incomplete \(no DONE\) and no process is writing it \(it was "
+                                          r"interrupted\).*--allow-incomplete"):
         load_run(run)
+    from simpe.rundir.writer import RunDir
+
+    with RunDir(run) as writer:
+        writer._lock()  # a live writer (this process)
+        with pytest.raises(RunDirError, match=r"is incomplete \(no DONE\) and is being written by pid \d+ on "):
+            load_run(run)
     loaded = load_run(run, allow_incomplete=True)
     assert not loaded.complete and loaded.summary is None and loaded.num_segments == 12
     assert loaded.label == "lasso (incomplete)" and loaded.name == "lasso" and loaded.method == "lasso"
