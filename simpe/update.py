@@ -92,5 +92,6 @@ def update(model: Any, method: Method, pair: Pair, cfg: UpdateConfig) -> dict[st
     finally:
         if cfg.dropout > 0 and params:
             model.eval()
+    method.after_segment(pair)
     record["seconds_backward"] = backward_seconds
     return record
