@@ -4,7 +4,8 @@ Seed 002, section 4: batch of one pair, no dropout, no label smoothing (both set
 gradient L2 norm clipped to ``clip_norm`` per tensor, repeated until the pair's
 perplexity is <= ``ppl_threshold``, at most ``max_repeats`` times. A non-finite loss or
 gradient skips the update (logged in the record) and the run goes on. Which parameters
-move is the method's business (``Method.trainable``); this module never touches others.
+move is the method's business (``Method.trainable``); this module never touches others. After
+the steps the method sees the pair once (``Method.after_segment``: ``knn`` stores it).
 """
 from __future__ import annotations
 
