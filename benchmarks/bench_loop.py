@@ -23,7 +23,7 @@ from simpe.simulate import Loop
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--segments", type=int, default=50)
-    parser.add_argument("--methods", nargs="+", default=["baseline", "full", "bias", "fixed", "top", "lasso"])
+    parser.add_argument("--methods", nargs="+", default=["baseline", "full", "bias", "fixed", "top", "lasso", "lora", "knn"])
     parser.add_argument("--model", default=None)
     parser.add_argument("--device", default="auto")
     parser.add_argument("--beam-size", type=int, default=5)

@@ -6,7 +6,8 @@ perplexity is <= ``ppl_threshold``, at most ``max_repeats`` times. A non-finite 
 gradient skips the update (logged in the record) and the run goes on; a step that leaves a
 trainable weight, or the loss measured after it, non-finite is rolled back (the weights are
 restored bit for bit from a copy taken before the step) and ends the update. Which parameters
-move is the method's business (``Method.trainable``); this module never touches others.
+move is the method's business (``Method.trainable``); this module never touches others. After
+the steps the method sees the pair once (``Method.after_segment``: ``knn`` stores it).
 """
 from __future__ import annotations
 
@@ -113,5 +114,6 @@ def update(model: Any, method: Method, pair: Pair, cfg: UpdateConfig) -> dict[st
     finally:
         if cfg.dropout > 0 and params:
             model.eval()
+    method.after_segment(pair)
     record["seconds_backward"] = backward_seconds
     return record

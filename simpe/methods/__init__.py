@@ -1,4 +1,4 @@
-"""Adaptation methods: baseline, full, bias, top, fixed, lasso (one module each); importing this
+"""Adaptation methods: baseline, full, bias, top, fixed, lasso, lora, knn (one module each); importing this
 package registers every module in it."""
 from simpe.methods.base import METHODS, Method
 from simpe.registry import import_all

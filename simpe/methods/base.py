@@ -69,6 +69,10 @@ class Method(ABC):
     def after_update(self) -> None:
         """Called after every SGD step (``lasso`` projects here)."""
 
+    def after_segment(self, pair: Any) -> None:
+        """Called once per segment, after the update's steps, with its (source, post-edit) pair
+        (a ``simpe.model.Pair``): ``knn`` adds the post-edit to its datastore here."""
+
     # ---- what a per-user store holds
     def adapted_parameters(self) -> int:
         """The number of parameter values a per-user store of this method holds."""

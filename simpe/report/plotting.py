@@ -40,8 +40,8 @@ SNAPSHOT_PANELS: list[tuple[str, str, str]] = [
 ]
 SNAPSHOT_SOURCES = {"top": ("exact top-k", "-", "o"), "mc": ("Monte Carlo samples", "--", "s")}
 METHOD_COLORS = {"baseline": "black", "full": "tab:blue", "bias": "tab:orange", "fixed": "tab:green",
-                 "top": "tab:red", "lasso": "tab:purple"}
-SPARE_COLORS = ["tab:brown", "tab:pink", "tab:olive", "tab:cyan", "tab:gray", "navy", "darkgoldenrod", "teal"]
+                 "top": "tab:red", "lasso": "tab:purple", "lora": "tab:brown", "knn": "tab:cyan"}
+SPARE_COLORS = ["tab:pink", "tab:olive", "tab:gray", "navy", "darkgoldenrod", "teal", "firebrick", "darkkhaki"]
 BURN_IN_FRACTION = 0.05  # y range fitted to segments after the first 5 % (cumulative values swing early)
 
 

@@ -69,13 +69,14 @@ def _strip_seconds(records):
     return [{k: v for k, v in r.items() if k != "seconds"} for r in records]
 
 
-def test_resume_after_a_kill_gives_exactly_the_uninterrupted_records(tmp_path: Path):
+@pytest.mark.parametrize("method", ["lasso", "lora", "knn"])
+def test_resume_after_a_kill_gives_exactly_the_uninterrupted_records(tmp_path: Path, method: str):
     src = REPO / "data" / "libreoffice" / "stream.en"
     overrides = [f"runs_dir={tmp_path / 'a'}", "data.segments=8", "checkpoint_every=3", "device=cpu"]
-    whole = Loop(load_config("lasso", overrides), progress=False).run()
+    whole = Loop(load_config(method, overrides), progress=False).run()
     # the same run in a subprocess, killed (SIGKILL) once 4 segments are logged, then resumed
     killed_dir = tmp_path / "b"
-    cmd = [sys.executable, "-m", "simpe", "simulate", "--method", "lasso", "--segments", "8", "--device", "cpu",
+    cmd = [sys.executable, "-m", "simpe", "simulate", "--method", method, "--segments", "8", "--device", "cpu",
            "--runs-dir", str(killed_dir), "--set", "checkpoint_every=3", "--no-progress"]
     # same thread count as this process: CPU float reductions, hence records, depend on it
     env = {**os.environ, "OMP_NUM_THREADS": str(torch.get_num_threads())}
@@ -89,12 +90,12 @@ def test_resume_after_a_kill_gives_exactly_the_uninterrupted_records(tmp_path: P
     logged = len(read_jsonl(run / "segments.jsonl", tolerate_torn_tail=True))
     assert 4 <= logged < 8 and not (run / "DONE").exists()
     with pytest.raises(RunDirError, match="incomplete run; pass --resume"):
-        Loop(load_config("lasso", [*overrides[1:], f"runs_dir={killed_dir}"]), progress=False).run()
-    Loop(load_config("lasso", [*overrides[1:], f"runs_dir={killed_dir}"]), progress=False).run(resume=True)
+        Loop(load_config(method, [*overrides[1:], f"runs_dir={killed_dir}"]), progress=False).run()
+    Loop(load_config(method, [*overrides[1:], f"runs_dir={killed_dir}"]), progress=False).run(resume=True)
     assert _strip_seconds(read_jsonl(run / "segments.jsonl")) == _strip_seconds(read_jsonl(whole / "segments.jsonl"))
     assert (run / "DONE").exists() and not (run / "state").exists()
     a, b = json.loads((whole / "summary.json").read_text()), json.loads((run / "summary.json").read_text())
-    assert a["corpus"] == b["corpus"] and a["adapted_parameters"] == b["adapted_parameters"]
+    assert a["corpus"] == b["corpus"] and a["adapted_parameters"] == b["adapted_parameters"] and a["store_bytes"] == b["store_bytes"]
     assert src.exists()
 
 

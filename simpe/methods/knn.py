@@ -1,0 +1,166 @@
+"""``knn``: online kNN-MT, a datastore of the post-edits read at every decoding step.
+
+Khandelwal et al. (2021), online from post-edits as in Wang et al. (2022, KoK) and Dai et
+al. (2023, SK-MT). After each segment the post-edit is teacher-forced through the current
+(never changed) model: each target position's decoder output state (the input of
+``lm_head``) becomes a key, the token that follows it the value. At every decoding step,
+the states of the rows being decoded query the datastore (exact search on torch, squared L2
+distance); the ``k`` nearest entries give p_kNN(y) ∝ Σ_{entries with value y} exp(-d / T),
+and the next-token distribution becomes
+
+    p(y) = λ · p_kNN(y) + (1 - λ) · p_model(y)
+
+(the model's softmax with Marian's ``final_logits_bias`` and any other method's terms), λ
+fixed (``knn_lambda``) or, with ``distance_aware`` (SK-MT's distance-aware adapter),
+λ = knn_lambda · max(0, 1 - d_0 / T) per step, d_0 the nearest entry's distance: an
+unrelated neighbour then barely moves the model, a near-exact match takes over. A
+forward hook on the model replaces its logits with log p(y): ``log_softmax`` of that is
+log p(y) again, so every decoder (beam, exact top-k, sampling, MBR, greedy) and the update's
+loss see the interpolated distribution without a change to their code, and the exact top-k
+search stays exact (log p(y) <= 0 still). With an empty datastore the model is untouched.
+With λ = 1, tokens no entry retrieves get probability 0 (log -inf).
+
+No model parameter changes; the per-user store is the datastore: float32 keys (d_model
+values each) and int32 values.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+
+from simpe.errors import ConfigError
+from simpe.methods.base import INDEX_BYTES, METHODS, Method
+
+KEYS, VALUES = "__knn_keys__", "__knn_values__"  # state_dict entries
+
+
+class Datastore:
+    """Growing (key, value) store with exact k-nearest-neighbour search by squared L2 distance."""
+
+    def __init__(self, dim: int, device: Any = "cpu") -> None:
+        self.dim = dim
+        self.keys = torch.zeros((0, dim), dtype=torch.float32, device=device)  # (capacity, dim)
+        self.values = torch.zeros(0, dtype=torch.int32, device=device)  # (capacity,)
+        self.norms = torch.zeros(0, dtype=torch.float32, device=device)  # (capacity,) squared key norms
+        self.size = 0
+
+    def add(self, keys: torch.Tensor, values: torch.Tensor) -> None:
+        """Append ``keys`` (n, dim) and their ``values`` (n,) (capacity doubles as it fills)."""
+        n = int(keys.shape[0])
+        if self.size + n > self.keys.shape[0]:
+            capacity = max(2 * self.keys.shape[0], self.size + n, 256)
+            grown = torch.zeros((capacity, self.dim), dtype=torch.float32, device=self.keys.device)  # (capacity, dim)
+            grown[: self.size] = self.keys[: self.size]
+            grown_values = torch.zeros(capacity, dtype=torch.int32, device=self.keys.device)  # (capacity,)
+            grown_values[: self.size] = self.values[: self.size]
+            grown_norms = torch.zeros(capacity, dtype=torch.float32, device=self.keys.device)  # (capacity,)
+            grown_norms[: self.size] = self.norms[: self.size]
+            self.keys, self.values, self.norms = grown, grown_values, grown_norms
+        keys = keys.detach().to(self.keys.device, torch.float32)
+        self.keys[self.size: self.size + n] = keys
+        self.values[self.size: self.size + n] = values.to(self.keys.device, torch.int32)
+        self.norms[self.size: self.size + n] = (keys * keys).sum(dim=1)
+        self.size += n
+
+    def search(self, queries: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """The ``min(k, size)`` nearest entries of each query.
+
+        Args:
+            queries: (rows, dim) float32.
+        Returns:
+            squared distances (rows, k') ascending, and their values (rows, k') as int64.
+        """
+        keys, norms = self.keys[: self.size], self.norms[: self.size]  # (n, dim), (n,)
+        dist = (queries * queries).sum(dim=1, keepdim=True) - 2.0 * queries @ keys.T + norms  # (rows, n)
+        dist = dist.clamp(min=0.0)
+        nearest, index = torch.topk(dist, k=min(k, self.size), dim=1, largest=False)  # (rows, k'), (rows, k')
+        return nearest, self.values[: self.size][index].long()
+
+    def nbytes(self) -> int:
+        return self.size * (self.dim * 4 + INDEX_BYTES)
+
+
+@METHODS.add("knn")
+class KnnMethod(Method):
+    """Online kNN-MT: interpolate the model with a datastore of the post-edits; no parameter changes."""
+
+    def __init__(self, k: int = 2, temperature: float = 100.0, knn_lambda: float = 1.0, distance_aware: bool = True) -> None:
+        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+            raise ConfigError(f"knn k must be an integer >= 1, got {k!r}")
+        if not temperature > 0:
+            raise ConfigError(f"knn temperature must be > 0, got {temperature}")
+        if not 0.0 <= knn_lambda <= 1.0:
+            raise ConfigError(f"knn knn_lambda must be in [0, 1], got {knn_lambda}")
+        self.k, self.temperature, self.knn_lambda, self.distance_aware = k, float(temperature), float(knn_lambda), bool(distance_aware)
+
+    def select(self, model, model_dir):
+        self.store = Datastore(model.config.d_model, device=model.lm_head.weight.device)
+        self._hidden: torch.Tensor | None = None
+        self._handles = [model.lm_head.register_forward_pre_hook(self._capture),
+                         model.register_forward_hook(self._interpolate)]
+        return {}
+
+    # ---- the hooks: every forward pass of the model reads the datastore
+    def _capture(self, module: Any, args: tuple[Any, ...]) -> None:
+        self._hidden = args[0]  # (rows, tgt_len, d_model): the decoder output lm_head reads
+
+    def _interpolate(self, module: Any, args: tuple[Any, ...], output: Any) -> Any:
+        hidden, self._hidden = self._hidden, None
+        if self.store.size == 0 or hidden is None or self.knn_lambda == 0.0:
+            return None
+        logits = output.logits  # (rows, tgt_len, vocab)
+        rows, length, vocab = logits.shape
+        queries = hidden.reshape(rows * length, -1).float()  # (rows * tgt_len, d_model)
+        dist, values = self.store.search(queries, self.k)  # (rows * tgt_len, k'), (rows * tgt_len, k')
+        weights = torch.softmax(-dist / self.temperature, dim=-1)  # (rows * tgt_len, k')
+        p_knn = torch.zeros((rows * length, vocab), dtype=torch.float32, device=logits.device)  # (rows * tgt_len, vocab)
+        p_knn.scatter_add_(1, values, weights)
+        log_model = torch.log_softmax(logits.float().reshape(rows * length, vocab), dim=-1)  # (rows * tgt_len, vocab)
+        if self.distance_aware:
+            lam = self.knn_lambda * (1.0 - dist[:, :1] / self.temperature).clamp(min=0.0)  # (rows * tgt_len, 1)
+            mixed = torch.logaddexp(log_model + torch.log1p(-lam), p_knn.log() + lam.log())  # (rows * tgt_len, vocab)
+        else:
+            mixed = torch.logaddexp(log_model + _log(1.0 - self.knn_lambda), p_knn.log() + _log(self.knn_lambda))  # (rows * tgt_len, vocab)
+        output.logits = mixed.reshape(rows, length, vocab).to(logits.dtype)
+        return output
+
+    # ---- the datastore grows by the post-edit after each segment
+    @torch.no_grad()
+    def after_segment(self, pair: Any) -> None:
+        from transformers.models.marian.modeling_marian import shift_tokens_right
+
+        cfg = self.model.config
+        labels = pair.labels  # (1, tgt_len)
+        decoder_input_ids = shift_tokens_right(labels, cfg.pad_token_id, cfg.decoder_start_token_id)  # (1, tgt_len)
+        training = self.model.training
+        self.model.eval()
+        try:
+            states = self.model.model(input_ids=pair.input_ids, attention_mask=torch.ones_like(pair.input_ids),
+                                      decoder_input_ids=decoder_input_ids).last_hidden_state  # (1, tgt_len, d_model)
+        finally:
+            self.model.train(training)
+        self.store.add(states[0], labels[0])
+
+    # ---- what a per-user store holds: the datastore, no parameter
+    def adapted_parameters(self) -> int:
+        return 0
+
+    def store_bytes(self) -> int:
+        return self.store.nbytes()
+
+    def describe(self) -> dict[str, Any]:
+        return {"trainable_tensors": 0, "datastore_entries": self.store.size, "k": self.k, "temperature": self.temperature,
+                "knn_lambda": self.knn_lambda, "distance_aware": self.distance_aware}
+
+    def state_dict(self) -> dict[str, Any]:
+        return {KEYS: self.store.keys[: self.store.size].clone(), VALUES: self.store.values[: self.store.size].clone()}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.store = Datastore(self.store.dim, device=self.store.keys.device)
+        self.store.add(state[KEYS], state[VALUES])
+
+
+def _log(x: float) -> float:
+    return math.log(x) if x > 0 else float("-inf")
