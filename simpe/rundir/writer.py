@@ -220,6 +220,16 @@ class RunDir:
     def write_lines(self, name: str, lines: Iterable[str]) -> None:
         write_text_atomic(self.path / name, "".join(line + "\n" for line in lines))
 
+    def write_store(self, tensors: dict[str, Any], metadata: dict[str, str]) -> Path:
+        """Write the per-user store (safetensors: ``tensors`` and string ``metadata``) atomically; return its path."""
+        from safetensors.torch import save_file
+
+        path = self.path / layout.STORE_FILE
+        tmp = path.with_name(path.name + ".tmp")
+        save_file(tensors, str(tmp), metadata=metadata)
+        tmp.replace(path)
+        return path
+
     def finish(self, summary: dict[str, Any], records: list[dict[str, Any]], lang: str) -> None:
         """Write the summary and the tokenised text files, drop the resume state, then DONE."""
         self.write_json(layout.SUMMARY_FILE, summary)
