@@ -160,6 +160,8 @@ def _add_score(sub: argparse._SubParsersAction) -> None:
                                                                   "or only the pieces of content words")
     p.add_argument("--sbleu", choices=["nakov", "exp"], help="SBLEU smoothing (default: metrics.sbleu, nakov BLEU+1 as seed 002)")
     p.add_argument("--comet", metavar="MODEL", help="COMET hub id, model folder or model.ckpt (needs --src)")
+    p.add_argument("--mt", metavar="MT", help="the raw MT output the references were post-edited from (e.g. a run's mt.de on "
+                                              "the Autodesk corpus): also report its TER against the references (HTER-style)")
     p.add_argument("--comet-batch-size", type=int, default=16, metavar="N", help="(default: %(default)s)")
     p.add_argument("--device", default="cpu", help="COMET device: cpu, cuda, cuda:N (default: %(default)s)")
     p.add_argument("--format", choices=["table", "json"], default="table", help="(default: %(default)s)")
@@ -188,7 +190,7 @@ def _cmd_score(args: argparse.Namespace) -> None:
     report = score_files(args.input, args.refs, args.src, cfg=cfg, comet=args.comet,
                          comet_batch_size=args.comet_batch_size, device=args.device,
                          subword_model=args.subword_model, cumulative=args.cumulative,
-                         train_vocab=DATASETS.build("libreoffice").train_vocab(lang), doc_ids=args.ids)
+                         train_vocab=DATASETS.build("libreoffice").train_vocab(lang), doc_ids=args.ids, mt_path=args.mt)
     if args.format == "json":
         print(json.dumps(report, ensure_ascii=False, indent=1))
     else:

@@ -264,6 +264,11 @@ class Loop:
                 [r["source"] for r in records], [r["hypothesis"] for r in records], [r["reference"] for r in records])
             comet = sum(segment_comet) / len(segment_comet)
         seconds = {k: sum(r["seconds"][k] for r in records) for k in ("translate", "score", "update", "backward")}
+        raw_mt = {}
+        if records and all("mt" in r for r in records):  # HTER-style: how far the corpus's own MT was from the post-edits
+            ter = metric_for("ter")
+            raw_mt = {"raw_mt": {"hter": ter.corpus_score([r["mt"] for r in records], [r["reference"] for r in records]),
+                                 "signature": ter.signature(), "segments": len(records)}}
         return {
             "method": self.cfg.method.name, "adapter": self.cfg.adapter, "dataset": self.cfg.data.name,
             "split": self.cfg.data.split, "segments": len(records), "model": self.loaded.name,
@@ -274,7 +279,7 @@ class Loop:
             "reset": self.cfg.reset, "method_facts": self.method.describe(),
             "updates": {"repetitions": sum(r["update"]["repetitions"] for r in records),
                         "skipped": sum(1 for r in records if r["update"]["skipped"])},
-            "seconds": {**seconds, "model_forward": self.timer.seconds},
+            "seconds": {**seconds, "model_forward": self.timer.seconds}, **raw_mt,
         }
 
 

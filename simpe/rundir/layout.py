@@ -43,6 +43,11 @@ def hyp_file(lang: str) -> str:
     return f"hyp.{lang}"
 
 
+def mt_file(lang: str) -> str:
+    """The raw MT output the references were post-edited from, one per line (datasets that carry it: autodesk)."""
+    return f"mt.{lang}"
+
+
 def group_name(dataset: str, split: str, model: str, segments: int | None) -> str:
     """The folder shared by runs on the same stream: ``<dataset>-<split>--<model>--<N>seg``."""
     return f"{dataset}-{split}--{model}--{segments if segments else 'all'}seg"

@@ -231,11 +231,13 @@ class RunDir:
         return path
 
     def finish(self, summary: dict[str, Any], records: list[dict[str, Any]], lang: str) -> None:
-        """Write the summary and the tokenised text files, drop the resume state, then DONE."""
+        """Write the summary and the text files (mt.<lang> when the records carry the raw MT), drop the resume state, then DONE."""
         self.write_json(layout.SUMMARY_FILE, summary)
         self.write_lines(layout.hyp_tok_file(lang), (r["hyp_tokens"] for r in records))
         self.write_lines(layout.ref_tok_file(lang), (r["ref_tokens"] for r in records))
         self.write_lines(layout.hyp_file(lang), (r["hypothesis"] for r in records))
+        if records and all("mt" in r for r in records):
+            self.write_lines(layout.mt_file(lang), (r["mt"] for r in records))
         shutil.rmtree(self.path / layout.STATE_DIR, ignore_errors=True)
         for handle in (self._segments, self._snapshots):
             handle.flush()

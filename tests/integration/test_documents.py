@@ -94,6 +94,10 @@ def test_simulate_autodesk_as_distributed_from_the_environment_folder(tmp_path: 
     assert [s["source"] for s in segments] == expected
     assert {s["doc_id"] for s in segments} == {stream_doc}
     assert segments[0]["mt"] == "-" and segments[0]["info"]["product"] == stream_doc.split("/")[0]
+    # the corpus's own MT beside simpe's figures: "-" against a 4-word post-edit is 1 substitution + 3 insertions
+    assert (run / "mt.de").read_text(encoding="utf-8").splitlines() == ["-"] * 20
+    raw_mt = json.loads((run / "summary.json").read_text())["raw_mt"]
+    assert raw_mt["hter"] == pytest.approx(100.0) and raw_mt["segments"] == 20
     manifest = json.loads((run / "data-manifest.json").read_text())
     assert manifest["splits"]["stream"]["documents"] == [{"id": stream_doc, "segments": 25}]
     assert manifest["choices"]["order"] == "file" and manifest["duplicates_dropped"] == 0
@@ -102,3 +106,20 @@ def test_simulate_autodesk_as_distributed_from_the_environment_folder(tmp_path: 
     done = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1
     assert "ISLRN 290-859-676-529-5" in done.stderr and "deu.mt.bz2" in done.stderr and "nowhere" in done.stderr
+
+
+@pytest.mark.slow
+def test_train_baseline_on_the_autodesk_train_split(tmp_path: Path, monkeypatch):
+    from simpe.train_demo import TrainConfig, split_pairs, train
+
+    _big_corpus(tmp_path / "autodesk")
+    monkeypatch.setenv("SIMPE_AUTODESK_DIR", str(tmp_path / "autodesk"))
+    cfg = TrainConfig(dataset="autodesk", out_dir=str(tmp_path / "model"), vocab_size=60, d_model=16, layers=1, heads=2,
+                      ffn_dim=32, batch_tokens=400, eval_every=5, eval_segments=10, patience=1, max_minutes=0.2,
+                      warmup_steps=5, threads=1)
+    train_src, _ = split_pairs(cfg, "train")
+    stream_src, _ = split_pairs(cfg, "stream")
+    assert len(train_src) == 200 and len(stream_src) == 25 and not set(train_src) & set(stream_src)
+    card = train(cfg)
+    assert card["train_pairs"] == 200 and (tmp_path / "model" / "model.safetensors").is_file()
+    assert load_model(tmp_path / "model", "cpu").name == "model"

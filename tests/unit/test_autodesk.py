@@ -138,3 +138,39 @@ def test_bad_choices_are_refused(tmp_path: Path):
     write_corpus(tmp_path, records)
     with pytest.raises(DataError, match=r"deu.mt.bz2: record 1 has creation date '13.11.2012', expected YYYY/MM/DD"):
         _load(tmp_path, order="date")
+
+
+def test_score_reports_the_raw_mt_distance_to_the_post_edit(tmp_path: Path, capsys):
+    from sacrebleu.metrics import TER
+
+    from simpe.cli import main
+
+    segs = _load(write_corpus(tmp_path, RECORDS[:2]).parent, "train", stream_fraction=0.0, dev_fraction=0.0)
+    (tmp_path / "mt.de").write_text("".join(s.mt + "\n" for s in segs), encoding="utf-8")
+    (tmp_path / "pe.de").write_text("".join(s.reference + "\n" for s in segs), encoding="utf-8")
+    # "Klicken OK." -> "Klicken Sie auf OK.": 2 insertions of 4 words; "Speichern die Datei." -> "Speichern Sie die Datei.":
+    # 1 of 4; corpus TER = 3 / 8 = 37.5, as sacreBLEU's own TER says
+    assert TER().corpus_score([s.mt for s in segs], [[s.reference for s in segs]]).score == pytest.approx(37.5)
+    assert main(["score", "-i", str(tmp_path / "pe.de"), "-r", str(tmp_path / "pe.de"), "--mt", str(tmp_path / "mt.de"),
+                 "--truecaser", "none", "--format", "json"]) == 0
+    import json
+
+    report = json.loads(capsys.readouterr().out)
+    assert report["raw_mt"]["hter"] == pytest.approx(37.5) and report["corpus"]["ter"] == 0.0
+    assert report["raw_mt"]["signature"].startswith("nrefs:1|case:lc|tok:tercom")
+    assert main(["score", "-i", str(tmp_path / "pe.de"), "-r", str(tmp_path / "pe.de"), "--mt", str(tmp_path / "mt.de"),
+                 "--truecaser", "none"]) == 0
+    assert "HTER (raw MT)   37.50  TER of the raw MT against the references" in capsys.readouterr().out
+
+
+def test_train_baseline_reads_the_train_and_dev_splits_of_the_dataset(tmp_path: Path, monkeypatch):
+    from simpe.cli import build_parser
+    from simpe.train_demo import TrainConfig, split_pairs
+
+    write_corpus(tmp_path)
+    monkeypatch.setenv("SIMPE_AUTODESK_DIR", str(tmp_path))
+    args = build_parser().parse_args(["train-baseline", "--dataset", "autodesk"])
+    cfg = TrainConfig(dataset=args.dataset)
+    assert split_pairs(cfg, "train")[0] == ["Click OK.", "Save the file.", "Save the file.", "Open the drawing.", "Close the window."]
+    assert split_pairs(cfg, "dev") == (["Undo the change.", "Redo the change."],
+                                       ["Machen Sie die Änderung rückgängig.", "Wiederholen Sie die Änderung."])
