@@ -349,6 +349,7 @@ def finalize(cfg: TrainConfig, model: Any, tokenizer: Any, state: dict[str, Any]
 def write_model_card(out: Path, card: dict[str, Any]) -> None:
     """Render ``model_card.json`` as the model folder's README.md."""
     cfg = card["config"]
+    data = cfg["data_dir"] if cfg.get("dataset", "libreoffice") == "libreoffice" else f"dataset {cfg['dataset']}"
     lines = [
         "# simpe demo model: Marian en->de on LibreOffice 7.4 help and UI",
         "",
@@ -357,7 +358,7 @@ def write_model_card(out: Path, card: dict[str, Any]) -> None:
         "`MarianMTModel.from_pretrained('models/demo-en-de')`.",
         "",
         f"- command: `{card['command']}`",
-        f"- data: `{cfg['data_dir'] if cfg.get('dataset', 'libreoffice') == 'libreoffice' else 'dataset ' + cfg['dataset']}` train split ({card['train_pairs']} pairs up to {cfg['max_len']} tokens); "
+        f"- data: `{data}` train split ({card['train_pairs']} pairs up to {cfg['max_len']} tokens); "
         f"sha256 train.en `{card['data']['train.en'][:16]}…`, train.de `{card['data']['train.de'][:16]}…`",
         f"- seed: {cfg['seed']}",
         f"- architecture: d_model {cfg['d_model']}, {cfg['layers']}+{cfg['layers']} layers, {cfg['heads']} heads, "
