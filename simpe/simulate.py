@@ -132,7 +132,7 @@ class Loop:
 
         return {"format": STORE_FORMAT, "method": self.cfg.method.name,
                 "method_params": json.dumps(self.cfg.method.params, sort_keys=True), "adapter": self.cfg.adapter,
-                "base_model": self.loaded.name, "base_model_path": str(self.cfg.model or self.loaded.path),
+                "base_model": self.loaded.name, "base_model_path": str(self.cfg.model or ""),  # "": the demo model
                 "dataset": self.cfg.data.name, "split": self.cfg.data.split, "segments": str(len(self.segments)),
                 "reset": self.cfg.reset, "decoder": self.cfg.decoder.name,
                 "decoder_params": json.dumps(self.cfg.decoder.params, sort_keys=True)}

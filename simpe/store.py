@@ -86,7 +86,7 @@ def apply_store(model: Any, model_name: str, path: Path) -> dict[str, str]:
     tensors, metadata = read_store(path)
     if metadata.get("base_model") != model_name:
         raise ModelError(f"{path} was made for base model {metadata.get('base_model')!r}, not {model_name!r}; "
-                         f"pass --model {metadata.get('base_model_path') or metadata.get('base_model')}")
+                         f"pass --model {metadata.get('base_model_path') or 'models/' + str(metadata.get('base_model'))}")
     method = METHODS.build(metadata["method"], **json.loads(metadata.get("method_params") or "{}"))
     method.load_store(model, tensors)
     logger.info("applied %s store %s: %d tensors", metadata["method"], path, len(tensors))

@@ -227,6 +227,9 @@ class RunDir:
         path = self.path / layout.STORE_FILE
         tmp = path.with_name(path.name + ".tmp")
         save_file(tensors, str(tmp), metadata=metadata)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # like every other file of the run (safetensors creates it private)
         tmp.replace(path)
         return path
 

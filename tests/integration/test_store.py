@@ -66,9 +66,18 @@ def test_store_of_a_30_segment_run(tmp_path: Path, adapter: str, one_torch_threa
     print(f"\n{adapter}: file {info['file_bytes']} bytes = store_bytes {info['reported_store_bytes']} + header {info['header_bytes']}")
 
 
-def test_store_applies_with_another_decoder_and_refuses_another_base_model(tmp_path: Path, one_torch_thread):
+def test_store_applies_with_another_decoder_and_refuses_another_base_model(tmp_path: Path, one_torch_thread, capsys):
+    from simpe.cli import main
+
     loop = _run(tmp_path, "bias", 2)
-    info = export_adapter(loop.path, tmp_path / "bias.safetensors")
+    assert main(["export-adapter", str(loop.path), "--out", str(tmp_path / "bias.safetensors")]) == 0
+    # the bias method's store: one (vocab,) float32 tensor
+    vocab = loop.model.lm_head.out_features
+    header = 8 + struct.unpack("<Q", (tmp_path / "bias.safetensors").read_bytes()[:8])[0]
+    assert capsys.readouterr().out == (f"wrote {tmp_path / 'bias.safetensors'}: bias store for demo-en-de, "
+                                       f"{4 * vocab + header} bytes = {4 * vocab} bytes of tensors (the run's store_bytes: "
+                                       f"{4 * vocab}) + {header} bytes of safetensors header\n")
+    info = {"path": str(tmp_path / "bias.safetensors")}
     greedy = DECODERS.build("greedy")
     greedy.bind(loop.tokenizer)
     sources = ["Choose Format - Cells.", "Click OK."]
@@ -84,3 +93,6 @@ def test_store_applies_with_another_decoder_and_refuses_another_base_model(tmp_p
     (tmp_path / "junk.safetensors").write_bytes(b"not a store")
     with pytest.raises(ConfigError, match="junk.safetensors is not a safetensors file"):
         read_store(tmp_path / "junk.safetensors")
+    assert main(["translate", "--adapter", str(tmp_path / "missing.safetensors"), "-i", str(src)]) == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (f"simpe: error: adapter file {tmp_path / 'missing.safetensors'} does not exist "
+                                               "(make one with `simpe export-adapter RUN --out FILE`)")
