@@ -31,7 +31,7 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP) ## create the repo's virtualenv (.venv) with torch 2.13.0 CPU and every dependency
 
-simulate: $(STAMP) $(MODEL)/fixed-selection.json ## run METHODS on the first SEGMENTS segments of DATASET (default: six methods, 500 libreoffice stream segments)
+simulate: $(STAMP) $(MODEL)/fixed-selection.json ## run METHODS on the first SEGMENTS segments of DATASET (default: six methods, 500 libreoffice stream segments; DATASET=autodesk reads $SIMPE_AUTODESK_DIR or data/autodesk/)
 	$(PY) -m simpe simulate --dataset $(DATASET) --split $(SPLIT) --model $(MODEL) --segments $(SEGMENTS) --method $(METHODS) $(ARGS)
 	@echo "runs: $(GROUP)/  ->  compare with: make compare DATASET=$(DATASET) SEGMENTS=$(SEGMENTS)  (table in $(GROUP)/compare/)"
 	@echo "                     plot with:    make plot DATASET=$(DATASET) SEGMENTS=$(SEGMENTS)     (figures in $(GROUP)/plots/)"

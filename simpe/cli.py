@@ -79,6 +79,7 @@ def _add_simulate(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--truecaser", help="truecaser model path, or 'none' (default: the one shipped with the model)")
     p.add_argument("--snapshot-every", type=int, help="ranking snapshot every N segments (default: 0 = off)")
     p.add_argument("--skip-empty", action="store_true", help="skip segments with an empty source or reference (counted warning) instead of failing")
+    p.add_argument("--reset", choices=["none", "document"], help="return to the base model at each document boundary (default: none)")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override any config key, e.g. --set update.lr=0.02 (repeatable)")
     p.add_argument("--config", type=Path, help="a resolved config.yaml of an earlier run: reproduce it")
@@ -92,7 +93,7 @@ def _add_simulate(sub: argparse._SubParsersAction) -> None:
 def _simulate_overrides(args: argparse.Namespace) -> list[str]:
     flags = {"data.name": args.dataset, "data.split": args.split, "model": args.model, "data.segments": args.segments,
              "device": args.device, "comet": args.comet, "metrics.truecaser": args.truecaser,
-             "snapshots.every": args.snapshot_every, "runs_dir": args.runs_dir}
+             "snapshots.every": args.snapshot_every, "runs_dir": args.runs_dir, "reset": args.reset}
     out = [f"{key}={value}" for key, value in flags.items() if value is not None]
     if args.skip_empty:
         out.append("data.skip_empty=true")
@@ -159,6 +160,8 @@ def _add_score(sub: argparse._SubParsersAction) -> None:
                                                                   "or only the pieces of content words")
     p.add_argument("--sbleu", choices=["nakov", "exp"], help="SBLEU smoothing (default: metrics.sbleu, nakov BLEU+1 as seed 002)")
     p.add_argument("--comet", metavar="MODEL", help="COMET hub id, model folder or model.ckpt (needs --src)")
+    p.add_argument("--mt", metavar="MT", help="the raw MT output the references were post-edited from (e.g. a run's mt.de on "
+                                              "the Autodesk corpus): also report its TER against the references (HTER-style)")
     p.add_argument("--comet-batch-size", type=int, default=16, metavar="N", help="(default: %(default)s)")
     p.add_argument("--device", default="cpu", help="COMET device: cpu, cuda, cuda:N (default: %(default)s)")
     p.add_argument("--format", choices=["table", "json"], default="table", help="(default: %(default)s)")
@@ -187,7 +190,7 @@ def _cmd_score(args: argparse.Namespace) -> None:
     report = score_files(args.input, args.refs, args.src, cfg=cfg, comet=args.comet,
                          comet_batch_size=args.comet_batch_size, device=args.device,
                          subword_model=args.subword_model, cumulative=args.cumulative,
-                         train_vocab=DATASETS.build("libreoffice").train_vocab(lang), doc_ids=args.ids)
+                         train_vocab=DATASETS.build("libreoffice").train_vocab(lang), doc_ids=args.ids, mt_path=args.mt)
     if args.format == "json":
         print(json.dumps(report, ensure_ascii=False, indent=1))
     else:
@@ -381,7 +384,57 @@ def _cmd_list(args: argparse.Namespace) -> None:
         print(f"{kind}: {', '.join(names)}")
 
 
-PARSER_BUILDERS = [_add_corpus, _add_train_baseline, _add_score, _add_simulate, _add_select_fixed, _add_compare, _add_plot, _add_rank, _add_list]
+# ---------------------------------------------------------------- per-user stores (store)
+def _add_export_adapter(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("export-adapter", help="write a run's final adapted state as a per-user store (safetensors)")
+    p.add_argument("run", type=Path, metavar="RUN", help="a complete run directory")
+    p.add_argument("--out", type=Path, help="the store file (default: ./<group>--<adapter>.safetensors)")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
+    p.set_defaults(func=_cmd_export_adapter)
+
+
+def _cmd_export_adapter(args: argparse.Namespace) -> None:
+    from simpe.store import export_adapter
+
+    info = export_adapter(args.run, args.out, overwrite=args.overwrite)
+    print(f"wrote {info['path']}: {info['method']} store for {info['base_model']}, {info['file_bytes']} bytes "
+          f"= {info['data_bytes']} bytes of tensors (the run's store_bytes: {info['reported_store_bytes']}) "
+          f"+ {info['header_bytes']} bytes of safetensors header")
+
+
+def _add_translate(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("translate", help="translate a file with a model, optionally with a per-user store applied")
+    p.add_argument("--model", help="model folder or hub id (default: the embedded demo model)")
+    p.add_argument("--adapter", type=Path, metavar="FILE", help="a per-user store written by export-adapter")
+    p.add_argument("--decoder", help="a registered decoder (default: decoder.name of adapters/defaults.yaml)")
+    p.add_argument("--set", dest="params", action="append", default=[], metavar="KEY=VALUE",
+                   help="a decoder parameter, e.g. --set beam_size=8 (repeatable; default: the defaults.yaml ones for its decoder)")
+    p.add_argument("-i", "--input", required=True, type=Path, metavar="SRC", help="source segments, one per line")
+    p.add_argument("-o", "--output", type=Path, help="write the translations here (default: standard output)")
+    p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
+    p.set_defaults(func=_cmd_translate)
+
+
+def _cmd_translate(args: argparse.Namespace) -> None:
+    from simpe.config import parse_override
+    from simpe.store import translate_file
+
+    params = None
+    if args.params:
+        params = {}
+        for text in args.params:
+            keys, value = parse_override(text)
+            params[".".join(keys)] = value
+    lines = translate_file(args.model, args.input, args.adapter, args.decoder, params, args.device)
+    text = "".join(line + "\n" for line in lines)
+    if args.output:
+        args.output.write_text(text, encoding="utf-8")
+    else:
+        sys.stdout.write(text)
+
+
+PARSER_BUILDERS = [_add_corpus, _add_train_baseline, _add_score, _add_simulate, _add_select_fixed, _add_compare, _add_plot, _add_rank,
+                   _add_list, _add_export_adapter, _add_translate]
 
 
 def build_parser() -> argparse.ArgumentParser:

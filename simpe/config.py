@@ -208,6 +208,7 @@ class RankingConfig:
 
 
 PROBES = ("dev", "stream")
+RESETS = ("none", "document")  # reset: when the adapted state returns to the base model
 
 
 @dataclass
@@ -240,6 +241,7 @@ class RunConfig:
     checkpoint_every: int
     comet: str | None  # COMET model scored at the end of the run
     runs_dir: str
+    reset: str  # none: adapt across the whole stream (seed 002); document: back to the base model at each document boundary
     method: MethodConfig
     update: UpdateConfig
     decoder: DecoderConfig
@@ -251,6 +253,8 @@ class RunConfig:
     def __post_init__(self) -> None:
         if self.checkpoint_every < 1:
             raise ConfigError(f"checkpoint_every must be >= 1, got {self.checkpoint_every}")
+        if self.reset not in RESETS:
+            raise ConfigError(f"unknown reset {self.reset!r}; known: {', '.join(RESETS)}")
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

@@ -88,6 +88,11 @@ class Registry(Generic[T]):
         """Check ``params`` for variant ``name`` without building it; return them converted."""
         return check_params(f"{self.kind} {name!r}", self.get(name), dict(params or {}))
 
+    def resolve(self, name: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        """``params`` checked and completed with the constructor's defaults: every parameter of variant ``name``."""
+        given = self.check(name, params)
+        return {key: given.get(key, p.default) for key, p in parameters(self.get(name)).items()}
+
     def build(self, name: str, **params: Any) -> T:
         """Build variant ``name`` from checked ``params``."""
         return self.get(name)(**self.check(name, params))

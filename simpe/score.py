@@ -139,16 +139,23 @@ def _encode_pieces(model_path: str, lines: Sequence[str]) -> list[list[str]]:
 def score_files(hyp_path: str | Path, ref_path: str | Path, src_path: str | Path | None = None, *,
                 cfg: MetricsConfig | None = None, comet: str | None = None, comet_batch_size: int = 16,
                 device: str = "cpu", subword_model: str | None = None, cumulative: bool = False,
-                train_vocab: str | Path | None = None, doc_ids: str | Path | None = None) -> dict[str, Any]:
+                train_vocab: str | Path | None = None, doc_ids: str | Path | None = None,
+                mt_path: str | Path | None = None) -> dict[str, Any]:
     """``score_lines`` on files (one segment per line); ``subword_model`` (a SentencePiece model) turns on the
-    subword variants (``all`` unless ``cfg.subword`` says ``content``)."""
+    subword variants (``all`` unless ``cfg.subword`` says ``content``).
+
+    ``mt_path``: the raw MT output the references were post-edited from (the Autodesk corpus's
+    field 2); adds ``report["raw_mt"]``, its TER against the references (HTER-style).
+    """
     hypotheses = read_lines(hyp_path, "hypotheses file", rstrip=True)
     references = read_lines(ref_path, "references file", rstrip=True)
     sources = read_lines(src_path, "sources file", rstrip=True) if src_path is not None else None
     docs = [line.partition("\t")[0] for line in read_lines(doc_ids, "document ids file", rstrip=True)] if doc_ids else None
+    raw_mt = read_lines(mt_path, "raw MT file", rstrip=True) if mt_path is not None else None
     _check_counts({str(hyp_path): hypotheses, str(ref_path): references,
                    **({str(src_path): sources} if sources is not None else {}),
-                   **({str(doc_ids): docs} if docs is not None else {})})
+                   **({str(doc_ids): docs} if docs is not None else {}),
+                   **({str(mt_path): raw_mt} if raw_mt is not None else {})})
     if not hypotheses:
         raise DataError(f"hypotheses file {str(hyp_path)!r} is empty")
     cfg = cfg or defaults("metrics")
@@ -164,8 +171,19 @@ def score_files(hyp_path: str | Path, ref_path: str | Path, src_path: str | Path
                          device=device, hyp_pieces=hyp_pieces, ref_pieces=ref_pieces, cumulative=cumulative,
                          train_vocab=train_vocab, spm_model=subword_model, doc_ids=docs)
     report["files"] = {"hypotheses": str(hyp_path), "references": str(ref_path),
-                       **({"sources": str(src_path)} if src_path is not None else {})}
+                       **({"sources": str(src_path)} if src_path is not None else {}),
+                       **({"raw_mt": str(mt_path)} if mt_path is not None else {})}
+    if raw_mt is not None:
+        report["raw_mt"] = raw_mt_distance(raw_mt, references)
     return report
+
+
+def raw_mt_distance(raw_mt: Sequence[str], post_edits: Sequence[str]) -> dict[str, Any]:
+    """HTER-style: the corpus TER (the metric stack's sacreBLEU TER) of the raw MT output against its post-edits."""
+    from simpe.metrics import METRICS
+
+    ter = METRICS.build("ter")
+    return {"hter": ter.corpus_score(list(raw_mt), list(post_edits)), "signature": ter.signature(), "segments": len(raw_mt)}
 
 
 # ---------------------------------------------------------------- rendering
@@ -192,6 +210,9 @@ def format_table(report: dict[str, Any]) -> str:
             rows.append((_label(name), _fmt(value), signatures.get(name, "")))
     width0 = max(len(r[0]) for r in rows)
     width1 = max(len(r[1]) for r in rows)
+    if "raw_mt" in report:
+        rows.append(("HTER (raw MT)", _fmt(report["raw_mt"]["hter"]), f"TER of the raw MT against the references; {report['raw_mt']['signature']}"))
+        width0, width1 = max(len(r[0]) for r in rows), max(len(r[1]) for r in rows)
     lines = [f"{a:<{width0}}  {b:>{width1}}  {c}".rstrip() for a, b, c in rows]
     lines.append(f"({report['segments']} segments; R values in % of reference content-word types)")
     for kind, signature in signatures.items():

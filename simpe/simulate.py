@@ -7,6 +7,11 @@ the model sees reference i. Every N segments a ranking snapshot may be taken on 
 probe set. Everything a user can get wrong (dataset, method, decoder, metric and ranking
 settings) is checked before the model is loaded; then the method is attached with the update
 settings and the decoder is bound to the tokenizer. ``simpe.rundir`` writes the files.
+With ``reset: document`` the adapted state returns to the base model's before the first
+segment of every document (a change of ``doc_id``), as adaptive translation servers work
+per project. At the end the run writes its final adapted state as the method's per-user
+store (``store.safetensors``; ``simpe export-adapter`` hands it out, ``simpe translate
+--adapter`` applies it).
 
 The loop sees methods, decoders and metrics only through their base classes.
 """
@@ -26,6 +31,7 @@ from simpe.datasets import DATASETS, Segment, stream_hash
 from simpe.decoders import DECODERS
 from simpe.errors import ConfigError, RunDirError
 from simpe.methods import METHODS
+from simpe.methods.base import STORE_FORMAT
 from simpe.metrics.online import OnlineScorer, metric_for
 from simpe.metrics.stopwords import load_stopwords
 from simpe.model import MAX_TOKENS, check_model, encode_pair, load_model, model_folder, model_name, resolve_device
@@ -40,7 +46,12 @@ logger = logging.getLogger(__name__)
 
 
 def load_stream(cfg: RunConfig) -> tuple[Any, list[Segment]]:
-    """The dataset and the first ``data.segments`` segments of its split (checked)."""
+    """The dataset and the first ``data.segments`` segments of its split (checked).
+
+    ``cfg.data.params`` is completed with the dataset's defaults, so the saved config.yaml
+    names every choice that made the stream.
+    """
+    cfg.data.params = DATASETS.resolve(cfg.data.name, cfg.data.params)
     dataset = DATASETS.build(cfg.data.name, **cfg.data.params)
     segments = dataset.load(cfg.data.split, cfg.data.skip_empty)
     if cfg.data.segments is not None:
@@ -139,6 +150,26 @@ class Loop:
         self.method.attach(self.model, self.loaded.path, cfg.update)
         self.decoder.bind(self.tokenizer)
         self.timer = ModelTimer(self.model)
+        # the base state a document boundary returns to (reset: document)
+        self.base_state = self.method.state_dict() if cfg.reset == "document" else None
+
+    def begin_segment(self, index: int) -> bool:
+        """Before segment ``index``: with ``reset: document``, at a document boundary return to the base state; True when it did."""
+        if self.base_state is None or index == 0 or self.segments[index].doc_id == self.segments[index - 1].doc_id:
+            return False
+        self.method.load_state_dict(self.base_state)
+        return True
+
+    def store_metadata(self) -> dict[str, str]:
+        """The per-user store's metadata: what made it and for which base model (safetensors metadata: strings)."""
+        import json
+
+        return {"format": STORE_FORMAT, "method": self.cfg.method.name,
+                "method_params": json.dumps(self.cfg.method.params, sort_keys=True), "adapter": self.cfg.adapter,
+                "base_model": self.loaded.name, "base_model_path": str(self.cfg.model or ""),  # "": the demo model
+                "dataset": self.cfg.data.name, "split": self.cfg.data.split, "segments": str(len(self.segments)),
+                "reset": self.cfg.reset, "decoder": self.cfg.decoder.name,
+                "decoder_params": json.dumps(self.cfg.decoder.params, sort_keys=True)}
 
     # ------------------------------------------------------------ one segment
     def pieces(self, ids: list[int]) -> list[str]:
@@ -154,6 +185,9 @@ class Loop:
         best = list(result.hypotheses[0].tokens) if result.hypotheses else []
         hypothesis = self.tokenizer.decode(best, skip_special_tokens=True)
         t1 = time.perf_counter()
+        extra = {"mt": seg.mt} if seg.mt is not None else {}
+        if seg.info:
+            extra["info"] = dict(seg.info)
         pieces = self.cfg.metrics.subword == "all"
         scored = self.scorer.add(hypothesis, seg.reference, self.pieces(best) if pieces else None,
                                  self.pieces(pair.labels[0].tolist()) if pieces else None, doc_id=seg.doc_id)
@@ -165,7 +199,7 @@ class Loop:
         backward = upd.pop("seconds_backward")
         record = {
             "index": index, "doc_id": seg.doc_id, "seg_id": seg.seg_id,
-            "source": seg.source, "reference": seg.reference, "hypothesis": hypothesis,
+            "source": seg.source, "reference": seg.reference, "hypothesis": hypothesis, **extra,
             "hyp_score": result.hypotheses[0].score if result.hypotheses else None,
             **scored, "update": upd,
             "seconds": {"translate": t1 - t0, "score": t2 - t1, "update": t3 - t2, "backward": backward},
@@ -209,6 +243,9 @@ class Loop:
             if start == 0:
                 rundir.write_config(cfg)
                 rundir.write_env({**environment(self.loaded.device), "stream_sha256": stream_hash(self.segments)})
+                manifest = self.dataset.manifest()
+                if manifest is not None:
+                    rundir.write_json(layout.MANIFEST_FILE, manifest)
             log.add_file(rundir.log_file)
             logger.info("run %s: method %s with %d trainable tensors (%d parameters), %d segments, decoder %s %s, device %s",
                         cfg.adapter, cfg.method.name, len(self.method.trainable()),
@@ -220,7 +257,10 @@ class Loop:
                 for index in range(start, len(self.segments)):
                     if stop_after is not None and index >= stop_after:
                         return self.path
+                    reset = self.begin_segment(index)
                     record = self.step(index, self.segments[index])
+                    if cfg.reset != "none":
+                        record["reset"] = reset
                     rundir.append_segment(record)
                     records.append(record)
                     done = index + 1
@@ -237,7 +277,8 @@ class Loop:
                     bar = None
                 if self.truncated:
                     logger.warning("%d segments were cut to %d tokens (records with a 'truncated' key)", self.truncated, MAX_TOKENS)
-                summary = self.summary(records)
+                store = rundir.write_store(self.method.export_store(), self.store_metadata())
+                summary = {**self.summary(records), "store_file_bytes": store.stat().st_size}
                 rundir.finish(summary, records, cfg.metrics.lang)
                 logger.info("%s: %s, %d adapted parameters (%.1f kB per user)", cfg.adapter, _running(summary["corpus"], full=True),
                             summary["adapted_parameters"], summary["store_bytes"] / 1000)
@@ -262,6 +303,11 @@ class Loop:
                 [r["source"] for r in records], [r["hypothesis"] for r in records], [r["reference"] for r in records])
             comet = sum(segment_comet) / len(segment_comet)
         seconds = {k: sum(r["seconds"][k] for r in records) for k in ("translate", "score", "update", "backward")}
+        raw_mt = {}
+        if records and all("mt" in r for r in records):  # HTER-style: how far the corpus's own MT was from the post-edits
+            ter = metric_for("ter")
+            raw_mt = {"raw_mt": {"hter": ter.corpus_score([r["mt"] for r in records], [r["reference"] for r in records]),
+                                 "signature": ter.signature(), "segments": len(records)}}
         return {
             "method": self.cfg.method.name, "adapter": self.cfg.adapter, "dataset": self.cfg.data.name,
             "split": self.cfg.data.split, "segments": len(records), "model": self.loaded.name,
@@ -269,10 +315,10 @@ class Loop:
             "corpus": {**corpus["corpus"], "comet": comet}, "signatures": corpus["signatures"],
             "segment_comet": segment_comet,
             "adapted_parameters": self.method.adapted_parameters(), "store_bytes": self.method.store_bytes(),
-            "method_facts": self.method.describe(),
+            "reset": self.cfg.reset, "method_facts": self.method.describe(),
             "updates": {"repetitions": sum(r["update"]["repetitions"] for r in records),
                         "skipped": sum(1 for r in records if r["update"]["skipped"])},
-            "seconds": {**seconds, "model_forward": self.timer.seconds},
+            "seconds": {**seconds, "model_forward": self.timer.seconds}, **raw_mt,
         }
 
 

@@ -1,7 +1,8 @@
 """Train the embedded demo model: joint SentencePiece, a small MarianMTModel, a truecaser.
 
 ``make baseline`` runs this on the LibreOffice train split with early stopping on dev
-and saves everything ``load_model`` needs with ``save_pretrained``, plus the Moses
+(``--dataset NAME`` takes the train, dev and stream splits of another registered dataset
+instead, e.g. ``autodesk``: its train split holds no document of the stream) and saves everything ``load_model`` needs with ``save_pretrained``, plus the Moses
 truecaser for the target language and a model card with the scores. It does not adapt
 or simulate anything; the model it writes is loaded exactly like a hub Marian model.
 """
@@ -31,6 +32,7 @@ SPECIALS = ("</s>", "<unk>")  # ids 0 and 1, as in the OPUS-MT vocabularies; <pa
 @dataclass
 class TrainConfig:
     data_dir: str = "data/libreoffice"
+    dataset: str = "libreoffice"  # libreoffice: the files in data_dir; another registered dataset: its train/dev/stream splits
     out_dir: str = "models/demo-en-de"
     vocab_size: int = 8000
     d_model: int = 256
@@ -56,6 +58,21 @@ def _read_lines(path: Path) -> list[str]:
     if not path.exists():
         raise DataError(f"missing {path}; run `make corpus` first")
     return read_lines(path, "corpus file")
+
+
+def split_pairs(cfg: TrainConfig, split: str) -> tuple[list[str], list[str]]:
+    """(sources, targets) of a split: ``data_dir/<split>.en|.de`` for libreoffice, else the dataset's split (empty pairs skipped)."""
+    if cfg.dataset == "libreoffice":
+        data = Path(cfg.data_dir)
+        return _read_lines(data / f"{split}.en"), _read_lines(data / f"{split}.de")
+    from simpe.datasets import DATASETS
+
+    segments = DATASETS.build(cfg.dataset).load(split, skip_empty=True)
+    return [s.source for s in segments], [s.reference for s in segments]
+
+
+def _sha256(lines: list[str]) -> str:
+    return hashlib.sha256("".join(line + "\n" for line in lines).encode("utf-8")).hexdigest()
 
 
 def train_sentencepiece(cfg: TrainConfig, texts: list[str], out: Path) -> None:
@@ -182,11 +199,10 @@ def train(cfg: TrainConfig, resume: bool = False) -> dict[str, Any]:
     device = resolve_device(cfg.device)
     random.seed(cfg.seed)
     torch.manual_seed(cfg.seed)
-    data = Path(cfg.data_dir)
     out = Path(cfg.out_dir)
     ckpt_dir = out / "checkpoints"
-    train_src, train_tgt = _read_lines(data / "train.en"), _read_lines(data / "train.de")
-    dev_src, dev_tgt = _read_lines(data / "dev.en"), _read_lines(data / "dev.de")
+    train_src, train_tgt = split_pairs(cfg, "train")
+    dev_src, dev_tgt = split_pairs(cfg, "dev")
 
     if not (resume and (out / "vocab.json").exists()):
         logger.info("training SentencePiece (%d pieces) on %d train pairs", cfg.vocab_size, len(train_src))
@@ -292,14 +308,15 @@ def finalize(cfg: TrainConfig, model: Any, tokenizer: Any, state: dict[str, Any]
     """Load the best checkpoint, save it with ``save_pretrained``, score it, write the model card."""
     import torch
 
-    data, out = Path(cfg.data_dir), Path(cfg.out_dir)
+    out = Path(cfg.out_dir)
     model.load_state_dict(torch.load(out / "checkpoints" / "best.pt", map_location=device))
     model.eval()
     model.config.dropout = 0.0
     model.save_pretrained(out, safe_serialization=True)
     tokenizer.save_pretrained(out)
-    dev_src, dev_tgt = _read_lines(data / "dev.en"), _read_lines(data / "dev.de")
-    stream_src, stream_tgt = _read_lines(data / "stream.en")[:1000], _read_lines(data / "stream.de")[:1000]
+    train_src, train_tgt = split_pairs(cfg, "train")
+    dev_src, dev_tgt = split_pairs(cfg, "dev")
+    stream_src, stream_tgt = (side[:1000] for side in split_pairs(cfg, "stream"))
     logger.info("scoring dev and the first %d stream segments with beam 5", len(stream_src))
     t0 = time.time()
     scores = {
@@ -309,7 +326,9 @@ def finalize(cfg: TrainConfig, model: Any, tokenizer: Any, state: dict[str, Any]
     card = {
         "command": " ".join(shlex.quote(a) for a in sys.argv),
         "config": asdict(cfg),
-        "data": {name: hashlib.sha256((data / name).read_bytes()).hexdigest() for name in ("train.en", "train.de", "dev.en", "dev.de")},
+        "data": ({name: hashlib.sha256((Path(cfg.data_dir) / name).read_bytes()).hexdigest() for name in ("train.en", "train.de", "dev.en", "dev.de")}
+                 if cfg.dataset == "libreoffice" else  # the dataset's splits as loaded, one segment per line
+                 {"train.en": _sha256(train_src), "train.de": _sha256(train_tgt), "dev.en": _sha256(dev_src), "dev.de": _sha256(dev_tgt)}),
         "train_pairs": n_pairs,
         "parameters": n_params,
         "best_step": state["best_step"],
@@ -330,6 +349,7 @@ def finalize(cfg: TrainConfig, model: Any, tokenizer: Any, state: dict[str, Any]
 def write_model_card(out: Path, card: dict[str, Any]) -> None:
     """Render ``model_card.json`` as the model folder's README.md."""
     cfg = card["config"]
+    data = cfg["data_dir"] if cfg.get("dataset", "libreoffice") == "libreoffice" else f"dataset {cfg['dataset']}"
     lines = [
         "# simpe demo model: Marian en->de on LibreOffice 7.4 help and UI",
         "",
@@ -338,7 +358,7 @@ def write_model_card(out: Path, card: dict[str, Any]) -> None:
         "`MarianMTModel.from_pretrained('models/demo-en-de')`.",
         "",
         f"- command: `{card['command']}`",
-        f"- data: `{cfg['data_dir']}` train split ({card['train_pairs']} pairs up to {cfg['max_len']} tokens); "
+        f"- data: `{data}` train split ({card['train_pairs']} pairs up to {cfg['max_len']} tokens); "
         f"sha256 train.en `{card['data']['train.en'][:16]}…`, train.de `{card['data']['train.de'][:16]}…`",
         f"- seed: {cfg['seed']}",
         f"- architecture: d_model {cfg['d_model']}, {cfg['layers']}+{cfg['layers']} layers, {cfg['heads']} heads, "

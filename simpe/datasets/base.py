@@ -12,8 +12,9 @@ from __future__ import annotations
 import hashlib
 import logging
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from simpe.errors import DataError
 from simpe.registry import Registry
@@ -24,12 +25,18 @@ logger = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class Segment:
-    """One aligned (source, reference) pair in stream order."""
+    """One aligned (source, reference) pair in stream order.
+
+    ``mt``: the raw MT (or TM) output the post-edit was made from, when the corpus has it;
+    ``info``: further facts of the segment (Autodesk: product, release, type, date, origin).
+    """
 
     doc_id: str
     seg_id: str
     source: str
     reference: str
+    mt: str | None = None
+    info: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
 
 
 class Dataset(ABC):
@@ -57,6 +64,10 @@ class Dataset(ABC):
         if split not in self.splits:
             raise DataError(f"unknown split {split!r} of dataset {self.name}; known: {', '.join(self.splits)}")
         return check_segments(self._load(split), f"{self.name}:{split}", skip_empty)
+
+    def manifest(self) -> dict[str, Any] | None:
+        """How the loaded splits were made (files, choices, counts), for the run's data-manifest.json; None: nothing to add."""
+        return None
 
 
 DATASETS: Registry[Dataset] = Registry("dataset")

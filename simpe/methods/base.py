@@ -3,7 +3,10 @@
 A method decides which parameters the online update may change (its trainable set),
 may add parameters of its own (the ``bias`` term), may post-process parameters after
 each update (``lasso``'s proximal step and budget projection), and says what a compact
-per-user store of the adapted state holds and how many bytes it takes. The update
+per-user store of the adapted state holds and how many bytes it takes, and writes and
+applies that store (``export_store`` / ``load_store``: the tensors of a safetensors file,
+dense trainable tensors by default, embedding rows with their indices where a method keeps
+rows). The update
 itself (SGD, clipping, repetitions) is shared: ``simpe.update``, and its settings reach a
 method through ``attach`` (``lasso``'s proximal step uses the update's learning rate).
 
@@ -19,12 +22,15 @@ from typing import Any
 import torch
 
 from simpe.config import UpdateConfig
+from simpe.errors import ModelError
 from simpe.registry import Registry
 
 # Parameters that are never adapted: Marian's sinusoidal position tables are fixed, not learned.
 FROZEN_PARAMETER_MARKERS = ("embed_positions",)
 EMBEDDING_PARAMETER = "model.shared.weight"  # the tied source/target/output embedding of Marian
 INDEX_BYTES = 4  # an int32 row index in a sparse per-user store
+STORE_FORMAT = "simpe-store/1"  # the "format" metadata of a per-user store file (simpe.store)
+ROWS_SUFFIX, INDICES_SUFFIX = ":rows", ":indices"  # store keys of the kept rows of a matrix and their int32 indices
 
 
 def base_parameters(model: Any) -> dict[str, torch.nn.Parameter]:
@@ -82,6 +88,42 @@ class Method(ABC):
         """Bytes of a compact per-user store of the adapted values (dense tensors at their dtype)."""
         return sum(p.numel() * p.element_size() for p in self._trainable.values())
 
+    def export_store(self) -> dict[str, torch.Tensor]:
+        """The per-user store: name -> CPU tensor, ``store_bytes()`` bytes of data in all.
+
+        By default the trainable tensors, dense. A method that keeps rows of a matrix stores
+        them as ``rows_entry`` does (``NAME:rows`` and ``NAME:indices``); ``load_store``
+        applies either kind.
+        """
+        return {name: p.detach().cpu().contiguous() for name, p in self._trainable.items()}
+
+    def load_store(self, model: Any, tensors: dict[str, torch.Tensor]) -> None:
+        """Apply a store made by ``export_store`` to a freshly loaded base ``model`` (no ``attach`` needed).
+
+        Dense entries replace the parameter of that name; ``NAME:rows`` + ``NAME:indices``
+        replace those rows of ``NAME``. A method that adds parameters of its own (``bias``)
+        adds them first, then calls this.
+        """
+        with torch.no_grad():
+            for key, value in tensors.items():
+                if key.endswith(INDICES_SUFFIX):
+                    continue
+                name = key.removesuffix(ROWS_SUFFIX)
+                try:
+                    param = model.get_parameter(name)
+                except AttributeError:
+                    raise ModelError(f"the store holds {name!r}, which this model lacks; was it made for another base model?") from None
+                if key.endswith(ROWS_SUFFIX):
+                    indices = tensors[name + INDICES_SUFFIX].long().to(param.device)  # (rows,)
+                    if value.dim() != 2 or value.size(1) != param.size(1) or value.size(0) != indices.numel():
+                        raise ModelError(f"the store's rows of {name} have shape {tuple(value.shape)}; the model's matrix is {tuple(param.shape)}")
+                    param[indices] = value.to(param.device, param.dtype)
+                elif value.shape != param.shape:
+                    raise ModelError(f"the store's {name} has shape {tuple(value.shape)}, the model's {tuple(param.shape)}; "
+                                     "was it made for another base model?")
+                else:
+                    param.copy_(value.to(param.device, param.dtype))
+
     def describe(self) -> dict[str, Any]:
         """Facts for the run summary and log (trainable tensors, counts)."""
         return {"trainable_tensors": len(self._trainable), "trainable_parameters": sum(p.numel() for p in self._trainable.values())}
@@ -95,6 +137,13 @@ class Method(ABC):
         with torch.no_grad():
             for name, value in state.items():
                 self._trainable[name].copy_(value)
+
+
+def rows_entry(name: str, weight: torch.Tensor, indices: torch.Tensor) -> dict[str, torch.Tensor]:
+    """Store entries of the rows ``indices`` of matrix ``name``: the rows and their int32 indices."""
+    indices = indices.flatten().cpu()  # (rows,)
+    return {name + ROWS_SUFFIX: weight.detach()[indices.to(weight.device)].cpu().contiguous(),  # (rows, dim)
+            name + INDICES_SUFFIX: indices.to(torch.int32).contiguous()}
 
 
 METHODS: Registry[Method] = Registry("method")

@@ -32,3 +32,7 @@ class BiasMethod(Method):
 
     def select(self, model, model_dir):
         return {OUTPUT_BIAS: attach_output_bias(model)}
+
+    def load_store(self, model, tensors):
+        attach_output_bias(model)
+        super().load_store(model, tensors)

@@ -17,7 +17,7 @@ from typing import Any
 import torch
 
 from simpe.errors import ConfigError
-from simpe.methods.base import INDEX_BYTES, METHODS, Method, base_parameters, is_embedding
+from simpe.methods.base import INDEX_BYTES, METHODS, Method, base_parameters, is_embedding, rows_entry
 from simpe.methods.bias import OUTPUT_BIAS, attach_output_bias
 
 
@@ -110,6 +110,19 @@ class LassoMethod(Method):
         itemsize = self._trainable[OUTPUT_BIAS].element_size()
         rows = sum(len(r) for r in self.kept_rows.values())
         return self.adapted_parameters() * itemsize + rows * INDEX_BYTES
+
+    def export_store(self) -> dict[str, torch.Tensor]:
+        """The kept tensors (dense), the kept embedding rows with their int32 indices, and the second bias."""
+        store = {n: self.tensors[n].detach().cpu().contiguous() for n in self.kept_tensors}
+        for name, rows in self.kept_rows.items():
+            if len(rows):
+                store.update(rows_entry(name, self.embeddings[name], rows))
+        store[OUTPUT_BIAS] = self._trainable[OUTPUT_BIAS].detach().cpu().contiguous()
+        return store
+
+    def load_store(self, model, tensors):
+        attach_output_bias(model)
+        super().load_store(model, tensors)
 
     def describe(self) -> dict[str, Any]:
         return {"trainable_tensors": len(self._trainable), "kept_tensors": list(self.kept_tensors),

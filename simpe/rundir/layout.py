@@ -19,6 +19,8 @@ STATE_DIR = "state"
 CHECKPOINT_FILE = "checkpoint.pt"  # inside STATE_DIR
 LOCK_FILE = ".lock"
 DONE_FILE = "DONE"
+STORE_FILE = "store.safetensors"  # the run's final adapted state: the per-user store (simpe export-adapter copies it)
+MANIFEST_FILE = "data-manifest.json"  # how the dataset's splits were made (files, choices, counts), when it says
 COMPARE_DIR = "compare"  # inside a group folder
 PLOTS_DIR = "plots"  # inside a group folder
 RANK_RECORDS_FILE = "records.jsonl"  # simpe rank's outputs
@@ -39,6 +41,11 @@ def ref_tok_file(lang: str) -> str:
 def hyp_file(lang: str) -> str:
     """Detokenised hypotheses, one per line."""
     return f"hyp.{lang}"
+
+
+def mt_file(lang: str) -> str:
+    """The raw MT output the references were post-edited from, one per line (datasets that carry it: autodesk)."""
+    return f"mt.{lang}"
 
 
 def group_name(dataset: str, split: str, model: str, segments: int | None) -> str:

@@ -18,7 +18,7 @@ from typing import Any, Iterable
 import yaml
 
 from simpe.errors import RunDirError
-from simpe.rundir.layout import CONFIG_FILE, DONE_FILE, ENV_FILE, LOCK_FILE, SEGMENTS_FILE, SNAPSHOTS_FILE, SUMMARY_FILE, is_run_dir
+from simpe.rundir.layout import CONFIG_FILE, DONE_FILE, ENV_FILE, LOCK_FILE, SEGMENTS_FILE, SNAPSHOTS_FILE, STORE_FILE, SUMMARY_FILE, is_run_dir
 
 logger = logging.getLogger(__name__)
 
@@ -202,6 +202,14 @@ def find_runs(group_dir: Path) -> list[Path]:
     if not found:
         raise RunDirError(f"{group_dir} holds no run directories (subfolders with {SEGMENTS_FILE})")
     return found
+
+
+def run_store(path: Path) -> Path:
+    """The per-user store file of a complete run (its final adapted state); RunDirError when it has none."""
+    store = Path(path) / STORE_FILE
+    if not store.is_file():
+        raise RunDirError(f"run {path} has no {STORE_FILE} (runs made before simpe wrote per-user stores have none; run it again)")
+    return store
 
 
 def load_run(path: Path, allow_incomplete: bool = False) -> Run:

@@ -121,6 +121,20 @@ def write_text_atomic(path: Path, text: str) -> None:
         raise write_error(path, err) from None
 
 
+def write_bytes_atomic(path: Path, data: bytes) -> None:
+    """``write_text_atomic`` for bytes."""
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        with open_file(tmp, "wb") as handle:  # unbuffered: write until every byte is out
+            view = memoryview(data)
+            while view:
+                view = view[handle.write(view):]
+        tmp.replace(path)
+    except OSError as err:
+        tmp.unlink(missing_ok=True)
+        raise write_error(path, err) from None
+
+
 def check_writable(path: Path) -> None:
     """Refuse (RunDirError) when folder ``path`` cannot be created and written; leaves nothing behind.
 
@@ -371,8 +385,17 @@ class RunDir:
     def write_lines(self, name: str, lines: Iterable[str]) -> None:
         write_text_atomic(self.path / name, "".join(line + "\n" for line in lines))
 
+    def write_store(self, tensors: dict[str, Any], metadata: dict[str, str]) -> Path:
+        """Write the per-user store (safetensors: ``tensors`` and string ``metadata``) atomically; return its path."""
+        from safetensors.torch import save
+
+        path = self.path / layout.STORE_FILE
+        write_bytes_atomic(path, save(tensors, metadata=metadata))
+        return path
+
     def finish(self, summary: dict[str, Any], records: list[dict[str, Any]], lang: str) -> None:
-        """Check that the logs read back as ``records``, write the summary and the text files, then DONE; drop the resume state."""
+        """Check that the logs read back as ``records``, write the summary and the text files (mt.<lang> when the
+        records carry the raw MT), then DONE; drop the resume state."""
         for handle in (self._segments, self._snapshots):
             try:
                 os.fsync(handle.fileno())
@@ -386,6 +409,8 @@ class RunDir:
         self.write_lines(layout.hyp_tok_file(lang), (r["hyp_tokens"] for r in records))
         self.write_lines(layout.ref_tok_file(lang), (r["ref_tokens"] for r in records))
         self.write_lines(layout.hyp_file(lang), (r["hypothesis"] for r in records))
+        if records and all("mt" in r for r in records):
+            self.write_lines(layout.mt_file(lang), (r["mt"] for r in records))
         write_text_atomic(self.path / layout.DONE_FILE, "complete\n")
         shutil.rmtree(self.path / layout.STATE_DIR, ignore_errors=True)
 

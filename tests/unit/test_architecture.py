@@ -10,7 +10,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "simpe"
 FLOOR = {"config", "registry", "values", "paths", "textfile", "errors"}
 NEVER = {
     **{part: {"datasets", "decoders", "methods", "metrics", "model", "ranking", "report", "rundir", "simulate", "cli",
-              "update", "score", "select_fixed", "train_demo", "corpus"} for part in FLOOR},
+              "update", "score", "select_fixed", "train_demo", "corpus", "store"} for part in FLOOR},
     "metrics": {"model", "decoders", "methods", "rundir", "simulate", "cli"},
     "methods": {"decoders", "metrics", "rundir", "simulate", "cli"},
     "decoders": {"methods", "rundir", "simulate", "cli"},

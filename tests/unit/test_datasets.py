@@ -98,7 +98,7 @@ def test_autodesk_absent_says_what_to_download_and_where(tmp_path: Path, monkeyp
     with pytest.raises(DataError, match=r"Autodesk corpus is not at .*autodesk: download the 'Autodesk Post-Editing Data'.*SIMPE_AUTODESK_DIR"):
         DATASETS.build("autodesk").load()
     (tmp_path / "autodesk").mkdir()
-    with pytest.raises(DataError, match="no .tmx or .tsv file in"):
+    with pytest.raises(DataError, match="no deu.mt.bz2, deu.mt, .tmx or .tsv file in"):
         DATASETS.build("autodesk").load()
     _write(tmp_path / "autodesk" / "en-de.tmx", TMX)
     assert len(DATASETS.build("autodesk").load()) == 2

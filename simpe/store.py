@@ -1,0 +1,136 @@
+"""Per-user stores as files: ``simpe export-adapter`` and ``simpe translate [--adapter FILE]``.
+
+A store is a safetensors file: the tensors a method's ``export_store`` returns (dense
+adapted tensors; ``NAME:rows`` + ``NAME:indices`` for kept embedding rows; the ``bias``
+method's second output bias as ``simpe_output_bias``) and string metadata naming the
+format, the method and its parameters, the base model and the run that made it. A run
+writes its final adapted state as its store (``store.safetensors`` in the run folder);
+``export_adapter`` checks it against the run's summary and copies it out; ``apply_store``
+builds the named method and lets it apply the store to a freshly loaded base model
+(``Method.load_store``), so ``translate`` reproduces the adapted model's outputs at the
+end of the run with any decoder. The file's size is the store bytes the run reports plus
+the safetensors header (8 bytes of header length and a JSON header naming every tensor
+and the metadata).
+"""
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+from pathlib import Path
+from typing import Any
+
+from simpe.errors import ConfigError, ModelError, RunDirError
+from simpe.methods.base import STORE_FORMAT
+
+logger = logging.getLogger(__name__)
+
+
+def read_store(path: Path) -> tuple[dict[str, Any], dict[str, str]]:
+    """The tensors (name -> CPU tensor) and metadata of a store file; one-line errors for anything else."""
+    from safetensors import SafetensorError
+    from safetensors.torch import load_file, safe_open
+
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"adapter file {path} does not exist (make one with `simpe export-adapter RUN --out FILE`)")
+    try:
+        with safe_open(str(path), framework="pt") as handle:
+            metadata = handle.metadata() or {}
+        tensors = load_file(str(path))
+    except (SafetensorError, OSError, ValueError) as err:
+        raise ConfigError(f"{path} is not a safetensors file ({str(err).splitlines()[0]})") from None
+    if metadata.get("format") != STORE_FORMAT:
+        raise ConfigError(f"{path} is not a simpe per-user store (metadata format {metadata.get('format')!r}, expected {STORE_FORMAT!r})")
+    return tensors, metadata
+
+
+def store_sizes(path: Path, tensors: dict[str, Any]) -> dict[str, int]:
+    """``file_bytes``, ``data_bytes`` (the tensors) and ``header_bytes`` (the rest: length prefix + JSON header)."""
+    file_bytes = Path(path).stat().st_size
+    data_bytes = sum(t.numel() * t.element_size() for t in tensors.values())
+    return {"file_bytes": file_bytes, "data_bytes": data_bytes, "header_bytes": file_bytes - data_bytes}
+
+
+def export_adapter(run: Path, out: Path | None = None, overwrite: bool = False) -> dict[str, Any]:
+    """Copy a complete run's store to ``out`` and report its sizes.
+
+    ``out`` defaults to ``<group>--<adapter>.safetensors`` in the current folder (a file to ship, outside runs/).
+
+    Returns ``{"path", "method", "base_model", "file_bytes", "data_bytes", "header_bytes", "reported_store_bytes"}``.
+    """
+    from simpe.rundir.reader import load_run, run_store
+
+    record = load_run(Path(run))
+    source = run_store(record.path)
+    target = Path(out) if out is not None else Path(f"{record.path.parent.name}--{record.path.name}.safetensors")
+    if target.exists() and not overwrite:
+        raise ConfigError(f"{target} exists; pass --overwrite to replace it")
+    tensors, metadata = read_store(source)
+    sizes = store_sizes(source, tensors)
+    reported = record.summary.get("store_bytes")
+    if reported is not None and reported != sizes["data_bytes"]:
+        raise RunDirError(f"{source} holds {sizes['data_bytes']} bytes of tensors but the run reports store_bytes {reported}")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(target.name + ".tmp")
+    shutil.copyfile(source, tmp)
+    tmp.replace(target)
+    return {"path": str(target), "method": metadata["method"], "base_model": metadata["base_model"], **sizes,
+            "reported_store_bytes": reported}
+
+
+def apply_store(model: Any, model_name: str, path: Path) -> dict[str, str]:
+    """Apply the store at ``path`` to the freshly loaded base ``model`` (named ``model_name``); return its metadata."""
+    from simpe.methods import METHODS
+
+    tensors, metadata = read_store(path)
+    if metadata.get("base_model") != model_name:
+        raise ModelError(f"{path} was made for base model {metadata.get('base_model')!r}, not {model_name!r}; "
+                         f"pass --model {metadata.get('base_model_path') or 'models/' + str(metadata.get('base_model'))}")
+    method = METHODS.build(metadata["method"], **json.loads(metadata.get("method_params") or "{}"))
+    method.load_store(model, tensors)
+    logger.info("applied %s store %s: %d tensors", metadata["method"], path, len(tensors))
+    return metadata
+
+
+def translate_lines(model: Any, tokenizer: Any, decoder: Any, sources: list[str], device: Any) -> list[str]:
+    """Translate ``sources`` one by one with ``decoder`` (the loop's way: segment i decodes with index i)."""
+    import torch
+
+    from simpe.model import encode_source
+
+    model.eval()
+    out = []
+    with torch.inference_mode():
+        for index, source in enumerate(sources):
+            result = decoder.decode(model, encode_source(tokenizer, source, device), index=index, source=source)
+            best = list(result.hypotheses[0].tokens) if result.hypotheses else []
+            out.append(tokenizer.decode(best, skip_special_tokens=True))
+    return out
+
+
+def translate_file(model_id: str | None, source: Path, adapter: Path | None = None, decoder: str | None = None,
+                   decoder_params: dict[str, Any] | None = None, device: str = "auto") -> list[str]:
+    """``simpe translate``: every line of ``source`` with the base model, or with the per-user store ``adapter`` applied.
+
+    Args:
+        decoder: a registered decoder (default: the decoder section of adapters/defaults.yaml);
+            decoder_params: its parameters (default: those of defaults.yaml when the names match, else none).
+    """
+    from simpe.config import defaults
+    from simpe.decoders import DECODERS
+    from simpe.model import load_model
+    from simpe.textfile import read_lines
+
+    base = defaults("decoder")
+    name = decoder or base.name
+    params = decoder_params if decoder_params is not None else (base.params if name == base.name else {})
+    built = DECODERS.build(name, **params)  # checked before the model loads
+    sources = read_lines(Path(source), "source file")
+    if adapter is not None:
+        read_store(Path(adapter))  # refuse a bad file before the model loads
+    loaded = load_model(model_id, device)
+    if adapter is not None:
+        apply_store(loaded.model, loaded.name, Path(adapter))
+    built.bind(loaded.tokenizer)
+    return translate_lines(loaded.model, loaded.tokenizer, built, sources, loaded.device)
