@@ -77,7 +77,7 @@ def _add_simulate(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--device", choices=["auto", "cpu", "cuda"], help="where to run (default: auto)")
     p.add_argument("--comet", help="COMET model (hub id or checkpoint path) scored at the end of each run")
     p.add_argument("--truecaser", help="truecaser model path, or 'none' (default: the one shipped with the model)")
-    p.add_argument("--snapshot-every", type=int, help="ranking snapshot every N segments (default: 0 = off)")
+    p.add_argument("--snapshot-every", type=int, help="ranking snapshot every N segments; 0 = off (default: snapshots.every of adapters/defaults.yaml)")
     p.add_argument("--skip-empty", action="store_true", help="skip segments with an empty source or reference (counted warning) instead of failing")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override any config key, e.g. --set update.lr=0.02 (repeatable)")
