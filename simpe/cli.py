@@ -362,6 +362,28 @@ def _cmd_plot(args: argparse.Namespace) -> None:
         print(f"wrote {path}")
 
 
+def _add_report(sub: argparse._SubParsersAction) -> None:
+    from simpe.report.stats import DEFAULT_RESAMPLES, DEFAULT_SEED
+
+    p = sub.add_parser("report", help="one self-contained HTML page of a run group: table, figures, snapshots, segment browser")
+    _add_run_group_args(p, "output folder for report.html (default: the group folder)")
+    p.add_argument("--seed", type=int, default=DEFAULT_SEED, help="bootstrap seed (default: %(default)s)")
+    p.add_argument("--bootstrap", type=int, default=DEFAULT_RESAMPLES, metavar="N", help="bootstrap resamples (default: %(default)s)")
+    p.set_defaults(func=_cmd_report)
+
+
+def _cmd_report(args: argparse.Namespace) -> None:
+    from simpe.errors import ConfigError
+    from simpe.report.html import write_report
+    from simpe.rundir.reader import load_group
+
+    if args.bootstrap < 1:
+        raise ConfigError(f"--bootstrap must be at least 1, got {args.bootstrap}")
+    group = load_group(args.runs, allow_incomplete=args.allow_incomplete)
+    path = write_report(group, args.out, seed=args.seed, num_resamples=args.bootstrap)
+    print(f"wrote {path}  (open it in a browser: file://{path.resolve()})")
+
+
 def _add_list(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("list", help="list every registry: datasets, methods, adapters, decoders, metrics, utilities")
     p.set_defaults(func=_cmd_list)
@@ -381,7 +403,7 @@ def _cmd_list(args: argparse.Namespace) -> None:
         print(f"{kind}: {', '.join(names)}")
 
 
-PARSER_BUILDERS = [_add_corpus, _add_train_baseline, _add_score, _add_simulate, _add_select_fixed, _add_compare, _add_plot, _add_rank, _add_list]
+PARSER_BUILDERS = [_add_corpus, _add_train_baseline, _add_score, _add_simulate, _add_select_fixed, _add_compare, _add_plot, _add_report, _add_rank, _add_list]
 
 
 def build_parser() -> argparse.ArgumentParser:
