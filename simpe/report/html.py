@@ -145,7 +145,7 @@ def _png(paths: list[Path]) -> str | None:
 def _table_html(data: dict[str, Any]) -> str:
     table = data["table"]
     head = "".join(f"<th>{html.escape(c['label'])}{' ↑' if c['higher_is_better'] else ' ↓'}</th>" for c in table["columns"])
-    lines = [f"<table id='methods'><thead><tr><th>method</th>{head}<th>adapted parameters</th><th>per-user store</th>"
+    lines = [f"<div class='tablebox'><table id='methods'><thead><tr><th>method</th>{head}<th>adapted parameters</th><th>per-user store</th>"
              "</tr></thead><tbody>"]
     for row in table["rows"]:
         cells = []
@@ -158,13 +158,13 @@ def _table_html(data: dict[str, Any]) -> str:
             else:
                 delta, p = row["deltas"].get(key), row["p"].get(key)
                 mark = SIGNIFICANT_MARK if p is not None and p < SIGNIFICANCE_LEVEL else ""
-                text = f"{value:.{dec}f} <span class='delta'>({delta:+.{dec}f}{mark}"
+                text = f"{value:.{dec}f}<br><span class='delta'>({delta:+.{dec}f}{mark}"
                 text += f", p={p:.3f})</span>" if p is not None else ")</span>"
             cells.append(f"<td{best}>{text}</td>")
         params = "–" if row["adapted_parameters"] is None else f"{row['adapted_parameters']:,}"
         store = "–" if row["store_bytes"] is None else f"{row['store_bytes'] / 1000:,.1f} kB"
         lines.append(f"<tr><th>{html.escape(row['label'])}</th>{''.join(cells)}<td>{params}</td><td>{store}</td></tr>")
-    lines.append("</tbody></table>")
+    lines.append("</tbody></table></div>")
     sigs = "".join(f"<li><b>{html.escape(k)}</b>: <code>{html.escape(v)}</code></li>" for k, v in table["signatures"].items())
     notes = "".join(f"<li>{html.escape(n)}</li>" for n in table["notes"])
     lines.append(f"<p class='small'>Baseline in absolute figures; each method absolute, with its difference to the "

@@ -12,8 +12,8 @@ PAGE = """<!DOCTYPE html>
 body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:0 auto;max-width:1250px;padding:0 18px 40px;color:#222}
 h1{font-size:1.45em;margin:18px 0 2px} h2{font-size:1.15em;margin:26px 0 8px;border-bottom:1px solid #ddd}
 .small{font-size:.85em;color:#555} .warn{color:#a40}
-table#methods{border-collapse:collapse;font-size:.9em} #methods th,#methods td{padding:4px 8px;white-space:nowrap;border-bottom:1px solid #e4e4e4;text-align:right}
-#methods th:first-child{text-align:left} #methods .best{font-weight:bold} .delta{color:#666;font-size:.88em}
+table#methods{border-collapse:collapse;font-size:.9em} #methods th,#methods td{padding:4px 8px;border-bottom:1px solid #e4e4e4;text-align:right}
+#methods th:first-child{text-align:left} #methods .best{font-weight:bold} .delta{color:#666;font-size:.8em;white-space:nowrap} .tablebox{overflow-x:auto}
 img{max-width:100%} code{font-size:.85em}
 #controls{position:sticky;top:0;background:#fafafa;border:1px solid #ddd;padding:8px;display:flex;flex-wrap:wrap;gap:10px;align-items:center;z-index:2}
 #controls label{font-size:.88em}
