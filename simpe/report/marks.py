@@ -3,9 +3,10 @@
 The R metrics (``simpe.metrics.recall``) count types per segment; a reader of a report wants
 the words behind the counts. This module replays a group's stream through the metric
 stack's own pieces: the content-word filter (``simpe.metrics.text.ContentWords`` with the
-run's stopword list) on the logged ``ref_tokens`` / ``hyp_tokens``, and a
+run's stopword list, case rule and token filter) on the logged ``ref_tokens`` / ``hyp_tokens``, and a
 ``RecallCounter``, whose ``occurrences`` before ``add`` give each reference type's
-occurrence number (1 = R0, 2 = R1) and whose ``add`` gives the [hits, types] the loop
+occurrence number (1 = R0, 2 = R1; restarted per document under ``metrics.scope:
+document``) and whose ``add`` gives the [hits, types] the loop
 logged, so the marks can be checked against the records (``mismatches``).
 
 It also finds what a method repeats after a correction: a content word that a method's
@@ -19,9 +20,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from simpe.config import MetricsConfig, defaults
 from simpe.metrics.recall import RecallCounter
 from simpe.metrics.stopwords import load_stopwords
-from simpe.metrics.text import ContentWords
+from simpe.metrics.text import ContentWords, split_tokens
 from simpe.rundir.reader import Run, RunGroup
 
 # one character per token: what the page colours
@@ -56,21 +58,35 @@ class GroupMarks:
     mismatches: dict[str, list[int]]  # run name -> segment indices whose logged r0/r1 [num, den] differ
 
 
-def content_filter(run: Run) -> ContentWords:
-    """The content-word filter of the run's metric settings (config ``metrics.stopwords``, default ``de``)."""
-    spec = ((run.config.get("metrics") or {}).get("stopwords")) or "de"
-    return ContentWords(load_stopwords(spec))
+MARK_SETTINGS = ("stopwords", "stopword_case", "token_filter", "scope")  # the metric settings the marks follow
+
+
+def metric_settings(run: Run) -> MetricsConfig:
+    """The run's ``metrics`` settings that decide content words and occurrences (adapters/defaults.yaml for the rest)."""
+    logged = run.config.get("metrics") or {}
+    return defaults("metrics", **{key: logged[key] for key in MARK_SETTINGS if logged.get(key) is not None})
+
+
+def content_filter(cfg: MetricsConfig) -> ContentWords:
+    """The metric stack's content-word filter for these settings (stopword list, case rule, token filter)."""
+    return ContentWords(load_stopwords(cfg.stopwords), cfg.stopword_case, cfg.token_filter)
 
 
 def group_marks(group: RunGroup) -> GroupMarks:
     """Mark every segment of ``group`` (the first ``group.num_segments``) for every run."""
-    content = content_filter(group.baseline)
+    cfg = metric_settings(group.baseline)
+    content = content_filter(cfg)
     counter = RecallCounter(1)
+    document: Any = object()  # no document yet
     corrected: dict[str, set[str]] = {run.name: set() for run in group.runs}
     mismatches: dict[str, list[int]] = {}
     segments: list[SegmentMarks] = []
     for index in range(group.num_segments):
-        ref_tokens = str(group.baseline.segments[index].get("ref_tokens") or "").split()
+        base = group.baseline.segments[index]
+        if cfg.scope == "document" and base.get("doc_id") != document:
+            counter.restart()  # as the loop does under metrics.scope: document
+        document = base.get("doc_id")
+        ref_tokens = split_tokens(str(base.get("ref_tokens") or ""))
         ref_types = content(ref_tokens)
         occurrence = {t: counter.occurrences.get(t, 0) + 1 for t in ref_types}
         r0 = sorted(t for t, occ in occurrence.items() if occ == 1)
@@ -82,7 +98,7 @@ def group_marks(group: RunGroup) -> GroupMarks:
         logged_counts: dict[str, list[int]] = {}
         for run in group.runs:
             record = run.segments[index]
-            hyp_tokens = str(record.get("hyp_tokens") or "").split()
+            hyp_tokens = split_tokens(str(record.get("hyp_tokens") or ""))
             hyp_types = content(hyp_tokens)
             extra = hyp_types - ref_types
             repeated = extra & corrected[run.name]

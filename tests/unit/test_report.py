@@ -42,7 +42,7 @@ def figure1_group(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     corrected word ('terrier') and misses a one-shot word ('dog')."""
     monkeypatch.setattr(test_runs, "STOPWORDS", FIGURE1_STOPWORDS)  # the logged R counts use the same list
     stopwords = tmp_path / "stop.txt"
-    stopwords.write_text("a\nthe\n")
+    stopwords.write_text("a\nA\nthe\nThe\n")  # matched exactly, as rk.rb does
     group = tmp_path / "fig1--2seg"
     for name, hyps in HYPOTHESES.items():
         _with_stopwords(write_run(group, name, name, hyps, references=REFERENCES, snapshots=False), stopwords)
