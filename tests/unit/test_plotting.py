@@ -93,8 +93,9 @@ def test_cli_plot_without_snapshots_and_with_an_incomplete_run(tmp_path: Path, c
 
 def test_random_krg_references_and_inexact_snapshots(tmp_path: Path) -> None:
     """The reference lines are measures.random_krg of each logged (k, gain) and (samples, gain); snapshots with
-    top.exact_rate < 1 are the ones marked. Linear gain, k = 3: f = 3, 2, 1 and discounts 1, 1/log2 3, 1/2, so the
-    random order's expected DCG is 2 * (1 + 0.6309 + 0.5) = 4.2619 against the ideal 3 + 1.2619 + 0.5 = 4.7619."""
+    top.exact_rate < 1 are the ones marked. Linear gain, k = 3: f = 2, 1, 0 (k - rank, ranks 1..k) and discounts
+    1, 1/log2 3, 1/2, so the random order's expected DCG is 1 * (1 + 0.6309 + 0.5) = 2.1309 against the ideal
+    2 + 0.6309 + 0 = 2.6309: 0.8100."""
     from simpe.ranking.measures import random_krg
     from simpe.report.plotting import inexact_snapshots, random_krg_references
 
@@ -106,7 +107,7 @@ def test_random_krg_references_and_inexact_snapshots(tmp_path: Path) -> None:
     references = random_krg_references(group)
     assert references == {("mc", 8, "linear"): pytest.approx(random_krg(8, "linear")),
                           ("top", 3, "linear"): pytest.approx(random_krg(3, "linear"))}
-    assert references[("top", 3, "linear")] == pytest.approx(2 * (1 + 1 / np.log2(3) + 0.5) / (3 + 2 / np.log2(3) + 0.5))
+    assert references[("top", 3, "linear")] == pytest.approx((1 + 1 / np.log2(3) + 0.5) / (2 + 1 / np.log2(3)))
     assert inexact_snapshots(group) == {"full": [(20, 0.95)]}
     paths = plot_group(group, tmp_path / "plots")
     assert (tmp_path / "plots" / "ranking_snapshots.png") in paths
