@@ -15,7 +15,7 @@ GROUP := runs/$(DATASET)-$(SPLIT)--$(MODEL_NAME)--$(SEGMENTS)seg
 ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help venv simulate test lint test-slow corpus baseline select-fixed compare plot stopwords \
+.PHONY: help venv simulate test lint test-slow corpus baseline select-fixed compare plot report stopwords \
         bench-loop bench-metrics bench-topk clean-runs
 
 help: ## list every target with one line each
@@ -33,8 +33,10 @@ venv: $(STAMP) ## create the repo's virtualenv (.venv) with torch 2.13.0 CPU and
 
 simulate: $(STAMP) $(MODEL)/fixed-selection.json ## run METHODS on the first SEGMENTS segments of DATASET (default: six methods, 500 libreoffice stream segments; DATASET=autodesk reads $SIMPE_AUTODESK_DIR or data/autodesk/)
 	$(PY) -m simpe simulate --dataset $(DATASET) --split $(SPLIT) --model $(MODEL) --segments $(SEGMENTS) --method $(METHODS) $(ARGS)
+	$(PY) -m simpe report $(GROUP)
 	@echo "runs: $(GROUP)/  ->  compare with: make compare DATASET=$(DATASET) SEGMENTS=$(SEGMENTS)  (table in $(GROUP)/compare/)"
 	@echo "                     plot with:    make plot DATASET=$(DATASET) SEGMENTS=$(SEGMENTS)     (figures in $(GROUP)/plots/)"
+	@echo "report (open in a browser): $(GROUP)/report.html"
 
 $(MODEL)/fixed-selection.json:
 	$(MAKE) select-fixed MODEL=$(MODEL)
@@ -47,6 +49,9 @@ compare: $(STAMP) ## table of the methods in the runs of DATASET/SEGMENTS (Markd
 
 plot: $(STAMP) ## cumulative-delta figures (R0, R1, R0+1, BLEU) and ranking snapshots of DATASET/SEGMENTS
 	$(PY) -m simpe plot $(GROUP) $(ARGS)
+
+report: $(STAMP) ## one self-contained HTML page of DATASET/SEGMENTS: table, figures, snapshots, segment browser
+	$(PY) -m simpe report $(GROUP) $(ARGS)
 
 test: lint ## run the linter, then the test suite (CPU, a few minutes)
 	$(PY) -m pytest -q

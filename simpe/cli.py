@@ -77,7 +77,7 @@ def _add_simulate(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--device", choices=["auto", "cpu", "cuda"], help="where to run (default: auto)")
     p.add_argument("--comet", help="COMET model (hub id or checkpoint path) scored at the end of each run")
     p.add_argument("--truecaser", help="truecaser model path, or 'none' (default: the one shipped with the model)")
-    p.add_argument("--snapshot-every", type=int, help="ranking snapshot every N segments (default: 0 = off)")
+    p.add_argument("--snapshot-every", type=int, help="ranking snapshot every N segments; 0 = off (default: snapshots.every of adapters/defaults.yaml)")
     p.add_argument("--skip-empty", action="store_true", help="skip segments with an empty source or reference (counted warning) instead of failing")
     p.add_argument("--reset", choices=["none", "document"], help="return to the base model at each document boundary (default: none)")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
@@ -365,6 +365,28 @@ def _cmd_plot(args: argparse.Namespace) -> None:
         print(f"wrote {path}")
 
 
+def _add_report(sub: argparse._SubParsersAction) -> None:
+    from simpe.report.stats import DEFAULT_RESAMPLES, DEFAULT_SEED
+
+    p = sub.add_parser("report", help="one self-contained HTML page of a run group: table, figures, snapshots, segment browser")
+    _add_run_group_args(p, "output folder for report.html (default: the group folder)")
+    p.add_argument("--seed", type=int, default=DEFAULT_SEED, help="bootstrap seed (default: %(default)s)")
+    p.add_argument("--bootstrap", type=int, default=DEFAULT_RESAMPLES, metavar="N", help="bootstrap resamples (default: %(default)s)")
+    p.set_defaults(func=_cmd_report)
+
+
+def _cmd_report(args: argparse.Namespace) -> None:
+    from simpe.errors import ConfigError
+    from simpe.report.html import write_report
+    from simpe.rundir.reader import load_group
+
+    if args.bootstrap < 1:
+        raise ConfigError(f"--bootstrap must be at least 1, got {args.bootstrap}")
+    group = load_group(args.runs, allow_incomplete=args.allow_incomplete)
+    path = write_report(group, args.out, seed=args.seed, num_resamples=args.bootstrap)
+    print(f"wrote {path}  (open it in a browser: file://{path.resolve()})")
+
+
 def _add_list(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("list", help="list every registry: datasets, methods, adapters, decoders, metrics, utilities")
     p.set_defaults(func=_cmd_list)
@@ -433,8 +455,8 @@ def _cmd_translate(args: argparse.Namespace) -> None:
         sys.stdout.write(text)
 
 
-PARSER_BUILDERS = [_add_corpus, _add_train_baseline, _add_score, _add_simulate, _add_select_fixed, _add_compare, _add_plot, _add_rank,
-                   _add_list, _add_export_adapter, _add_translate]
+PARSER_BUILDERS = [_add_corpus, _add_train_baseline, _add_score, _add_simulate, _add_select_fixed, _add_compare, _add_plot, _add_report,
+                   _add_rank, _add_list, _add_export_adapter, _add_translate]
 
 
 def build_parser() -> argparse.ArgumentParser:

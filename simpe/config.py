@@ -207,7 +207,7 @@ class RankingConfig:
         return {"max_len_a": self.max_len_a, "max_len_b": self.max_len_b, "max_len_cap": self.max_len_cap}
 
 
-PROBES = ("dev", "stream")
+PROBES = ("auto", "dev", "stream")
 RESETS = ("none", "document")  # reset: when the adapted state returns to the base model
 
 
@@ -216,7 +216,8 @@ class SnapshotConfig:
     """Periodic ranking snapshots during adaptation (every N segments on a fixed probe set)."""
 
     every: int  # 0 = off
-    probe: str  # "dev": the first probe_size short segments of the dev split; "stream": a fixed sample of the stream
+    probe: str  # "dev": the first probe_size short segments of the dev split; "stream": a fixed sample of the stream;
+    #             "auto": dev when the dataset has a dev split, else stream (snapshots are on by default, own data has no dev)
     probe_size: int
     max_words: int
 

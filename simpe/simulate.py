@@ -71,7 +71,11 @@ def run_path(cfg: RunConfig) -> Path:
 def probe_set(cfg: RunConfig, dataset: Any, stream: list[Segment]) -> list[Segment]:
     """The fixed probe set of the ranking snapshots (see SnapshotConfig)."""
     short = lambda segs: [s for s in segs if len(s.source.split()) <= cfg.snapshots.max_words]  # noqa: E731
-    if cfg.snapshots.probe == "dev":
+    probe = cfg.snapshots.probe
+    if probe == "auto":
+        probe = "dev" if "dev" in dataset.splits else "stream"
+        logger.debug("ranking snapshots probe the %s split", "dev" if probe == "dev" else "stream (a fixed sample; no dev split)")
+    if probe == "dev":
         if "dev" not in dataset.splits:
             raise ConfigError(f"snapshots.probe=dev but dataset {cfg.data.name!r} has no dev split; use snapshots.probe=stream")
         return short(dataset.load("dev", cfg.data.skip_empty))[: cfg.snapshots.probe_size]

@@ -1,17 +1,19 @@
 """Seeded ancestral sampling: N independent samples y ~ P(y|x), drawn token by token.
 
-All samples of one source run as one batch over the shared encoder output; finished samples
-leave the batch. Randomness comes from a local ``torch.Generator`` seeded with ``seed``, so
-a call never touches (or depends on) torch's global RNG state, and the same model, source
-and seed give the same samples (on the same device and torch build).
+All samples of one source run as one batch over the shared (cached) encoder output, one row
+per distinct prefix: samples that agree so far share a row, and finished samples leave the
+batch (``draw_samples``). Each draw takes one uniform number (inverse CDF), not one random
+number per vocabulary entry as ``torch.multinomial`` does. Randomness comes from a local
+``torch.Generator`` seeded with ``seed``, so a call never touches (or depends on)
+torch's global RNG state, and the same model, source and seed give the same samples (on the same device and torch build).
 
 The pad / decoder-start token is never drawn: the next token is sampled from the model's
 distribution restricted to the other tokens (renormalised for the draw only); a sample's
 score stays its raw log P(y|x). At the length limit the sample ends with EOS.
 
 Output: all N samples (duplicates kept; ``unique=True`` keeps the first of each) sorted by
-descending score, ties in draw order; ``info["draw_order"]`` gives each hypothesis' draw
-index and ``info["unique"]`` the number of distinct samples.
+descending score, ties in the order the samples finished; ``info["draw_order"]`` gives each
+hypothesis' position in that order and ``info["unique"]`` the number of distinct samples.
 """
 from __future__ import annotations
 
@@ -21,51 +23,119 @@ from typing import Any
 import torch
 
 from simpe.decoders.base import DECODERS, Decoder, DecodeResult, Hypothesis
-from simpe.decoders.incremental import CachedDecoder, LengthLimit, Source, check_int, decoding, encode, start_tokens, step_scores
+from simpe.decoders.incremental import LengthLimit, Source, check_int, decoding, encode, stack_sources
+
+
+def _next_tokens(logp: torch.Tensor, special: Any, last: bool, counts: list[int], generator: torch.Generator
+                 ) -> tuple[list[list[int]], list[list[float]]]:
+    """Draw ``counts[r]`` next tokens for each row r (inverse CDF); returns (tokens, their raw log-probabilities) per row.
+
+    Args:
+        logp: (rows, vocab) raw log-probabilities; pad/start (and, when ``last``, all but EOS) get weight 0.
+    """
+    weights = logp.exp()  # (rows, vocab) probabilities (logp is normalised: no overflow)
+    if last:
+        keep = weights[:, special.eos].clone()  # (rows,)
+        weights.zero_()
+        weights[:, special.eos] = keep
+    elif special.forbidden:
+        weights[:, list(special.forbidden)] = 0.0
+    cumulative = torch.cumsum(weights.double(), dim=-1)  # (rows, vocab)
+    total = cumulative[:, -1:].contiguous()  # (rows, 1)
+    uniform = torch.rand((len(counts), max(counts)), generator=generator, dtype=torch.float64, device=logp.device)  # (rows, most)
+    drawn = torch.searchsorted(cumulative, uniform * total, right=True)  # (rows, most)
+    drawn = torch.minimum(drawn, torch.searchsorted(cumulative, total, right=False))  # rounding at the top: the last token with weight
+    values = logp.gather(1, drawn).double().tolist()  # (rows, most)
+    tokens = drawn.tolist()
+    return [row[:count] for row, count in zip(tokens, counts)], [row[:count] for row, count in zip(values, counts)]
+
+
+def draw_samples_many(model: Any, sources: list[Source], samples: int, seeds: list[int]) -> list[tuple[list[Hypothesis], int]]:
+    """Draw ``samples`` ancestral samples for each of several encoded sources, in one decoder batch.
+
+    The batch holds one row per distinct prefix of each source, with the number of that
+    source's samples on it; each such row's next-token distribution is drawn from once per
+    sample (inverse CDF: one uniform number per draw, ``searchsorted`` on the row's
+    cumulative probabilities), with the source's own generator (seed ``seeds[i]``). This is
+    ancestral sampling exactly: every sample's next token is an independent draw from
+    P(. | its prefix); sharing rows only saves the forward passes of repeated prefixes, and
+    batching sources only shares the passes. A source's samples do not depend on the other
+    sources of the batch (up to float noise of the batch shape).
+
+    Returns:
+        per source: (its samples in the order they finished, expansions = decoder rows run).
+    """
+    from transformers.cache_utils import DynamicCache, EncoderDecoderCache
+    from transformers.modeling_outputs import BaseModelOutput
+
+    n = len(sources)
+    special = sources[0].special
+    device = sources[0].hidden.device
+    generators = []
+    for seed in seeds:
+        generator = torch.Generator(device=device)
+        generator.manual_seed(seed)
+        generators.append(generator)
+    hidden, src_mask = stack_sources(sources)  # (n, max_src, d_model), (n, max_src) or None for one source
+    cache = EncoderDecoderCache(DynamicCache(), DynamicCache())
+    # rows grouped by source: row_source, and per source its rows' prefixes, sample counts and scores
+    row_source = list(range(n))
+    prefixes: list[list[tuple[int, ...]]] = [[()] for _ in range(n)]
+    counts: list[list[int]] = [[samples] for _ in range(n)]
+    scores: list[list[float]] = [[0.0] for _ in range(n)]
+    finished: list[list[Hypothesis]] = [[] for _ in range(n)]
+    expansions = [0] * n
+    tokens_in = torch.full((n,), special.start, dtype=torch.long, device=device)  # (rows,)
+    for position in range(max(s.max_len for s in sources)):
+        rows = len(row_source)
+        enc = hidden if position == 0 else hidden[:1].expand(rows, -1, -1)  # (rows, max_src, d_model); after step 0 only its shape is read
+        mask = None if src_mask is None else src_mask[torch.tensor(row_source, device=device)]  # (rows, max_src)
+        out = model(decoder_input_ids=tokens_in.view(rows, 1), encoder_outputs=BaseModelOutput(last_hidden_state=enc),
+                    attention_mask=mask, past_key_values=cache, use_cache=True, return_dict=True)
+        cache = out.past_key_values
+        logp = torch.log_softmax(out.logits[:, -1, :].float(), dim=-1)  # (rows, vocab)
+        keep: list[int] = []
+        next_tokens: list[int] = []
+        next_source: list[int] = []
+        first = 0
+        while first < rows:
+            i = row_source[first]
+            block = len(prefixes[i])
+            expansions[i] += block
+            drawn, values = _next_tokens(logp[first:first + block], special, position == sources[i].max_len - 1,
+                                         counts[i], generators[i])
+            new_prefixes: list[tuple[int, ...]] = []
+            new_counts: list[int] = []
+            new_scores: list[float] = []
+            for row, (prefix, score) in enumerate(zip(prefixes[i], scores[i])):
+                tally: dict[int, list[float]] = {}  # token -> [number drawn, its log-probability], first-drawn order
+                for token, value in zip(drawn[row], values[row]):
+                    entry = tally.setdefault(token, [0, value])
+                    entry[0] += 1
+                for token, (number, value) in tally.items():
+                    if token == special.eos:
+                        finished[i].extend([Hypothesis((*prefix, token), score + value)] * int(number))
+                    else:
+                        keep.append(first + row)
+                        next_tokens.append(token)
+                        next_source.append(i)
+                        new_prefixes.append((*prefix, token))
+                        new_counts.append(int(number))
+                        new_scores.append(score + value)
+            prefixes[i], counts[i], scores[i] = new_prefixes, new_counts, new_scores
+            first += block
+        if not keep:
+            break
+        cache.reorder_cache(torch.tensor(keep, dtype=torch.long, device=device))  # (live rows,) repeats allowed
+        tokens_in = torch.tensor(next_tokens, dtype=torch.long, device=device)  # (live rows,)
+        row_source = next_source
+    assert all(len(done) == samples and all(h.tokens[-1] == special.eos for h in done) for done in finished)
+    return list(zip(finished, expansions))
 
 
 def draw_samples(model: Any, source: Source, samples: int, seed: int) -> tuple[list[Hypothesis], int]:
-    """Draw ``samples`` ancestral samples in draw order; returns (samples, expansions)."""
-    special = source.special
-    device = source.hidden.device
-    generator = torch.Generator(device=device)
-    generator.manual_seed(seed)
-    dec = CachedDecoder(model, source)
-    logp = dec.step(start_tokens(source, 1))  # (1, vocab)
-    expansions = 1
-    alive = list(range(samples))  # sample index of each cache row
-    tokens: list[list[int]] = [[] for _ in range(samples)]
-    scores = torch.zeros(samples, dtype=torch.float64, device=device)  # (samples,)
-    first = True
-    for position in range(source.max_len):
-        last = position == source.max_len - 1
-        allowed = step_scores(logp, special, last)  # (rows, vocab)
-        if first:
-            allowed = allowed.expand(samples, -1)  # (samples, vocab), every sample starts from the same row
-            logp = logp.expand(samples, -1)  # (samples, vocab)
-        weights = torch.exp(allowed - allowed.max(dim=-1, keepdim=True).values)  # (rows, vocab), unnormalised
-        drawn = torch.multinomial(weights, 1, generator=generator).view(-1)  # (rows,)
-        rows = torch.tensor(alive, dtype=torch.long, device=device)  # (rows,)
-        scores.index_add_(0, rows, logp.gather(1, drawn.view(-1, 1)).view(-1).double())  # (samples,) += (rows,)
-        keep: list[int] = []
-        for row, (sample, token) in enumerate(zip(alive, drawn.tolist())):
-            tokens[sample].append(token)
-            if token != special.eos:
-                keep.append(row)
-        if not keep:
-            break
-        select = torch.tensor(keep, dtype=torch.long, device=device)  # (live,)
-        if first:
-            dec.select(torch.zeros(len(keep), dtype=torch.long, device=device))  # the one start row, repeated
-            first = False
-        elif len(keep) < len(alive):
-            dec.select(select)
-        alive = [alive[row] for row in keep]
-        logp = dec.step(drawn[select])  # (live, vocab)
-        expansions += len(keep)
-    values = scores.tolist()
-    assert all(toks and toks[-1] == special.eos for toks in tokens)
-    return [Hypothesis(tuple(toks), value) for toks, value in zip(tokens, values)], expansions
+    """Draw ``samples`` ancestral samples of one source (``draw_samples_many``); returns (samples, expansions)."""
+    return draw_samples_many(model, [source], samples, [seed])[0]
 
 
 @DECODERS.add("sampling")
@@ -81,18 +151,28 @@ class SamplingDecoder(Decoder):
 
     def decode(self, model: Any, input_ids: Any, *, index: int = 0, source: str | None = None) -> DecodeResult:
         """``samples`` samples drawn with seed ``seed + index``."""
+        return self.decode_batch(model, [input_ids], start=index)[0]
+
+    def decode_batch(self, model: Any, batch: list[Any], *, start: int = 0) -> list[DecodeResult]:
+        """The samples of several sources in one decoder batch; source j draws with seed ``seed + start + j``
+        and gets what ``decode`` gives it alone. ``seconds`` is the call's time per source."""
+        if not batch:
+            return []
         t0 = time.perf_counter()
         with decoding(model):
-            encoded = encode(model, input_ids, self.limit)
-            drawn, expansions = draw_samples(model, encoded, self.samples, self.seed + index)
+            encoded = [encode(model, input_ids, self.limit) for input_ids in batch]
+            found = draw_samples_many(model, encoded, self.samples, [self.seed + start + j for j in range(len(batch))])
+        seconds = (time.perf_counter() - t0) / len(batch)
+        return [self._result(drawn, expansions, seconds) for drawn, expansions in found]
+
+    def _result(self, drawn: list[Hypothesis], expansions: int, seconds: float) -> DecodeResult:
         order = list(range(len(drawn)))
         distinct = len({h.tokens for h in drawn})
         if self.unique:
             seen: set[tuple[int, ...]] = set()
             order = [i for i in order if not (drawn[i].tokens in seen or seen.add(drawn[i].tokens))]  # type: ignore[func-returns-value]
-        order.sort(key=lambda i: -drawn[i].score)  # stable: ties stay in draw order
-        return DecodeResult([drawn[i] for i in order], exact=None, expansions=expansions,
-                            seconds=time.perf_counter() - t0,
+        order.sort(key=lambda i: -drawn[i].score)  # stable: ties stay in the order the samples finished
+        return DecodeResult([drawn[i] for i in order], exact=None, expansions=expansions, seconds=seconds,
                             info={"draw_order": order, "unique": distinct, "samples": len(drawn)})
 
     def params(self) -> dict[str, Any]:

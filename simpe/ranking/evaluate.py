@@ -24,9 +24,10 @@ Decisions where the seed is silent:
   only the best found: both rates are then lower bounds (``top.exact_rate`` says how many
   were exact).
 
-Speed: the exact searches and plain beams of up to 32 sentences run together in lockstep
-(``decode_batch``), so per-sentence ``seconds`` in the top-region records are the chunk's
-time per sentence.
+Speed: the exact searches, plain beams and Monte Carlo samples of up to 32 sentences run
+together in lockstep (``decode_batch``; the samples of one sentence share the rows of their
+common prefixes, decoders/sampling.py), so per-sentence ``seconds`` are the chunk's time per
+sentence.
 
 ``snapshot`` is what the online loop calls every N segments; ``evaluate`` also returns the
 per-sentence records ``simpe rank`` writes (study.py). ``check`` refuses bad settings before
@@ -110,7 +111,9 @@ def evaluate(model: Any, tokenizer: Any, sources: Sequence[str], references: Seq
             if cfg.top_region:  # the chunk's searches in lockstep, sharing forward passes
                 tops = topk.decode_batch(model, chunk_ids, start=chunk)
                 beams = beam.decode_batch(model, chunk_ids, start=chunk)
-            for offset, ids in enumerate(chunk_ids):
+            if cfg.sampling:  # every sample of the chunk's sentences in one decoder batch (shared prefixes share rows)
+                drawn = sampler.decode_batch(model, chunk_ids, start=chunk)
+            for offset in range(len(chunk_ids)):
                 index = chunk + offset
                 source, reference = sources[index], references[index]
                 record: dict[str, Any] = {"index": index, "source": source, "reference": reference}
@@ -131,7 +134,7 @@ def evaluate(model: Any, tokenizer: Any, sources: Sequence[str], references: Seq
                     top_rows.append(row)
                     record["top"] = row
                 if cfg.sampling:
-                    result = sampler.decode(model, ids, index=index, source=source)
+                    result = drawn[offset]
                     hyps = result.hypotheses
                     texts = tokenizer.batch_decode([list(h.tokens) for h in hyps], skip_special_tokens=True)
                     qualities = quality(texts, reference, source)

@@ -3,7 +3,9 @@
 Figure 2 of seed 002: for each segment index i, the metric over segments 0..i of a method
 minus the same for the baseline, read from the ``cumulative`` values the loop logged (never
 recomputed, never re-translated). Beside it, the periodic exact top-k ranking snapshots
-(kRG, kQRG, empty-mode rate, beam search error rate) when the runs took them. The curve
+(kRG, kQRG, empty-mode rate, beam search error rate) when the runs took them, with the
+random-order kRG of each list length and gain (``simpe.ranking.measures.random_krg``) and
+a red ring on every snapshot whose searches were not all exact. The curve
 data come from functions of their own (``cumulative_deltas``, ``snapshot_series``) so they
 can be checked without looking at images. Reads runs only; matplotlib is imported lazily
 and drawn with the Agg canvas (no pyplot, no display).
@@ -18,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from simpe.ranking.measures import random_krg
 from simpe.report.compare import column
 from simpe.rundir.reader import Run, RunGroup
 from simpe.rundir.writer import OutputDir
@@ -105,6 +108,37 @@ def snapshot_series(group: RunGroup) -> dict[str, dict[str, tuple[np.ndarray, np
             series[run.name] = {name: (np.array([x for x, _ in pts]), np.array([y for _, y in pts]))
                                 for name, pts in sorted(points.items())}
     return series
+
+
+def random_krg_references(group: RunGroup) -> dict[tuple[str, int, str], float]:
+    """The random-order kRG of every (source, list length, gain) the snapshots used, from ``measures.random_krg``.
+
+    ``top``: the top-region size ``k`` of each snapshot record; ``mc``: its ``mc.samples``.
+    Keyed ``(source, n, gain)``; records without a gain or size give none.
+    """
+    references: dict[tuple[str, int, str], float] = {}
+    for run in group.runs:
+        for record in run.snapshots:
+            gain = record.get("gain")
+            for source, size in (("top", record.get("k")), ("mc", record.get("mc.samples"))):
+                if not isinstance(gain, str) or not isinstance(size, int) or f"{source}.krg" not in record:
+                    continue
+                value = random_krg(size, gain)
+                if value is not None:
+                    references[(source, size, gain)] = float(value)
+    return dict(sorted(references.items()))
+
+
+def inexact_snapshots(group: RunGroup) -> dict[str, list[tuple[int, float]]]:
+    """Per run, the snapshots whose exact searches were not all exact: [(segment, top.exact_rate)]."""
+    found: dict[str, list[tuple[int, float]]] = {}
+    for run in group.runs:
+        for record in run.snapshots:
+            rate, segment = record.get("top.exact_rate"), record.get("segment")
+            if isinstance(rate, (int, float)) and rate < 1.0 and isinstance(segment, (int, float)) \
+                    and segment <= group.num_segments:
+                found.setdefault(run.name, []).append((int(segment), float(rate)))
+    return found
 
 
 def method_colors(runs: list[Run]) -> dict[str, str]:
@@ -212,6 +246,8 @@ def plot_snapshots(group: RunGroup, out_dir: Path) -> list[Path]:
     sources = sorted({name.partition(".")[0] for run_series in series.values() for name in run_series},
                      key=lambda s: (list(SNAPSHOT_SOURCES).index(s) if s in SNAPSHOT_SOURCES else len(SNAPSHOT_SOURCES), s))
     colors = method_colors(group.runs)
+    references = random_krg_references(group)
+    inexact = inexact_snapshots(group)
     markers = max(len(xy[0]) for run_series in series.values() for xy in run_series.values()) <= 30  # few points: mark them
     columns = 2 if len(present) > 1 else 1
     rows = math.ceil(len(present) / columns)
@@ -226,6 +262,20 @@ def plot_snapshots(group: RunGroup, out_dir: Path) -> list[Path]:
                 _, style, marker = SNAPSHOT_SOURCES.get(source, (source, ":", "^"))
                 ax.plot(xy[0], xy[1], color=colors[run.name], linestyle=style, linewidth=1.2,
                         marker=marker if markers else None, markersize=4)
+            for segment, _ in inexact.get(run.name, []):
+                xy = series.get(run.name, {}).get(f"top.{metric}")
+                if xy is not None and segment in xy[0]:
+                    y = xy[1][list(xy[0]).index(segment)]
+                    ax.plot([segment], [y], linestyle="none", marker="o", markersize=10, markerfacecolor="none",
+                            markeredgecolor="red", markeredgewidth=1.4, zorder=5)
+        if metric == "krg":
+            for (source, size, gain), value in references.items():
+                style = SNAPSHOT_SOURCES.get(source, (source, ":", "^"))[1]
+                ax.axhline(value, color="0.45", linestyle=style, linewidth=0.9, zorder=1)
+                name = "k" if source == "top" else "samples"
+                ax.annotate(f"random order ({name} = {size}, {gain} gain): {value:.3f}", (0.01, value),
+                            xycoords=("axes fraction", "data"), textcoords="offset points", xytext=(0, 2),
+                            fontsize=7.5, color="0.35")
         ax.set_title(title, fontsize=10.5)
         ax.set_ylabel(ylabel, fontsize=9)
         ax.grid(True, linewidth=0.4, alpha=0.5)
@@ -243,6 +293,11 @@ def plot_snapshots(group: RunGroup, out_dir: Path) -> list[Path]:
                        marker=SNAPSHOT_SOURCES.get(s, (s, ":", "^"))[2] if markers else None,
                        label=SNAPSHOT_SOURCES.get(s, (s,))[0])
                 for s in sources]
+    if references:
+        handles.append(Line2D([], [], color="0.45", linewidth=0.9, label="random-order kRG (measures.random_krg)"))
+    if inexact:
+        handles.append(Line2D([], [], linestyle="none", marker="o", markersize=9, markerfacecolor="none",
+                              markeredgecolor="red", label="not exact: a search was cut short"))
     fig.legend(handles=handles, loc="outside lower center", ncol=min(len(handles), 8), frameon=False, fontsize=9.5,
                columnspacing=1.4)
     fig.suptitle(f"Ranking snapshots while adapting\n{group.name}, {_coverage(group)}", fontsize=12)

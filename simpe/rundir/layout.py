@@ -2,7 +2,7 @@
 
 A group folder ``runs/<dataset>-<split>--<model>--<N>seg/`` holds the runs of several
 adapters on one stream (one folder each) and the outputs derived from them (``compare/``,
-``plots/``). The writer (writer.py) and the reader (reader.py) take every name from here;
+``plots/``, ``report.html``). The writer (writer.py) and the reader (reader.py) take every name from here;
 docs/run-format.md describes the files.
 """
 from __future__ import annotations
@@ -23,6 +23,7 @@ STORE_FILE = "store.safetensors"  # the run's final adapted state: the per-user 
 MANIFEST_FILE = "data-manifest.json"  # how the dataset's splits were made (files, choices, counts), when it says
 COMPARE_DIR = "compare"  # inside a group folder
 PLOTS_DIR = "plots"  # inside a group folder
+REPORT_FILE = "report.html"  # inside a group folder: simpe report's page
 RANK_RECORDS_FILE = "records.jsonl"  # simpe rank's outputs
 RANK_SUMMARY_FILE = "summary.json"
 CORRELATION_FILE = "correlation.json"
@@ -66,6 +67,11 @@ def compare_dir(group_dir: Path) -> Path:
 def plots_dir(group_dir: Path) -> Path:
     """Where ``simpe plot`` writes by default."""
     return Path(group_dir) / PLOTS_DIR
+
+
+def report_path(group_dir: Path) -> Path:
+    """Where ``simpe report`` writes the group's HTML page by default."""
+    return Path(group_dir) / REPORT_FILE
 
 
 def is_run_dir(path: Path) -> bool:

@@ -55,7 +55,7 @@ def test_saved_config_round_trips(tmp_path: Path):
     ("update=0.1", "update must be a mapping, got 0.1"),
     ("update.lr=-1", "update.lr must be > 0, got -1"),
     ("update.max_repeats=0", "update.max_repeats must be >= 1, got 0"),
-    ("snapshots.probe=test", "unknown snapshots.probe 'test'; known: dev, stream"),
+    ("snapshots.probe=test", "unknown snapshots.probe 'test'; known: auto, dev, stream"),
     ("nokeyvalue", "bad --set 'nokeyvalue'; expected KEY=VALUE"),
 ])
 def test_bad_values_name_the_value_and_the_valid_ones(override, message):

@@ -270,6 +270,56 @@ def test_sampling_follows_the_model_distribution() -> None:
         assert abs(counts[token] / 4000 - p) < 4 * (p * (1 - p) / 4000) ** 0.5 + 1e-3, (token, counts[token], p)
 
 
+def _sequence_probabilities(model, ids, max_len: int) -> dict[tuple[int, ...], float]:
+    """Every EOS-ending sequence of at most ``max_len`` tokens with its sampling probability: the product of
+    per-step probabilities renormalised without the pad token, EOS forced at the last position."""
+    pad = model.config.decoder_start_token_id
+    out: dict[tuple[int, ...], float] = {}
+    with torch.inference_mode():
+        enc = model.get_encoder()(input_ids=ids).last_hidden_state  # (1, src_len, d_model)
+
+        def walk(prefix: tuple[int, ...], prob: float) -> None:
+            if len(prefix) == max_len - 1:
+                out[(*prefix, 0)] = prob
+                return
+            dec_in = torch.tensor([[pad, *prefix]])  # (1, len + 1)
+            logits = model(decoder_input_ids=dec_in, encoder_outputs=BaseModelOutput(last_hidden_state=enc)).logits[0, -1]
+            probs = torch.softmax(logits[:pad].double(), dim=0)  # (vocab - 1,) without the pad token
+            for token in range(pad):
+                if token == 0:
+                    out[(*prefix, 0)] = prob * float(probs[0])
+                else:
+                    walk((*prefix, token), prob * float(probs[token]))
+
+        walk((), 1.0)
+    return out
+
+
+def test_sampled_sequences_follow_the_model_distribution_and_batching_changes_nothing() -> None:
+    """Whole sequences (max_len 3, vocabulary of 6): each sequence's frequency over 3000 samples matches its
+    probability under ancestral sampling within 4 standard errors (shared prefix rows draw exactly as
+    independent samples would); the samples of a source drawn in a batch with others equal those drawn alone."""
+    model = peaky_tiny(6, vocab=6, scale=1.0, eos_bias=0.0)
+    ids = source(3, vocab=6)
+    limit = dict(max_len_a=0.0, max_len_b=3, max_len_cap=3)
+    decoder = SamplingDecoder(samples=3000, seed=11, **limit)
+    draws = decoder.decode(model, ids).hypotheses
+    expected = _sequence_probabilities(model, ids, 3)
+    assert sum(expected.values()) == pytest.approx(1.0)
+    counts = collections.Counter(h.tokens for h in draws)
+    assert set(counts) <= set(expected) and len(counts) > 10
+    for tokens, p in expected.items():
+        assert abs(counts[tokens] / 3000 - p) < 4 * (p * (1 - p) / 3000) ** 0.5 + 1e-3, (tokens, counts[tokens], p)
+    for hyp in draws[:: 300]:
+        assert hyp.score == pytest.approx(teacher_forced_score(model, ids, hyp.tokens), abs=1e-5)
+    others = [source(4, vocab=6, length=3), source(5, vocab=6, length=8)]
+    small = SamplingDecoder(samples=40, seed=11, **limit)
+    together = small.decode_batch(model, [others[0], ids, others[1]], start=6)
+    alone = small.decode(model, ids, index=7)
+    assert [h.tokens for h in together[1].hypotheses] == [h.tokens for h in alone.hypotheses]
+    assert [h.score for h in together[1].hypotheses] == pytest.approx([h.score for h in alone.hypotheses], abs=1e-5)
+
+
 # ---------------------------------------------------------------- MBR
 def test_mbr_over_one_candidate_returns_it() -> None:
     model, tok = make_text_model(), text_tokenizer()

@@ -89,3 +89,25 @@ def test_cli_plot_without_snapshots_and_with_an_incomplete_run(tmp_path: Path, c
     assert curves.labels == {"full": "full", "lasso": "lasso (incomplete)"}
     assert len(curves.deltas["lasso"]["bleu"]) == len(curves.deltas["full"]["bleu"]) == 21
     assert "wrote " + str(group / "plots" / "cumulative_delta.png") in capsys.readouterr().out
+
+
+def test_random_krg_references_and_inexact_snapshots(tmp_path: Path) -> None:
+    """The reference lines are measures.random_krg of each logged (k, gain) and (samples, gain); snapshots with
+    top.exact_rate < 1 are the ones marked. Linear gain, k = 3: f = 2, 1, 0 (k - rank, ranks 1..k) and discounts
+    1, 1/log2 3, 1/2, so the random order's expected DCG is 1 * (1 + 0.6309 + 0.5) = 2.1309 against the ideal
+    2 + 0.6309 + 0 = 2.6309: 0.8100."""
+    from simpe.ranking.measures import random_krg
+    from simpe.report.plotting import inexact_snapshots, random_krg_references
+
+    group_dir = write_group(tmp_path, num_segments=30)
+    records = [{"segment": s, "k": 3, "gain": "linear", "mc.samples": 8, "top.krg": 0.7, "top.kqrg": 0.4,
+                "top.exact_rate": rate, "mc.krg": 0.6, "mc.kqrg": 0.3} for s, rate in ((10, 1.0), (20, 0.95), (30, 1.0))]
+    (group_dir / "full" / "snapshots.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    group = load_group([group_dir])
+    references = random_krg_references(group)
+    assert references == {("mc", 8, "linear"): pytest.approx(random_krg(8, "linear")),
+                          ("top", 3, "linear"): pytest.approx(random_krg(3, "linear"))}
+    assert references[("top", 3, "linear")] == pytest.approx((1 + 1 / np.log2(3) + 0.5) / (2 + 1 / np.log2(3)))
+    assert inexact_snapshots(group) == {"full": [(20, 0.95)]}
+    paths = plot_group(group, tmp_path / "plots")
+    assert (tmp_path / "plots" / "ranking_snapshots.png") in paths

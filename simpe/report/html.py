@@ -1,0 +1,208 @@
+"""One self-contained HTML page per run group: the numbers and the examples behind them.
+
+``simpe report GROUP`` writes ``GROUP/report.html`` (the name is ``rundir.layout``'s): the
+method table with sacreBLEU signatures and bootstrap significance (compare.py), Figure 2
+of seed 002 and the ranking snapshots (plotting.py, inline PNG), an interactive
+cumulative-delta chart whose points open their segment, and a segment browser: source,
+post-edit and every method's hypothesis with its content words marked as R0/R1 hits or
+misses (marks.py), filters (methods disagree on a one-shot word; a method repeats a word it
+was corrected on; text search) and sorting (largest per-segment sentence-BLEU or R0+1
+change against the baseline). Rows are rendered lazily, a screenful at a time, so 15,000
+segments x 8 methods stay responsive. Nothing is fetched from the network: data, styles,
+script and figures are inside the page.
+
+``report_data`` returns what the page embeds (tests check it without a browser). This
+module reads runs only; it never translates and never writes outside ``OutputDir``.
+"""
+from __future__ import annotations
+
+import base64
+import html
+import json
+import math
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from simpe.report.compare import SIGNIFICANCE_LEVEL, SIGNIFICANT_MARK, Comparison, compare_runs
+from simpe.report.marks import as_json, group_marks, one_shot_disagreement
+from simpe.report.page import PAGE, SCRIPT
+from simpe.report.plotting import (
+    DELTA_PANELS,
+    cumulative_deltas,
+    inexact_snapshots,
+    method_colors,
+    plot_cumulative_deltas,
+    plot_snapshots,
+    random_krg_references,
+    snapshot_series,
+)
+from simpe.rundir.layout import REPORT_FILE
+from simpe.rundir.reader import RunGroup
+from simpe.rundir.writer import OutputDir
+
+MAX_CURVE_POINTS = 3000  # per curve in the interactive chart (every segment up to this many)
+MATPLOTLIB_COLORS = {"black": "#000000", "navy": "#000080", "darkgoldenrod": "#b8860b", "teal": "#008080"}
+
+
+def _css_color(name: str) -> str:
+    from matplotlib.colors import to_hex
+
+    return MATPLOTLIB_COLORS.get(name) or to_hex(name)
+
+
+def _num(value: Any, digits: int = 4) -> float | None:
+    if value is None or isinstance(value, bool):
+        return None
+    number = float(value)
+    return None if math.isnan(number) else round(number, digits)
+
+
+def _table(comparison: Comparison) -> dict[str, Any]:
+    columns = [{"key": c.key, "label": c.label, "decimals": c.decimals, "higher_is_better": c.higher_is_better}
+               for c in comparison.columns]
+    rows = []
+    for row in comparison.rows:
+        rows.append({"name": row.run.name, "label": row.run.label, "baseline": row.is_baseline,
+                     "values": {k: _num(v) for k, v in row.values.items()},
+                     "deltas": {k: _num(v) for k, v in row.deltas.items()},
+                     "p": {k: _num(v) for k, v in row.p_values.items()},
+                     "adapted_parameters": row.adapted_parameters, "store_bytes": row.store_bytes})
+    return {"columns": columns, "rows": rows, "best": {k: sorted(v) for k, v in comparison.best.items()},
+            "signatures": comparison.signatures, "notes": comparison.notes, "resamples": comparison.num_resamples,
+            "seed": comparison.seed}
+
+
+def _curves(group: RunGroup) -> dict[str, Any]:
+    curves = cumulative_deltas(group)
+    n = len(curves.segment_index)
+    stride = max(1, math.ceil(n / MAX_CURVE_POINTS))
+    index = curves.segment_index[::stride]
+    if n and index[-1] != n - 1:
+        index = np.append(index, n - 1)
+    return {"x": index.tolist(), "panels": [{"key": k, "title": t, "ylabel": y} for k, t, y in DELTA_PANELS],
+            "y": {run: {k: [None if math.isnan(v) else round(float(v), 3) for v in values[index]]
+                        for k, values in metrics.items()} for run, metrics in curves.deltas.items()}}
+
+
+def _segment_value(record: dict[str, Any], key: str) -> float | None:
+    value = (record.get("metrics") or {}).get(key)
+    if isinstance(value, list):
+        return None if not value or not value[1] else value[0] / value[1]
+    return _num(value, 2)
+
+
+def report_data(group: RunGroup, comparison: Comparison) -> dict[str, Any]:
+    """Everything the page embeds as JSON.
+
+    ``runs``: name, label, method, colour (baseline first). ``table``: the comparison.
+    ``curves``: cumulative deltas at ``x`` (every segment, or every n-th beyond
+    MAX_CURVE_POINTS). ``snapshots``: logged series, random-kRG references, inexact ones.
+    ``segments``: per segment ``[index, doc_id, seg_id, source, ref_tokens, ref_marks, r0, r1,
+    hyps, disagree]`` with ``hyps`` per run ``[hyp_tokens, marks, sbleu, r0+1 num, r0+1 den]``
+    and ``disagree`` the one-shot words methods disagree on. ``mismatches``: segments whose
+    marks do not reproduce the logged R counts (run name -> indices).
+    """
+    colors = method_colors(group.runs)
+    marks = group_marks(group)
+    segments = []
+    for index, seg_marks in enumerate(marks.segments):
+        base = group.baseline.segments[index]
+        hyps = []
+        for run in group.runs:
+            record = run.segments[index]
+            r01 = (record.get("metrics") or {}).get("r0+1") or [0, 0]
+            hyps.append([record.get("hyp_tokens") or "", seg_marks.hyp_marks[run.name],
+                         _segment_value(record, "sbleu"), int(r01[0]), int(r01[1])])
+        segments.append([index, base.get("doc_id") or "", base.get("seg_id") or "", base.get("source") or "",
+                         base.get("ref_tokens") or "", seg_marks.ref_marks, seg_marks.r0, seg_marks.r1, hyps,
+                         one_shot_disagreement(seg_marks)])
+    series = snapshot_series(group)
+    return {
+        "group": group.name, "num_segments": group.num_segments, "truncated": group.truncated,
+        "runs": [{"name": r.name, "label": r.label, "method": r.method, "color": _css_color(colors[r.name])}
+                 for r in group.runs],
+        "table": _table(comparison),
+        "curves": _curves(group),
+        "snapshots": {"series": {run: {k: [xy[0].tolist(), [None if math.isnan(v) else v for v in xy[1].tolist()]]
+                                       for k, xy in s.items()} for run, s in series.items()},
+                      "references": [{"source": s, "n": n, "gain": g, "value": v}
+                                     for (s, n, g), v in random_krg_references(group).items()],
+                      "inexact": inexact_snapshots(group)},
+        "segments": segments,
+        "mismatches": marks.mismatches,
+        "example": as_json(marks.segments[0]) if marks.segments else None,
+    }
+
+
+def _png(paths: list[Path]) -> str | None:
+    png = next((p for p in paths if p.suffix == ".png"), None)
+    return None if png is None else base64.b64encode(png.read_bytes()).decode("ascii")
+
+
+def _table_html(data: dict[str, Any]) -> str:
+    table = data["table"]
+    head = "".join(f"<th>{html.escape(c['label'])}{' ↑' if c['higher_is_better'] else ' ↓'}</th>" for c in table["columns"])
+    lines = [f"<div class='tablebox'><table id='methods'><thead><tr><th>method</th>{head}<th>adapted parameters</th><th>per-user store</th>"
+             "</tr></thead><tbody>"]
+    for row in table["rows"]:
+        cells = []
+        for c in table["columns"]:
+            key, dec = c["key"], c["decimals"]
+            value = row["values"].get(key)
+            best = " class='best'" if row["name"] in table["best"].get(key, []) else ""
+            if row["baseline"] or value is None:
+                text = "–" if value is None else f"{value:.{dec}f}"
+            else:
+                delta, p = row["deltas"].get(key), row["p"].get(key)
+                mark = SIGNIFICANT_MARK if p is not None and p < SIGNIFICANCE_LEVEL else ""
+                text = f"{value:.{dec}f}<br><span class='delta'>({delta:+.{dec}f}{mark}"
+                text += f", p={p:.3f})</span>" if p is not None else ")</span>"
+            cells.append(f"<td{best}>{text}</td>")
+        params = "–" if row["adapted_parameters"] is None else f"{row['adapted_parameters']:,}"
+        store = "–" if row["store_bytes"] is None else f"{row['store_bytes'] / 1000:,.1f} kB"
+        lines.append(f"<tr><th>{html.escape(row['label'])}</th>{''.join(cells)}<td>{params}</td><td>{store}</td></tr>")
+    lines.append("</tbody></table></div>")
+    sigs = "".join(f"<li><b>{html.escape(k)}</b>: <code>{html.escape(v)}</code></li>" for k, v in table["signatures"].items())
+    notes = "".join(f"<li>{html.escape(n)}</li>" for n in table["notes"])
+    lines.append(f"<p class='small'>Baseline in absolute figures; each method absolute, with its difference to the "
+                 f"baseline. {SIGNIFICANT_MARK} = p &lt; {SIGNIFICANCE_LEVEL} in a paired bootstrap test against the "
+                 f"baseline ({table['resamples']} resamples, seed {table['seed']}). Bold: best per column.</p>")
+    lines.append(f"<ul class='small'>{sigs}{notes}</ul>")
+    return "\n".join(lines)
+
+
+def render_report(group: RunGroup, comparison: Comparison) -> str:
+    """The HTML page of a run group (a string; nothing written)."""
+    data = report_data(group, comparison)
+    with tempfile.TemporaryDirectory() as tmp:
+        delta_png = _png(plot_cumulative_deltas(group, Path(tmp)))
+        snapshot_png = _png(plot_snapshots(group, Path(tmp)))
+    figures = f"<img alt='Figure 2: cumulative difference to the baseline' src='data:image/png;base64,{delta_png}'>"
+    snapshots = (f"<img alt='ranking snapshots' src='data:image/png;base64,{snapshot_png}'>" if snapshot_png else
+                 "<p class='small'>No run took ranking snapshots (snapshots.every = 0).</p>")
+    payload = json.dumps(data, ensure_ascii=False, separators=(",", ":")).replace("</", "<\\/")
+    coverage = f"{group.num_segments} segments" + (" (incomplete runs included)" if group.truncated else "")
+    mismatch = ""
+    if data["mismatches"]:
+        listing = ", ".join(f"{name}: {len(v)}" for name, v in data["mismatches"].items())
+        mismatch = (f"<p class='warn'>The word marks do not reproduce the logged R0/R1 counts in some segments ({listing}): "
+                    f"the runs were scored with other content-word settings than their config says.</p>")
+    return (PAGE.replace("%TITLE%", html.escape(group.name)).replace("%COVERAGE%", html.escape(coverage))
+            .replace("%TABLE%", _table_html(data)).replace("%FIGURE2%", figures).replace("%SNAPSHOTS%", snapshots)
+            .replace("%MISMATCH%", mismatch).replace("%DATA%", payload).replace("%SCRIPT%", SCRIPT))
+
+
+def write_report(group: RunGroup, out_dir: Path | None = None, seed: int | None = None,
+                 num_resamples: int | None = None) -> Path:
+    """Compare the group's runs and write its page; returns the path (``<out_dir or group folder>/report.html``)."""
+    kwargs: dict[str, Any] = {}
+    if seed is not None:
+        kwargs["seed"] = seed
+    if num_resamples is not None:
+        kwargs["num_resamples"] = num_resamples
+    comparison = compare_runs(group, **kwargs)
+    out = OutputDir(Path(out_dir) if out_dir is not None else group.group_dir, [REPORT_FILE])
+    return out.write_text(REPORT_FILE, render_report(group, comparison))
