@@ -30,7 +30,7 @@ from typing import Any
 
 import torch
 
-from simpe.errors import ConfigError
+from simpe.errors import ConfigError, ModelError
 from simpe.methods.base import INDEX_BYTES, METHODS, Method
 
 KEYS, VALUES = "__knn_keys__", "__knn_values__"  # state_dict entries
@@ -153,6 +153,19 @@ class KnnMethod(Method):
     def describe(self) -> dict[str, Any]:
         return {"trainable_tensors": 0, "datastore_entries": self.store.size, "k": self.k, "temperature": self.temperature,
                 "knn_lambda": self.knn_lambda, "distance_aware": self.distance_aware}
+
+    def export_store(self) -> dict[str, torch.Tensor]:
+        """The datastore: keys (entries, d_model) float32 and values (entries,) int32, ``store_bytes()`` bytes."""
+        return {name: tensor.cpu().contiguous() for name, tensor in self.state_dict().items()}
+
+    def load_store(self, model: Any, tensors: dict[str, torch.Tensor]) -> None:
+        """Install the hooks on a fresh base model and fill the datastore from the store."""
+        if set(tensors) != {KEYS, VALUES} or tensors[KEYS].dim() != 2 or tensors[KEYS].size(1) != model.config.d_model:
+            raise ModelError(f"the store holds {sorted(tensors)} with keys of shape {tuple(tensors[KEYS].shape) if KEYS in tensors else '?'}; "
+                             f"a knn store holds {KEYS} (entries, {model.config.d_model}) and {VALUES}")
+        self.model = model
+        self.select(model, None)
+        self.load_state_dict(tensors)
 
     def state_dict(self) -> dict[str, Any]:
         return {KEYS: self.store.keys[: self.store.size].clone(), VALUES: self.store.values[: self.store.size].clone()}

@@ -47,6 +47,11 @@ class LoraMethod(Method):
         model.requires_grad_(False)
         return {name: p for name, p in model.named_parameters() if ".lora_A." in name or ".lora_B." in name}
 
+    def load_store(self, model: Any, tensors: dict[str, Any]) -> None:
+        """Inject the (zero-B) adapters into a fresh base model, then set them from the store."""
+        self.select(model, None)
+        super().load_store(model, tensors)
+
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), "rank": self.rank, "alpha": self.alpha, "targets": list(self.targets),
                 "adapted_layers": len(self._trainable) // 2}
