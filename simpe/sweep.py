@@ -5,7 +5,7 @@ Each run is one ``simulate.Loop`` in a Ray task that asks for ``threads`` CPUs (
 oversubscribe the cores. Ray starts on this machine by itself (``ray.init(num_cpus=...)``, no
 dashboard) unless ``address`` names an existing cluster.
 
-A run is named by its settings (``full--update.lr=0.02--seed=2``) and lands in its stream's
+A run is named by its settings (``full--lr=0.02--seed=2``) and lands in its stream's
 group folder ``<runs_dir>/<dataset>-<split>--<model>--<N>seg/`` where ``simpe compare`` and
 ``simpe plot`` read it. The sweep is idempotent: a complete run (``DONE``) with the same
 settings is skipped, an incomplete one is resumed from its checkpoint (``Loop.run(resume=True)``),
@@ -93,7 +93,8 @@ def plan(methods: list[str], grid: dict[str, list[Any]] | None = None, seeds: li
     """The runs of a sweep, in order, each checked (a bad key or value raises ConfigError before anything runs).
 
     Every method runs once per combination of the grid's values (and per seed when ``seeds``
-    is given); the run's name is the adapter's followed by ``--key=value`` per grid key. With
+    is given); the run's name is the adapter's followed by ``--key=value`` per grid key (the
+    key's last part, ``lr`` for ``update.lr``, when no other grid key ends the same). With
     ``baseline`` a baseline run is added per stream (per combination of the grid keys that
     are not method, update or seed settings) when ``methods`` does not name it.
     """
@@ -112,11 +113,13 @@ def plan(methods: list[str], grid: dict[str, list[Any]] | None = None, seeds: li
     adapters = list(methods)
     if baseline and BASELINE not in adapters:
         adapters.insert(0, BASELINE)
+    tails = [k.rsplit(".", 1)[-1] for k in grid]
+    short = {k: tail if tails.count(tail) == 1 else k for k, tail in zip(grid, tails)}  # update.lr -> lr when unambiguous
     for adapter in adapters:
         keys = [k for k in grid if adapter != BASELINE or not k.startswith(ADAPTATION_KEYS)]
         for values in itertools.product(*(grid[k] for k in keys)):
             stem = Path(adapter).stem
-            name = "--".join([stem, *(f"{k}={_value_name(v)}" for k, v in zip(keys, values))])
+            name = "--".join([stem, *(f"{short[k]}={_value_name(v)}" for k, v in zip(keys, values))])
             specs.append(RunSpec(adapter, [*base, *(f"{k}={v}" for k, v in zip(keys, values))], name))
     seen: dict[Path, str] = {}
     from simpe.decoders import DECODERS
