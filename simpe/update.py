@@ -69,13 +69,20 @@ def _backup(method: Method, params: list[torch.Tensor]) -> list[torch.Tensor]:
 
 
 def _first_non_finite(names: list[str], params: list[torch.Tensor]) -> str | None:
-    """The name of the first tensor holding inf or NaN, or None; one fused pass (max |x| propagates both)."""
+    """The name of the first tensor holding inf or NaN, or None.
+
+    One fused L2-norm pass (NaN and ±inf make a norm non-finite; a finite norm means finite
+    values); only tensors whose norm is not finite (possibly an overflow of huge finite
+    values) are then checked element by element, so the answer is exact.
+    """
     if not params:
         return None
-    peaks = torch.stack(torch._foreach_norm([p.detach() for p in params], float("inf")))  # (tensors,)
-    if bool(torch.isfinite(peaks).all()):
+    detached = [p.detach() for p in params]
+    norms = torch.stack(torch._foreach_norm(detached))  # (tensors,)
+    if bool(torch.isfinite(norms).all()):
         return None
-    return next(n for n, finite in zip(names, torch.isfinite(peaks).tolist()) if not finite)
+    flagged = [i for i, finite in enumerate(torch.isfinite(norms).tolist()) if not finite]
+    return next((names[i] for i in flagged if not bool(torch.isfinite(detached[i]).all())), None)
 
 
 def update(model: Any, method: Method, pair: Pair, cfg: UpdateConfig) -> dict[str, Any]:
