@@ -13,14 +13,17 @@ MODEL ?= models/demo-en-de
 MODEL_NAME := $(notdir $(MODEL))
 GROUP := runs/$(DATASET)-$(SPLIT)--$(MODEL_NAME)--$(SEGMENTS)seg
 ARGS ?=
+WORKERS ?= $(shell nproc 2>/dev/null || echo 1)
+SWEEP ?=
+GRID ?=
 
 .DEFAULT_GOAL := help
 .PHONY: help venv simulate test lint test-slow corpus baseline select-fixed compare plot report stopwords \
-        bench-loop bench-metrics bench-topk clean-runs
+        bench-loop bench-metrics bench-topk bench-simulate sweep clean-runs
 
 help: ## list every target with one line each
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "} {printf "  %-14s %s\n", $$1, $$2}'
-	@echo "  variables: DATASET=$(DATASET) METHODS=\"$(METHODS)\" SEGMENTS=$(SEGMENTS) MODEL=$(MODEL) ARGS=..."
+	@echo "  variables: DATASET=$(DATASET) METHODS=\"$(METHODS)\" SEGMENTS=$(SEGMENTS) MODEL=$(MODEL) WORKERS=$(WORKERS) SWEEP=... GRID=... ARGS=..."
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -31,8 +34,8 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP) ## create the repo's virtualenv (.venv) with torch 2.13.0 CPU and every dependency
 
-simulate: $(STAMP) $(MODEL)/fixed-selection.json ## run METHODS on the first SEGMENTS segments of DATASET (default: six methods, 500 libreoffice stream segments; DATASET=autodesk reads $SIMPE_AUTODESK_DIR or data/autodesk/)
-	$(PY) -m simpe simulate --dataset $(DATASET) --split $(SPLIT) --model $(MODEL) --segments $(SEGMENTS) --method $(METHODS) $(ARGS)
+simulate: $(STAMP) $(MODEL)/fixed-selection.json ## run METHODS on the first SEGMENTS segments of DATASET (default: six methods, 500 libreoffice stream segments; DATASET=autodesk reads $SIMPE_AUTODESK_DIR or data/autodesk/), WORKERS at a time
+	$(PY) -m simpe simulate --dataset $(DATASET) --split $(SPLIT) --model $(MODEL) --segments $(SEGMENTS) --method $(METHODS) --workers $(WORKERS) $(ARGS)
 	$(PY) -m simpe report $(GROUP)
 	@echo "runs: $(GROUP)/  ->  compare with: make compare DATASET=$(DATASET) SEGMENTS=$(SEGMENTS)  (table in $(GROUP)/compare/)"
 	@echo "                     plot with:    make plot DATASET=$(DATASET) SEGMENTS=$(SEGMENTS)     (figures in $(GROUP)/plots/)"
@@ -77,6 +80,14 @@ bench-loop: $(STAMP) ## seconds per segment (translate/score/update) per method,
 
 bench-metrics: $(STAMP) ## time every cumulative metric curve for 10,000 segments
 	$(PY) benchmarks/bench_metrics.py $(ARGS)
+
+bench-simulate: $(STAMP) $(MODEL)/fixed-selection.json ## wall time of METHODS one after another vs WORKERS parallel Ray tasks, records checked identical (ARGS="--segments 500")
+	$(PY) benchmarks/bench_simulate.py --methods $(METHODS) --workers $(WORKERS) $(ARGS)
+
+sweep: $(STAMP) $(MODEL)/fixed-selection.json ## simpe sweep on Ray: SWEEP=sweeps/x.yaml, or METHODS="full lasso" GRID="update.lr=0.01,0.02" SEGMENTS=N
+	$(PY) -m simpe sweep $(SWEEP) $(if $(SWEEP),$(if $(filter command line,$(origin METHODS)),--method $(METHODS)),--method $(METHODS)) \
+		$(if $(GRID),--grid $(GRID)) $(if $(SWEEP),$(if $(filter command line,$(origin SEGMENTS)),--segments $(SEGMENTS)),--segments $(SEGMENTS)) \
+		--workers $(WORKERS) $(ARGS)
 
 bench-topk: $(STAMP) ## exact top-10 on 50 stream sentences: batched search vs Algorithm 1 reference
 	$(PY) benchmarks/bench_topk.py $(ARGS)

@@ -87,6 +87,9 @@ def _add_simulate(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--resume", action="store_true", help="continue an interrupted run from its last checkpoint")
     p.add_argument("--overwrite", action="store_true", help="replace an existing run")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--workers", type=int, default=1, metavar="N",
+                   help="run the methods as N parallel tasks on a local Ray (simpe sweep's executor; default: 1, one after another)")
+    p.add_argument("--threads", type=int, metavar="T", help="with --workers: torch threads (CPUs) per run (default: cores / N)")
     p.set_defaults(func=_cmd_simulate)
 
 
@@ -103,10 +106,98 @@ def _simulate_overrides(args: argparse.Namespace) -> list[str]:
 def _cmd_simulate(args: argparse.Namespace) -> None:
     from simpe.simulate import simulate
 
+    if args.workers < 1 or (args.threads is not None and args.threads < 1):
+        from simpe.errors import ConfigError
+
+        raise ConfigError(f"--workers and --threads must be >= 1, got {args.workers} and {args.threads}")
+    if args.workers > 1 and not args.config and len(args.method or []) > 1:
+        _simulate_parallel(args)
+        return
     paths = simulate(args.method or ["baseline"], _simulate_overrides(args), resume=args.resume, overwrite=args.overwrite,
                      progress=not args.no_progress, config_file=args.config)
     for path in paths:
         print(f"complete: {path}")
+
+
+def _simulate_parallel(args: argparse.Namespace) -> None:
+    """``simpe simulate --workers N``: the methods as Ray tasks (simpe.sweep.execute), with simulate's folder rules."""
+    from simpe.rundir.writer import RunDir
+    from simpe.sweep import execute, plan
+
+    specs = plan(args.method, overrides=_simulate_overrides(args), baseline=False)
+    for spec in specs:
+        RunDir.check(spec.path, args.resume, args.overwrite)  # refuse before Ray starts, as simulate does
+    outcomes = execute(specs, workers=args.workers, threads=args.threads, progress=not args.no_progress,
+                       as_simulate=(args.resume, args.overwrite))
+    _report_outcomes(outcomes, "complete")
+
+
+def _report_outcomes(outcomes: list, done_word: str) -> None:
+    failed = [o for o in outcomes if o.status == "failed"]
+    for outcome in outcomes:
+        if outcome.status == "failed":
+            print(f"failed:   {outcome.name}: {outcome.error}")
+        else:
+            word = {"skipped": "skipped (complete)", "resumed": "resumed"}.get(outcome.status, done_word)
+            print(f"{word}: {outcome.path}" + (f" ({outcome.seconds:.1f} s)" if outcome.seconds else ""))
+    if failed:
+        raise SystemExit(f"{len(failed)} of {len(outcomes)} runs failed: {', '.join(o.name for o in failed)}")
+
+
+# ---------------------------------------------------------------- sweep (Ray)
+def _add_sweep(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("sweep", help="run methods x settings x seeds as parallel Ray tasks (local Ray, or a cluster with --address)")
+    p.add_argument("file", nargs="?", type=Path, help="a sweep file (sweeps/*.yaml: methods, grid, seeds, dataset, segments, set); "
+                                                      "flags add to it or replace its entries")
+    p.add_argument("--method", nargs="+", default=None, metavar="ADAPTER", help="adapter names under adapters/ (or .yaml paths)")
+    p.add_argument("--grid", nargs="+", action="extend", default=[], metavar="KEY=V1,V2",
+                   help="a config key and its values, e.g. update.lr=0.01,0.02 (repeatable; the runs are the cross product)")
+    p.add_argument("--seeds", nargs="+", type=int, metavar="S", help="run every combination once per seed")
+    p.add_argument("--dataset", help="dataset name (default: libreoffice)")
+    p.add_argument("--split", help="dataset split (default: stream)")
+    p.add_argument("--model", help="model folder or hub id (default: the embedded demo model)")
+    p.add_argument("--segments", type=int, help="the first N segments of the stream (default: all)")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE", help="override a config key in every run")
+    p.add_argument("--runs-dir", help="where run folders go (default: runs; on a cluster, a path every node sees)")
+    p.add_argument("--workers", type=int, metavar="N", help="runs at once (default: this machine's cores, or the cluster's CPUs / threads)")
+    p.add_argument("--threads", type=int, metavar="T", help="torch threads (CPUs) per run (default: cores / workers)")
+    p.add_argument("--gpus-per-run", type=float, default=0.0, metavar="F", help="fraction of a GPU per run (runs on cuda; default: 0, CPU)")
+    p.add_argument("--address", help="join an existing Ray cluster (e.g. auto, or ray://HEAD:10001) instead of starting a local Ray")
+    p.add_argument("--no-baseline", action="store_true", help="do not add a baseline run per stream (then no comparison table)")
+    p.add_argument("--bootstrap", type=int, default=1000, metavar="N", help="bootstrap resamples of the final tables (default: %(default)s)")
+    p.add_argument("--dry-run", action="store_true", help="list the runs and what would become of each, run nothing")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.set_defaults(func=_cmd_sweep)
+
+
+def _cmd_sweep(args: argparse.Namespace) -> None:
+    from simpe.errors import ConfigError
+    from simpe.sweep import compare_groups, execute, load_sweep_file, parse_grid, plan, state
+
+    data = load_sweep_file(args.file) if args.file else {}
+    for flag, value in (("--workers", args.workers), ("--threads", args.threads)):
+        if value is not None and value < 1:
+            raise ConfigError(f"{flag} must be >= 1, got {value}")
+    if args.gpus_per_run < 0:
+        raise ConfigError(f"--gpus-per-run must be >= 0, got {args.gpus_per_run}")
+    grid = {key: values if isinstance(values, list) else [values] for key, values in (data.get("grid") or {}).items()}
+    grid.update(parse_grid(args.grid))
+    flags = {"data.name": args.dataset or data.get("dataset"), "data.split": args.split or data.get("split"),
+             "model": args.model or data.get("model"),
+             "data.segments": args.segments if args.segments is not None else data.get("segments"), "runs_dir": args.runs_dir}
+    overrides = [*(data.get("set") or []), *(f"{k}={v}" for k, v in flags.items() if v is not None), *args.overrides]
+    specs = plan(args.method or data.get("methods") or [], grid, args.seeds or data.get("seeds"), overrides,
+                 baseline=not args.no_baseline and data.get("baseline", True))
+    if args.dry_run:
+        for spec in specs:
+            print(f"{state(spec):10s} {spec.path}")
+        return
+    outcomes = execute(specs, workers=args.workers, threads=args.threads, address=args.address,
+                       gpus_per_run=args.gpus_per_run, progress=not args.no_progress)
+    if not args.no_baseline and data.get("baseline", True):
+        for group_dir, text in compare_groups(specs, outcomes, args.bootstrap):
+            print(f"\n## {group_dir}\n\n{text}")
+    _report_outcomes(outcomes, "done")
 
 
 def _add_select_fixed(sub: argparse._SubParsersAction) -> None:
@@ -455,7 +546,7 @@ def _cmd_translate(args: argparse.Namespace) -> None:
         sys.stdout.write(text)
 
 
-PARSER_BUILDERS = [_add_corpus, _add_train_baseline, _add_score, _add_simulate, _add_select_fixed, _add_compare, _add_plot, _add_report,
+PARSER_BUILDERS = [_add_corpus, _add_train_baseline, _add_score, _add_simulate, _add_sweep, _add_select_fixed, _add_compare, _add_plot, _add_report,
                    _add_rank, _add_list, _add_export_adapter, _add_translate]
 
 

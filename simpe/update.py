@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import time
+import weakref
 from typing import Any
 
 import torch
@@ -49,6 +50,39 @@ def _restore(params: list[torch.Tensor], backup: list[torch.Tensor]) -> None:
     """Put the weights of ``backup`` back into ``params`` (undo one step)."""
     with torch.no_grad():
         torch._foreach_copy_(params, backup)
+
+
+# One backup buffer per method, reused from step to step: a fresh clone of every trainable
+# weight per step costs an allocation (page faults for large tensors) on top of the copy.
+_BACKUPS: "weakref.WeakKeyDictionary[Method, list[torch.Tensor]]" = weakref.WeakKeyDictionary()
+
+
+def _backup(method: Method, params: list[torch.Tensor]) -> list[torch.Tensor]:
+    """A copy of ``params`` (bit for bit) in the method's reused buffers."""
+    buffers = _BACKUPS.get(method)
+    if buffers is None or len(buffers) != len(params) or any(
+            b.shape != p.shape or b.dtype != p.dtype or b.device != p.device for b, p in zip(buffers, params)):
+        buffers = [torch.empty_like(p, memory_format=torch.contiguous_format) for p in params]
+        _BACKUPS[method] = buffers
+    torch._foreach_copy_(buffers, [p.detach() for p in params])
+    return buffers
+
+
+def _first_non_finite(names: list[str], params: list[torch.Tensor]) -> str | None:
+    """The name of the first tensor holding inf or NaN, or None.
+
+    One fused L2-norm pass (NaN and ±inf make a norm non-finite; a finite norm means finite
+    values); only tensors whose norm is not finite (possibly an overflow of huge finite
+    values) are then checked element by element, so the answer is exact.
+    """
+    if not params:
+        return None
+    detached = [p.detach() for p in params]
+    norms = torch.stack(torch._foreach_norm(detached))  # (tensors,)
+    if bool(torch.isfinite(norms).all()):
+        return None
+    flagged = [i for i, finite in enumerate(torch.isfinite(norms).tolist()) if not finite]
+    return next((names[i] for i in flagged if not bool(torch.isfinite(detached[i]).all())), None)
 
 
 def update(model: Any, method: Method, pair: Pair, cfg: UpdateConfig) -> dict[str, Any]:
@@ -98,14 +132,14 @@ def update(model: Any, method: Method, pair: Pair, cfg: UpdateConfig) -> dict[st
                 record["skipped"] = f"non-finite gradient in {bad[0] if bad else '?'}"
                 break
             with torch.no_grad():
-                backup = [p.detach().clone() for p in params]
+                backup = _backup(method, params)
                 if cfg.clip_norm > 0:
                     scale = (cfg.clip_norm / (stacked + 1e-6)).clamp(max=1.0)  # (tensors,)
                     torch._foreach_mul_(gs, list(scale.unbind()))
                 torch._foreach_add_(ps, gs, alpha=-cfg.lr)
             method.after_update()
             record["repetitions"] += 1
-            bad = next((n for n, p in zip(names, params) if not bool(torch.isfinite(p).all())), None)
+            bad = _first_non_finite(names, params)
             if bad is not None:
                 _restore(params, backup)
                 record["repetitions"] -= 1

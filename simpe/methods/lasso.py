@@ -40,6 +40,7 @@ class LassoMethod(Method):
         self.tensors = {n: p for n, p in params.items() if not is_embedding(n, p)}
         self.embeddings = {n: p for n, p in params.items() if is_embedding(n, p)}
         self.base = {n: p.detach().clone() for n, p in params.items()}
+        self._cache = None  # the buffers of after_update, built at its first call
         self.kept_tensors: list[str] = []
         self.kept_rows: dict[str, torch.Tensor] = {n: torch.zeros(0, dtype=torch.long) for n in self.embeddings}
         bias = attach_output_bias(model)
@@ -49,12 +50,10 @@ class LassoMethod(Method):
     def after_update(self) -> None:
         shrink = self.update.lr * self.penalty  # the proximal step of an SGD step of size lr
         # tensors outside the embeddings: one group each (foreach ops: one pass per step, no Python loop over data)
-        names = list(self.tensors)
-        params = [self.tensors[n] for n in names]
-        bases = [self.base[n] for n in names]
-        offsets = torch._foreach_sub(params, bases)
+        names, params, bases, offsets, sizes = self._groups()
+        torch._foreach_copy_(offsets, params)
+        torch._foreach_sub_(offsets, bases)  # θ - θ0 into reused buffers (the same arithmetic as _foreach_sub)
         norms = torch.stack(torch._foreach_norm(offsets))  # (tensors,)
-        sizes = torch.tensor([p.numel() for p in params], dtype=norms.dtype, device=norms.device)  # (tensors,)
         factors = (1.0 - shrink * sizes.sqrt() / norms.clamp(min=1e-30)).clamp(min=0.0)  # (tensors,)
         factors = torch.where(norms > 0, factors, torch.zeros_like(factors))
         kept_norms = (norms * factors).tolist()
@@ -80,7 +79,7 @@ class LassoMethod(Method):
             return
         deltas, row_factors, row_norms_all = {}, {}, []
         for name, weight in self.embeddings.items():
-            deltas[name] = weight - self.base[name]  # (rows, dim)
+            deltas[name] = torch.sub(weight, self.base[name], out=self._row_buffers[name])  # (rows, dim)
             row_norms = deltas[name].norm(dim=1)  # (rows,)
             factor = (1.0 - shrink * math.sqrt(weight.size(1)) / row_norms.clamp(min=1e-30)).clamp(min=0.0)  # (rows,)
             row_factors[name] = factor
@@ -94,9 +93,21 @@ class LassoMethod(Method):
         sizes_rows = [w.size(0) for w in self.embeddings.values()]
         for (name, weight), mask in zip(self.embeddings.items(), keep.split(sizes_rows)):
             base = self.base[name]
-            shrunk = base + deltas[name] * row_factors[name].unsqueeze(1)  # (rows, dim)
-            weight.copy_(torch.where(mask.unsqueeze(1), shrunk, base))
+            shrunk = deltas[name].mul_(row_factors[name].unsqueeze(1)).add_(base)  # (rows, dim): θ0 + factor · (θ - θ0), in place
+            torch.where(mask.unsqueeze(1), shrunk, base, out=weight)
             self.kept_rows[name] = mask.nonzero().flatten().cpu()
+
+    def _groups(self) -> tuple[list[str], list[torch.Tensor], list[torch.Tensor], list[torch.Tensor], torch.Tensor]:
+        """The non-embedding groups, their bases, reused offset buffers and sizes (built once: the step runs after every update)."""
+        if getattr(self, "_cache", None) is None:
+            names = list(self.tensors)
+            params = [self.tensors[n] for n in names]
+            offsets = [torch.empty_like(p) for p in params]
+            sizes = torch.tensor([p.numel() for p in params], dtype=params[0].dtype if params else torch.float32,
+                                 device=params[0].device if params else None)  # (tensors,)
+            self._cache = (names, params, [self.base[n] for n in names], offsets, sizes)
+            self._row_buffers = {n: torch.empty_like(w) for n, w in self.embeddings.items()}
+        return self._cache
 
     def kept_names(self) -> list[str]:
         return self.kept_tensors

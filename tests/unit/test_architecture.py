@@ -10,14 +10,15 @@ PACKAGE = Path(__file__).resolve().parents[2] / "simpe"
 FLOOR = {"config", "registry", "values", "paths", "textfile", "errors"}
 NEVER = {
     **{part: {"datasets", "decoders", "methods", "metrics", "model", "ranking", "report", "rundir", "simulate", "cli",
-              "update", "score", "select_fixed", "train_demo", "corpus", "store"} for part in FLOOR},
+              "update", "score", "select_fixed", "train_demo", "corpus", "store", "sweep"} for part in FLOOR},
     "metrics": {"model", "decoders", "methods", "rundir", "simulate", "cli"},
     "methods": {"decoders", "metrics", "rundir", "simulate", "cli"},
     "decoders": {"methods", "rundir", "simulate", "cli"},
     "datasets": {"model", "metrics", "simulate", "cli"},
     "rundir": {"model", "metrics", "decoders", "methods", "simulate", "cli"},
     "report": {"model", "decoders", "methods", "simulate", "cli"},
-    "simulate": {"report", "cli"},
+    "simulate": {"report", "cli", "sweep"},
+    "sweep": {"cli"},
 }
 ALLOWED_FLOOR = {"config": {"errors", "paths", "values"}, "registry": {"errors", "values"}, "values": {"errors"},
                  "paths": set(), "textfile": {"errors"}, "errors": set()}

@@ -1,0 +1,304 @@
+"""`simpe sweep`: the cross product of methods x settings x seeds as independent Ray tasks.
+
+Each run is one ``simulate.Loop`` in a Ray task that asks for ``threads`` CPUs (and, with
+``gpus``, a fraction of a GPU) and sets torch to that many threads, so concurrent runs never
+oversubscribe the cores. Ray starts on this machine by itself (``ray.init(num_cpus=...)``, no
+dashboard) unless ``address`` names an existing cluster.
+
+A run is named by its settings (``full--lr=0.02--seed=2``) and lands in its stream's
+group folder ``<runs_dir>/<dataset>-<split>--<model>--<N>seg/`` where ``simpe compare`` and
+``simpe plot`` read it. The sweep is idempotent: a complete run (``DONE``) with the same
+settings is skipped, an incomplete one is resumed from its checkpoint (``Loop.run(resume=True)``),
+a run that raises is reported with its error and the others go on. On a cluster the workers
+write into ``runs_dir`` themselves: it must be a path every node sees (a shared file system).
+
+``simpe simulate --workers N`` runs its methods through the same executor (``execute``).
+"""
+from __future__ import annotations
+
+import itertools
+import logging
+import os
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from simpe.config import RunConfig, load_config, load_saved_config, read_yaml, resume_difference
+from simpe.errors import ConfigError
+from simpe.rundir import layout
+
+logger = logging.getLogger(__name__)
+
+BASELINE = "baseline"
+# grid keys that change what an adapted run learns but not the baseline (which never updates)
+ADAPTATION_KEYS = ("method.", "update.", "seed")
+SWEEP_FILE_KEYS = ("methods", "grid", "seeds", "dataset", "split", "model", "segments", "set", "baseline")
+
+
+def cpu_count() -> int:
+    """The cores this process may use."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+@dataclass
+class RunSpec:
+    """One run of a sweep: an adapter file, the overrides that make it, the name they give."""
+
+    adapter: str
+    overrides: list[str]
+    name: str
+    path: Path = field(default=Path())
+    cfg: RunConfig | None = field(default=None, repr=False)
+
+    def config(self) -> RunConfig:
+        return load_config(self.adapter, [*self.overrides, f"adapter={self.name}"])
+
+
+@dataclass
+class Outcome:
+    """What became of one run: done, skipped (already complete), resumed or failed (with the error)."""
+
+    name: str
+    path: Path
+    status: str
+    seconds: float = 0.0
+    error: str | None = None
+
+
+def parse_grid(items: list[str]) -> dict[str, list[str]]:
+    """``["update.lr=0.01,0.02", ...]`` -> ``{"update.lr": ["0.01", "0.02"]}`` (checked)."""
+    grid: dict[str, list[str]] = {}
+    for item in items:
+        key, sep, values = item.partition("=")
+        key = key.strip()
+        if not sep or not key or not values.strip():
+            raise ConfigError(f"bad --grid {item!r}; expected KEY=V1,V2,..., e.g. update.lr=0.01,0.02")
+        if key in grid:
+            raise ConfigError(f"--grid {key} is given twice")
+        grid[key] = [v.strip() for v in values.split(",") if v.strip()]
+    return grid
+
+
+def _value_name(value: str) -> str:
+    return str(value).replace("/", "_").replace(" ", "")
+
+
+def plan(methods: list[str], grid: dict[str, list[Any]] | None = None, seeds: list[int] | None = None,
+         overrides: list[str] | None = None, baseline: bool = True) -> list[RunSpec]:
+    """The runs of a sweep, in order, each checked (a bad key or value raises ConfigError before anything runs).
+
+    Every method runs once per combination of the grid's values (and per seed when ``seeds``
+    is given); the run's name is the adapter's followed by ``--key=value`` per grid key (the
+    key's last part, ``lr`` for ``update.lr``, when no other grid key ends the same). With
+    ``baseline`` a baseline run is added per stream (per combination of the grid keys that
+    are not method, update or seed settings) when ``methods`` does not name it.
+    """
+    if not methods:
+        raise ConfigError("a sweep needs at least one --method")
+    grid = {key: [str(v) for v in values] for key, values in (grid or {}).items()}
+    for key, values in grid.items():
+        if not values:
+            raise ConfigError(f"--grid {key} has no values")
+    if seeds:
+        if "seed" in grid:
+            raise ConfigError("give seeds either with --seeds or with --grid seed=..., not both")
+        grid["seed"] = [str(s) for s in seeds]
+    base = list(overrides or [])
+    specs: list[RunSpec] = []
+    adapters = list(methods)
+    if baseline and BASELINE not in adapters:
+        adapters.insert(0, BASELINE)
+    tails = [k.rsplit(".", 1)[-1] for k in grid]
+    short = {k: tail if tails.count(tail) == 1 else k for k, tail in zip(grid, tails)}  # update.lr -> lr when unambiguous
+    for adapter in adapters:
+        keys = [k for k in grid if adapter != BASELINE or not k.startswith(ADAPTATION_KEYS)]
+        for values in itertools.product(*(grid[k] for k in keys)):
+            stem = Path(adapter).stem
+            name = "--".join([stem, *(f"{short[k]}={_value_name(v)}" for k, v in zip(keys, values))])
+            specs.append(RunSpec(adapter, [*base, *(f"{k}={v}" for k, v in zip(keys, values))], name))
+    seen: dict[Path, str] = {}
+    from simpe.decoders import DECODERS
+    from simpe.methods import METHODS
+    from simpe.simulate import run_path
+
+    for spec in specs:
+        spec.cfg = spec.config()
+        METHODS.build(spec.cfg.method.name, **spec.cfg.method.params)
+        DECODERS.build(spec.cfg.decoder.name, **spec.cfg.decoder.params)
+        spec.path = run_path(spec.cfg)
+        if spec.path in seen:
+            raise ConfigError(f"runs {seen[spec.path]!r} and {spec.name!r} would share the folder {spec.path}")
+        seen[spec.path] = spec.name
+    return specs
+
+
+def load_sweep_file(path: Path) -> dict[str, Any]:
+    """A sweep file (YAML): methods, grid {key: [values]}, seeds, dataset, split, model, segments, set, baseline."""
+    data = read_yaml(Path(path))
+    unknown = sorted(set(data) - set(SWEEP_FILE_KEYS))
+    if unknown:
+        raise ConfigError(f"{path}: unknown key {unknown[0]!r}; known: {', '.join(SWEEP_FILE_KEYS)}")
+    if not isinstance(data.get("grid", {}), dict):
+        raise ConfigError(f"{path}: grid must be a mapping KEY: [values]")
+    return data
+
+
+def state(spec: RunSpec) -> str:
+    """``new``, ``complete`` (DONE with the same settings) or ``incomplete`` (to resume); raises when settings differ."""
+    path = spec.path
+    if (path / layout.DONE_FILE).exists():
+        saved_file = path / layout.CONFIG_FILE
+        if saved_file.exists() and spec.cfg is not None:
+            differs = resume_difference(load_saved_config(saved_file), spec.cfg)
+            if differs:
+                raise ConfigError(f"{path} is a complete run whose {differs}; remove it or choose another --runs-dir")
+        return "complete"
+    if path.exists() and any(path.iterdir()):
+        return "incomplete"
+    return "new"
+
+
+def run_task(adapter: str, overrides: list[str], threads: int, resume: bool, cwd: str, overwrite: bool = False) -> dict[str, Any]:
+    """One run inside a worker (a Ray task or this process): returns its outcome as plain values, never raises."""
+    import torch
+
+    from simpe.simulate import Loop
+
+    start = time.perf_counter()
+    torch.set_num_threads(max(1, threads))
+    if cwd and Path(cwd).is_dir():
+        os.chdir(cwd)  # relative paths (runs/, models/...) mean what they meant to the driver
+    loop = None
+    try:
+        loop = Loop(load_config(adapter, overrides), progress=False)
+        path = loop.run(resume=resume, overwrite=overwrite)
+        return {"path": str(path), "status": "resumed" if resume else "done", "seconds": time.perf_counter() - start}
+    except BaseException as err:  # noqa: B036 - the outcome carries the error back to the driver
+        return {"path": "", "status": "failed", "seconds": time.perf_counter() - start,
+                "error": f"{type(err).__name__}: {err}", "traceback": traceback.format_exc()}
+    finally:
+        if loop is not None and getattr(loop, "timer", None) is not None:
+            loop.timer.remove()
+
+
+def start_ray(address: str | None, cpus: int, gpus: float | None = None) -> Any:
+    """Join the cluster at ``address``, or start a local Ray with ``cpus`` CPUs (no dashboard); reuse one already up."""
+    import ray
+
+    if ray.is_initialized():
+        return ray
+    if address:
+        ray.init(address=address, log_to_driver=True)
+    else:
+        kwargs: dict[str, Any] = {"num_cpus": cpus, "include_dashboard": False, "log_to_driver": False}
+        if gpus is not None:
+            kwargs["num_gpus"] = gpus
+        ray.init(**kwargs)
+    return ray
+
+
+def execute(specs: list[RunSpec], workers: int | None = None, threads: int | None = None, address: str | None = None,
+            gpus_per_run: float = 0.0, progress: bool = True, as_simulate: tuple[bool, bool] | None = None) -> list[Outcome]:
+    """Run ``specs`` as Ray tasks, ``workers`` at a time with ``threads`` torch threads (CPUs) each.
+
+    Complete runs are skipped, incomplete ones resumed; a failed run is an ``Outcome`` with
+    its error, never an exception. Locally Ray gets ``workers * threads`` CPUs. With
+    ``as_simulate=(resume, overwrite)`` every run is started as ``simpe simulate`` would
+    (the caller has checked the folders), nothing skipped.
+    """
+    outcomes: dict[str, Outcome] = {}
+    todo: list[tuple[RunSpec, bool]] = []
+    overwrite = bool(as_simulate and as_simulate[1])
+    for spec in specs:
+        if as_simulate is not None:
+            todo.append((spec, as_simulate[0]))
+            continue
+        try:
+            found = state(spec)
+        except ConfigError as err:
+            outcomes[spec.name] = Outcome(spec.name, spec.path, "failed", error=str(err))
+            continue
+        if found == "complete":
+            outcomes[spec.name] = Outcome(spec.name, spec.path, "skipped")
+        else:
+            todo.append((spec, found == "incomplete"))
+    if todo:
+        if address:  # a cluster: its CPUs, one torch thread per run unless told
+            ray = start_ray(address, 0)
+            threads = threads or 1
+            workers = workers or max(1, int(ray.cluster_resources().get("CPU", 1)) // threads)
+        else:  # this machine: every core, shared evenly by the runs that go at once
+            cores = cpu_count()
+            if threads is None:
+                threads = max(1, cores // max(1, workers or min(len(todo), cores)))
+            if workers is None:
+                workers = max(1, min(len(todo), cores // threads))
+            ray = start_ray(None, workers * threads, gpus=None)
+        remote = ray.remote(run_task).options(num_cpus=threads, num_gpus=gpus_per_run or 0, max_retries=0)
+        cwd = os.getcwd()
+        bar = None
+        if progress:
+            from tqdm import tqdm
+
+            bar = tqdm(total=len(specs), initial=len(specs) - len(todo), desc="sweep", unit="run", dynamic_ncols=True)
+        pending: dict[Any, tuple[RunSpec, bool]] = {}
+        queue = list(todo)
+        try:
+            while queue or pending:
+                while queue and len(pending) < workers:
+                    spec, resume = queue.pop(0)
+                    overrides = [*spec.overrides, f"adapter={spec.name}"]
+                    if gpus_per_run:
+                        overrides.append("device=cuda")
+                    pending[remote.remote(spec.adapter, overrides, threads, resume, cwd, overwrite)] = (spec, resume)
+                ready, _ = ray.wait(list(pending), num_returns=1)
+                for ref in ready:
+                    spec, resume = pending.pop(ref)
+                    try:
+                        result = ray.get(ref)
+                    except Exception as err:  # the worker died (killed, out of memory): report, go on
+                        result = {"status": "failed", "seconds": 0.0, "error": f"{type(err).__name__}: {err}"}
+                    outcome = Outcome(spec.name, spec.path, result["status"], result["seconds"], result.get("error"))
+                    outcomes[spec.name] = outcome
+                    if outcome.status == "failed":
+                        logger.error("run %s failed: %s", spec.name, outcome.error)
+                        if result.get("traceback"):
+                            logger.debug("%s", result["traceback"])
+                    if bar is not None:
+                        bar.set_postfix_str(f"{spec.name}: {outcome.status}", refresh=False)
+                        bar.update(1)
+        finally:
+            if bar is not None:
+                bar.close()
+    return [outcomes[spec.name] for spec in specs]
+
+
+def compare_groups(specs: list[RunSpec], outcomes: list[Outcome], bootstrap: int = 1000) -> list[tuple[Path, str]]:
+    """The comparison table (Markdown) of every stream's group folder that has one baseline and another complete run.
+
+    Writes each table under the group's ``compare/`` as ``simpe compare`` does; returns (group, text or a note).
+    """
+    from simpe.errors import SimpeError
+    from simpe.report.compare import compare_runs
+    from simpe.report.render import to_markdown, write_comparison
+    from simpe.rundir.reader import load_group
+
+    groups: dict[Path, list[Path]] = {}
+    for spec, outcome in zip(specs, outcomes):
+        if outcome.status != "failed":
+            groups.setdefault(spec.path.parent, []).append(spec.path)
+    tables = []
+    for group_dir, paths in groups.items():
+        try:
+            group = load_group(paths)
+            comparison = compare_runs(group, num_resamples=bootstrap)
+            write_comparison(comparison, layout.compare_dir(group_dir))
+            tables.append((group_dir, to_markdown(comparison)))
+        except SimpeError as err:
+            tables.append((group_dir, f"(no comparison table: {err})"))
+    return tables

@@ -1,0 +1,115 @@
+"""`simpe sweep` on a local Ray (2 CPUs, one started for the module): a 2x2 sweep, an interrupted
+sweep resumed to the same records, a failing run reported while the others complete."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from simpe.cli import main
+from simpe.errors import ConfigError
+from simpe.rundir import layout
+from simpe.rundir.reader import read_jsonl
+from simpe.simulate import Loop
+from simpe.sweep import execute, parse_grid, plan, state
+
+ray = pytest.importorskip("ray")
+
+GROUP = "libreoffice-stream--demo-en-de--4seg"
+NAMES = ["baseline", "bias--lr=0.01", "bias--lr=0.02", "full--lr=0.01", "full--lr=0.02"]
+
+
+@pytest.fixture(scope="module")
+def local_ray():
+    """One local Ray for the module (its start-up takes seconds): 2 CPUs, no dashboard."""
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield ray
+    ray.shutdown()
+
+
+def _overrides(runs_dir: Path) -> list[str]:
+    return [f"runs_dir={runs_dir}", "data.segments=4", "checkpoint_every=2", "device=cpu"]
+
+
+def _records(path: Path) -> list[dict]:
+    """The segment records without their timings (the only thing allowed to differ between two runs)."""
+    records = read_jsonl(path / layout.SEGMENTS_FILE)
+    for record in records:
+        record.pop("seconds")
+    return records
+
+
+def _two_by_two(runs_dir: Path):
+    return plan(["bias", "full"], parse_grid(["update.lr=0.01,0.02"]), overrides=_overrides(runs_dir))
+
+
+@pytest.fixture(scope="module")
+def whole_sweep(local_ray, tmp_path_factory):
+    runs = tmp_path_factory.mktemp("whole")
+    specs = _two_by_two(runs)
+    return runs, specs, execute(specs, workers=2, threads=1, progress=False)
+
+
+def test_plan_names_runs_by_their_settings_and_adds_one_baseline(tmp_path: Path):
+    specs = plan(["bias", "full"], {"update.lr": [0.01, 0.02]}, seeds=[1, 2], overrides=_overrides(tmp_path))
+    names = [s.name for s in specs]
+    assert names[0] == "baseline" and names.count("baseline") == 1  # the baseline never updates: lr and seed mean nothing
+    assert names[1:] == [f"{m}--lr={lr}--seed={s}" for m in ("bias", "full") for lr in ("0.01", "0.02") for s in (1, 2)]
+    assert {s.path.parent for s in specs} == {tmp_path / GROUP}
+    assert specs[4].cfg.update.lr == 0.02 and specs[4].cfg.seed == 2 and specs[4].cfg.adapter == "bias--lr=0.02--seed=2"
+    with pytest.raises(ConfigError, match="update.lr must be > 0"):
+        plan(["full"], {"update.lr": ["-1"]}, overrides=_overrides(tmp_path))
+    with pytest.raises(ConfigError, match="expected KEY=V1,V2"):
+        parse_grid(["update.lr"])
+    with pytest.raises(ConfigError, match="unknown method 'nope'"):
+        plan(["nope"], overrides=_overrides(tmp_path))
+
+
+def test_a_2x2_sweep_on_local_ray_writes_every_run_where_compare_reads_it(whole_sweep):
+    runs, specs, outcomes = whole_sweep
+    assert [(o.name, o.status) for o in outcomes] == [(name, "done") for name in NAMES]
+    for spec in specs:
+        assert spec.path == runs / GROUP / spec.name and (spec.path / layout.DONE_FILE).exists()
+        summary = json.loads((spec.path / layout.SUMMARY_FILE).read_text())
+        assert summary["segments"] == 4 and summary["adapter"] == spec.name
+    # the learning rate reached the runs: the same first loss, different losses after the first update
+    first = [_records(runs / GROUP / f"full--lr={lr}")[0]["update"] for lr in ("0.01", "0.02")]
+    assert first[0]["loss_before"] == first[1]["loss_before"] and first[0]["loss_after"] != first[1]["loss_after"]
+    # a re-run is idempotent: every run is complete, nothing runs
+    again = execute(specs, workers=2, threads=1, progress=False)
+    assert [o.status for o in again] == ["skipped"] * len(specs)
+
+
+def test_an_interrupted_sweep_skips_complete_runs_and_resumes_the_rest_to_the_same_records(whole_sweep, tmp_path: Path):
+    runs, _, _ = whole_sweep
+    specs = _two_by_two(tmp_path)
+    by_name = {s.name: s for s in specs}
+    # the state an interrupted sweep leaves: one run complete, one stopped after its checkpoint at segment 2
+    Loop(by_name["full--lr=0.01"].config(), progress=False).run()
+    Loop(by_name["full--lr=0.02"].config(), progress=False).run(stop_after=3)
+    done_file = by_name["full--lr=0.01"].path / layout.DONE_FILE
+    stamp = done_file.stat().st_mtime_ns
+    assert [state(s) for s in specs] == ["new", "new", "new", "complete", "incomplete"]
+    outcomes = execute(specs, workers=2, threads=1, progress=False)
+    assert [o.status for o in outcomes] == ["done", "done", "done", "skipped", "resumed"]
+    assert done_file.stat().st_mtime_ns == stamp
+    for name in NAMES:
+        assert _records(tmp_path / GROUP / name) == _records(runs / GROUP / name), name
+
+
+def test_a_failing_run_is_reported_and_the_others_complete(local_ray, tmp_path: Path, capsys: pytest.CaptureFixture):
+    broken = tmp_path / "libreoffice-stream--demo-en-de--2seg" / "bias--lr=0.02"
+    broken.mkdir(parents=True)
+    (broken / layout.CONFIG_FILE).write_text("update: [unclosed\n")
+    (broken / layout.SEGMENTS_FILE).write_text("")
+    with pytest.raises(SystemExit, match=r"1 of 3 runs failed: bias--lr=0.02"):
+        main(["sweep", "--method", "bias", "--grid", "update.lr=0.01,0.02", "--segments", "2", "--runs-dir", str(tmp_path),
+              "--workers", "2", "--threads", "1", "--no-progress", "--bootstrap", "10", "--set", "device=cpu"])
+    out = capsys.readouterr().out
+    assert "failed:   bias--lr=0.02: RunDirError:" in out and "cannot be read" in out
+    assert (broken.parent / "baseline" / layout.DONE_FILE).exists()
+    assert (broken.parent / "bias--lr=0.01" / layout.DONE_FILE).exists()
+    # the table of the stream covers the runs that completed
+    assert "| bias--lr=0.01 |" in out and "| baseline |" in out and "bias--lr=0.02 |" not in out
+    assert (broken.parent / layout.COMPARE_DIR / "compare.md").exists()
