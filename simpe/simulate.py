@@ -29,7 +29,7 @@ from simpe import log
 from simpe.config import RunConfig, load_config, load_saved_config, resume_difference
 from simpe.datasets import DATASETS, Segment, stream_hash
 from simpe.decoders import DECODERS
-from simpe.errors import ConfigError, RunDirError
+from simpe.errors import ConfigError, DataError, RunDirError
 from simpe.methods import METHODS
 from simpe.methods.base import STORE_FORMAT
 from simpe.metrics.online import OnlineScorer, metric_for
@@ -72,9 +72,17 @@ def probe_set(cfg: RunConfig, dataset: Any, stream: list[Segment]) -> list[Segme
     """The fixed probe set of the ranking snapshots (see SnapshotConfig)."""
     short = lambda segs: [s for s in segs if len(s.source.split()) <= cfg.snapshots.max_words]  # noqa: E731
     probe = cfg.snapshots.probe
-    if probe == "auto":
-        probe = "dev" if "dev" in dataset.splits else "stream"
-        logger.debug("ranking snapshots probe the %s split", "dev" if probe == "dev" else "stream (a fixed sample; no dev split)")
+    if probe == "auto":  # the dev split when the dataset has a non-empty one, else a fixed sample of the stream
+        probe = "stream"
+        if "dev" in dataset.splits:
+            try:
+                dev = short(dataset.load("dev", cfg.data.skip_empty))[: cfg.snapshots.probe_size]
+            except DataError as err:  # e.g. an Autodesk file too small to hold out dev documents
+                logger.info("ranking snapshots probe a fixed sample of the stream (the dev split: %s)", err)
+            else:
+                if dev:
+                    return dev
+        logger.debug("ranking snapshots probe a fixed sample of the stream")
     if probe == "dev":
         if "dev" not in dataset.splits:
             raise ConfigError(f"snapshots.probe=dev but dataset {cfg.data.name!r} has no dev split; use snapshots.probe=stream")

@@ -130,7 +130,7 @@ def cases(models: dict[str, Path], data: Path, tmp: Path) -> list[tuple[str, lis
         ("truecaser", ["--truecaser", str(tmp / "nope.model")], "truecaser model"),
         ("novel-vocab", ["--set", f"metrics.novel_vocab={tmp / 'nope.txt'}"], "does not exist"),
         ("snapshots-negative", ["--set", "snapshots.every=-1"], "snapshots.every must be >= 0, got -1"),
-        ("probe", ["--set", "snapshots.probe=nowhere"], "unknown snapshots.probe 'nowhere'; known: dev, stream"),
+        ("probe", ["--set", "snapshots.probe=nowhere"], "unknown snapshots.probe 'nowhere'; known: auto, dev, stream"),
         ("quality", ["--snapshot-every", "5", "--set", "ranking.quality=bleurt"], "unknown utility 'bleurt'; known: bleu"),
         ("gain", ["--set", "ranking.gain=log"], "unknown ranking.gain 'log'; known: exp, linear"),
         ("ties", ["--set", "ranking.ties=random"], "unknown ranking.ties 'random'; known: mean, model"),
