@@ -1,9 +1,9 @@
 """Check simpe's SBLEU (Nakov BLEU+1) against the seed authors' own C++ scorer on whole runs.
 
-The scorer is ``PerSentenceBleuScorer`` in ``training/dtrain/score.h`` of
-github.com/pks/cdec-dtrain-legacy (the dtrain of seed 002's first author; cdec's later
-``NakovBleuScorer`` computes the same). This script compiles that header unchanged with a
-small driver (``dtrain.h`` stubbed with the two typedefs it needs), feeds it the 13a tokens
+The scorer is ``PerSentenceBleuScorer`` ("Nakov et al. '12") in ``training/dtrain/score.h``
+of github.com/pks/cdec-dtrain-legacy (the dtrain of seed 002's first author, commit 8d900ca;
+cdec's later ``NakovBleuScorer`` computes the same). This script compiles that header
+unchanged with a small driver (``dtrain.h`` stubbed with the typedefs it needs), feeds it the 13a tokens
 of every segment's hypothesis and post-edit (sacreBLEU's tokenizer, the tokens simpe's BLEU
 statistics count), and compares its per-segment scores (x 100) with the ``metrics.sbleu``
 simpe logged, and the means. Exits 1 when any segment differs by more than --tolerance.
@@ -35,7 +35,9 @@ DTRAIN_H = """#include <map>
 #include <iostream>
 using namespace std;
 typedef double score_t;
+typedef double weight_t;
 typedef int WordID;
+inline size_t abs(size_t x) { return x; }  // score.h takes abs() of a size_t difference (one reference: unused)
 """
 
 DRIVER = """#include "score.h"
@@ -56,8 +58,9 @@ int main(int argc, char** argv) {
   dtrain::PerSentenceBleuScorer scorer(4);
   cout << setprecision(17);
   while (getline(hyps, h) && getline(refs, r)) {
-    vector<vector<WordID> > rs; rs.push_back(ids(r, vocab));
-    cout << scorer.Score(ids(h, vocab), rs) << "\\n";
+    vector<WordID> ref = ids(r, vocab);
+    vector<dtrain::Ngrams> ngrams(1, dtrain::MakeNgrams(ref, 4)); vector<size_t> lengths(1, ref.size());
+    cout << scorer.Score(ids(h, vocab), ngrams, lengths) << "\\n";
   }
 }
 """
