@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import torch
 
 from simpe.cli import main
 from simpe.config import load_config
@@ -83,10 +84,13 @@ def uninterrupted(tmp_path_factory) -> tuple[Path, FullDisk]:
     runs = tmp_path_factory.mktemp("whole")
     disk = FullDisk(float("inf"))
     writer.open_file = disk.open
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # as the tests that resume (one_torch_thread): records depend on the thread count
     try:
         path = Loop(load_config("bias", [*SETTINGS, f"runs_dir={runs}"]), progress=False).run()
     finally:
         writer.open_file = ORIGINAL_OPEN
+        torch.set_num_threads(threads)
     return path, disk
 
 

@@ -81,7 +81,9 @@ def test_a_2x2_sweep_on_local_ray_writes_every_run_where_compare_reads_it(whole_
     assert [o.status for o in again] == ["skipped"] * len(specs)
 
 
-def test_an_interrupted_sweep_skips_complete_runs_and_resumes_the_rest_to_the_same_records(whole_sweep, tmp_path: Path):
+def test_an_interrupted_sweep_skips_complete_runs_and_resumes_the_rest_to_the_same_records(whole_sweep, tmp_path: Path,
+                                                                                          one_torch_thread):
+    # one thread here too: the sweep's tasks run with --threads 1, and records depend on the thread count
     runs, _, _ = whole_sweep
     specs = _two_by_two(tmp_path)
     by_name = {s.name: s for s in specs}
