@@ -24,7 +24,19 @@ from typing import Any
 import torch
 
 from simpe.decoders.base import DECODERS, Decoder, DecodeResult, Hypothesis
-from simpe.decoders.incremental import NEG_INF, LengthLimit, Source, check_int, decoding, encode, new_states, stack_sources, step_scores
+from simpe.decoders.incremental import (
+    NEG_INF,
+    LengthLimit,
+    Source,
+    batched_step,
+    check_int,
+    decoding,
+    encode,
+    new_cache,
+    new_states,
+    stack_sources,
+    step_scores,
+)
 
 StepHook = Callable[[int, list[tuple[int, ...]], list[float], torch.Tensor, torch.Tensor, Any], None]
 
@@ -89,15 +101,13 @@ def beam_search_many(model: Any, sources: list[Source], beam_size: int, heap: bo
     Returns:
         per source: (hypotheses best first, expansions = decoder rows run, steps).
     """
-    from transformers.cache_utils import DynamicCache, EncoderDecoderCache
-    from transformers.modeling_outputs import BaseModelOutput
 
     n = len(sources)
     special = sources[0].special
     eos = special.eos
     device = sources[0].hidden.device
     hidden, src_mask = stack_sources(sources)  # (n, max_src, d_model), (n, max_src) or None for one source
-    cache = EncoderDecoderCache(DynamicCache(), DynamicCache())
+    cache = new_cache()
     row_source = list(range(n))  # source of each cache row; rows are grouped by source
     tokens_in = torch.full((n,), special.start, dtype=torch.long, device=device)  # (rows,)
     seqs: list[list[tuple[int, ...]]] = [[()] for _ in range(n)]
@@ -106,12 +116,7 @@ def beam_search_many(model: Any, sources: list[Source], beam_size: int, heap: bo
     expansions, steps = [0] * n, [0] * n
     for position in range(max(s.max_len for s in sources)):
         rows = len(row_source)
-        enc = hidden if position == 0 else hidden[:1].expand(rows, -1, -1)  # (rows, max_src, d_model); after step 0 only its shape is read
-        mask = None if src_mask is None else src_mask[torch.tensor(row_source, device=device)]  # (rows, max_src)
-        out = model(decoder_input_ids=tokens_in.view(rows, 1), encoder_outputs=BaseModelOutput(last_hidden_state=enc),
-                    attention_mask=mask, past_key_values=cache, use_cache=True, return_dict=True)
-        cache = out.past_key_values
-        logp = torch.log_softmax(out.logits[:, -1, :].float(), dim=-1)  # (rows, vocab)
+        logp, cache = batched_step(model, tokens_in, hidden, src_mask, row_source, cache, position)  # (rows, vocab)
         states = new_states(cache, position) if on_step is not None else None  # (rows, layers, 2, heads, head_dim)
         keep: list[int] = []
         next_tokens: list[int] = []

@@ -206,6 +206,34 @@ def stack_sources(sources: list[Source]) -> tuple[torch.Tensor, torch.Tensor | N
     return hidden, mask
 
 
+def new_cache() -> Any:
+    """An empty ``EncoderDecoderCache`` for ``batched_step``."""
+    from transformers.cache_utils import DynamicCache, EncoderDecoderCache
+
+    return EncoderDecoderCache(DynamicCache(), DynamicCache())
+
+
+def batched_step(model: Any, tokens_in: torch.Tensor, hidden: torch.Tensor, src_mask: torch.Tensor | None,
+                 row_source: list[int], cache: Any, position: int) -> tuple[torch.Tensor, Any]:
+    """One decoder step for rows of several sources (the batched beam search and sampler).
+
+    Args:
+        tokens_in: (rows,) the last token of each row; row r continues source ``row_source[r]``.
+        hidden, src_mask: ``stack_sources`` of the sources (read at step 0; the cache holds them after).
+        cache: the rows' ``EncoderDecoderCache`` (``new_cache()`` at step 0), reordered by the caller.
+    Returns:
+        ((rows, vocab) float32 log-probabilities of the next token, the updated cache).
+    """
+    from transformers.modeling_outputs import BaseModelOutput
+
+    rows = len(row_source)
+    enc = hidden if position == 0 else hidden[:1].expand(rows, -1, -1)  # (rows, max_src, d_model); after step 0 only its shape is read
+    mask = None if src_mask is None else src_mask[torch.tensor(row_source, device=hidden.device)]  # (rows, max_src)
+    out = model(decoder_input_ids=tokens_in.view(rows, 1), encoder_outputs=BaseModelOutput(last_hidden_state=enc),
+                attention_mask=mask, past_key_values=cache, use_cache=True, return_dict=True)
+    return torch.log_softmax(out.logits[:, -1, :].float(), dim=-1), out.past_key_values  # (rows, vocab)
+
+
 def new_states(cache: Any, position: int) -> torch.Tensor:
     """(rows, layers, 2, heads, head_dim) self-attention keys/values at ``position`` of an EncoderDecoderCache."""
     layers = cache.self_attention_cache.layers

@@ -23,7 +23,7 @@ from typing import Any
 import torch
 
 from simpe.decoders.base import DECODERS, Decoder, DecodeResult, Hypothesis
-from simpe.decoders.incremental import LengthLimit, Source, check_int, decoding, encode, stack_sources
+from simpe.decoders.incremental import LengthLimit, Source, batched_step, check_int, decoding, encode, new_cache, stack_sources
 
 
 def _next_tokens(logp: torch.Tensor, special: Any, last: bool, counts: list[int], generator: torch.Generator
@@ -65,8 +65,6 @@ def draw_samples_many(model: Any, sources: list[Source], samples: int, seeds: li
     Returns:
         per source: (its samples in the order they finished, expansions = decoder rows run).
     """
-    from transformers.cache_utils import DynamicCache, EncoderDecoderCache
-    from transformers.modeling_outputs import BaseModelOutput
 
     n = len(sources)
     special = sources[0].special
@@ -77,7 +75,7 @@ def draw_samples_many(model: Any, sources: list[Source], samples: int, seeds: li
         generator.manual_seed(seed)
         generators.append(generator)
     hidden, src_mask = stack_sources(sources)  # (n, max_src, d_model), (n, max_src) or None for one source
-    cache = EncoderDecoderCache(DynamicCache(), DynamicCache())
+    cache = new_cache()
     # rows grouped by source: row_source, and per source its rows' prefixes, sample counts and scores
     row_source = list(range(n))
     prefixes: list[list[tuple[int, ...]]] = [[()] for _ in range(n)]
@@ -88,12 +86,7 @@ def draw_samples_many(model: Any, sources: list[Source], samples: int, seeds: li
     tokens_in = torch.full((n,), special.start, dtype=torch.long, device=device)  # (rows,)
     for position in range(max(s.max_len for s in sources)):
         rows = len(row_source)
-        enc = hidden if position == 0 else hidden[:1].expand(rows, -1, -1)  # (rows, max_src, d_model); after step 0 only its shape is read
-        mask = None if src_mask is None else src_mask[torch.tensor(row_source, device=device)]  # (rows, max_src)
-        out = model(decoder_input_ids=tokens_in.view(rows, 1), encoder_outputs=BaseModelOutput(last_hidden_state=enc),
-                    attention_mask=mask, past_key_values=cache, use_cache=True, return_dict=True)
-        cache = out.past_key_values
-        logp = torch.log_softmax(out.logits[:, -1, :].float(), dim=-1)  # (rows, vocab)
+        logp, cache = batched_step(model, tokens_in, hidden, src_mask, row_source, cache, position)  # (rows, vocab)
         keep: list[int] = []
         next_tokens: list[int] = []
         next_source: list[int] = []
