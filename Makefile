@@ -11,7 +11,8 @@ METHODS ?= baseline full bias fixed top lasso
 SEGMENTS ?= 500
 MODEL ?= models/demo-en-de
 MODEL_NAME := $(notdir $(MODEL))
-GROUP := runs/$(DATASET)-$(SPLIT)--$(MODEL_NAME)--$(SEGMENTS)seg
+RUNS ?= runs
+GROUP := $(RUNS)/$(DATASET)-$(SPLIT)--$(MODEL_NAME)--$(SEGMENTS)seg
 ARGS ?=
 WORKERS ?= $(shell nproc 2>/dev/null || echo 1)
 SWEEP ?=
@@ -23,7 +24,7 @@ GRID ?=
 
 help: ## list every target with one line each
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "} {printf "  %-14s %s\n", $$1, $$2}'
-	@echo "  variables: DATASET=$(DATASET) METHODS=\"$(METHODS)\" SEGMENTS=$(SEGMENTS) MODEL=$(MODEL) WORKERS=$(WORKERS) SWEEP=... GRID=... ARGS=..."
+	@echo "  variables: DATASET=$(DATASET) METHODS=\"$(METHODS)\" SEGMENTS=$(SEGMENTS) MODEL=$(MODEL) WORKERS=$(WORKERS) RUNS=$(RUNS) SWEEP=... GRID=... ARGS=..."
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -35,11 +36,15 @@ $(STAMP): pyproject.toml
 venv: $(STAMP) ## create the repo's virtualenv (.venv) with torch 2.13.0 CPU and every dependency
 
 simulate: $(STAMP) $(MODEL)/fixed-selection.json ## run METHODS on the first SEGMENTS segments of DATASET (default: six methods, 500 libreoffice stream segments; DATASET=autodesk reads $SIMPE_AUTODESK_DIR or data/autodesk/), WORKERS at a time
-	$(PY) -m simpe simulate --dataset $(DATASET) --split $(SPLIT) --model $(MODEL) --segments $(SEGMENTS) --method $(METHODS) --workers $(WORKERS) $(ARGS)
-	$(PY) -m simpe report $(GROUP)
-	@echo "runs: $(GROUP)/  ->  compare with: make compare DATASET=$(DATASET) SEGMENTS=$(SEGMENTS)  (table in $(GROUP)/compare/)"
-	@echo "                     plot with:    make plot DATASET=$(DATASET) SEGMENTS=$(SEGMENTS)     (figures in $(GROUP)/plots/)"
-	@echo "report (open in a browser): $(GROUP)/report.html"
+	$(PY) -m simpe simulate --dataset $(DATASET) --split $(SPLIT) --model $(MODEL) --segments $(SEGMENTS) --method $(METHODS) --workers $(WORKERS) --runs-dir $(RUNS) $(ARGS)
+	@echo "runs: $(GROUP)/"
+	@# the report, compare and plot set methods against the baseline: they need two runs
+	@if [ $(words $(METHODS)) -gt 1 ]; then \
+	  $(PY) -m simpe report $(GROUP) && \
+	  echo "compare with: make compare DATASET=$(DATASET) SEGMENTS=$(SEGMENTS)  (table in $(GROUP)/compare/)" && \
+	  echo "plot with:    make plot DATASET=$(DATASET) SEGMENTS=$(SEGMENTS)     (figures in $(GROUP)/plots/)" && \
+	  echo "report (open in a browser): $(GROUP)/report.html"; \
+	else echo "one method: no report (simpe report, compare and plot set methods against the baseline)"; fi
 
 $(MODEL)/fixed-selection.json:
 	$(MAKE) select-fixed MODEL=$(MODEL)
@@ -65,7 +70,7 @@ lint: $(STAMP) ## ruff (pyflakes, pycodestyle, isort, bugbear) over simpe/, test
 test-slow: $(STAMP) ## run the slow tests too
 	$(PY) -m pytest -q -m ""
 
-corpus: $(STAMP) ## build data/libreoffice from Debian's LibreOffice 7.4 packages (needs apt-get)
+corpus: $(STAMP) ## build data/libreoffice (splits, train vocabulary) from Debian's LibreOffice 7.4 packages (needs apt-get)
 	$(PY) -m simpe corpus libreoffice
 
 baseline: $(STAMP) ## train the embedded demo model into models/demo-en-de (about 80 minutes on 2 CPU cores)
