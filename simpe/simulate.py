@@ -33,7 +33,6 @@ from simpe.errors import ConfigError, DataError, RunDirError
 from simpe.methods import METHODS
 from simpe.methods.base import STORE_FORMAT
 from simpe.metrics.online import OnlineScorer, metric_for
-from simpe.metrics.stopwords import load_stopwords
 from simpe.model import MAX_TOKENS, check_model, encode_pair, load_model, model_folder, model_name, resolve_device
 from simpe.paths import DEFAULT_MODEL
 from simpe.profiling import ModelTimer
@@ -117,7 +116,6 @@ class Loop:
         self.dataset, self.segments = load_stream(cfg)
         self.method = METHODS.build(cfg.method.name, **cfg.method.params)
         self.decoder = DECODERS.build(cfg.decoder.name, **cfg.decoder.params)
-        load_stopwords(cfg.metrics.stopwords)
         self.path = run_path(cfg)
         self.probe = probe_set(cfg, self.dataset, self.segments) if cfg.snapshots.every else []
         if cfg.snapshots.every:

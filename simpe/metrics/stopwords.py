@@ -73,8 +73,14 @@ def load_stopwords(spec: str | Path) -> frozenset[str]:
 def is_stopword(token: str, stopwords: frozenset[str], case: str = "exact") -> bool:
     """Membership of ``token`` in a list from ``load_stopwords``: as written (``exact``) or ``insensitive``."""
     if case == "insensitive":
-        return token.lower() in {w.lower() for w in stopwords}
+        return token.lower() in lowered(stopwords)
     return token in stopwords
+
+
+@lru_cache(maxsize=32)
+def lowered(stopwords: frozenset[str]) -> frozenset[str]:
+    """The lowercase forms of a list's words (what ``insensitive`` matching compares with)."""
+    return frozenset(w.lower() for w in stopwords)
 
 
 def stopwords_digest(stopwords: frozenset[str]) -> str:

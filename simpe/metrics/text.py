@@ -36,6 +36,7 @@ from pathlib import Path
 
 from simpe.config import STOPWORD_CASES, TOKEN_FILTERS
 from simpe.errors import ConfigError, DataError
+from simpe.metrics.stopwords import lowered
 
 SPM_SPACE = "\u2581"  # SentencePiece's word-boundary marker "▁"
 
@@ -162,13 +163,8 @@ def is_content_token(token: str, stopwords: frozenset[str], case: str = "exact",
     if case == "exact":
         return token not in stopwords
     if case == "insensitive":
-        return token.lower() not in _lowered(stopwords)
+        return token.lower() not in lowered(stopwords)
     raise ConfigError(f"unknown metrics.stopword_case {case!r}; known: {', '.join(STOPWORD_CASES)}")
-
-
-@lru_cache(maxsize=32)
-def _lowered(stopwords: frozenset[str]) -> frozenset[str]:
-    return frozenset(w.lower() for w in stopwords)
 
 
 def content_types(tokens: Iterable[str], stopwords: frozenset[str], case: str = "exact",

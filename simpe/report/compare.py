@@ -19,6 +19,7 @@ import numpy as np
 
 from simpe.errors import RunDirError
 from simpe.metrics import Metric, logged_stats, metric_for
+from simpe.metrics.online import signature_label
 from simpe.metrics.utility import COMET
 from simpe.report.stats import DEFAULT_RESAMPLES, DEFAULT_SEED, bootstrap_scores, paired_test, resample_counts
 from simpe.rundir.reader import Run, RunGroup
@@ -169,26 +170,24 @@ def _signatures(group: RunGroup) -> tuple[dict[str, str], list[str]]:
     notes: list[str] = []
     chosen: dict[str, str] = {}
     for kind in SIGNED_METRICS:
+        logged = {run.name: ((run.summary or {}).get("signatures") or {}).get(kind) for run in group.runs}
         seen: dict[str, Run] = {}
         for run in group.runs:
-            signature = ((run.summary or {}).get("signatures") or {}).get(kind)
-            if signature:
-                seen.setdefault(signature, run)
+            if logged[run.name]:
+                seen.setdefault(logged[run.name], run)
         if not seen:
             continue
-        if kind == "r" and len(seen) < len(group.runs) and any(
-                not ((run.summary or {}).get("signatures") or {}).get("r") for run in group.runs):
-            unsigned = ", ".join(run.name for run in group.runs if not ((run.summary or {}).get("signatures") or {}).get("r"))
-            raise RunDirError(f"runs {unsigned} logged no R signature (simpe 0.1 counted content words with other rules) "
-                              "while the others did; rerun them to compare R figures")
-        metric = metric_for(kind) if kind != "r" else None
-        label = metric.label if metric is not None else "R"
+        unsigned = [name for name, signature in logged.items() if not signature]
+        if kind == "r" and unsigned:
+            raise RunDirError(f"runs {', '.join(unsigned)} logged no R signature (simpe 0.1 counted content words with other "
+                              "rules) while the others did; rerun them to compare R figures")
+        label = signature_label(kind)
         stripped = {_without_version(sig) for sig in seen}
         if len(stripped) > 1 and kind != COMET:
             listing = "; ".join(f"{run.name}: {sig}" for sig, run in seen.items())
             raise RunDirError(f"the runs scored {label} with different settings ({listing}); "
                               f"their figures are not comparable")
-        ours = _without_version(metric.signature()) if kind in RESCORED_METRICS else None
+        ours = _without_version(metric_for(kind).signature()) if kind in RESCORED_METRICS else None
         if ours is not None and stripped != {ours}:
             raise RunDirError(f"the runs scored {label} with settings {next(iter(seen))!r}, but simpe rescores their "
                               f"statistics with {ours!r}; their p-values would not be comparable")
