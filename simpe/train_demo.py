@@ -15,7 +15,6 @@ import math
 import platform
 import random
 import shlex
-import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -36,7 +35,8 @@ class TrainConfig:
     out_dir: str = "models/demo-en-de"
     vocab_size: int = 8000
     d_model: int = 256
-    layers: int = 3
+    encoder_layers: int = 6  # the seed paper's model has 6 encoder and 3 decoder layers; the decoder dominates
+    decoder_layers: int = 3  # beam-search time, so a deeper encoder costs simulate little (README, "demo model")
     heads: int = 4
     ffn_dim: int = 1024
     dropout: float = 0.1
@@ -46,12 +46,46 @@ class TrainConfig:
     lr: float = 7e-4
     warmup_steps: int = 800
     max_minutes: float = 75.0
+    max_steps: int = 0  # 0: no limit; checked, like max_minutes, at evaluations
     eval_every: int = 500
     eval_segments: int = 400
     patience: int = 6
+    average: int = 5  # also try the mean of the last N evaluation checkpoints; keep it when its dev BLEU is higher
     seed: int = 1
     device: str = "auto"
     threads: int = 0  # 0: torch's default
+
+
+# Settings that may change when a run is resumed: where it runs and how long it may go on.
+RESUMABLE_CHANGES = ("max_minutes", "max_steps", "patience", "out_dir", "device", "threads")
+
+
+def check_resumable(saved: dict[str, Any], cfg: TrainConfig) -> None:
+    """Refuse to resume a checkpoint trained with other settings (only RESUMABLE_CHANGES may differ)."""
+    from simpe.errors import ConfigError
+
+    current = asdict(cfg)
+    differ = sorted(k for k in current if k not in RESUMABLE_CHANGES and saved.get(k) != current[k])
+    if differ:
+        raise ConfigError("cannot --resume: the checkpoint was trained with other settings ("
+                          + ", ".join(f"{k}={saved.get(k)!r}, now {current[k]!r}" for k in differ)
+                          + f"); resumable changes are {', '.join(RESUMABLE_CHANGES)}")
+
+
+def reproduce_command(cfg: TrainConfig) -> str:
+    """The one command that trains this model again: ``simpe train-baseline`` with every non-default setting."""
+    default = asdict(TrainConfig())
+    args = [f"--{k.replace('_', '-')} {shlex.quote(str(v))}" for k, v in asdict(cfg).items()
+            if v != default[k] and k not in ("out_dir", "device", "threads")]
+    return " ".join(["python -m simpe train-baseline", *args])
+
+
+def save_atomic(obj: Any, path: Path) -> None:
+    import torch
+
+    tmp = path.with_name(path.name + ".tmp")
+    torch.save(obj, tmp)
+    tmp.replace(path)
 
 
 def _read_lines(path: Path) -> list[str]:
@@ -214,7 +248,7 @@ def train(cfg: TrainConfig, resume: bool = False) -> dict[str, Any]:
     vocab_size = len(tokenizer.encoder)
     pad_id = tokenizer.pad_token_id
     model_cfg = MarianConfig(
-        vocab_size=vocab_size, d_model=cfg.d_model, encoder_layers=cfg.layers, decoder_layers=cfg.layers,
+        vocab_size=vocab_size, d_model=cfg.d_model, encoder_layers=cfg.encoder_layers, decoder_layers=cfg.decoder_layers,
         encoder_attention_heads=cfg.heads, decoder_attention_heads=cfg.heads, encoder_ffn_dim=cfg.ffn_dim,
         decoder_ffn_dim=cfg.ffn_dim, max_position_embeddings=512, dropout=cfg.dropout, attention_dropout=0.0,
         activation_dropout=0.0, activation_function="swish", pad_token_id=pad_id, eos_token_id=tokenizer.eos_token_id,
@@ -238,26 +272,34 @@ def train(cfg: TrainConfig, resume: bool = False) -> dict[str, Any]:
     def lr_at(step: int) -> float:
         return cfg.lr * min((step + 1) / cfg.warmup_steps, math.sqrt(cfg.warmup_steps / (step + 1)))
 
-    state = {"step": 0, "epoch": 0, "best_bleu": -1.0, "best_step": 0, "bad_evals": 0, "train_seconds": 0.0, "history": []}
+    state = {"step": 0, "epoch": 0, "batch": 0, "best_bleu": -1.0, "best_step": 0, "bad_evals": 0, "train_seconds": 0.0,
+             "history": [], "eval_steps": []}
     if resume and (ckpt_dir / "last.pt").exists():
         saved = torch.load(ckpt_dir / "last.pt", map_location=device, weights_only=False)
+        check_resumable(saved.get("config", {}), cfg)
         model.load_state_dict(saved["model"])
         optimizer.load_state_dict(saved["optimizer"])
         state = saved["state"]
-        logger.info("resumed at step %d (best dev BLEU %.2f at step %d)", state["step"], state["best_bleu"], state["best_step"])
+        torch.set_rng_state(saved["rng"])
+        logger.info("resumed at step %d (epoch %d, batch %d; best dev BLEU %.2f at step %d, %.1f min trained)",
+                    state["step"], state["epoch"], state["batch"], state["best_bleu"], state["best_step"],
+                    state["train_seconds"] / 60)
     ckpt_dir.mkdir(parents=True, exist_ok=True)
-    rng = random.Random(cfg.seed + state["epoch"])
     eval_idx = list(range(min(cfg.eval_segments, len(dev_src))))
-    tokens_seen, window_start = 0, time.time()
-    stop = False
+    tokens_seen, loss_sum, loss_steps, window_start = 0, 0.0, 0, time.time()
+    stop = (state["train_seconds"] / 60 >= cfg.max_minutes or state["bad_evals"] >= cfg.patience
+            or 0 < cfg.max_steps <= state["step"])
     from simpe.metrics import METRICS
 
     dev_bleu = METRICS.build("bleu")
 
     while not stop:
-        for batch in _batches(pairs, cfg.batch_tokens, rng):
+        # One epoch's batches depend only on (seed, epoch), and the position in it is saved with every
+        # checkpoint, so a resumed run sees exactly the batches an uninterrupted one would.
+        batches = _batches(pairs, cfg.batch_tokens, random.Random(cfg.seed + state["epoch"]))
+        while state["batch"] < len(batches) and not stop:
             model.train()
-            input_ids, mask, labels = _collate(pairs, batch, pad_id, device)
+            input_ids, mask, labels = _collate(pairs, batches[state["batch"]], pad_id, device)
             for group in optimizer.param_groups:
                 group["lr"] = lr_at(state["step"])
             logits = model(input_ids=input_ids, attention_mask=mask, labels=labels).logits  # (batch, tgt_len, vocab)
@@ -268,54 +310,85 @@ def train(cfg: TrainConfig, resume: bool = False) -> dict[str, Any]:
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             optimizer.step()
             state["step"] += 1
+            state["batch"] += 1
             tokens_seen += int((labels != -100).sum())
+            loss_sum, loss_steps = loss_sum + loss.item(), loss_steps + 1
             if state["step"] % 50 == 0:
                 elapsed = time.time() - window_start
                 logger.info("step %d epoch %d loss %.3f lr %.2e %.0f tgt tok/s", state["step"], state["epoch"], loss.item(),
                             lr_at(state["step"]), tokens_seen / max(elapsed, 1e-9))
             if state["step"] % cfg.eval_every == 0:
-                state["train_seconds"] += time.time() - window_start
+                window = time.time() - window_start
+                state["train_seconds"] += window
                 hyps = translate(model, tokenizer, [dev_src[i] for i in eval_idx], beam_size=1)
                 bleu = dev_bleu.corpus_score(hyps, [dev_tgt[i] for i in eval_idx])
-                state["history"].append({"step": state["step"], "dev_greedy_bleu": round(bleu, 2), "minutes": round(state["train_seconds"] / 60, 1)})
+                state["history"].append({"step": state["step"], "epoch": state["epoch"], "dev_greedy_bleu": round(bleu, 2),
+                                         "minutes": round(state["train_seconds"] / 60, 1),
+                                         "train_loss": round(loss_sum / max(loss_steps, 1), 3),
+                                         "tgt_tokens_per_s": round(tokens_seen / max(window, 1e-9))})
                 if bleu > state["best_bleu"]:
                     state.update(best_bleu=bleu, best_step=state["step"], bad_evals=0)
                     torch.save(model.state_dict(), ckpt_dir / "best.pt")
                 else:
                     state["bad_evals"] += 1
-                torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "state": state}, ckpt_dir / "last.pt.tmp")
-                (ckpt_dir / "last.pt.tmp").replace(ckpt_dir / "last.pt")
+                torch.save(model.state_dict(), ckpt_dir / f"step-{state['step']}.pt")
+                state["eval_steps"].append(state["step"])
+                for old in state["eval_steps"][:-max(cfg.average, 1)]:
+                    (ckpt_dir / f"step-{old}.pt").unlink(missing_ok=True)
+                state["eval_steps"] = state["eval_steps"][-max(cfg.average, 1):]
                 logger.info("eval step %d: dev greedy BLEU %.2f (best %.2f at %d), %.1f min trained", state["step"], bleu,
                             state["best_bleu"], state["best_step"], state["train_seconds"] / 60)
-                tokens_seen, window_start = 0, time.time()
                 if state["bad_evals"] >= cfg.patience:
                     logger.info("early stopping: no dev improvement in %d evaluations", cfg.patience)
                     stop = True
                 elif state["train_seconds"] / 60 >= cfg.max_minutes:
                     logger.info("time budget of %.0f minutes reached", cfg.max_minutes)
                     stop = True
-                if stop:
-                    break
-        else:
-            state["epoch"] += 1
-            rng = random.Random(cfg.seed + state["epoch"])
+                elif 0 < cfg.max_steps <= state["step"]:
+                    logger.info("%d steps reached", cfg.max_steps)
+                    stop = True
+                save_atomic({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "state": state,
+                             "rng": torch.get_rng_state(), "config": asdict(cfg)}, ckpt_dir / "last.pt")
+                tokens_seen, loss_sum, loss_steps, window_start = 0, 0.0, 0, time.time()
+        if not stop and state["batch"] >= len(batches):
+            state["epoch"], state["batch"] = state["epoch"] + 1, 0
 
     return finalize(cfg, model, tokenizer, state, n_params, len(pairs), started, device)
 
 
 def finalize(cfg: TrainConfig, model: Any, tokenizer: Any, state: dict[str, Any], n_params: int, n_pairs: int,
              started: float, device: Any) -> dict[str, Any]:
-    """Load the best checkpoint, save it with ``save_pretrained``, score it, write the model card."""
+    """Choose the weights (best checkpoint or the mean of the last ``average``), save them with
+    ``save_pretrained``, score them, write the model card."""
     import torch
 
     out = Path(cfg.out_dir)
-    model.load_state_dict(torch.load(out / "checkpoints" / "best.pt", map_location=device))
+    ckpt_dir = out / "checkpoints"
+    dev_src, dev_tgt = split_pairs(cfg, "dev")
+    eval_src, eval_tgt = dev_src[:cfg.eval_segments], dev_tgt[:cfg.eval_segments]
+    chosen = {"weights": f"best checkpoint (step {state['best_step']})", "dev_greedy_bleu": round(state["best_bleu"], 2)}
+    kept = [ckpt_dir / f"step-{step}.pt" for step in state.get("eval_steps", [])]
+    kept = [path for path in kept if path.exists()]
+    if cfg.average > 1 and len(kept) >= 2:
+        states = [torch.load(path, map_location=device) for path in kept]
+        mean = {k: (sum(sd[k].float() for sd in states) / len(states)).to(states[0][k].dtype)
+                if states[0][k].is_floating_point() else states[0][k] for k in states[0]}
+        model.load_state_dict(mean)
+        from simpe.metrics import METRICS
+
+        bleu = METRICS.build("bleu").corpus_score(translate(model, tokenizer, eval_src, beam_size=1), eval_tgt)
+        averaged = f"mean of the last {len(kept)} evaluation checkpoints (steps {', '.join(p.stem[5:] for p in kept)})"
+        logger.info("%s: dev greedy BLEU %.2f against %.2f for the best checkpoint", averaged, bleu, state["best_bleu"])
+        chosen["average"] = {"weights": averaged, "dev_greedy_bleu": round(bleu, 2)}
+        if bleu > state["best_bleu"]:
+            chosen.update(weights=averaged, dev_greedy_bleu=round(bleu, 2))
+    if not chosen["weights"].startswith("mean"):
+        model.load_state_dict(torch.load(ckpt_dir / "best.pt", map_location=device))
     model.eval()
     model.config.dropout = 0.0
     model.save_pretrained(out, safe_serialization=True)
     tokenizer.save_pretrained(out)
     train_src, train_tgt = split_pairs(cfg, "train")
-    dev_src, dev_tgt = split_pairs(cfg, "dev")
     stream_src, stream_tgt = (side[:1000] for side in split_pairs(cfg, "stream"))
     logger.info("scoring dev and the first %d stream segments with beam 5", len(stream_src))
     t0 = time.time()
@@ -324,7 +397,7 @@ def finalize(cfg: TrainConfig, model: Any, tokenizer: Any, state: dict[str, Any]
         "stream_first_1000": score_card(translate(model, tokenizer, stream_src, beam_size=5), stream_tgt),
     }
     card = {
-        "command": " ".join(shlex.quote(a) for a in sys.argv),
+        "command": reproduce_command(cfg),
         "config": asdict(cfg),
         "data": ({name: hashlib.sha256((Path(cfg.data_dir) / name).read_bytes()).hexdigest() for name in ("train.en", "train.de", "dev.en", "dev.de")}
                  if cfg.dataset == "libreoffice" else  # the dataset's splits as loaded, one segment per line
@@ -333,6 +406,7 @@ def finalize(cfg: TrainConfig, model: Any, tokenizer: Any, state: dict[str, Any]
         "parameters": n_params,
         "best_step": state["best_step"],
         "best_dev_greedy_bleu": round(state["best_bleu"], 2),
+        "weights": chosen,
         "training_minutes": round(state["train_seconds"] / 60, 1),
         "total_minutes": round((time.time() - started) / 60, 1),
         "eval_seconds": round(time.time() - t0, 1),
@@ -357,17 +431,22 @@ def write_model_card(out: Path, card: dict[str, Any]) -> None:
         "the harness runs offline. Load it like any Marian checkpoint:",
         "`MarianMTModel.from_pretrained('models/demo-en-de')`.",
         "",
-        f"- command: `{card['command']}`",
+        f"- command: `{card['command']}` (writes to `--out-dir`, default `models/demo-en-de`; "
+        "an interrupted run goes on with `--resume`, and `--max-minutes` may grow when it does)",
         f"- data: `{data}` train split ({card['train_pairs']} pairs up to {cfg['max_len']} tokens); "
         f"sha256 train.en `{card['data']['train.en'][:16]}…`, train.de `{card['data']['train.de'][:16]}…`",
         f"- seed: {cfg['seed']}",
-        f"- architecture: d_model {cfg['d_model']}, {cfg['layers']}+{cfg['layers']} layers, {cfg['heads']} heads, "
+        f"- architecture: d_model {cfg['d_model']}, {cfg['encoder_layers']} encoder + {cfg['decoder_layers']} decoder layers, {cfg['heads']} heads, "
         f"FFN {cfg['ffn_dim']}, joint unigram SentencePiece {cfg['vocab_size']}, tied embeddings",
         f"- parameters: {card['parameters']:,}",
-        f"- training: {card['training_minutes']} minutes ({card['total_minutes']} in all), best step {card['best_step']} "
+        f"- training: {card['training_minutes']} minutes of training ({card['total_minutes']} in the last process), "
+        f"{card['history'][-1]['step'] if card['history'] else 0} steps, best step {card['best_step']} "
         f"(dev greedy BLEU {card['best_dev_greedy_bleu']} on the first {cfg['eval_segments']} dev segments), "
         f"AdamW lr {cfg['lr']}, warmup {cfg['warmup_steps']}, {cfg['batch_tokens']} tokens per batch, "
         f"dropout {cfg['dropout']}, label smoothing {cfg['label_smoothing']}",
+        f"- weights: {card.get('weights', {}).get('weights', 'best checkpoint')}"
+        + (f" (dev greedy BLEU {card['weights']['average']['dev_greedy_bleu']} for the mean of the last checkpoints)"
+           if "average" in card.get("weights", {}) else ""),
         f"- machine: {card['machine']}, torch {card['torch']}",
         "- truecaser: `truecase.de.model` (sacremoses MosesTruecaser on the Moses-tokenised German train side)",
         "",
@@ -382,5 +461,12 @@ def write_model_card(out: Path, card: dict[str, Any]) -> None:
     any_scores = next(iter(card["scores_beam5"].values()))
     for metric in ("bleu", "chrf", "ter"):
         lines.append(f"- {metric}: `{any_scores[metric]['signature']}`")
+    if card["history"]:
+        lines += ["", "## Dev BLEU against training time (greedy, first "
+                  f"{cfg['eval_segments']} dev segments)", "",
+                  "| step | epoch | minutes | train loss | tgt tokens/s | dev BLEU |", "| ---: | ---: | ---: | ---: | ---: | ---: |"]
+        for h in card["history"]:
+            lines.append(f"| {h['step']} | {h.get('epoch', '')} | {h['minutes']} | {h.get('train_loss', '')} | "
+                         f"{h.get('tgt_tokens_per_s', '')} | {h['dev_greedy_bleu']} |")
     lines += ["", "The data are LibreOffice help and UI text under the MPL-2.0 (see data/libreoffice/NOTICE).", ""]
     (out / "README.md").write_text("\n".join(lines))

@@ -114,7 +114,7 @@ def test_train_baseline_on_the_autodesk_train_split(tmp_path: Path, monkeypatch)
 
     _big_corpus(tmp_path / "autodesk")
     monkeypatch.setenv("SIMPE_AUTODESK_DIR", str(tmp_path / "autodesk"))
-    cfg = TrainConfig(dataset="autodesk", out_dir=str(tmp_path / "model"), vocab_size=60, d_model=16, layers=1, heads=2,
+    cfg = TrainConfig(dataset="autodesk", out_dir=str(tmp_path / "model"), vocab_size=60, d_model=16, encoder_layers=1, decoder_layers=1, heads=2,
                       ffn_dim=32, batch_tokens=400, eval_every=5, eval_segments=10, patience=1, max_minutes=0.2,
                       warmup_steps=5, threads=1)
     train_src, _ = split_pairs(cfg, "train")

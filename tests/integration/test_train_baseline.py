@@ -1,0 +1,59 @@
+"""simpe train-baseline: an interrupted training resumed with --resume is the uninterrupted one, step for step."""
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+import torch
+
+from simpe.errors import ConfigError
+from simpe.train_demo import TrainConfig, reproduce_command, train
+
+WORDS = [("file", "Datei"), ("open", "öffnen"), ("the", "die"), ("cell", "Zelle"), ("sheet", "Tabelle"),
+         ("select", "wählen"), ("column", "Spalte"), ("row", "Zeile"), ("insert", "einfügen"), ("delete", "löschen")]
+
+
+def _corpus(folder: Path) -> None:
+    folder.mkdir(parents=True)
+    pairs = [(f"{a[0]} {b[0]} {c}", f"{a[1]} {b[1]} {c}") for c in range(6) for a in WORDS for b in WORDS[::3]]
+    splits = {"train": pairs[:200], "dev": pairs[200:220], "stream": pairs[220:240]}
+    for name, rows in splits.items():
+        (folder / f"{name}.en").write_text("".join(s + "\n" for s, _ in rows), encoding="utf-8")
+        (folder / f"{name}.de").write_text("".join(t + "\n" for _, t in rows), encoding="utf-8")
+
+
+def _weights(out: Path) -> dict[str, torch.Tensor]:
+    return torch.load(out / "checkpoints" / "last.pt", weights_only=False)["model"]
+
+
+def test_resume_continues_exactly_and_refuses_other_settings(tmp_path: Path):
+    _corpus(tmp_path / "data")
+    cfg = TrainConfig(data_dir=str(tmp_path / "data"), out_dir=str(tmp_path / "whole"), vocab_size=40, d_model=16,
+                      encoder_layers=2, decoder_layers=1, heads=2, ffn_dim=32, batch_tokens=200, eval_every=5,
+                      eval_segments=10, patience=100, max_minutes=60.0, max_steps=20, warmup_steps=5, average=3, threads=1)
+    whole = train(cfg)
+    assert [h["step"] for h in whole["history"]] == [5, 10, 15, 20]
+    parted = replace(cfg, out_dir=str(tmp_path / "parted"), max_steps=10)
+    first = train(parted)
+    assert [h["step"] for h in first["history"]] == [5, 10]
+    second = train(replace(parted, max_steps=20), resume=True)
+    assert [h["step"] for h in second["history"]] == [5, 10, 15, 20]
+    assert [h["dev_greedy_bleu"] for h in second["history"]] == [h["dev_greedy_bleu"] for h in whole["history"]]
+    a, b = _weights(tmp_path / "whole"), _weights(tmp_path / "parted")
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+    # the mean of the last 3 evaluation checkpoints was tried, and is kept only when its dev BLEU is higher
+    assert "mean of the last 3" in whole["weights"]["average"]["weights"]
+    assert (whole["weights"]["weights"].startswith("mean")
+            == (whole["weights"]["average"]["dev_greedy_bleu"] > whole["best_dev_greedy_bleu"]))
+    assert sorted(p.name for p in (tmp_path / "whole" / "checkpoints").glob("step-*.pt")) == \
+        ["step-10.pt", "step-15.pt", "step-20.pt"]
+    # settings that change the model are refused on --resume, naming each one
+    with pytest.raises(ConfigError, match=r"d_model=16, now 32.*resumable changes are max_minutes"):
+        train(replace(parted, d_model=32, max_steps=30), resume=True)
+    # the card's command is the one command that trains it again (the output folder and machine aside)
+    assert whole["command"] == (
+        f"python -m simpe train-baseline --data-dir {tmp_path / 'data'} --vocab-size 40 --d-model 16 --encoder-layers 2 "
+        "--decoder-layers 1 --heads 2 --ffn-dim 32 --batch-tokens 200 --warmup-steps 5 --max-minutes 60.0 --max-steps 20 "
+        "--eval-every 5 --eval-segments 10 --patience 100 --average 3")
+    assert reproduce_command(TrainConfig()) == "python -m simpe train-baseline"
