@@ -163,6 +163,9 @@ def _add_sweep(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--threads", type=int, metavar="T", help="torch threads (CPUs) per run (default: cores / workers)")
     p.add_argument("--gpus-per-run", type=float, default=0.0, metavar="F", help="fraction of a GPU per run (runs on cuda; default: 0, CPU)")
     p.add_argument("--address", help="join an existing Ray cluster (e.g. auto, or ray://HEAD:10001) instead of starting a local Ray")
+    p.add_argument("--return-results", action="store_true",
+                   help="on a cluster without a shared --runs-dir: each task runs in a scratch folder of its node and "
+                        "returns its run folder, which lands in this machine's --runs-dir")
     p.add_argument("--no-baseline", action="store_true", help="do not add a baseline run per stream (then no comparison table)")
     p.add_argument("--bootstrap", type=int, default=1000, metavar="N", help="bootstrap resamples of the final tables (default: %(default)s)")
     p.add_argument("--dry-run", action="store_true", help="list the runs and what would become of each, run nothing")
@@ -193,7 +196,7 @@ def _cmd_sweep(args: argparse.Namespace) -> None:
             print(f"{state(spec):10s} {spec.path}")
         return
     outcomes = execute(specs, workers=args.workers, threads=args.threads, address=args.address,
-                       gpus_per_run=args.gpus_per_run, progress=not args.no_progress)
+                       gpus_per_run=args.gpus_per_run, progress=not args.no_progress, return_results=args.return_results)
     if not args.no_baseline and data.get("baseline", True):
         for group_dir, text in compare_groups(specs, outcomes, args.bootstrap):
             print(f"\n## {group_dir}\n\n{text}")

@@ -10,15 +10,22 @@ group folder ``<runs_dir>/<dataset>-<split>--<model>--<N>seg/`` where ``simpe co
 ``simpe plot`` read it. The sweep is idempotent: a complete run (``DONE``) with the same
 settings is skipped, an incomplete one is resumed from its checkpoint (``Loop.run(resume=True)``),
 a run that raises is reported with its error and the others go on. On a cluster the workers
-write into ``runs_dir`` themselves: it must be a path every node sees (a shared file system).
+write into ``runs_dir`` themselves when it is a path every node sees (a shared file system);
+otherwise ``return_results`` makes each task run in a scratch folder of its node and return
+its run folder as a tar archive, which the driver unpacks where the run belongs (an
+incomplete run travels to its task the same way, to be resumed there).
 
 ``simpe simulate --workers N`` runs its methods through the same executor (``execute``).
 """
 from __future__ import annotations
 
+import io
 import itertools
 import logging
 import os
+import shutil
+import tarfile
+import tempfile
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -163,8 +170,38 @@ def state(spec: RunSpec) -> str:
     return "new"
 
 
-def run_task(adapter: str, overrides: list[str], threads: int, resume: bool, cwd: str, overwrite: bool = False) -> dict[str, Any]:
-    """One run inside a worker (a Ray task or this process): returns its outcome as plain values, never raises."""
+def pack(folder: Path) -> bytes:
+    """A run folder as an uncompressed tar archive (its files under the folder's own name)."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        tar.add(folder, arcname=folder.name)
+    return buffer.getvalue()
+
+
+def unpack(archive: bytes, target: Path) -> None:
+    """Put a packed run folder at ``target``, replacing what is there only once it is whole."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    incoming = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+    try:
+        with tarfile.open(fileobj=io.BytesIO(archive), mode="r") as tar:
+            tar.extractall(incoming, filter="data")
+        (folder,) = list(incoming.iterdir())
+        old = target.with_name(f".{target.name}.old")
+        if target.exists():
+            target.rename(old)
+        folder.rename(target)
+        shutil.rmtree(old, ignore_errors=True)
+    finally:
+        shutil.rmtree(incoming, ignore_errors=True)
+
+
+def run_task(adapter: str, overrides: list[str], threads: int, resume: bool, cwd: str, overwrite: bool = False,
+             returned: bytes | None = None, return_results: bool = False) -> dict[str, Any]:
+    """One run inside a worker (a Ray task or this process): returns its outcome as plain values, never raises.
+
+    With ``return_results`` the run goes into a scratch ``runs_dir`` on the worker (``returned``,
+    the packed incomplete run, is put there first) and the outcome carries the packed run folder.
+    """
     import torch
 
     from simpe.simulate import Loop
@@ -174,16 +211,29 @@ def run_task(adapter: str, overrides: list[str], threads: int, resume: bool, cwd
     if cwd and Path(cwd).is_dir():
         os.chdir(cwd)  # relative paths (runs/, models/...) mean what they meant to the driver
     loop = None
+    scratch = Path(tempfile.mkdtemp(prefix="simpe-sweep-")) if return_results else None
     try:
-        loop = Loop(load_config(adapter, overrides), progress=False)
+        if scratch is not None:
+            overrides = [*overrides, f"runs_dir={scratch}"]
+        cfg = load_config(adapter, overrides)
+        if scratch is not None and returned is not None:
+            from simpe.simulate import run_path
+
+            unpack(returned, run_path(cfg))
+        loop = Loop(cfg, progress=False)
         path = loop.run(resume=resume, overwrite=overwrite)
-        return {"path": str(path), "status": "resumed" if resume else "done", "seconds": time.perf_counter() - start}
+        outcome = {"path": str(path), "status": "resumed" if resume else "done", "seconds": time.perf_counter() - start}
+        if scratch is not None:
+            outcome["archive"] = pack(Path(path))
+        return outcome
     except BaseException as err:  # noqa: B036 - the outcome carries the error back to the driver
         return {"path": "", "status": "failed", "seconds": time.perf_counter() - start,
                 "error": f"{type(err).__name__}: {err}", "traceback": traceback.format_exc()}
     finally:
         if loop is not None and getattr(loop, "timer", None) is not None:
             loop.timer.remove()
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)
 
 
 def start_ray(address: str | None, cpus: int, gpus: float | None = None) -> Any:
@@ -203,13 +253,15 @@ def start_ray(address: str | None, cpus: int, gpus: float | None = None) -> Any:
 
 
 def execute(specs: list[RunSpec], workers: int | None = None, threads: int | None = None, address: str | None = None,
-            gpus_per_run: float = 0.0, progress: bool = True, as_simulate: tuple[bool, bool] | None = None) -> list[Outcome]:
+            gpus_per_run: float = 0.0, progress: bool = True, as_simulate: tuple[bool, bool] | None = None,
+            return_results: bool = False) -> list[Outcome]:
     """Run ``specs`` as Ray tasks, ``workers`` at a time with ``threads`` torch threads (CPUs) each.
 
     Complete runs are skipped, incomplete ones resumed; a failed run is an ``Outcome`` with
     its error, never an exception. Locally Ray gets ``workers * threads`` CPUs. With
     ``as_simulate=(resume, overwrite)`` every run is started as ``simpe simulate`` would
-    (the caller has checked the folders), nothing skipped.
+    (the caller has checked the folders), nothing skipped. With ``return_results`` the runs
+    come back to this machine's ``runs_dir`` as archives (see the module docstring).
     """
     outcomes: dict[str, Outcome] = {}
     todo: list[tuple[RunSpec, bool]] = []
@@ -255,7 +307,9 @@ def execute(specs: list[RunSpec], workers: int | None = None, threads: int | Non
                     overrides = [*spec.overrides, f"adapter={spec.name}"]
                     if gpus_per_run:
                         overrides.append("device=cuda")
-                    pending[remote.remote(spec.adapter, overrides, threads, resume, cwd, overwrite)] = (spec, resume)
+                    returned = pack(spec.path) if return_results and resume else None
+                    pending[remote.remote(spec.adapter, overrides, threads, resume, cwd, overwrite, returned,
+                                          return_results)] = (spec, resume)
                 ready, _ = ray.wait(list(pending), num_returns=1)
                 for ref in ready:
                     spec, resume = pending.pop(ref)
@@ -263,6 +317,8 @@ def execute(specs: list[RunSpec], workers: int | None = None, threads: int | Non
                         result = ray.get(ref)
                     except Exception as err:  # the worker died (killed, out of memory): report, go on
                         result = {"status": "failed", "seconds": 0.0, "error": f"{type(err).__name__}: {err}"}
+                    if result.get("archive") is not None:
+                        unpack(result["archive"], spec.path)
                     outcome = Outcome(spec.name, spec.path, result["status"], result["seconds"], result.get("error"))
                     outcomes[spec.name] = outcome
                     if outcome.status == "failed":

@@ -425,7 +425,7 @@ def write_model_card(out: Path, card: dict[str, Any]) -> None:
     cfg = card["config"]
     data = cfg["data_dir"] if cfg.get("dataset", "libreoffice") == "libreoffice" else f"dataset {cfg['dataset']}"
     lines = [
-        "# simpe demo model: Marian en->de on LibreOffice 7.4 help and UI",
+        "# simpe demo model: Marian en->de on LibreOffice 7.4 help and UI, and GNOME help and software catalogs",
         "",
         "A small `MarianMTModel` with a joint SentencePiece vocabulary, trained by simpe so that",
         "the harness runs offline. Load it like any Marian checkpoint:",
@@ -468,5 +468,6 @@ def write_model_card(out: Path, card: dict[str, Any]) -> None:
         for h in card["history"]:
             lines.append(f"| {h['step']} | {h.get('epoch', '')} | {h['minutes']} | {h.get('train_loss', '')} | "
                          f"{h.get('tgt_tokens_per_s', '')} | {h['dev_greedy_bleu']} |")
-    lines += ["", "The data are LibreOffice help and UI text under the MPL-2.0 (see data/libreoffice/NOTICE).", ""]
+    lines += ["", "The sources of the data, what each adds and their licences: `data/libreoffice/NOTICE` and "
+              "`data/libreoffice/manifest.json`.", ""]
     (out / "README.md").write_text("\n".join(lines))

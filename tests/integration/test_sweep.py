@@ -115,3 +115,19 @@ def test_a_failing_run_is_reported_and_the_others_complete(local_ray, tmp_path: 
     # the table of the stream covers the runs that completed
     assert "| bias--lr=0.01 |" in out and "| baseline |" in out and "bias--lr=0.02 |" not in out
     assert (broken.parent / layout.COMPARE_DIR / "compare.md").exists()
+
+
+def test_returned_results_land_in_the_drivers_runs_dir_with_the_same_records(whole_sweep, tmp_path: Path,
+                                                                             one_torch_thread):
+    """--return-results: the tasks run in scratch folders and send their run folders back (a cluster
+    without a shared path); an incomplete run travels to its task and is resumed there."""
+    runs, _, _ = whole_sweep
+    specs = _two_by_two(tmp_path)
+    by_name = {s.name: s for s in specs}
+    Loop(by_name["full--lr=0.02"].config(), progress=False).run(stop_after=3)
+    outcomes = execute(specs, workers=2, threads=1, progress=False, return_results=True)
+    assert [o.status for o in outcomes] == ["done", "done", "done", "done", "resumed"]
+    for name in NAMES:
+        assert (tmp_path / GROUP / name / layout.DONE_FILE).exists(), name
+        assert _records(tmp_path / GROUP / name) == _records(runs / GROUP / name), name
+    assert sorted(p.name for p in (tmp_path / GROUP).iterdir() if p.name.startswith(".")) == []  # nothing half-unpacked
