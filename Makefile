@@ -70,7 +70,7 @@ lint: $(STAMP) ## ruff (pyflakes, pycodestyle, isort, bugbear) over simpe/, test
 test-slow: $(STAMP) ## run the slow tests too
 	$(PY) -m pytest -q -m ""
 
-corpus: $(STAMP) ## build data/libreoffice (splits, train vocabulary) from Debian's LibreOffice 7.4 packages (needs apt-get)
+corpus: $(STAMP) ## build data/libreoffice (splits, train vocabulary) from Debian's LibreOffice 7.4 packages, plus GNOME help and gettext catalogs of other Debian packages in train (needs apt-get)
 	$(PY) -m simpe corpus libreoffice
 
 baseline: $(STAMP) ## train the embedded demo model into models/demo-en-de (about 80 minutes on 2 CPU cores)

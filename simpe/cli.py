@@ -20,10 +20,12 @@ logger = logging.getLogger("simpe")
 def _add_corpus(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("corpus", help="build corpora: the LibreOffice splits, or pairs from gettext catalogs")
     csub = p.add_subparsers(dest="corpus_command", required=True)
-    lo = csub.add_parser("libreoffice", help="build data/libreoffice from Debian's LibreOffice 7.4 packages")
+    lo = csub.add_parser("libreoffice", help="build data/libreoffice from Debian's LibreOffice 7.4 packages "
+                                                   "(train also gets GNOME help and gettext catalogs of other Debian packages)")
     lo.add_argument("--out", type=Path, default=Path("data/libreoffice"), help="output folder (default: %(default)s)")
     lo.add_argument("--cache", type=Path, default=Path("data/cache"), help="where .deb files are downloaded and unpacked (default: %(default)s)")
-    lo.add_argument("--installed", action="store_true", help="read an installed LibreOffice under /usr instead of downloading packages")
+    lo.add_argument("--installed", action="store_true", help="read an installed LibreOffice under /usr instead of downloading its packages "
+                                                                "(the other packages are still downloaded)")
     gt = csub.add_parser("gettext", help="aligned (msgid, msgstr) pairs from .po/.mo files")
     gt.add_argument("paths", nargs="+", type=Path, help=".po or .mo files, or folders searched for them")
     gt.add_argument("--out", type=Path, required=True, help="output prefix: writes PREFIX.src and PREFIX.tgt (one segment per line)")

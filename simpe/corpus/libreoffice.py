@@ -9,6 +9,11 @@ catalogs. Splits (MISSION.md, "Data"): stream = ``scalc`` in document order, dev
 strings, minus every pair whose source occurs in stream, dev or reserved, and minus
 repeated pairs. The build is deterministic: files are visited in sorted path order.
 
+Train also gets extra text from other Debian packages (``extras.py``: GNOME Mallard help
+and German gettext catalogs, ``EXTRA_PACKAGES``), appended after the LibreOffice pairs and
+cleaned the same way; it never enters dev, stream or reserved. The manifest counts each
+package's pairs, words and kept train pairs, and the NOTICE lists the extra text per licence.
+
 It also writes ``vocab.train.de``, the target-side vocabulary of the train split in the seed
 authors' ``rk.rb -v`` format (``<count> <word>``), for the novel-word R variants
 (``metrics.novel_vocab: train``): the types after the R metrics' own pipeline, Moses
@@ -21,14 +26,15 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import shutil
-import subprocess
 from collections import Counter
-from dataclasses import dataclass
+from collections.abc import Sequence
 from pathlib import Path
 
+from simpe.corpus.debian import deb_version, download, find_deb, unpack
+from simpe.corpus.extras import EXTRA_PACKAGES, KEEP, RELEASE, ExtraCorpus, extra_corpus, licence_notice
 from simpe.corpus.gettext import read_catalog
 from simpe.corpus.help import extract_segments
+from simpe.corpus.segment import Segment
 from simpe.errors import DataError
 
 logger = logging.getLogger(__name__)
@@ -39,6 +45,7 @@ UI_SUBDIR = Path("usr/lib/libreoffice/program/resource/de/LC_MESSAGES")
 SPLIT_OF_MODULE = {"scalc": "stream", "schart": "dev", "smath": "reserved", "sdatabase": "reserved"}
 SPLITS = ("train", "dev", "stream", "reserved")
 SRC_LANG, TGT_LANG = "en", "de"
+LO_RELEASE = "Debian bookworm, LibreOffice 7.4"
 
 NOTICE = """\
 The LibreOffice help text and user-interface strings in this folder are taken from
@@ -54,49 +61,23 @@ help module; no text was otherwise modified except for whitespace and UI mnemoni
 """
 
 
-@dataclass(frozen=True)
-class Segment:
-    doc_id: str
-    seg_id: str
-    source: str
-    target: str
-
-
 def fetch_packages(cache: Path) -> Path:
-    """Download (if not cached) and unpack the three Debian packages; return the root."""
-    debs = cache / "debs"
-    root = cache / "root"
-    debs.mkdir(parents=True, exist_ok=True)
-    missing = [p for p in PACKAGES if not list(debs.glob(f"{p}_*.deb"))]
-    if missing:
-        if shutil.which("apt-get") is None:
-            raise DataError(
-                f"cannot fetch {', '.join(missing)}: apt-get is not available; download the .deb "
-                f"files from https://packages.debian.org/bookworm/ and put them in {debs}"
-            )
-        logger.info("downloading %s with apt-get", " ".join(missing))
-        result = subprocess.run(["apt-get", "download", *missing], cwd=debs, capture_output=True, text=True)
-        if result.returncode != 0:
-            subprocess.run(["apt-get", "update", "-qq"], capture_output=True)
-            result = subprocess.run(["apt-get", "download", *missing], cwd=debs, capture_output=True, text=True)
-        if result.returncode != 0:
-            raise DataError(
-                f"apt-get download {' '.join(missing)} failed ({result.stderr.strip().splitlines()[-1:]}); "
-                f"put the .deb files (Debian bookworm, LibreOffice 7.4) in {debs}, or run as root after apt-get update"
-            )
-    stamp = root / ".unpacked"
-    deb_files = sorted(str(p.name) for p in debs.glob("*.deb"))
-    if not stamp.exists() or stamp.read_text() != "\n".join(deb_files):
-        shutil.rmtree(root, ignore_errors=True)
-        root.mkdir(parents=True)
-        for deb in sorted(debs.glob("*.deb")):
-            subprocess.run(["dpkg-deb", "-x", str(deb), str(root)], check=True)
-        stamp.write_text("\n".join(deb_files))
-    return root
+    """Download (if not cached) and unpack the three LibreOffice packages into ``cache/root``; return it."""
+    debs = download(PACKAGES, cache / "debs", LO_RELEASE)
+    return unpack(list(debs.values()), cache / "root")
 
 
-def package_versions(cache: Path) -> dict[str, str]:
-    return {p.name.split("_")[0]: p.name.split("_")[1].replace("%3a", ":") for p in sorted((cache / "debs").glob("*.deb"))}
+def fetch_extras(cache: Path) -> dict[str, Path]:
+    """Download (if not cached) each of ``EXTRA_PACKAGES`` and unpack the files it reads (``extras.KEEP``)
+    into ``cache/extra/<package>``."""
+    debs = download(EXTRA_PACKAGES, cache / "debs", RELEASE)
+    return {package: unpack([deb], cache / "extra" / package, KEEP) for package, deb in sorted(debs.items())}
+
+
+def package_versions(cache: Path, packages: tuple[str, ...] = PACKAGES) -> dict[str, str]:
+    """Package -> version of the cached .deb files of ``packages``."""
+    found = {p: find_deb(cache / "debs", p) for p in packages}
+    return {p: deb_version(deb) for p, deb in sorted(found.items()) if deb is not None}
 
 
 def help_pairs(help_root: Path) -> list[tuple[str, Segment]]:
@@ -133,14 +114,19 @@ def ui_pairs(ui_root: Path) -> list[Segment]:
     return out
 
 
-def split_corpus(help_segments: list[tuple[str, Segment]], ui_segments: list[Segment]) -> dict[str, list[Segment]]:
-    """Assign segments to the four splits and clean train (see the module docstring)."""
+def split_corpus(help_segments: list[tuple[str, Segment]], ui_segments: list[Segment],
+                 extra_segments: Sequence[Segment] = ()) -> dict[str, list[Segment]]:
+    """Assign segments to the four splits and clean train (see the module docstring).
+
+    extra_segments: train-only candidates from other packages, after the UI strings.
+    """
     splits: dict[str, list[Segment]] = {name: [] for name in SPLITS}
     candidates: list[Segment] = []
     for module, seg in help_segments:
         split = SPLIT_OF_MODULE.get(module)
         (splits[split] if split else candidates).append(seg)
     candidates.extend(ui_segments)
+    candidates.extend(extra_segments)
     held_out = {s.source for name in ("dev", "stream", "reserved") for s in splits[name]}
     seen_pairs: set[tuple[str, str]] = set()
     removed = Counter()
@@ -199,21 +185,62 @@ def write_train_vocab(out_dir: Path, targets: list[str], truecaser: Path | None 
 
 
 def build(out_dir: Path, cache: Path, installed: bool = False) -> dict[str, int]:
-    """Fetch (or find) the packages and build the corpus into ``out_dir``; return split sizes."""
+    """Fetch (or find) the packages and build the corpus into ``out_dir``; return split sizes.
+
+    installed: read LibreOffice under ``/usr``; the extra packages are fetched into the cache either way.
+    """
     if installed:
         root, versions = Path("/"), {"installed": "/usr"}
     else:
         root = fetch_packages(cache)
         versions = package_versions(cache)
-    return build_from(root / HELP_SUBDIR, root / UI_SUBDIR, out_dir, versions)
+    roots = fetch_extras(cache)
+    extra_versions = package_versions(cache, EXTRA_PACKAGES)
+    extra = extra_corpus(roots, extra_versions)
+    return build_from(root / HELP_SUBDIR, root / UI_SUBDIR, out_dir, {**versions, **extra_versions}, extra)
 
 
-def build_from(help_root: Path, ui_root: Path, out_dir: Path, versions: dict[str, str]) -> dict[str, int]:
-    """Align, split and write the corpus from unpacked help pages and UI catalogs."""
+def source_of(seg: Segment) -> str:
+    """Which source a segment comes from, by its doc id: ``libreoffice-help``, ``libreoffice-ui``, ``gnome-help``, ``gettext``."""
+    head = seg.doc_id.split("/", 1)[0]
+    return {"text": "libreoffice-help", "ui": "libreoffice-ui", "gnome": "gnome-help", "mo": "gettext"}.get(head, head)
+
+
+def _part_of(seg: Segment) -> tuple[str, str] | None:
+    """``(package, "help" | "catalogs")`` of an extra segment, None for LibreOffice's own."""
+    kind, _, rest = seg.doc_id.partition("/")
+    if kind not in ("gnome", "mo"):
+        return None
+    return rest.split("/", 1)[0], "help" if kind == "gnome" else "catalogs"
+
+
+def _count_train(extra: ExtraCorpus, splits: dict[str, list[Segment]]) -> dict[str, int]:
+    """Add what train kept and removed to each package's figures; return the train pairs per source."""
+    held_out = {s.source for name in ("dev", "stream", "reserved") for s in splits[name]}
+    kept = Counter(_part_of(seg) for seg in splits["train"])
+    removed_held_out = Counter(_part_of(seg) for seg in extra.segments if seg.source in held_out)
+    for package, figures in extra.figures.items():
+        for part in ("help", "catalogs"):
+            if part in figures:
+                entry = figures[part]
+                entry["train_pairs"] = kept[(package, part)]
+                entry["removed_source_in_dev_stream_reserved"] = removed_held_out[(package, part)]
+                entry["removed_repeated"] = entry["pairs"] - entry["train_pairs"] - entry["removed_source_in_dev_stream_reserved"]
+    return dict(sorted(Counter(source_of(s) for s in splits["train"]).items()))
+
+
+def build_from(help_root: Path, ui_root: Path, out_dir: Path, versions: dict[str, str],
+               extra: ExtraCorpus | None = None) -> dict[str, int]:
+    """Align, split and write the corpus from unpacked help pages and UI catalogs.
+
+    extra: pairs from other packages for train only (``extras.extra_corpus``); None adds none.
+    """
     help_segments = help_pairs(help_root)
     ui_segments = ui_pairs(ui_root)
     logger.info("aligned %d help paragraphs and %d UI strings", len(help_segments), len(ui_segments))
-    splits = split_corpus(help_segments, ui_segments)
+    if extra is not None:
+        logger.info("extra: %d pairs from %d packages", len(extra.segments), len(extra.figures))
+    splits = split_corpus(help_segments, ui_segments, extra.segments if extra is not None else ())
     out_dir.mkdir(parents=True, exist_ok=True)
     manifest: dict = {"packages": versions, "splits": {}, "sha256": {}}
     for name in SPLITS:
@@ -226,6 +253,12 @@ def build_from(help_root: Path, ui_root: Path, out_dir: Path, versions: dict[str
     manifest["train_vocab"] = write_train_vocab(out_dir, [s.target for s in splits["train"]])
     manifest["help_segments"] = len(help_segments)
     manifest["ui_segments"] = len(ui_segments)
+    notice = NOTICE.format(packages=", ".join(PACKAGES))
+    if extra is not None:
+        manifest["train_sources"] = _count_train(extra, splits)
+        manifest["extra_segments"] = len(extra.segments)
+        manifest["extra_sources"] = extra.figures
+        notice += "\n" + licence_notice(extra.taken, versions)
     (out_dir / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
-    (out_dir / "NOTICE").write_text(NOTICE.format(packages=", ".join(PACKAGES)))
+    (out_dir / "NOTICE").write_text(notice)
     return {name: len(splits[name]) for name in SPLITS}
