@@ -20,7 +20,7 @@ GRID ?=
 
 .DEFAULT_GOAL := help
 .PHONY: help venv simulate test lint test-slow corpus baseline select-fixed compare plot report stopwords \
-        bench-loop bench-metrics bench-topk bench-simulate sweep clean-runs
+        bench-loop bench-metrics bench-topk bench-simulate bench-train sweep clean-runs
 
 help: ## list every target with one line each
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "} {printf "  %-14s %s\n", $$1, $$2}'
@@ -82,6 +82,9 @@ stopwords: $(STAMP) ## regenerate stopwords/*.txt from the stopwordsiso package
 
 bench-loop: $(STAMP) ## seconds per segment (translate/score/update) per method, and the share outside the model
 	$(PY) benchmarks/bench_loop.py $(ARGS)
+
+bench-train: $(STAMP) ## training throughput (target tokens/s) of demo-model architectures, side by side
+	$(PY) benchmarks/bench_train.py $(ARGS)
 
 bench-metrics: $(STAMP) ## time every cumulative metric curve for 10,000 segments
 	$(PY) benchmarks/bench_metrics.py $(ARGS)

@@ -1,0 +1,71 @@
+"""Training throughput of demo-model architectures (target tokens per second), side by side.
+
+    python benchmarks/bench_train.py [--archs 256:3:3:1024 256:6:3:1024 ...] [--steps 40] [--threads N]
+
+Each architecture (d_model:encoder_layers:decoder_layers:ffn_dim) trains ``--steps`` steps
+(after 5 warm-up steps) on the same batches of the train split, tokenised with the demo
+model's vocabulary, exactly as ``simpe train-baseline`` steps (AdamW, label smoothing,
+clipping).
+"""
+from __future__ import annotations
+
+import argparse
+import random
+import time
+
+import torch
+from transformers import MarianConfig, MarianMTModel, MarianTokenizer
+
+from simpe.paths import DEFAULT_MODEL
+from simpe.train_demo import TrainConfig, _batches, _collate, split_pairs
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--archs", nargs="+", default=["256:3:3:1024", "256:6:3:1024", "320:6:3:1280", "384:6:3:1536"])
+    parser.add_argument("--steps", type=int, default=40)
+    parser.add_argument("--threads", type=int, default=0, help="torch threads (default: torch's)")
+    args = parser.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    cfg = TrainConfig()
+    tok = MarianTokenizer(str(DEFAULT_MODEL / "source.spm"), str(DEFAULT_MODEL / "target.spm"), str(DEFAULT_MODEL / "vocab.json"))
+    src, tgt = (side[:8000] for side in split_pairs(cfg, "train"))
+    enc_src, enc_tgt = tok(src)["input_ids"], tok(text_target=tgt)["input_ids"]
+    pairs = [(s, t) for s, t in zip(enc_src, enc_tgt) if len(s) <= cfg.max_len and len(t) <= cfg.max_len]
+    batches = _batches(pairs, cfg.batch_tokens, random.Random(0))[: args.steps + 5]
+    print(f"{torch.get_num_threads()} torch threads, {cfg.batch_tokens} tokens per batch, {args.steps} steps")
+    print("| d_model | layers | FFN | parameters | tgt tokens/s |")
+    print("| ---: | ---: | ---: | ---: | ---: |")
+    for arch in args.archs:
+        d, enc, dec, ffn = (int(x) for x in arch.split(":"))
+        torch.manual_seed(0)
+        model = MarianMTModel(MarianConfig(
+            vocab_size=len(tok.encoder), d_model=d, encoder_layers=enc, decoder_layers=dec, encoder_attention_heads=4,
+            decoder_attention_heads=4, encoder_ffn_dim=ffn, decoder_ffn_dim=ffn, dropout=cfg.dropout,
+            activation_function="swish", pad_token_id=tok.pad_token_id, decoder_start_token_id=tok.pad_token_id,
+            eos_token_id=tok.eos_token_id, forced_eos_token_id=tok.eos_token_id, scale_embedding=True,
+            share_encoder_decoder_embeddings=True))
+        optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.lr)
+        model.train()
+        tokens, start = 0, 0.0
+        for i, batch in enumerate(batches):
+            if i == 5:
+                tokens, start = 0, time.perf_counter()
+            input_ids, mask, labels = _collate(pairs, batch, tok.pad_token_id, "cpu")
+            logits = model(input_ids=input_ids, attention_mask=mask, labels=labels).logits
+            loss = torch.nn.functional.cross_entropy(logits.view(-1, logits.size(-1)), labels.view(-1), ignore_index=-100,
+                                                     label_smoothing=cfg.label_smoothing)
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            optimizer.step()
+            tokens += int((labels != -100).sum())
+        rate = tokens / (time.perf_counter() - start)
+        params = sum(p.numel() for p in model.parameters())
+        print(f"| {d} | {enc}+{dec} | {ffn} | {params / 1e6:.2f}M | {rate:.0f} |", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
