@@ -16,7 +16,7 @@ import platform
 import random
 import shlex
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +45,7 @@ class TrainConfig:
     batch_tokens: int = 2500
     lr: float = 7e-4
     warmup_steps: int = 800
-    max_minutes: float = 75.0
+    max_minutes: float = 90.0  # of training (evaluations excluded); 0: no limit
     max_steps: int = 0  # 0: no limit; checked, like max_minutes, at evaluations
     eval_every: int = 500
     eval_segments: int = 400
@@ -72,8 +72,15 @@ def check_resumable(saved: dict[str, Any], cfg: TrainConfig) -> None:
                           + f"); resumable changes are {', '.join(RESUMABLE_CHANGES)}")
 
 
-def reproduce_command(cfg: TrainConfig) -> str:
-    """The one command that trains this model again: ``simpe train-baseline`` with every non-default setting."""
+def reproduce_command(cfg: TrainConfig, steps: int | None = None) -> str:
+    """The one command that trains this model again: ``simpe train-baseline`` with every non-default setting.
+
+    With ``steps`` (where training stopped) the time budget becomes that step count: minutes
+    depend on the machine, steps do not, so the command gives the same weights anywhere
+    (up to the last bits of floats on another CPU or thread count).
+    """
+    if steps is not None:
+        cfg = replace(cfg, max_steps=steps, max_minutes=0.0)
     default = asdict(TrainConfig())
     args = [f"--{k.replace('_', '-')} {shlex.quote(str(v))}" for k, v in asdict(cfg).items()
             if v != default[k] and k not in ("out_dir", "device", "threads")]
@@ -287,7 +294,7 @@ def train(cfg: TrainConfig, resume: bool = False) -> dict[str, Any]:
     ckpt_dir.mkdir(parents=True, exist_ok=True)
     eval_idx = list(range(min(cfg.eval_segments, len(dev_src))))
     tokens_seen, loss_sum, loss_steps, window_start = 0, 0.0, 0, time.time()
-    stop = (state["train_seconds"] / 60 >= cfg.max_minutes or state["bad_evals"] >= cfg.patience
+    stop = (0 < cfg.max_minutes <= state["train_seconds"] / 60 or state["bad_evals"] >= cfg.patience
             or 0 < cfg.max_steps <= state["step"])
     from simpe.metrics import METRICS
 
@@ -341,7 +348,7 @@ def train(cfg: TrainConfig, resume: bool = False) -> dict[str, Any]:
                 if state["bad_evals"] >= cfg.patience:
                     logger.info("early stopping: no dev improvement in %d evaluations", cfg.patience)
                     stop = True
-                elif state["train_seconds"] / 60 >= cfg.max_minutes:
+                elif 0 < cfg.max_minutes <= state["train_seconds"] / 60:
                     logger.info("time budget of %.0f minutes reached", cfg.max_minutes)
                     stop = True
                 elif 0 < cfg.max_steps <= state["step"]:
@@ -397,7 +404,7 @@ def finalize(cfg: TrainConfig, model: Any, tokenizer: Any, state: dict[str, Any]
         "stream_first_1000": score_card(translate(model, tokenizer, stream_src, beam_size=5), stream_tgt),
     }
     card = {
-        "command": reproduce_command(cfg),
+        "command": reproduce_command(cfg, steps=state["step"]),
         "config": asdict(cfg),
         "data": ({name: hashlib.sha256((Path(cfg.data_dir) / name).read_bytes()).hexdigest() for name in ("train.en", "train.de", "dev.en", "dev.de")}
                  if cfg.dataset == "libreoffice" else  # the dataset's splits as loaded, one segment per line

@@ -31,7 +31,7 @@ def test_resume_continues_exactly_and_refuses_other_settings(tmp_path: Path):
     _corpus(tmp_path / "data")
     cfg = TrainConfig(data_dir=str(tmp_path / "data"), out_dir=str(tmp_path / "whole"), vocab_size=40, d_model=16,
                       encoder_layers=2, decoder_layers=1, heads=2, ffn_dim=32, batch_tokens=200, eval_every=5,
-                      eval_segments=10, patience=100, max_minutes=60.0, max_steps=20, warmup_steps=5, average=3, threads=1)
+                      eval_segments=10, patience=100, max_minutes=0.0, max_steps=20, warmup_steps=5, average=3, threads=1)
     whole = train(cfg)
     assert [h["step"] for h in whole["history"]] == [5, 10, 15, 20]
     parted = replace(cfg, out_dir=str(tmp_path / "parted"), max_steps=10)
@@ -54,6 +54,9 @@ def test_resume_continues_exactly_and_refuses_other_settings(tmp_path: Path):
     # the card's command is the one command that trains it again (the output folder and machine aside)
     assert whole["command"] == (
         f"python -m simpe train-baseline --data-dir {tmp_path / 'data'} --vocab-size 40 --d-model 16 --encoder-layers 2 "
-        "--decoder-layers 1 --heads 2 --ffn-dim 32 --batch-tokens 200 --warmup-steps 5 --max-minutes 60.0 --max-steps 20 "
+        "--decoder-layers 1 --heads 2 --ffn-dim 32 --batch-tokens 200 --warmup-steps 5 --max-minutes 0.0 --max-steps 20 "
         "--eval-every 5 --eval-segments 10 --patience 100 --average 3")
+    # a time budget becomes the steps it gave: the same weights on any machine
+    assert reproduce_command(replace(TrainConfig(), max_minutes=5.0), steps=700) == \
+        "python -m simpe train-baseline --max-minutes 0.0 --max-steps 700"
     assert reproduce_command(TrainConfig()) == "python -m simpe train-baseline"
