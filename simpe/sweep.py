@@ -227,8 +227,14 @@ def run_task(adapter: str, overrides: list[str], threads: int, resume: bool, cwd
             outcome["archive"] = pack(Path(path))
         return outcome
     except BaseException as err:  # noqa: B036 - the outcome carries the error back to the driver
-        return {"path": "", "status": "failed", "seconds": time.perf_counter() - start,
-                "error": f"{type(err).__name__}: {err}", "traceback": traceback.format_exc()}
+        outcome = {"path": "", "status": "failed", "seconds": time.perf_counter() - start,
+                   "error": f"{type(err).__name__}: {err}", "traceback": traceback.format_exc()}
+        if scratch is not None and loop is not None and Path(loop.path).is_dir():
+            try:  # the segments done so far come back, to be resumed by the next sweep
+                outcome["archive"] = pack(Path(loop.path))
+            except OSError:
+                pass
+        return outcome
     finally:
         if loop is not None and getattr(loop, "timer", None) is not None:
             loop.timer.remove()

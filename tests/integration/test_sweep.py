@@ -131,3 +131,18 @@ def test_returned_results_land_in_the_drivers_runs_dir_with_the_same_records(who
         assert (tmp_path / GROUP / name / layout.DONE_FILE).exists(), name
         assert _records(tmp_path / GROUP / name) == _records(runs / GROUP / name), name
     assert sorted(p.name for p in (tmp_path / GROUP).iterdir() if p.name.startswith(".")) == []  # nothing half-unpacked
+
+
+def test_a_returned_run_that_fails_comes_back_as_it_was(tmp_path: Path):
+    """--return-results and a failure: the error, and the run folder as the task left it (nothing lost)."""
+    from simpe.sweep import pack, run_task, unpack
+
+    broken = tmp_path / "runs" / "libreoffice-stream--demo-en-de--2seg" / "bias"
+    broken.mkdir(parents=True)
+    (broken / layout.CONFIG_FILE).write_text("update: [unclosed\n")
+    (broken / layout.SEGMENTS_FILE).write_text("")
+    outcome = run_task("bias", [f"runs_dir={tmp_path / 'runs'}", "data.segments=2", "device=cpu"], 1, True, str(Path.cwd()),
+                       returned=pack(broken), return_results=True)
+    assert outcome["status"] == "failed" and "cannot be read" in outcome["error"]
+    unpack(outcome["archive"], tmp_path / "back" / "bias")
+    assert (tmp_path / "back" / "bias" / layout.CONFIG_FILE).read_text() == "update: [unclosed\n"
