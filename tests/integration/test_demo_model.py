@@ -14,16 +14,16 @@ from tests.conftest import DEMO_MODEL
 GOLDEN = [
     ("Choose Format - Cells.", "Wählen Sie Format – Zellen..."),
     ("Inserts a new sheet.", "Fügt eine neue Tabelle ein."),
-    ("Returns the absolute value of a number.", "Gibt den absoluten Wert einer Zahl zurück."),
+    ("Returns the absolute value of a number.", "Liefert den absoluten Wert einer Zahl."),
 ]
 
 
 def test_demo_model_is_a_complete_marian_checkpoint(demo_model):
     assert demo_model.name == "demo-en-de" and str(demo_model.device) == "cpu"
-    assert sum(p.numel() for p in demo_model.model.parameters()) == 7_839_744
+    assert sum(p.numel() for p in demo_model.model.parameters()) == 10_209_024
     assert len(demo_model.tokenizer) == 8000 and demo_model.tokenizer.pad_token_id == 7999
     card = json.loads((DEMO_MODEL / "model_card.json").read_text())
-    assert card["parameters"] == 7_839_744 and "stream_first_1000" in card["scores_beam5"]
+    assert card["parameters"] == 10_209_024 and "stream_first_1000" in card["scores_beam5"]
     assert (DEMO_MODEL / "truecase.de.model").exists() and (DEMO_MODEL / "fixed-selection.json").exists()
 
 
