@@ -12,12 +12,13 @@ from __future__ import annotations
 import argparse
 import random
 import time
+from dataclasses import replace
 
 import torch
-from transformers import MarianConfig, MarianMTModel, MarianTokenizer
+from transformers import MarianMTModel, MarianTokenizer
 
 from simpe.paths import DEFAULT_MODEL
-from simpe.train_demo import TrainConfig, _batches, _collate, split_pairs
+from simpe.train_demo import TrainConfig, _batches, _collate, make_optimizer, marian_config, split_pairs, train_step
 
 
 def main() -> int:
@@ -39,27 +40,17 @@ def main() -> int:
     print("| ---: | ---: | ---: | ---: | ---: |")
     for arch in args.archs:
         d, enc, dec, ffn = (int(x) for x in arch.split(":"))
+        arch_cfg = replace(cfg, d_model=d, encoder_layers=enc, decoder_layers=dec, ffn_dim=ffn)
         torch.manual_seed(0)
-        model = MarianMTModel(MarianConfig(
-            vocab_size=len(tok.encoder), d_model=d, encoder_layers=enc, decoder_layers=dec, encoder_attention_heads=4,
-            decoder_attention_heads=4, encoder_ffn_dim=ffn, decoder_ffn_dim=ffn, dropout=cfg.dropout,
-            activation_function="swish", pad_token_id=tok.pad_token_id, decoder_start_token_id=tok.pad_token_id,
-            eos_token_id=tok.eos_token_id, forced_eos_token_id=tok.eos_token_id, scale_embedding=True,
-            share_encoder_decoder_embeddings=True))
-        optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.lr)
+        model = MarianMTModel(marian_config(arch_cfg, tok))
+        optimizer = make_optimizer(model, arch_cfg)
         model.train()
         tokens, start = 0, 0.0
         for i, batch in enumerate(batches):
             if i == 5:
                 tokens, start = 0, time.perf_counter()
             input_ids, mask, labels = _collate(pairs, batch, tok.pad_token_id, "cpu")
-            logits = model(input_ids=input_ids, attention_mask=mask, labels=labels).logits
-            loss = torch.nn.functional.cross_entropy(logits.view(-1, logits.size(-1)), labels.view(-1), ignore_index=-100,
-                                                     label_smoothing=cfg.label_smoothing)
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            optimizer.step()
+            train_step(model, optimizer, input_ids, mask, labels, arch_cfg.label_smoothing)
             tokens += int((labels != -100).sum())
         rate = tokens / (time.perf_counter() - start)
         params = sum(p.numel() for p in model.parameters())

@@ -183,6 +183,41 @@ def _collate(pairs, idx, pad_id, device):
     return input_ids.to(device), (input_ids != pad_id).to(device), labels.to(device)
 
 
+def marian_config(cfg: TrainConfig, tokenizer: Any) -> Any:
+    """The ``MarianConfig`` of the demo model's architecture (``cfg``) for ``tokenizer``'s vocabulary."""
+    from transformers import MarianConfig
+
+    pad_id = tokenizer.pad_token_id
+    return MarianConfig(
+        vocab_size=len(tokenizer.encoder), d_model=cfg.d_model, encoder_layers=cfg.encoder_layers,
+        decoder_layers=cfg.decoder_layers, encoder_attention_heads=cfg.heads, decoder_attention_heads=cfg.heads,
+        encoder_ffn_dim=cfg.ffn_dim, decoder_ffn_dim=cfg.ffn_dim, max_position_embeddings=512, dropout=cfg.dropout,
+        attention_dropout=0.0, activation_dropout=0.0, activation_function="swish", pad_token_id=pad_id,
+        eos_token_id=tokenizer.eos_token_id, decoder_start_token_id=pad_id, forced_eos_token_id=tokenizer.eos_token_id,
+        scale_embedding=True, share_encoder_decoder_embeddings=True,
+    )
+
+
+def make_optimizer(model: Any, cfg: TrainConfig) -> Any:
+    import torch
+
+    return torch.optim.AdamW(model.parameters(), lr=cfg.lr, betas=(0.9, 0.98), eps=1e-9, weight_decay=0.0)
+
+
+def train_step(model: Any, optimizer: Any, input_ids: Any, mask: Any, labels: Any, label_smoothing: float) -> float:
+    """One step: label-smoothed cross-entropy, gradients clipped to norm 1, the optimiser's step; returns the loss."""
+    import torch
+
+    logits = model(input_ids=input_ids, attention_mask=mask, labels=labels).logits  # (batch, tgt_len, vocab)
+    loss = torch.nn.functional.cross_entropy(logits.view(-1, logits.size(-1)), labels.view(-1),
+                                             ignore_index=-100, label_smoothing=label_smoothing)
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    optimizer.step()
+    return loss.item()
+
+
 def translate(model: Any, tokenizer: Any, sources: list[str], beam_size: int, batch_size: int = 32, max_new_tokens: int = 256) -> list[str]:
     """Batch-translate with ``generate`` (used for the model card and early stopping)."""
     import torch
@@ -230,7 +265,7 @@ def machine_description(device: Any) -> str:
 def train(cfg: TrainConfig, resume: bool = False) -> dict[str, Any]:
     """Train the demo model end to end (see the module docstring); returns the model card dict."""
     import torch
-    from transformers import GenerationConfig, MarianConfig, MarianMTModel, MarianTokenizer
+    from transformers import GenerationConfig, MarianMTModel, MarianTokenizer
 
     from simpe.model import resolve_device
 
@@ -254,15 +289,7 @@ def train(cfg: TrainConfig, resume: bool = False) -> dict[str, Any]:
                                 source_lang="en", target_lang="de", model_max_length=512)
     vocab_size = len(tokenizer.encoder)
     pad_id = tokenizer.pad_token_id
-    model_cfg = MarianConfig(
-        vocab_size=vocab_size, d_model=cfg.d_model, encoder_layers=cfg.encoder_layers, decoder_layers=cfg.decoder_layers,
-        encoder_attention_heads=cfg.heads, decoder_attention_heads=cfg.heads, encoder_ffn_dim=cfg.ffn_dim,
-        decoder_ffn_dim=cfg.ffn_dim, max_position_embeddings=512, dropout=cfg.dropout, attention_dropout=0.0,
-        activation_dropout=0.0, activation_function="swish", pad_token_id=pad_id, eos_token_id=tokenizer.eos_token_id,
-        decoder_start_token_id=pad_id, forced_eos_token_id=tokenizer.eos_token_id, scale_embedding=True,
-        share_encoder_decoder_embeddings=True,
-    )
-    model = MarianMTModel(model_cfg).to(device)
+    model = MarianMTModel(marian_config(cfg, tokenizer)).to(device)
     model.generation_config = GenerationConfig(
         num_beams=5, max_length=256, bad_words_ids=[[pad_id]], pad_token_id=pad_id, eos_token_id=tokenizer.eos_token_id,
         decoder_start_token_id=pad_id, forced_eos_token_id=tokenizer.eos_token_id)
@@ -274,7 +301,7 @@ def train(cfg: TrainConfig, resume: bool = False) -> dict[str, Any]:
     pairs = [(s, t) for s, t in zip(enc_src, enc_tgt) if len(s) <= cfg.max_len and len(t) <= cfg.max_len]
     logger.info("training pairs: %d of %d (max %d tokens per side)", len(pairs), len(enc_src), cfg.max_len)
 
-    optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.lr, betas=(0.9, 0.98), eps=1e-9, weight_decay=0.0)
+    optimizer = make_optimizer(model, cfg)
 
     def lr_at(step: int) -> float:
         return cfg.lr * min((step + 1) / cfg.warmup_steps, math.sqrt(cfg.warmup_steps / (step + 1)))
@@ -309,20 +336,14 @@ def train(cfg: TrainConfig, resume: bool = False) -> dict[str, Any]:
             input_ids, mask, labels = _collate(pairs, batches[state["batch"]], pad_id, device)
             for group in optimizer.param_groups:
                 group["lr"] = lr_at(state["step"])
-            logits = model(input_ids=input_ids, attention_mask=mask, labels=labels).logits  # (batch, tgt_len, vocab)
-            loss = torch.nn.functional.cross_entropy(logits.view(-1, logits.size(-1)), labels.view(-1),
-                                                     ignore_index=-100, label_smoothing=cfg.label_smoothing)
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            optimizer.step()
+            loss = train_step(model, optimizer, input_ids, mask, labels, cfg.label_smoothing)
             state["step"] += 1
             state["batch"] += 1
             tokens_seen += int((labels != -100).sum())
-            loss_sum, loss_steps = loss_sum + loss.item(), loss_steps + 1
+            loss_sum, loss_steps = loss_sum + loss, loss_steps + 1
             if state["step"] % 50 == 0:
                 elapsed = time.time() - window_start
-                logger.info("step %d epoch %d loss %.3f lr %.2e %.0f tgt tok/s", state["step"], state["epoch"], loss.item(),
+                logger.info("step %d epoch %d loss %.3f lr %.2e %.0f tgt tok/s", state["step"], state["epoch"], loss,
                             lr_at(state["step"]), tokens_seen / max(elapsed, 1e-9))
             if state["step"] % cfg.eval_every == 0:
                 window = time.time() - window_start
