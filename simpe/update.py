@@ -6,7 +6,8 @@ perplexity is <= ``ppl_threshold``, at most ``max_repeats`` times. A non-finite 
 gradient skips the update (logged in the record) and the run goes on; a step that leaves a
 trainable weight, or the loss measured after it, non-finite is rolled back (the weights are
 restored bit for bit from a copy taken before the step) and ends the update. Which parameters
-move is the method's business (``Method.trainable``); this module never touches others. After
+move is the method's business (``Method.trainable``), and so is the step itself
+(``Method.apply_step``: SGD, or ``lasso``'s constrained step); this module never touches others. After
 the steps the method sees the pair once (``Method.after_segment``: ``knn`` stores it).
 """
 from __future__ import annotations
@@ -25,7 +26,11 @@ from simpe.model import Pair
 
 def pair_loss(model: Any, pair: Pair, label_smoothing: float = 0.0) -> tuple[torch.Tensor, float]:
     """Mean token loss (for the gradient) and mean token NLL (for perplexity) of ``pair``."""
-    logits = model(input_ids=pair.input_ids, labels=pair.labels).logits  # (1, tgt_len, vocab)
+    from transformers.models.marian.modeling_marian import shift_tokens_right
+
+    # decoder inputs as the model makes them from labels, without its own (unused) loss over the vocabulary
+    inputs = shift_tokens_right(pair.labels, model.config.pad_token_id, model.config.decoder_start_token_id)  # (1, tgt_len)
+    logits = model(input_ids=pair.input_ids, decoder_input_ids=inputs, use_cache=False).logits  # (1, tgt_len, vocab)
     flat = logits.view(-1, logits.size(-1))  # (tgt_len, vocab)
     nll = torch.nn.functional.cross_entropy(flat, pair.labels.view(-1))
     if label_smoothing > 0:
@@ -121,23 +126,25 @@ def update(model: Any, method: Method, pair: Pair, cfg: UpdateConfig) -> dict[st
             start = time.perf_counter()
             grads = torch.autograd.grad(loss, params, allow_unused=True)
             backward_seconds += time.perf_counter() - start
-            present = [(p, g) for p, g in zip(params, grads) if g is not None]
+            present = [i for i, g in enumerate(grads) if g is not None]
             if not present:
                 break
-            ps, gs = [p for p, _ in present], [g for _, g in present]
-            norms = torch._foreach_norm(gs)  # list of 0-d tensors, one per tensor
-            stacked = torch.stack(norms)  # (tensors,)
+            ns, ps, gs = [names[i] for i in present], [params[i] for i in present], [grads[i] for i in present]
+            stacked = torch.stack(torch._foreach_norm(gs))  # (tensors,)
             if not bool(torch.isfinite(stacked).all()):
-                bad = [n for n, (p, g) in zip(names, zip(params, grads)) if g is not None and not torch.isfinite(g).all()]
+                bad = [n for n, g in zip(ns, gs) if not torch.isfinite(g).all()]
                 record["skipped"] = f"non-finite gradient in {bad[0] if bad else '?'}"
                 break
             with torch.no_grad():
                 backup = _backup(method, params)
                 if cfg.clip_norm > 0:
                     scale = (cfg.clip_norm / (stacked + 1e-6)).clamp(max=1.0)  # (tensors,)
-                    torch._foreach_mul_(gs, list(scale.unbind()))
-                torch._foreach_add_(ps, gs, alpha=-cfg.lr)
-            method.after_update()
+                    # a factor of exactly 1.0 leaves a gradient bit-identical: only the clipped ones are multiplied
+                    clipped = [i for i, factor in enumerate(scale.tolist()) if factor < 1.0]
+                    if clipped:
+                        torch._foreach_mul_([gs[i] for i in clipped], [scale[i] for i in clipped])
+                        stacked = stacked * scale  # (tensors,) the clipped gradients' norms
+                method.apply_step(ns, ps, gs, cfg.lr, stacked)
             record["repetitions"] += 1
             bad = _first_non_finite(names, params)
             if bad is not None:

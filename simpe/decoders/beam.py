@@ -143,7 +143,11 @@ def beam_search_many(model: Any, sources: list[Source], beam_size: int, heap: bo
             first = last_row + 1
         if not keep:
             break
-        cache.reorder_cache(torch.tensor(keep, dtype=torch.long, device=device))  # (live rows,)
+        keep_rows = torch.tensor(keep, dtype=torch.long, device=device)  # (live rows,)
+        if next_source == row_source:  # same sources row by row: the cross-attention keys/values are already in place
+            cache.self_attention_cache.reorder_cache(keep_rows)
+        else:
+            cache.reorder_cache(keep_rows)
         tokens_in = torch.tensor(next_tokens, dtype=torch.long, device=device)  # (live rows,)
         row_source = next_source
     results = []

@@ -1,8 +1,8 @@
 """The adaptation-method contract and its registry.
 
 A method decides which parameters the online update may change (its trainable set),
-may add parameters of its own (the ``bias`` term), may post-process parameters after
-each update (``lasso``'s proximal step and budget projection), and says what a compact
+may add parameters of its own (the ``bias`` term), may take its own kind of step
+(``lasso``'s SGD step, proximal step and budget projection), and says what a compact
 per-user store of the adapted state holds and how many bytes it takes, and writes and
 applies that store (``export_store`` / ``load_store``: the tensors of a safetensors file,
 dense trainable tensors by default, embedding rows with their indices where a method keeps
@@ -46,7 +46,7 @@ def is_embedding(name: str, param: torch.Tensor) -> bool:
 
 class Method(ABC):
     """One adaptation method. Lifecycle: ``attach(model)``, then per segment the shared
-    update steps ``trainable()`` and calls ``after_update()``."""
+    update computes the gradients of ``trainable()`` and calls ``apply_step`` with them."""
 
     name: str = ""  # set by METHODS.add
 
@@ -72,8 +72,17 @@ class Method(ABC):
     def trainable(self) -> dict[str, torch.nn.Parameter]:
         return self._trainable
 
-    def after_update(self) -> None:
-        """Called after every SGD step (``lasso`` projects here)."""
+    def apply_step(self, names: list[str], params: list[torch.Tensor], grads: list[torch.Tensor], lr: float,
+                   grad_norms: torch.Tensor) -> None:
+        """One step on the trainable tensors that got a gradient: plain SGD, θ ← θ - lr·g.
+
+        Args:
+            names, params, grads: the tensors with a gradient, aligned; the gradients are clipped already.
+            grad_norms: (tensors,) the L2 norms of those (clipped) gradients.
+        A method that constrains where the weights may go (``lasso``'s proximal step and budget)
+        overrides this. The update rolls back any step that leaves a weight non-finite.
+        """
+        torch._foreach_add_(params, grads, alpha=-lr)
 
     def after_segment(self, pair: Any) -> None:
         """Called once per segment, after the update's steps, with its (source, post-edit) pair

@@ -7,7 +7,9 @@ proximal step shrinks each group's offset δ_g = θ_g - θ0_g by the group lasso
 to its base value exactly. Groups are whole tensors outside the embeddings and rows
 inside embedding matrices; the second output bias (``bias``) is always kept and is not
 penalised. Budgets are fractions of the model's parameter count. The step size ``lr`` of the
-proximal step is the shared update's (``update.lr``), handed over by ``attach``.
+proximal step is the shared update's (``update.lr``), handed to ``apply_step``. The step is
+computed only where it changes something (the groups in the budget before or after it): the
+rest of the model is never read or written, which keeps lasso's step cheaper than full's.
 """
 from __future__ import annotations
 
@@ -40,74 +42,97 @@ class LassoMethod(Method):
         self.tensors = {n: p for n, p in params.items() if not is_embedding(n, p)}
         self.embeddings = {n: p for n, p in params.items() if is_embedding(n, p)}
         self.base = {n: p.detach().clone() for n, p in params.items()}
-        self._cache = None  # the buffers of after_update, built at its first call
         self.kept_tensors: list[str] = []
         self.kept_rows: dict[str, torch.Tensor] = {n: torch.zeros(0, dtype=torch.long) for n in self.embeddings}
         bias = attach_output_bias(model)
         return {**params, OUTPUT_BIAS: bias}
 
     @torch.no_grad()
-    def after_update(self) -> None:
-        shrink = self.update.lr * self.penalty  # the proximal step of an SGD step of size lr
-        # tensors outside the embeddings: one group each (foreach ops: one pass per step, no Python loop over data)
-        names, params, bases, offsets, sizes = self._groups()
-        torch._foreach_copy_(offsets, params)
-        torch._foreach_sub_(offsets, bases)  # θ - θ0 into reused buffers (the same arithmetic as _foreach_sub)
-        norms = torch.stack(torch._foreach_norm(offsets))  # (tensors,)
-        factors = (1.0 - shrink * sizes.sqrt() / norms.clamp(min=1e-30)).clamp(min=0.0)  # (tensors,)
-        factors = torch.where(norms > 0, factors, torch.zeros_like(factors))
-        kept_norms = (norms * factors).tolist()
-        order = sorted(range(len(names)), key=lambda i: (-kept_norms[i], names[i]))
-        kept, used = [], 0
-        for i in order:
-            size = params[i].numel()
-            if kept_norms[i] > 0 and used + size <= self.budget_tensor:
-                kept.append(i)
+    def apply_step(self, names, params, grads, lr, grad_norms) -> None:
+        """The SGD step, the proximal step and the budget, computed where they change something.
+
+        The same result as stepping every tensor, shrinking every offset and resetting the groups
+        outside the budget, without touching most of the model: a group outside the budget holds
+        its base values exactly (the invariant this method keeps), so after the SGD step its
+        offset is -lr·g and its norm lr·||g||, known from the gradient norms without a pass over
+        the weights. Only the groups in the budget before or after the step are read and written.
+        (Those norms can differ from a norm of the stepped weights minus the base in the last
+        float bits; the groups kept are the same unless two norms tie to that precision.)
+        """
+        shrink = lr * self.penalty  # the proximal step of an SGD step of size lr
+        step = {name: (param, grad, norm) for name, param, grad, norm in zip(names, params, grads, grad_norms.tolist())}
+        for name in step.keys() - self.tensors.keys() - self.embeddings.keys():  # the bias term: plain SGD, no penalty
+            param, grad, _ = step[name]
+            param.add_(grad, alpha=-lr)
+        self._tensor_groups(step, lr, shrink)
+        if self.embeddings:
+            self._row_groups(step, lr, shrink)
+
+    def _offset(self, param, base, grad, lr):
+        """(θ - lr·g) - θ0, the offset after the SGD step (a new tensor; ``param`` is not changed)."""
+        stepped = param.clone() if grad is None else torch.add(param, grad, alpha=-lr)
+        return stepped.sub_(base)
+
+    def _tensor_groups(self, step, lr, shrink) -> None:
+        """Tensors outside the embeddings: one group each; the largest within the budget keep their offset."""
+        previous = set(self.kept_tensors)
+        offsets, norms = {}, {}
+        for name in self.tensors:
+            if name in previous:  # it holds an offset already: measure the stepped one exactly
+                grad = step[name][1] if name in step else None
+                offsets[name] = self._offset(self.tensors[name], self.base[name], grad, lr)
+                norms[name] = float(offsets[name].norm())
+            else:  # at its base values: the offset is the step alone
+                norms[name] = lr * step[name][2] if name in step else 0.0
+        kept_norms = {}
+        for name, norm in norms.items():
+            factor = max(0.0, 1.0 - shrink * math.sqrt(self.tensors[name].numel()) / max(norm, 1e-30)) if norm > 0 else 0.0
+            kept_norms[name] = (norm * factor, factor)
+        kept, used = {}, 0
+        for name in sorted(self.tensors, key=lambda n: (-kept_norms[n][0], n)):
+            size = self.tensors[name].numel()
+            if kept_norms[name][0] > 0 and used + size <= self.budget_tensor:
+                kept[name] = kept_norms[name][1]
                 used += size
-        kept_set = set(kept)
-        dropped = [i for i in range(len(names)) if i not in kept_set]
-        if dropped:  # reset to the base values exactly (a copy, not base + 0 * offset)
-            torch._foreach_copy_([params[i] for i in dropped], [bases[i] for i in dropped])
-        if kept:  # θ ← θ0 + factor · (θ - θ0), the proximal step of the group lasso
-            kept_offsets = [offsets[i] for i in kept]
-            torch._foreach_mul_(kept_offsets, [factors[i] for i in kept])
-            torch._foreach_add_(kept_offsets, [bases[i] for i in kept])
-            torch._foreach_copy_([params[i] for i in kept], kept_offsets)
-        self.kept_tensors = sorted(names[i] for i in kept)
-        # embedding matrices: one group per row; rows of all embedding matrices share one budget
-        if not self.embeddings:
-            return
-        deltas, row_factors, row_norms_all = {}, {}, []
+        for name in previous - kept.keys():  # out of the budget now: back to the base values exactly
+            self.tensors[name].copy_(self.base[name])
+        for name, factor in kept.items():  # θ ← θ0 + factor · (θ - lr·g - θ0), the proximal step of the group lasso
+            offset = offsets.get(name)
+            if offset is None:
+                offset = self._offset(self.tensors[name], self.base[name], step[name][1], lr)
+            torch.add(offset.mul_(factor), self.base[name], out=self.tensors[name])
+        self.kept_tensors = sorted(kept)
+
+    def _row_groups(self, step, lr, shrink) -> None:
+        """Embedding matrices: one group per row; the rows of all of them share one budget."""
+        norms, before = {}, {}
         for name, weight in self.embeddings.items():
-            deltas[name] = torch.sub(weight, self.base[name], out=self._row_buffers[name])  # (rows, dim)
-            row_norms = deltas[name].norm(dim=1)  # (rows,)
-            factor = (1.0 - shrink * math.sqrt(weight.size(1)) / row_norms.clamp(min=1e-30)).clamp(min=0.0)  # (rows,)
-            row_factors[name] = factor
-            row_norms_all.append(row_norms * factor)
-        joint = torch.cat(row_norms_all)  # (all rows,)
+            grad = step[name][1] if name in step else None
+            rows = self.kept_rows[name].to(weight.device)  # (kept,) rows holding an offset
+            # rows at their base values: the offset is the step alone; rows holding one: measured exactly
+            row_norms = grad.norm(dim=1).mul_(lr) if grad is not None else weight.new_zeros(weight.size(0))  # (rows,)
+            if len(rows):
+                offset = self._offset(weight[rows], self.base[name][rows], None if grad is None else grad[rows], lr)  # (kept, dim)
+                row_norms[rows] = offset.norm(dim=1)
+            norms[name], before[name] = row_norms, rows
         dim = next(iter(self.embeddings.values())).size(1)
+        factors = {name: (1.0 - shrink * math.sqrt(dim) / n.clamp(min=1e-30)).clamp(min=0.0) for name, n in norms.items()}  # (rows,)
+        joint = torch.cat([norms[name] * factors[name] for name in self.embeddings])  # (all rows,)
         max_rows = min(self.budget_rows // dim, int((joint > 0).sum()))
         keep = torch.zeros(joint.numel(), dtype=torch.bool, device=joint.device)  # (all rows,)
         if max_rows > 0:
             keep[torch.topk(joint, k=max_rows).indices] = True
-        sizes_rows = [w.size(0) for w in self.embeddings.values()]
-        for (name, weight), mask in zip(self.embeddings.items(), keep.split(sizes_rows)):
-            base = self.base[name]
-            shrunk = deltas[name].mul_(row_factors[name].unsqueeze(1)).add_(base)  # (rows, dim): θ0 + factor · (θ - θ0), in place
-            torch.where(mask.unsqueeze(1), shrunk, base, out=weight)
-            self.kept_rows[name] = mask.nonzero().flatten().cpu()
-
-    def _groups(self) -> tuple[list[str], list[torch.Tensor], list[torch.Tensor], list[torch.Tensor], torch.Tensor]:
-        """The non-embedding groups, their bases, reused offset buffers and sizes (built once: the step runs after every update)."""
-        if getattr(self, "_cache", None) is None:
-            names = list(self.tensors)
-            params = [self.tensors[n] for n in names]
-            offsets = [torch.empty_like(p) for p in params]
-            sizes = torch.tensor([p.numel() for p in params], dtype=params[0].dtype if params else torch.float32,
-                                 device=params[0].device if params else None)  # (tensors,)
-            self._cache = (names, params, [self.base[n] for n in names], offsets, sizes)
-            self._row_buffers = {n: torch.empty_like(w) for n, w in self.embeddings.items()}
-        return self._cache
+        sizes = [w.size(0) for w in self.embeddings.values()]
+        for (name, weight), mask in zip(self.embeddings.items(), keep.split(sizes)):
+            base, rows = self.base[name], mask.nonzero().flatten()  # (kept now,)
+            gone = before[name][~mask[before[name]]]  # rows that held an offset and are out of the budget now
+            if len(gone):
+                weight[gone] = base[gone]
+            if len(rows):
+                grad = step[name][1] if name in step else None
+                offset = self._offset(weight[rows], base[rows], None if grad is None else grad[rows], lr)  # (kept, dim)
+                weight[rows] = offset.mul_(factors[name][rows].unsqueeze(1)).add_(base[rows])
+            self.kept_rows[name] = rows.cpu()
 
     def kept_names(self) -> list[str]:
         return self.kept_tensors

@@ -160,3 +160,50 @@ def test_unknown_method_param_is_an_error():
     assert METHODS.build("lasso", penalty="1e-3").penalty == 0.001  # YAML reads 1e-3 as a string
     with pytest.raises(ConfigError, match="unknown method 'sparse'; known: baseline, bias, fixed, full, knn, lasso, lora, top"):
         METHODS.build("sparse")
+
+
+def reference_lasso_step(weights, base, grads, lr, penalty, budget_tensor, budget_rows, embedding="model.shared.weight"):
+    """Seed 002's step written out plainly: SGD on every group, shrink every offset, keep the largest within the budgets."""
+    stepped = {n: w - lr * grads[n] if n in grads else w.clone() for n, w in weights.items()}
+    offsets = {n: stepped[n] - base[n] for n in weights}
+    factor = {n: max(0.0, 1 - lr * penalty * offsets[n].numel() ** 0.5 / float(offsets[n].norm())) if float(offsets[n].norm()) > 0 else 0.0
+              for n in weights if n != embedding}
+    kept, used = [], 0
+    for n in sorted(factor, key=lambda n: (-float(offsets[n].norm()) * factor[n], n)):
+        if float(offsets[n].norm()) * factor[n] > 0 and used + weights[n].numel() <= budget_tensor:
+            kept.append(n)
+            used += weights[n].numel()
+    out = {n: base[n] + factor[n] * offsets[n] if n in kept else base[n].clone() for n in factor}
+    row_norms = offsets[embedding].norm(dim=1)
+    row_factor = (1 - lr * penalty * offsets[embedding].size(1) ** 0.5 / row_norms.clamp(min=1e-30)).clamp(min=0)
+    shrunk = row_norms * row_factor
+    rows = torch.topk(shrunk, k=min(budget_rows // offsets[embedding].size(1), int((shrunk > 0).sum()))).indices.sort().values
+    out[embedding] = base[embedding].clone()
+    out[embedding][rows] = base[embedding][rows] + row_factor[rows, None] * offsets[embedding][rows]
+    return out, sorted(kept), rows
+
+
+def test_lasso_step_equals_the_plain_computation_over_several_steps(tiny_marian):
+    """apply_step touches only the groups in the budget; the result is the plain algorithm's (to float rounding)."""
+    model = tiny_marian(seed=3)
+    cfg = defaults("update", lr=0.5, clip_norm=0.3)
+    method = METHODS.build("lasso", penalty=0.05, budget_nonembedding=0.05, budget_embedding=0.05)
+    method.attach(model, None, cfg)
+    groups = base_parameters(model)
+    base = {n: p.detach().clone() for n, p in groups.items()}
+    generator = torch.Generator().manual_seed(0)
+    for step in range(4):
+        weights = {n: p.detach().clone() for n, p in groups.items()}
+        grads = {n: 0.1 * torch.randn(p.shape, generator=generator) for n, p in groups.items()
+                 if step != 2 or "encoder" not in n}  # step 2: the encoder gets no gradient (its kept offsets still shrink)
+        names = list(grads)
+        norms = torch.stack([grads[n].norm() for n in names])
+        method.apply_step(names, [groups[n] for n in names], [grads[n].clone() for n in names], cfg.lr, norms)
+        expected, kept, rows = reference_lasso_step(weights, base, grads, cfg.lr, 0.05, method.budget_tensor, method.budget_rows)
+        assert method.kept_names() == kept and kept
+        assert torch.equal(method.kept_rows["model.shared.weight"], rows) and len(rows)
+        for name, value in expected.items():
+            if name in kept or name == "model.shared.weight":
+                torch.testing.assert_close(groups[name].detach(), value, rtol=0, atol=1e-6)
+            else:
+                assert torch.equal(groups[name].detach(), base[name]), name  # outside the budget: the base, bit for bit
