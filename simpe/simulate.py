@@ -188,22 +188,23 @@ class Loop:
 
     def step(self, index: int, seg: Segment) -> dict[str, Any]:
         """Translate, score, then update on one segment; return its record."""
+        start = time.perf_counter()
         pair = encode_pair(self.tokenizer, seg.source, seg.reference, self.loaded.device)
-        t0 = time.perf_counter()
+        t0, m0 = time.perf_counter(), self.timer.seconds
         with torch.inference_mode():
             result = self.decoder.decode(self.model, pair.input_ids, index=index, source=seg.source)
         best = list(result.hypotheses[0].tokens) if result.hypotheses else []
         hypothesis = self.tokenizer.decode(best, skip_special_tokens=True)
-        t1 = time.perf_counter()
+        t1, m1 = time.perf_counter(), self.timer.seconds
         extra = {"mt": seg.mt} if seg.mt is not None else {}
         if seg.info:
             extra["info"] = dict(seg.info)
         pieces = self.cfg.metrics.subword == "all"
         scored = self.scorer.add(hypothesis, seg.reference, self.pieces(best) if pieces else None,
                                  self.pieces(pair.labels[0].tolist()) if pieces else None, doc_id=seg.doc_id)
-        t2 = time.perf_counter()
+        t2, m2 = time.perf_counter(), self.timer.seconds
         upd = update(self.model, self.method, pair, self.cfg.update)  # reference i is seen only here
-        t3 = time.perf_counter()
+        t3, m3 = time.perf_counter(), self.timer.seconds
         if upd["skipped"]:
             logger.warning("segment %d: update skipped (%s)", index, upd["skipped"])
         backward = upd.pop("seconds_backward")
@@ -212,7 +213,9 @@ class Loop:
             "source": seg.source, "reference": seg.reference, "hypothesis": hypothesis, **extra,
             "hyp_score": result.hypotheses[0].score if result.hypotheses else None,
             **scored, "update": upd,
-            "seconds": {"translate": t1 - t0, "score": t2 - t1, "update": t3 - t2, "backward": backward},
+            # phases of the loop; *_model: time inside model forward passes (ModelTimer), backward: inside autograd
+            "seconds": {"prepare": t0 - start, "translate": t1 - t0, "score": t2 - t1, "update": t3 - t2,
+                        "translate_model": m1 - m0, "update_model": m3 - m2, "backward": backward},
         }
         if pair.truncated:
             record["truncated"] = list(pair.truncated)
@@ -312,7 +315,8 @@ class Loop:
             segment_comet = self.comet.score(
                 [r["source"] for r in records], [r["hypothesis"] for r in records], [r["reference"] for r in records])
             comet = sum(segment_comet) / len(segment_comet)
-        seconds = {k: sum(r["seconds"][k] for r in records) for k in ("translate", "score", "update", "backward")}
+        seconds = {k: sum(r["seconds"].get(k, 0.0) for r in records)  # .get: records of runs begun by older versions
+                   for k in ("prepare", "translate", "score", "update", "translate_model", "update_model", "backward")}
         raw_mt = {}
         if records and all("mt" in r for r in records):  # HTER-style: how far the corpus's own MT was from the post-edits
             ter = metric_for("ter")

@@ -57,20 +57,57 @@ def _restore(params: list[torch.Tensor], backup: list[torch.Tensor]) -> None:
         torch._foreach_copy_(params, backup)
 
 
-# One backup buffer per method, reused from step to step: a fresh clone of every trainable
-# weight per step costs an allocation (page faults for large tensors) on top of the copy.
-_BACKUPS: "weakref.WeakKeyDictionary[Method, list[torch.Tensor]]" = weakref.WeakKeyDictionary()
+class Backup:
+    """Bit-for-bit copies of the tensors a step is about to change, to undo that step.
+
+    The method's ``apply_step`` hands over what it will change (``before_change``) before it
+    changes it: everything for SGD, the few groups in its budget for ``lasso``. The buffers are
+    kept per tensor from step to step (a fresh clone of every weight per step costs an
+    allocation, page faults for large tensors, on top of the copy).
+    """
+
+    def __init__(self, names: dict[int, str]) -> None:
+        self.names = names  # id(tensor) -> parameter name
+        self.tensors: list[torch.Tensor] = []
+        self.copies: list[torch.Tensor] = []
+        self._buffers: dict[int, torch.Tensor] = {}
+
+    def before_change(self, tensors: list[torch.Tensor]) -> None:
+        """Copy ``tensors`` (the step's changes are undone by ``restore``)."""
+        copies = []
+        for tensor in tensors:
+            buffer = self._buffers.get(id(tensor))
+            if buffer is None or buffer.shape != tensor.shape or buffer.dtype != tensor.dtype or buffer.device != tensor.device:
+                buffer = self._buffers[id(tensor)] = torch.empty_like(tensor, memory_format=torch.contiguous_format)
+            copies.append(buffer)
+        if tensors:
+            torch._foreach_copy_(copies, [t.detach() for t in tensors])
+        self.tensors, self.copies = list(tensors), copies
+
+    def first_non_finite(self) -> str | None:
+        """The name of the first changed tensor holding inf or NaN, or None."""
+        return _first_non_finite([self.names[id(t)] for t in self.tensors], self.tensors)
+
+    def restore(self) -> None:
+        """Put the changed tensors back as they were before the step."""
+        if self.tensors:
+            _restore(self.tensors, self.copies)
+        self.tensors, self.copies = [], []
+
+    def clear(self) -> None:
+        self.tensors, self.copies = [], []
 
 
-def _backup(method: Method, params: list[torch.Tensor]) -> list[torch.Tensor]:
-    """A copy of ``params`` (bit for bit) in the method's reused buffers."""
-    buffers = _BACKUPS.get(method)
-    if buffers is None or len(buffers) != len(params) or any(
-            b.shape != p.shape or b.dtype != p.dtype or b.device != p.device for b, p in zip(buffers, params)):
-        buffers = [torch.empty_like(p, memory_format=torch.contiguous_format) for p in params]
-        _BACKUPS[method] = buffers
-    torch._foreach_copy_(buffers, [p.detach() for p in params])
-    return buffers
+# One Backup per method, reused from segment to segment (its buffers with it).
+_BACKUPS: "weakref.WeakKeyDictionary[Method, Backup]" = weakref.WeakKeyDictionary()
+
+
+def _backup_for(method: Method) -> Backup:
+    backup = _BACKUPS.get(method)
+    if backup is None:
+        backup = _BACKUPS[method] = Backup({id(p): name for name, p in method.trainable().items()})
+    backup.clear()
+    return backup
 
 
 def _first_non_finite(names: list[str], params: list[torch.Tensor]) -> str | None:
@@ -104,14 +141,14 @@ def update(model: Any, method: Method, pair: Pair, cfg: UpdateConfig) -> dict[st
     backward_seconds = 0.0
     if cfg.dropout > 0 and params:
         model.train()
-    backup: list[torch.Tensor] = []  # the trainable weights before the last step, while it may still be undone
+    backup = _backup_for(method)  # the weights the last step changed, as before it, while it may still be undone
     try:
         for repeat in range(cfg.max_repeats + 1):
             may_step = bool(params) and repeat < cfg.max_repeats
             with torch.set_grad_enabled(may_step):
                 loss, nll = pair_loss(model, pair, cfg.label_smoothing)
-            if backup and not math.isfinite(nll):  # the last step broke the model: undo it
-                _restore(params, backup)
+            if record["repetitions"] and not math.isfinite(nll):  # the last step broke the model: undo it
+                backup.restore()
                 record["repetitions"] -= 1
                 record["skipped"] = f"non-finite loss after step {record['repetitions'] + 1}; step rolled back"
                 break
@@ -135,20 +172,15 @@ def update(model: Any, method: Method, pair: Pair, cfg: UpdateConfig) -> dict[st
                 bad = [n for n, g in zip(ns, gs) if not torch.isfinite(g).all()]
                 record["skipped"] = f"non-finite gradient in {bad[0] if bad else '?'}"
                 break
+            # per-tensor clipping as a factor on the step size: the gradients themselves are never rewritten
+            scales = (cfg.clip_norm / (stacked + 1e-6)).clamp(max=1.0).tolist() if cfg.clip_norm > 0 else [1.0] * len(gs)
             with torch.no_grad():
-                backup = _backup(method, params)
-                if cfg.clip_norm > 0:
-                    scale = (cfg.clip_norm / (stacked + 1e-6)).clamp(max=1.0)  # (tensors,)
-                    # a factor of exactly 1.0 leaves a gradient bit-identical: only the clipped ones are multiplied
-                    clipped = [i for i, factor in enumerate(scale.tolist()) if factor < 1.0]
-                    if clipped:
-                        torch._foreach_mul_([gs[i] for i in clipped], [scale[i] for i in clipped])
-                        stacked = stacked * scale  # (tensors,) the clipped gradients' norms
-                method.apply_step(ns, ps, gs, cfg.lr, stacked)
+                method.apply_step(ns, ps, gs, cfg.lr, scales, [s * n for s, n in zip(scales, stacked.tolist())],
+                                  backup.before_change)
             record["repetitions"] += 1
-            bad = _first_non_finite(names, params)
+            bad = backup.first_non_finite()
             if bad is not None:
-                _restore(params, backup)
+                backup.restore()
                 record["repetitions"] -= 1
                 record["skipped"] = f"non-finite weights in {bad} after step {record['repetitions'] + 1}; step rolled back"
                 break

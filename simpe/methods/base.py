@@ -16,6 +16,7 @@ A method's parameters are its constructor's keyword arguments (checked by
 from __future__ import annotations
 
 from abc import ABC
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -73,16 +74,26 @@ class Method(ABC):
         return self._trainable
 
     def apply_step(self, names: list[str], params: list[torch.Tensor], grads: list[torch.Tensor], lr: float,
-                   grad_norms: torch.Tensor) -> None:
-        """One step on the trainable tensors that got a gradient: plain SGD, θ ← θ - lr·g.
+                   scales: list[float], norms: list[float], before_change: Callable[[list[torch.Tensor]], None]) -> None:
+        """One step on the trainable tensors that got a gradient: plain SGD, θ ← θ - lr·scale·g.
 
         Args:
-            names, params, grads: the tensors with a gradient, aligned; the gradients are clipped already.
-            grad_norms: (tensors,) the L2 norms of those (clipped) gradients.
+            names, params, grads: the tensors with a gradient, aligned (the gradients as computed).
+            scales: per tensor, the clipping factor (1.0: not clipped): the step is -lr·scale·g.
+            norms: per tensor, the L2 norm of the clipped gradient, scale·||g||.
+            before_change: called once, before any change, with every trainable tensor the step
+                will change: the update checks those afterwards and can undo the step (a non-finite
+                weight or loss after it).
         A method that constrains where the weights may go (``lasso``'s proximal step and budget)
-        overrides this. The update rolls back any step that leaves a weight non-finite.
+        overrides this.
         """
-        torch._foreach_add_(params, grads, alpha=-lr)
+        before_change(params)
+        whole = [i for i, scale in enumerate(scales) if scale == 1.0]
+        if whole:
+            torch._foreach_add_([params[i] for i in whole], [grads[i] for i in whole], alpha=-lr)
+        for i, scale in enumerate(scales):
+            if scale != 1.0:  # clipped: its own step size (one fused pass, the gradient is not rewritten)
+                params[i].add_(grads[i], alpha=-lr * scale)
 
     def after_segment(self, pair: Any) -> None:
         """Called once per segment, after the update's steps, with its (source, post-edit) pair

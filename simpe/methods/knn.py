@@ -120,9 +120,14 @@ class KnnMethod(Method):
         log_model = torch.log_softmax(logits.float().reshape(rows * length, vocab), dim=-1)  # (rows * tgt_len, vocab)
         if self.distance_aware:
             lam = self.knn_lambda * (1.0 - dist[:, :1] / self.temperature).clamp(min=0.0)  # (rows * tgt_len, 1)
-            mixed = torch.logaddexp(log_model + torch.log1p(-lam), p_knn.log() + lam.log())  # (rows * tgt_len, vocab)
+            log_keep, log_lam = torch.log1p(-lam), lam.log()  # (rows * tgt_len, 1) each
         else:
-            mixed = torch.logaddexp(log_model + _log(1.0 - self.knn_lambda), p_knn.log() + _log(self.knn_lambda))  # (rows * tgt_len, vocab)
+            log_keep, log_lam = _log(1.0 - self.knn_lambda), _log(self.knn_lambda)
+        # log((1-λ)·p_model + λ·p_knn): p_knn is zero outside the k retrieved tokens, where the sum is the model's
+        # share alone (logaddexp(a, -inf) is a, exactly); the sum is taken at those k tokens only
+        mixed = log_model + log_keep  # (rows * tgt_len, vocab)
+        both = torch.logaddexp(mixed.gather(1, values), p_knn.gather(1, values).log() + log_lam)  # (rows * tgt_len, k')
+        mixed.scatter_(1, values, both)  # a token retrieved twice gets the same value twice
         output.logits = mixed.reshape(rows, length, vocab).to(logits.dtype)
         return output
 

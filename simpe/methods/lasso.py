@@ -48,7 +48,7 @@ class LassoMethod(Method):
         return {**params, OUTPUT_BIAS: bias}
 
     @torch.no_grad()
-    def apply_step(self, names, params, grads, lr, grad_norms) -> None:
+    def apply_step(self, names, params, grads, lr, scales, norms, before_change) -> None:
         """The SGD step, the proximal step and the budget, computed where they change something.
 
         The same result as stepping every tensor, shrinking every offset and resetting the groups
@@ -60,59 +60,72 @@ class LassoMethod(Method):
         float bits; the groups kept are the same unless two norms tie to that precision.)
         """
         shrink = lr * self.penalty  # the proximal step of an SGD step of size lr
-        step = {name: (param, grad, norm) for name, param, grad, norm in zip(names, params, grads, grad_norms.tolist())}
-        for name in step.keys() - self.tensors.keys() - self.embeddings.keys():  # the bias term: plain SGD, no penalty
-            param, grad, _ = step[name]
-            param.add_(grad, alpha=-lr)
-        self._tensor_groups(step, lr, shrink)
-        if self.embeddings:
-            self._row_groups(step, lr, shrink)
-
-    def _offset(self, param, base, grad, lr):
-        """(θ - lr·g) - θ0, the offset after the SGD step (a new tensor; ``param`` is not changed)."""
-        stepped = param.clone() if grad is None else torch.add(param, grad, alpha=-lr)
-        return stepped.sub_(base)
-
-    def _tensor_groups(self, step, lr, shrink) -> None:
-        """Tensors outside the embeddings: one group each; the largest within the budget keep their offset."""
+        # name -> (tensor, gradient, step size lr·scale, step norm lr·scale·||g||)
+        step = {name: (param, grad, lr * scale, lr * norm) for name, param, grad, scale, norm in zip(names, params, grads, scales, norms)}
+        plain = [name for name in names if name not in self.tensors and name not in self.embeddings]  # the bias term
         previous = set(self.kept_tensors)
-        offsets, norms = {}, {}
-        for name in self.tensors:
-            if name in previous:  # it holds an offset already: measure the stepped one exactly
-                grad = step[name][1] if name in step else None
-                offsets[name] = self._offset(self.tensors[name], self.base[name], grad, lr)
-                norms[name] = float(offsets[name].norm())
-            else:  # at its base values: the offset is the step alone
-                norms[name] = lr * step[name][2] if name in step else 0.0
-        kept_norms = {}
-        for name, norm in norms.items():
-            factor = max(0.0, 1.0 - shrink * math.sqrt(self.tensors[name].numel()) / max(norm, 1e-30)) if norm > 0 else 0.0
-            kept_norms[name] = (norm * factor, factor)
-        kept, used = {}, 0
-        for name in sorted(self.tensors, key=lambda n: (-kept_norms[n][0], n)):
-            size = self.tensors[name].numel()
-            if kept_norms[name][0] > 0 and used + size <= self.budget_tensor:
-                kept[name] = kept_norms[name][1]
-                used += size
+        kept, offsets = self._choose_tensors(step, shrink, previous)
+        rows = self._choose_rows(step, shrink) if self.embeddings else {}
+        before_change([step[n][0] for n in plain] + [self.tensors[n] for n in sorted(previous | kept.keys())]
+                      + [self.embeddings[n] for n, (now, gone, _) in rows.items() if len(now) or len(gone)])
+        for name in plain:  # plain SGD, no penalty
+            step[name][0].add_(step[name][1], alpha=-step[name][2])
         for name in previous - kept.keys():  # out of the budget now: back to the base values exactly
             self.tensors[name].copy_(self.base[name])
         for name, factor in kept.items():  # θ ← θ0 + factor · (θ - lr·g - θ0), the proximal step of the group lasso
             offset = offsets.get(name)
             if offset is None:
-                offset = self._offset(self.tensors[name], self.base[name], step[name][1], lr)
+                offset = self._offset(self.tensors[name], self.base[name], *step[name][1:3])
             torch.add(offset.mul_(factor), self.base[name], out=self.tensors[name])
         self.kept_tensors = sorted(kept)
+        for name, (now, gone, factors) in rows.items():
+            weight, base = self.embeddings[name], self.base[name]
+            if len(gone):
+                weight[gone] = base[gone]
+            if len(now):
+                grad, rate = step[name][1:3] if name in step else (None, 0.0)
+                offset = self._offset(weight[now], base[now], None if grad is None else grad[now], rate)  # (kept, dim)
+                weight[now] = offset.mul_(factors[now].unsqueeze(1)).add_(base[now])
+            self.kept_rows[name] = now.cpu()
 
-    def _row_groups(self, step, lr, shrink) -> None:
-        """Embedding matrices: one group per row; the rows of all of them share one budget."""
+    def _offset(self, param, base, grad, rate):
+        """(θ - rate·g) - θ0, the offset after the SGD step of size ``rate`` (a new tensor; ``param`` is not changed)."""
+        stepped = param.clone() if grad is None else torch.add(param, grad, alpha=-rate)
+        return stepped.sub_(base)
+
+    def _choose_tensors(self, step, shrink, previous):
+        """Tensors outside the embeddings, one group each: ({kept name: shrink factor}, {name: offset measured})."""
+        offsets, norms = {}, {}
+        for name in self.tensors:
+            if name in previous:  # it holds an offset already: measure the stepped one exactly
+                grad, rate = step[name][1:3] if name in step else (None, 0.0)
+                offsets[name] = self._offset(self.tensors[name], self.base[name], grad, rate)
+                norms[name] = float(offsets[name].norm())
+            else:  # at its base values: the offset is the step alone
+                norms[name] = step[name][3] if name in step else 0.0
+        shrunk = {}
+        for name, norm in norms.items():
+            factor = max(0.0, 1.0 - shrink * math.sqrt(self.tensors[name].numel()) / max(norm, 1e-30)) if norm > 0 else 0.0
+            shrunk[name] = (norm * factor, factor)
+        kept, used = {}, 0
+        for name in sorted(self.tensors, key=lambda n: (-shrunk[n][0], n)):  # the largest first, greedily
+            size = self.tensors[name].numel()
+            if shrunk[name][0] > 0 and used + size <= self.budget_tensor:
+                kept[name] = shrunk[name][1]
+                used += size
+        return kept, offsets
+
+    def _choose_rows(self, step, shrink):
+        """Embedding matrices, one group per row, one budget for the rows of all of them:
+        {name: (rows kept now, rows that held an offset and are out now, (rows,) shrink factors)}."""
         norms, before = {}, {}
         for name, weight in self.embeddings.items():
-            grad = step[name][1] if name in step else None
+            grad, rate = step[name][1:3] if name in step else (None, 0.0)
             rows = self.kept_rows[name].to(weight.device)  # (kept,) rows holding an offset
             # rows at their base values: the offset is the step alone; rows holding one: measured exactly
-            row_norms = grad.norm(dim=1).mul_(lr) if grad is not None else weight.new_zeros(weight.size(0))  # (rows,)
+            row_norms = grad.norm(dim=1).mul_(rate) if grad is not None else weight.new_zeros(weight.size(0))  # (rows,)
             if len(rows):
-                offset = self._offset(weight[rows], self.base[name][rows], None if grad is None else grad[rows], lr)  # (kept, dim)
+                offset = self._offset(weight[rows], self.base[name][rows], None if grad is None else grad[rows], rate)  # (kept, dim)
                 row_norms[rows] = offset.norm(dim=1)
             norms[name], before[name] = row_norms, rows
         dim = next(iter(self.embeddings.values())).size(1)
@@ -122,17 +135,10 @@ class LassoMethod(Method):
         keep = torch.zeros(joint.numel(), dtype=torch.bool, device=joint.device)  # (all rows,)
         if max_rows > 0:
             keep[torch.topk(joint, k=max_rows).indices] = True
-        sizes = [w.size(0) for w in self.embeddings.values()]
-        for (name, weight), mask in zip(self.embeddings.items(), keep.split(sizes)):
-            base, rows = self.base[name], mask.nonzero().flatten()  # (kept now,)
-            gone = before[name][~mask[before[name]]]  # rows that held an offset and are out of the budget now
-            if len(gone):
-                weight[gone] = base[gone]
-            if len(rows):
-                grad = step[name][1] if name in step else None
-                offset = self._offset(weight[rows], base[rows], None if grad is None else grad[rows], lr)  # (kept, dim)
-                weight[rows] = offset.mul_(factors[name][rows].unsqueeze(1)).add_(base[rows])
-            self.kept_rows[name] = rows.cpu()
+        chosen = {}
+        for name, mask in zip(self.embeddings, keep.split([w.size(0) for w in self.embeddings.values()])):
+            chosen[name] = (mask.nonzero().flatten(), before[name][~mask[before[name]]], factors[name])  # (kept now,), (out now,)
+        return chosen
 
     def kept_names(self) -> list[str]:
         return self.kept_tensors

@@ -197,8 +197,15 @@ def test_lasso_step_equals_the_plain_computation_over_several_steps(tiny_marian)
         grads = {n: 0.1 * torch.randn(p.shape, generator=generator) for n, p in groups.items()
                  if step != 2 or "encoder" not in n}  # step 2: the encoder gets no gradient (its kept offsets still shrink)
         names = list(grads)
-        norms = torch.stack([grads[n].norm() for n in names])
-        method.apply_step(names, [groups[n] for n in names], [grads[n].clone() for n in names], cfg.lr, norms)
+        scales = [0.5 if i % 3 == 0 else 1.0 for i in range(len(names))]  # as clipping hands them over
+        norms = [scale * float(grads[n].norm()) for scale, n in zip(scales, names)]
+        announced = []
+        method.apply_step(names, [groups[n] for n in names], [grads[n].clone() for n in names], cfg.lr, scales, norms,
+                          lambda tensors: announced.extend(id(t) for t in tensors))
+        grads = {n: scale * grads[n] for scale, n in zip(scales, names)}  # the clipped gradients
+        moved = {n for n, p in groups.items() if not torch.equal(p.detach(), weights[n])}
+        assert moved and {id(groups[n]) for n in moved} <= set(announced)  # the update can undo every change
+        assert len(announced) < len(groups) // 2  # and copies only what changes
         expected, kept, rows = reference_lasso_step(weights, base, grads, cfg.lr, 0.05, method.budget_tensor, method.budget_rows)
         assert method.kept_names() == kept and kept
         assert torch.equal(method.kept_rows["model.shared.weight"], rows) and len(rows)
