@@ -80,7 +80,7 @@ baseline: $(STAMP) ## train the embedded demo model into models/demo-en-de (90 m
 stopwords: $(STAMP) ## regenerate stopwords/*.txt from the stopwordsiso package
 	$(PY) scripts/make_stopwords.py
 
-bench-loop: $(STAMP) ## seconds per segment (translate/score/update) per method, and the share outside the model
+bench-loop: $(STAMP) ## seconds per segment per method, the share outside the model and where it goes
 	$(PY) benchmarks/bench_loop.py $(ARGS)
 
 bench-train: $(STAMP) ## training throughput (target tokens/s) of demo-model architectures, side by side
