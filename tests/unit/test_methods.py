@@ -186,7 +186,7 @@ def reference_lasso_step(weights, base, grads, lr, penalty, budget_tensor, budge
 def test_lasso_step_equals_the_plain_computation_over_several_steps(tiny_marian):
     """apply_step touches only the groups in the budget; the result is the plain algorithm's (to float rounding)."""
     model = tiny_marian(seed=3)
-    cfg = defaults("update", lr=0.5, clip_norm=0.3)
+    cfg = defaults("update", lr=0.5)
     method = METHODS.build("lasso", penalty=0.05, budget_nonembedding=0.05, budget_embedding=0.05)
     method.attach(model, None, cfg)
     groups = base_parameters(model)
