@@ -3,8 +3,9 @@
 The embedded demo model under ``models/`` and ``Helsinki-NLP/opus-mt-en-de`` are loaded by
 the same code: ``MarianMTModel.from_pretrained`` + ``MarianTokenizer.from_pretrained``.
 ``encode_source`` / ``encode_pair`` are the one way text becomes the model's input ids (the
-loop, the ranking evaluation and select-fixed use them). This module does not translate or
-train.
+loop, the ranking evaluation and select-fixed use them); ``teacher_forced_logits`` the one way
+a pair is scored for a loss (the online update, demo training). This module does not translate
+or train.
 """
 from __future__ import annotations
 
@@ -249,3 +250,19 @@ def encode_pair(tokenizer: Any, source: str, reference: str, device: Any) -> Pai
                                                     ("reference", tgt.shape[1], {"text_target": reference}))
                       if _longer_than_limit(tokenizer, kept, **text))
     return Pair(src, tgt.to(device), truncated)
+
+
+def decoder_inputs(config: Any, labels: Any) -> Any:
+    """(batch, tgt_len) decoder input ids for ``labels`` as Marian makes them: the start token, then
+    the labels shifted right (-100 read as pad)."""
+    from transformers.models.marian.modeling_marian import shift_tokens_right
+
+    return shift_tokens_right(labels, config.pad_token_id, config.decoder_start_token_id)
+
+
+def teacher_forced_logits(model: Any, input_ids: Any, labels: Any, attention_mask: Any = None) -> Any:
+    """(batch, tgt_len, vocab) logits of ``labels`` given ``input_ids``: what ``model(..., labels=labels)``
+    computes, without the model's own loss over the vocabulary (the caller computes its loss) and
+    without a key/value cache."""
+    return model(input_ids=input_ids, attention_mask=attention_mask, decoder_input_ids=decoder_inputs(model.config, labels),
+                 use_cache=False).logits

@@ -208,7 +208,9 @@ def train_step(model: Any, optimizer: Any, input_ids: Any, mask: Any, labels: An
     """One step: label-smoothed cross-entropy, gradients clipped to norm 1, the optimiser's step; returns the loss."""
     import torch
 
-    logits = model(input_ids=input_ids, attention_mask=mask, labels=labels).logits  # (batch, tgt_len, vocab)
+    from simpe.model import teacher_forced_logits
+
+    logits = teacher_forced_logits(model, input_ids, labels, attention_mask=mask)  # (batch, tgt_len, vocab)
     loss = torch.nn.functional.cross_entropy(logits.view(-1, logits.size(-1)), labels.view(-1),
                                              ignore_index=-100, label_smoothing=label_smoothing)
     optimizer.zero_grad(set_to_none=True)

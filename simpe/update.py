@@ -21,16 +21,12 @@ import torch
 
 from simpe.config import UpdateConfig
 from simpe.methods.base import Method
-from simpe.model import Pair
+from simpe.model import Pair, teacher_forced_logits
 
 
 def pair_loss(model: Any, pair: Pair, label_smoothing: float = 0.0) -> tuple[torch.Tensor, float]:
     """Mean token loss (for the gradient) and mean token NLL (for perplexity) of ``pair``."""
-    from transformers.models.marian.modeling_marian import shift_tokens_right
-
-    # decoder inputs as the model makes them from labels, without its own (unused) loss over the vocabulary
-    inputs = shift_tokens_right(pair.labels, model.config.pad_token_id, model.config.decoder_start_token_id)  # (1, tgt_len)
-    logits = model(input_ids=pair.input_ids, decoder_input_ids=inputs, use_cache=False).logits  # (1, tgt_len, vocab)
+    logits = teacher_forced_logits(model, pair.input_ids, pair.labels)  # (1, tgt_len, vocab)
     flat = logits.view(-1, logits.size(-1))  # (tgt_len, vocab)
     nll = torch.nn.functional.cross_entropy(flat, pair.labels.view(-1))
     if label_smoothing > 0:

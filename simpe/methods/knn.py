@@ -32,6 +32,7 @@ import torch
 
 from simpe.errors import ConfigError, ModelError
 from simpe.methods.base import INDEX_BYTES, METHODS, Method
+from simpe.model import decoder_inputs
 
 KEYS, VALUES = "__knn_keys__", "__knn_values__"  # state_dict entries
 
@@ -134,16 +135,13 @@ class KnnMethod(Method):
     # ---- the datastore grows by the post-edit after each segment
     @torch.no_grad()
     def after_segment(self, pair: Any) -> None:
-        from transformers.models.marian.modeling_marian import shift_tokens_right
-
-        cfg = self.model.config
         labels = pair.labels  # (1, tgt_len)
-        decoder_input_ids = shift_tokens_right(labels, cfg.pad_token_id, cfg.decoder_start_token_id)  # (1, tgt_len)
+        decoder_input_ids = decoder_inputs(self.model.config, labels)  # (1, tgt_len)
         training = self.model.training
         self.model.eval()
         try:
             states = self.model.model(input_ids=pair.input_ids, attention_mask=torch.ones_like(pair.input_ids),
-                                      decoder_input_ids=decoder_input_ids).last_hidden_state  # (1, tgt_len, d_model)
+                                      decoder_input_ids=decoder_input_ids, use_cache=False).last_hidden_state  # (1, tgt_len, d_model)
         finally:
             self.model.train(training)
         self.store.add(states[0], labels[0])
