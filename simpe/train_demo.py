@@ -47,6 +47,7 @@ class TrainConfig:
     warmup_steps: int = 800
     max_minutes: float = 90.0  # of training (evaluations excluded); 0: no limit
     max_steps: int = 0  # 0: no limit; checked, like max_minutes, at evaluations
+    decay_steps: int = 0  # the last N of max_steps: the learning rate falls linearly to 0 (0: inverse square root to the end)
     eval_every: int = 500
     eval_segments: int = 400
     patience: int = 6
@@ -57,19 +58,54 @@ class TrainConfig:
 
 
 # Settings that may change when a run is resumed: where it runs and how long it may go on.
-RESUMABLE_CHANGES = ("max_minutes", "max_steps", "patience", "out_dir", "device", "threads")
+# max_steps and decay_steps may change only while the steps already taken had the same learning
+# rates under both settings (check_resumable).
+RESUMABLE_CHANGES = ("max_minutes", "max_steps", "decay_steps", "patience", "out_dir", "device", "threads")
 
 
-def check_resumable(saved: dict[str, Any], cfg: TrainConfig) -> None:
-    """Refuse to resume a checkpoint trained with other settings (only RESUMABLE_CHANGES may differ)."""
+def learning_rate(cfg: TrainConfig, step: int) -> float:
+    """The learning rate of update ``step`` (0-based): linear warmup, then the inverse square root
+    of the step; with ``decay_steps``, the last ``decay_steps`` of ``max_steps`` fall linearly from
+    the value at the start of the decay to 0 (the last update gets 1/decay_steps of it)."""
+    def rsqrt(s: int) -> float:
+        return cfg.lr * min((s + 1) / cfg.warmup_steps, math.sqrt(cfg.warmup_steps / (s + 1)))
+
+    start = decay_start(asdict(cfg))
+    if step >= start:
+        return rsqrt(start) * (cfg.max_steps - step) / cfg.decay_steps
+    return rsqrt(step)
+
+
+def decay_start(cfg: dict[str, Any]) -> float:
+    """The first step whose learning rate decays linearly (infinite without ``decay_steps``)."""
+    return cfg["max_steps"] - cfg["decay_steps"] if cfg.get("decay_steps") else math.inf
+
+
+def check_config(cfg: TrainConfig) -> None:
+    from simpe.errors import ConfigError
+
+    if cfg.decay_steps < 0 or (cfg.decay_steps and not 0 < cfg.decay_steps <= cfg.max_steps):
+        raise ConfigError(f"decay_steps={cfg.decay_steps}: must be 0 or between 1 and max_steps ({cfg.max_steps}); "
+                          "the decay ends at max_steps, so it needs --max-steps")
+
+
+def check_resumable(saved: dict[str, Any], cfg: TrainConfig, step: int = 0) -> None:
+    """Refuse to resume a checkpoint trained with other settings (only RESUMABLE_CHANGES may differ,
+    and max_steps / decay_steps only while the ``step`` updates taken so far had the same learning rates)."""
     from simpe.errors import ConfigError
 
     current = asdict(cfg)
+    saved = {**asdict(TrainConfig()), "decay_steps": 0, **saved}  # checkpoints from before decay_steps had none
     differ = sorted(k for k in current if k not in RESUMABLE_CHANGES and saved.get(k) != current[k])
     if differ:
         raise ConfigError("cannot --resume: the checkpoint was trained with other settings ("
                           + ", ".join(f"{k}={saved.get(k)!r}, now {current[k]!r}" for k in differ)
                           + f"); resumable changes are {', '.join(RESUMABLE_CHANGES)}")
+    old, new = decay_start(saved), decay_start(current)
+    if old != new and step > min(old, new):
+        raise ConfigError(f"cannot --resume: the checkpoint is at step {step}, past the start of the learning-rate decay "
+                          f"(step {min(old, new):.0f}); max_steps={saved['max_steps']}, decay_steps={saved['decay_steps']} "
+                          f"would now be max_steps={cfg.max_steps}, decay_steps={cfg.decay_steps}")
 
 
 def reproduce_command(cfg: TrainConfig, steps: int | None = None) -> str:
@@ -271,6 +307,7 @@ def train(cfg: TrainConfig, resume: bool = False) -> dict[str, Any]:
 
     from simpe.model import resolve_device
 
+    check_config(cfg)
     started = time.time()
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
@@ -305,14 +342,11 @@ def train(cfg: TrainConfig, resume: bool = False) -> dict[str, Any]:
 
     optimizer = make_optimizer(model, cfg)
 
-    def lr_at(step: int) -> float:
-        return cfg.lr * min((step + 1) / cfg.warmup_steps, math.sqrt(cfg.warmup_steps / (step + 1)))
-
     state = {"step": 0, "epoch": 0, "batch": 0, "best_bleu": -1.0, "best_step": 0, "bad_evals": 0, "train_seconds": 0.0,
              "history": [], "eval_steps": []}
     if resume and (ckpt_dir / "last.pt").exists():
         saved = torch.load(ckpt_dir / "last.pt", map_location=device, weights_only=False)
-        check_resumable(saved.get("config", {}), cfg)
+        check_resumable(saved.get("config", {}), cfg, saved["state"]["step"])
         model.load_state_dict(saved["model"])
         optimizer.load_state_dict(saved["optimizer"])
         state = saved["state"]
@@ -337,7 +371,7 @@ def train(cfg: TrainConfig, resume: bool = False) -> dict[str, Any]:
             model.train()
             input_ids, mask, labels = _collate(pairs, batches[state["batch"]], pad_id, device)
             for group in optimizer.param_groups:
-                group["lr"] = lr_at(state["step"])
+                group["lr"] = learning_rate(cfg, state["step"])
             loss = train_step(model, optimizer, input_ids, mask, labels, cfg.label_smoothing)
             state["step"] += 1
             state["batch"] += 1
@@ -346,7 +380,7 @@ def train(cfg: TrainConfig, resume: bool = False) -> dict[str, Any]:
             if state["step"] % 50 == 0:
                 elapsed = time.time() - window_start
                 logger.info("step %d epoch %d loss %.3f lr %.2e %.0f tgt tok/s", state["step"], state["epoch"], loss,
-                            lr_at(state["step"]), tokens_seen / max(elapsed, 1e-9))
+                            learning_rate(cfg, state["step"]), tokens_seen / max(elapsed, 1e-9))
             if state["step"] % cfg.eval_every == 0:
                 window = time.time() - window_start
                 state["train_seconds"] += window
@@ -472,7 +506,10 @@ def write_model_card(out: Path, card: dict[str, Any]) -> None:
         f"- training: {card['training_minutes']} minutes of training ({card['total_minutes']} in the last process), "
         f"{card['history'][-1]['step'] if card['history'] else 0} steps, best step {card['best_step']} "
         f"(dev greedy BLEU {card['best_dev_greedy_bleu']} on the first {cfg['eval_segments']} dev segments), "
-        f"AdamW lr {cfg['lr']}, warmup {cfg['warmup_steps']}, {cfg['batch_tokens']} tokens per batch, "
+        f"AdamW lr {cfg['lr']}, warmup {cfg['warmup_steps']}, "
+        + (f"inverse square root, then linearly to 0 over the last {cfg['decay_steps']} steps, "
+           if cfg.get("decay_steps") else "inverse square root, ")
+        + f"{cfg['batch_tokens']} tokens per batch, "
         f"dropout {cfg['dropout']}, label smoothing {cfg['label_smoothing']}",
         f"- weights: {card.get('weights', {}).get('weights', 'best checkpoint')}"
         + (f" (dev greedy BLEU {card['weights']['average']['dev_greedy_bleu']} for the mean of the last checkpoints)"

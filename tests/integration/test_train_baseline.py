@@ -60,3 +60,29 @@ def test_resume_continues_exactly_and_refuses_other_settings(tmp_path: Path):
     assert reproduce_command(replace(TrainConfig(), max_minutes=5.0), steps=700) == \
         "python -m simpe train-baseline --max-minutes 0.0 --max-steps 700"
     assert reproduce_command(TrainConfig()) == "python -m simpe train-baseline"
+
+
+def test_decay_steps_schedule_and_when_it_may_change_on_resume():
+    from simpe.train_demo import check_config, check_resumable, learning_rate
+
+    plain = TrainConfig(lr=1e-3, warmup_steps=100, max_steps=1000)
+    decayed = replace(plain, decay_steps=200)
+    # warmup, then lr * sqrt(warmup / (step + 1)) until step 800, then linearly to 0 at step 1000
+    assert learning_rate(plain, 99) == pytest.approx(1e-3)
+    assert learning_rate(plain, 399) == pytest.approx(5e-4)
+    assert learning_rate(decayed, 799) == learning_rate(plain, 799)
+    start = 1e-3 * (100 / 801) ** 0.5
+    assert learning_rate(decayed, 800) == pytest.approx(start)
+    assert learning_rate(decayed, 900) == pytest.approx(start / 2)
+    assert learning_rate(decayed, 999) == pytest.approx(start / 200)
+    with pytest.raises(ConfigError, match="decay_steps=5: must be 0 or between 1 and max_steps \\(0\\)"):
+        check_config(TrainConfig(decay_steps=5))
+    # a decay may be added, moved or lengthened while the steps taken so far had the same rates ...
+    saved = {**vars(plain), "decay_steps": 0}
+    check_resumable(saved, decayed, step=800)
+    check_resumable({k: v for k, v in saved.items() if k != "decay_steps"}, decayed, step=500)  # an older checkpoint
+    # ... but not once the steps taken would have had other rates
+    with pytest.raises(ConfigError, match="at step 801, past the start of the learning-rate decay \\(step 800\\)"):
+        check_resumable(saved, decayed, step=801)
+    with pytest.raises(ConfigError, match="past the start"):
+        check_resumable({**vars(decayed)}, replace(decayed, max_steps=1500), step=900)
