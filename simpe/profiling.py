@@ -1,7 +1,12 @@
 """Time spent inside model forward and backward passes, for the loop's overhead figures.
 
-``ModelTimer`` hooks the encoder, the decoder and the output projection (siblings, so
-nothing is counted twice); the update adds its backward time itself. On CUDA the hooks
+``ModelTimer`` hooks the model's own forward and, for the calls that go around it (the
+decoders run the encoder by itself once per source), the encoder, the decoder and the output
+projection; only the outermost call is timed, so nothing is counted twice. The model's
+forward counts whole: Hugging Face's code around the submodules (``final_logits_bias``, the
+output objects) is the model's work as much as the layers are. A method's forward hook on the
+model's output (``knn``'s interpolation) runs after the timer has stopped: that is the
+method's work, counted outside. The update adds its backward time itself. On CUDA the hooks
 synchronise so the seconds are real. It measures; it changes nothing.
 """
 from __future__ import annotations
@@ -16,25 +21,32 @@ class ModelTimer:
     def __init__(self, model: Any) -> None:
         self.seconds = 0.0
         self.calls = 0
-        self._starts: list[float] = []
+        self._depth = 0  # model forwards running now, nested ones included
+        self._start = 0.0
         self._cuda = next(model.parameters()).device.type == "cuda"
         self._handles = []
-        for module in (model.model.encoder, model.model.decoder, model.lm_head):
+        for module in (model, model.model.encoder, model.model.decoder, model.lm_head):
             self._handles.append(module.register_forward_pre_hook(self._pre))
-            self._handles.append(module.register_forward_hook(self._post))
+            # first among the forward hooks, so another hook's work on the output is not counted as the model's;
+            # always_call: a forward that raises still ends its timing
+            self._handles.append(module.register_forward_hook(self._post, prepend=True, always_call=True))
 
     def _sync(self) -> None:
         if self._cuda:
             torch.cuda.synchronize()
 
     def _pre(self, module: Any, args: Any) -> None:
-        self._sync()
-        self._starts.append(time.perf_counter())
+        if self._depth == 0:
+            self._sync()
+            self._start = time.perf_counter()
+        self._depth += 1
 
     def _post(self, module: Any, args: Any, output: Any) -> None:
-        self._sync()
-        self.seconds += time.perf_counter() - self._starts.pop()
-        self.calls += 1
+        self._depth -= 1
+        if self._depth == 0:
+            self._sync()
+            self.seconds += time.perf_counter() - self._start
+            self.calls += 1
 
     def remove(self) -> None:
         for handle in self._handles:

@@ -54,12 +54,14 @@ def _restore(params: list[torch.Tensor], backup: list[torch.Tensor]) -> None:
 
 
 class Backup:
-    """Bit-for-bit copies of the tensors a step is about to change, to undo that step.
+    """The values of the tensors a step changes, as before it, to undo that step bit for bit.
 
-    The method's ``apply_step`` hands over what it will change (``before_change``) before it
-    changes it: everything for SGD, the few groups in its budget for ``lasso``. The buffers are
-    kept per tensor from step to step (a fresh clone of every weight per step costs an
-    allocation, page faults for large tensors, on top of the copy).
+    A method's ``apply_step`` either changes tensors in place, handing them to ``before_change``
+    first (which copies them: ``lasso``, which changes a few groups of its budget), or writes
+    every new value into a spare buffer (``spares``) and hands the buffers to ``swap_in``, which
+    makes them the weights and keeps the old storage as the backup (plain SGD: the step writes
+    the new weights once and copies nothing). The buffers are kept per tensor from step to step
+    (a fresh clone of every weight per step costs an allocation and page faults for large tensors).
     """
 
     def __init__(self, names: dict[int, str]) -> None:
@@ -68,17 +70,34 @@ class Backup:
         self.copies: list[torch.Tensor] = []
         self._buffers: dict[int, torch.Tensor] = {}
 
+    def _buffer(self, tensor: torch.Tensor) -> torch.Tensor:
+        buffer = self._buffers.get(id(tensor))
+        if (buffer is None or buffer.shape != tensor.shape or buffer.stride() != tensor.stride()
+                or buffer.dtype != tensor.dtype or buffer.device != tensor.device):
+            buffer = self._buffers[id(tensor)] = torch.empty_like(tensor)
+        return buffer
+
     def before_change(self, tensors: list[torch.Tensor]) -> None:
-        """Copy ``tensors`` (the step's changes are undone by ``restore``)."""
-        copies = []
-        for tensor in tensors:
-            buffer = self._buffers.get(id(tensor))
-            if buffer is None or buffer.shape != tensor.shape or buffer.dtype != tensor.dtype or buffer.device != tensor.device:
-                buffer = self._buffers[id(tensor)] = torch.empty_like(tensor, memory_format=torch.contiguous_format)
-            copies.append(buffer)
+        """Copy ``tensors``, which the step then changes in place (``restore`` undoes it)."""
+        copies = [self._buffer(tensor) for tensor in tensors]
         if tensors:
             torch._foreach_copy_(copies, [t.detach() for t in tensors])
         self.tensors, self.copies = list(tensors), copies
+
+    def spares(self, tensors: list[torch.Tensor]) -> list[torch.Tensor]:
+        """Buffers shaped like ``tensors`` for the step to write their new values into (for ``swap_in``)."""
+        return [self._buffer(tensor) for tensor in tensors]
+
+    def swap_in(self, tensors: list[torch.Tensor], new: list[torch.Tensor]) -> None:
+        """Make ``new`` (from ``spares``) the values of ``tensors``, the same Parameter objects (tied
+        weights and every module keep seeing them); the old storage becomes the backup ``restore``
+        copies back, and the spare buffer of the next step."""
+        old = []
+        for tensor, values in zip(tensors, new):
+            old.append(tensor.data)
+            tensor.data = values
+            self._buffers[id(tensor)] = old[-1]
+        self.tensors, self.copies = list(tensors), old
 
     def first_non_finite(self) -> str | None:
         """The name of the first changed tensor holding inf or NaN, or None."""
@@ -171,8 +190,7 @@ def update(model: Any, method: Method, pair: Pair, cfg: UpdateConfig) -> dict[st
             # per-tensor clipping as a factor on the step size: the gradients themselves are never rewritten
             scales = (cfg.clip_norm / (stacked + 1e-6)).clamp(max=1.0).tolist() if cfg.clip_norm > 0 else [1.0] * len(gs)
             with torch.no_grad():
-                method.apply_step(ns, ps, gs, cfg.lr, scales, [s * n for s, n in zip(scales, stacked.tolist())],
-                                  backup.before_change)
+                method.apply_step(ns, ps, gs, cfg.lr, scales, [s * n for s, n in zip(scales, stacked.tolist())], backup)
             record["repetitions"] += 1
             bad = backup.first_non_finite()
             if bad is not None:

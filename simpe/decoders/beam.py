@@ -41,36 +41,48 @@ from simpe.decoders.incremental import (
 StepHook = Callable[[int, list[tuple[int, ...]], list[float], torch.Tensor, torch.Tensor, Any], None]
 
 
+def _best(allowed: torch.Tensor, scores: list[float], k: int) -> tuple[list[float], list[int], list[int]]:
+    """The ``k`` best continuations of the live rows: (scores, rows, tokens), best first.
+
+    Each row's own best ``k`` tokens first (the running score is the same for a whole row, so
+    they are its best continuations too), then the best ``k`` of those ``rows * k``: the same
+    continuations as ranking the whole (rows, vocab) table, without adding and sorting it all.
+    """
+    rows, vocab = allowed.shape
+    per_row = min(k, vocab)
+    values, tokens = torch.topk(allowed, per_row, dim=1)  # (rows, per_row), (rows, per_row)
+    base = torch.tensor(scores, dtype=torch.float64, device=allowed.device)  # (rows,) running log-probs
+    cand = (base[:, None] + values.double()).view(-1)  # (rows * per_row,)
+    best, index = torch.topk(cand, min(k, cand.numel()))  # (k,), (k,)
+    flat = index.tolist()
+    return best.tolist(), [i // per_row for i in flat], tokens.view(-1)[index].tolist()
+
+
 def _beam_step(logp: torch.Tensor, seqs: list[tuple[int, ...]], scores: list[float], finished: list[tuple[float, tuple[int, ...]]],
                beam_size: int, heap: bool, eos: int, special: Any, last: bool) -> tuple[list[tuple[int, int, float]], bool]:
     """One step of one sentence's beam: updates ``finished``; returns (live (row, token, score), done)."""
-    rows, vocab = logp.shape
-    allowed = step_scores(logp, special, last=last)  # (rows, vocab)
-    base = torch.tensor(scores, dtype=torch.float64, device=logp.device)  # (rows,) running log-probs
-    cand = base[:, None] + allowed.double()  # (rows, vocab)
+    allowed = step_scores(logp, special, last=last)  # (rows, vocab), a fresh tensor
     live: list[tuple[int, int, float]] = []  # (row, token, score)
     if heap:
-        for row, value in enumerate(cand[:, eos].tolist()):
+        ends = (torch.tensor(scores, dtype=torch.float64, device=logp.device) + allowed[:, eos].double()).tolist()
+        for row, value in enumerate(ends):
             if value > NEG_INF:
                 item = (value, seqs[row] + (eos,))
                 if len(finished) < beam_size:
                     heapq.heappush(finished, item)
                 elif item > finished[0]:
                     heapq.heapreplace(finished, item)
-        cand[:, eos] = NEG_INF
-        values, index = torch.topk(cand.view(-1), min(beam_size, rows * vocab))  # (beam,), (beam,)
-        for value, flat in zip(values.tolist(), index.tolist()):
+        allowed[:, eos] = NEG_INF
+        for value, row, token in zip(*_best(allowed, scores, beam_size)):
             if value == NEG_INF:
                 break
-            live.append((flat // vocab, flat % vocab, value))
+            live.append((row, token, value))
         full = len(finished) >= beam_size
         worst = finished[0][0] if full else NEG_INF
     else:
-        values, index = torch.topk(cand.view(-1), min(2 * beam_size, rows * vocab))  # (2*beam,), (2*beam,)
-        for rank, (value, flat) in enumerate(zip(values.tolist(), index.tolist())):
+        for rank, (value, row, token) in enumerate(zip(*_best(allowed, scores, 2 * beam_size))):
             if value == NEG_INF:
                 break
-            row, token = flat // vocab, flat % vocab
             if token == eos:
                 if rank < beam_size:
                     finished.append((value, seqs[row] + (eos,)))
@@ -143,11 +155,10 @@ def beam_search_many(model: Any, sources: list[Source], beam_size: int, heap: bo
             first = last_row + 1
         if not keep:
             break
-        keep_rows = torch.tensor(keep, dtype=torch.long, device=device)  # (live rows,)
-        if next_source == row_source:  # same sources row by row: the cross-attention keys/values are already in place
-            cache.self_attention_cache.reorder_cache(keep_rows)
-        else:
-            cache.reorder_cache(keep_rows)
+        if next_source != row_source:  # the cross-attention keys/values follow the rows' sources
+            cache.reorder_cache(torch.tensor(keep, dtype=torch.long, device=device))
+        elif keep != list(range(rows)):  # same sources row by row: only the self-attention states move
+            cache.self_attention_cache.reorder_cache(torch.tensor(keep, dtype=torch.long, device=device))
         tokens_in = torch.tensor(next_tokens, dtype=torch.long, device=device)  # (live rows,)
         row_source = next_source
     results = []

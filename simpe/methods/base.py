@@ -16,15 +16,17 @@ A method's parameters are its constructor's keyword arguments (checked by
 from __future__ import annotations
 
 from abc import ABC
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from simpe.config import UpdateConfig
 from simpe.errors import ModelError
 from simpe.registry import Registry
+
+if TYPE_CHECKING:  # simpe.update imports this module
+    from simpe.update import Backup
 
 # Parameters that are never adapted: Marian's sinusoidal position tables are fixed, not learned.
 FROZEN_PARAMETER_MARKERS = ("embed_positions",)
@@ -74,26 +76,27 @@ class Method(ABC):
         return self._trainable
 
     def apply_step(self, names: list[str], params: list[torch.Tensor], grads: list[torch.Tensor], lr: float,
-                   scales: list[float], norms: list[float], before_change: Callable[[list[torch.Tensor]], None]) -> None:
+                   scales: list[float], norms: list[float], backup: Backup) -> None:
         """One step on the trainable tensors that got a gradient: plain SGD, θ ← θ - lr·scale·g.
 
         Args:
             names, params, grads: the tensors with a gradient, aligned (the gradients as computed).
             scales: per tensor, the clipping factor (1.0: not clipped): the step is -lr·scale·g.
             norms: per tensor, the L2 norm of the clipped gradient, scale·||g||.
-            before_change: called once, before any change, with every trainable tensor the step
-                will change: the update checks those afterwards and can undo the step (a non-finite
-                weight or loss after it).
+            backup: the update's ``simpe.update.Backup``. Every tensor the step changes goes through
+                it, so the update can check those afterwards and undo the step (a non-finite weight
+                or loss after it): either ``backup.before_change(tensors)`` before changing them in
+                place, or new values written into ``backup.spares(tensors)`` and handed to
+                ``backup.swap_in(tensors, spares)``.
         A method that constrains where the weights may go (``lasso``'s proximal step and budget)
         overrides this.
         """
-        before_change(params)
-        whole = [i for i, scale in enumerate(scales) if scale == 1.0]
-        if whole:
-            torch._foreach_add_([params[i] for i in whole], [grads[i] for i in whole], alpha=-lr)
-        for i, scale in enumerate(scales):
-            if scale != 1.0:  # clipped: its own step size (one fused pass, the gradient is not rewritten)
-                params[i].add_(grads[i], alpha=-lr * scale)
+        # The new weights go into spare buffers, and the old ones stay where they are as the backup
+        # for a rollback: one pass writes the step, where stepping in place needs a copy first.
+        new = backup.spares(params)
+        for param, grad, scale, out in zip(params, grads, scales, new):  # scale: the clipping, the gradient is not rewritten
+            torch.add(param, grad, alpha=-lr * scale, out=out)
+        backup.swap_in(params, new)
 
     def after_segment(self, pair: Any) -> None:
         """Called once per segment, after the update's steps, with its (source, post-edit) pair

@@ -48,7 +48,7 @@ class LassoMethod(Method):
         return {**params, OUTPUT_BIAS: bias}
 
     @torch.no_grad()
-    def apply_step(self, names, params, grads, lr, scales, norms, before_change) -> None:
+    def apply_step(self, names, params, grads, lr, scales, norms, backup) -> None:
         """The SGD step, the proximal step and the budget, computed where they change something.
 
         The same result as stepping every tensor, shrinking every offset and resetting the groups
@@ -66,7 +66,7 @@ class LassoMethod(Method):
         previous = set(self.kept_tensors)
         kept, offsets = self._choose_tensors(step, shrink, previous)
         rows = self._choose_rows(step, shrink) if self.embeddings else {}
-        before_change([step[n][0] for n in plain] + [self.tensors[n] for n in sorted(previous | kept.keys())]
+        backup.before_change([step[n][0] for n in plain] + [self.tensors[n] for n in sorted(previous | kept.keys())]
                       + [self.embeddings[n] for n, (now, gone, _) in rows.items() if len(now) or len(gone)])
         for name in plain:  # plain SGD, no penalty
             step[name][0].add_(step[name][1], alpha=-step[name][2])

@@ -99,6 +99,37 @@ def test_a_step_that_makes_the_model_non_finite_is_rolled_back(tiny_marian, name
     assert sane["skipped"] is None and sane["repetitions"] >= 1
 
 
+def test_the_sgd_step_swaps_in_new_weights_with_the_in_place_result(tiny_marian) -> None:
+    """full's step writes the new weights into spare buffers and makes them the parameters' values:
+    the same Parameter objects (tied embeddings stay tied), the same numbers as stepping in place,
+    and steps after it keep reusing the two buffers."""
+    model = tiny_marian(seed=3)
+    method = METHODS.build("full")
+    cfg = defaults("update", lr=0.05, clip_norm=1.0, max_repeats=1)
+    method.attach(model, None, cfg)
+    params = dict(model.named_parameters())
+    shared = model.model.shared.weight
+    pair = Pair(torch.tensor([[5, 6, 7, 0]]), torch.tensor([[8, 9, 0]]))  # (1, 4) source, (1, 3) labels
+    reference = tiny_marian(seed=3)  # the same weights, stepped in place by hand
+    ref_params = dict(reference.named_parameters())
+    names = [n for n in method.trainable() if n in ref_params]
+    for _ in range(3):
+        loss = torch.nn.functional.cross_entropy(reference(input_ids=pair.input_ids, labels=pair.labels).logits.flatten(0, 1),
+                                                 pair.labels.view(-1))
+        grads = torch.autograd.grad(loss, [ref_params[n] for n in names], allow_unused=True)
+        with torch.no_grad():
+            for n, g in zip(names, grads):
+                if g is not None:
+                    ref_params[n].add_(g, alpha=-cfg.lr * min(1.0, cfg.clip_norm / (float(g.norm()) + 1e-6)))
+        record = update(model, method, pair, cfg)
+        assert record["repetitions"] == 1 and record["skipped"] is None
+    assert dict(model.named_parameters()) == params  # the same objects
+    assert model.lm_head.weight is shared and model.model.decoder.embed_tokens.weight is shared
+    for n in names:
+        torch.testing.assert_close(params[n].detach(), ref_params[n].detach(), rtol=0, atol=1e-6)
+    assert not torch.equal(shared, tiny_marian(seed=3).model.shared.weight)  # it moved
+
+
 def test_resume_difference_names_the_setting_and_ignores_where_and_on_what(tmp_path: Path) -> None:
     saved = load_config("lasso", [f"runs_dir={tmp_path}", "device=cpu"])
     assert resume_difference(saved, load_config("lasso", [f"runs_dir={tmp_path}/", "device=auto"])) is None

@@ -1,0 +1,34 @@
+"""ModelTimer: each model forward is timed once (nested submodule calls are not added again), the
+encoder called by itself is timed, and a method's hook on the model's output is not counted."""
+from __future__ import annotations
+
+import time
+
+import pytest
+import torch
+
+from simpe.profiling import ModelTimer
+
+
+def test_outermost_forward_is_timed_once_and_output_hooks_are_not(tiny_marian):
+    model = tiny_marian()
+    ids = torch.tensor([[5, 6, 7, 0]])
+    slow = 0.3
+    model.register_forward_hook(lambda module, args, output: time.sleep(slow))  # like knn's interpolation
+    timer = ModelTimer(model)
+    with torch.no_grad():
+        model(input_ids=ids, decoder_input_ids=ids)  # encoder, decoder and lm_head inside: one call
+        assert timer.calls == 1
+        model.get_encoder()(input_ids=ids)  # the decoders' one encoder pass per source
+        assert timer.calls == 2
+    assert 0 < timer.seconds < slow
+    # a forward that raises ends its timing: the next call is counted again
+    with pytest.raises(IndexError), torch.no_grad():
+        model(input_ids=ids, decoder_input_ids=torch.tensor([[10_000]]))
+    with torch.no_grad():
+        model.get_encoder()(input_ids=ids)
+    assert timer.calls == 4 and timer._depth == 0
+    timer.remove()
+    with torch.no_grad():
+        model.get_encoder()(input_ids=ids)
+    assert timer.calls == 4
