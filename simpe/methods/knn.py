@@ -116,8 +116,9 @@ class KnnMethod(Method):
         queries = hidden.reshape(rows * length, -1).float()  # (rows * tgt_len, d_model)
         dist, values = self.store.search(queries, self.k)  # (rows * tgt_len, k'), (rows * tgt_len, k')
         weights = torch.softmax(-dist / self.temperature, dim=-1)  # (rows * tgt_len, k')
-        p_knn = torch.zeros((rows * length, vocab), dtype=torch.float32, device=logits.device)  # (rows * tgt_len, vocab)
-        p_knn.scatter_add_(1, values, weights)
+        # p_kNN at each retrieved token: the weights of the entries with that value (p_kNN is 0 elsewhere)
+        same = (values[:, :, None] == values[:, None, :]).to(weights.dtype)  # (rows * tgt_len, k', k')
+        p_knn = torch.bmm(same, weights[:, :, None]).squeeze(-1)  # (rows * tgt_len, k')
         log_model = torch.log_softmax(logits.float().reshape(rows * length, vocab), dim=-1)  # (rows * tgt_len, vocab)
         if self.distance_aware:
             lam = self.knn_lambda * (1.0 - dist[:, :1] / self.temperature).clamp(min=0.0)  # (rows * tgt_len, 1)
@@ -127,7 +128,7 @@ class KnnMethod(Method):
         # log((1-λ)·p_model + λ·p_knn): p_knn is zero outside the k retrieved tokens, where the sum is the model's
         # share alone (logaddexp(a, -inf) is a, exactly); the sum is taken at those k tokens only
         mixed = log_model + log_keep  # (rows * tgt_len, vocab)
-        both = torch.logaddexp(mixed.gather(1, values), p_knn.gather(1, values).log() + log_lam)  # (rows * tgt_len, k')
+        both = torch.logaddexp(mixed.gather(1, values), p_knn.log() + log_lam)  # (rows * tgt_len, k')
         mixed.scatter_(1, values, both)  # a token retrieved twice gets the same value twice
         output.logits = mixed.reshape(rows, length, vocab).to(logits.dtype)
         return output

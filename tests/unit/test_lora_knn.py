@@ -115,6 +115,20 @@ def test_knn_interpolates_as_the_formula_says(tiny_marian, one_torch_thread):
     assert torch.allclose(logits(model)[0].exp(), expected, atol=1e-6)
 
 
+def test_knn_sums_the_weights_of_a_token_retrieved_twice(tiny_marian, one_torch_thread):
+    """The pair stored twice, k = 2: each position finds two entries at distance 0 with the same next
+    token, weights 1/2 each, so p_kNN of that token is 1 and p is again 0.25 * onehot + 0.75 * model."""
+    model = tiny_marian(seed=3)
+    base_logits = logits(model)[0]  # (tgt_len, vocab)
+    method = METHODS.build("knn", k=2, temperature=10.0, knn_lambda=0.25, distance_aware=False)
+    method.attach(model, None, HOT)
+    method.after_segment(PAIR)
+    method.after_segment(PAIR)
+    expected = 0.75 * torch.softmax(base_logits, dim=-1)  # (tgt_len, vocab)
+    expected[torch.arange(4), PAIR.labels[0]] += 0.25
+    assert torch.allclose(logits(model)[0].exp(), expected, atol=1e-6)
+
+
 def test_knn_state_dict_round_trips(tiny_marian, one_torch_thread):
     model = tiny_marian(seed=3)
     method = METHODS.build("knn", knn_lambda=0.5, distance_aware=False)
