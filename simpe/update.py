@@ -69,6 +69,8 @@ class Backup:
         self.tensors: list[torch.Tensor] = []
         self.copies: list[torch.Tensor] = []
         self._buffers: dict[int, torch.Tensor] = {}
+        self.finite = False  # the step vouched that the changed tensors are finite (see swap_in)
+        self._checked = False  # a step's result was checked in full once
 
     def _buffer(self, tensor: torch.Tensor) -> torch.Tensor:
         buffer = self._buffers.get(id(tensor))
@@ -82,26 +84,35 @@ class Backup:
         copies = [self._buffer(tensor) for tensor in tensors]
         if tensors:
             torch._foreach_copy_(copies, [t.detach() for t in tensors])
-        self.tensors, self.copies = list(tensors), copies
+        self.tensors, self.copies, self.finite = list(tensors), copies, False
 
     def spares(self, tensors: list[torch.Tensor]) -> list[torch.Tensor]:
         """Buffers shaped like ``tensors`` for the step to write their new values into (for ``swap_in``)."""
         return [self._buffer(tensor) for tensor in tensors]
 
-    def swap_in(self, tensors: list[torch.Tensor], new: list[torch.Tensor]) -> None:
+    def swap_in(self, tensors: list[torch.Tensor], new: list[torch.Tensor], finite: bool = False) -> None:
         """Make ``new`` (from ``spares``) the values of ``tensors``, the same Parameter objects (tied
         weights and every module keep seeing them); the old storage becomes the backup ``restore``
-        copies back, and the spare buffer of the next step."""
+        copies back, and the spare buffer of the next step.
+
+        ``finite``: the step vouches that finite weights stay finite under it (plain SGD with a
+        bounded step); ``first_non_finite`` then checks only the first such step in full, which
+        establishes that the weights are finite to begin with.
+        """
         old = []
         for tensor, values in zip(tensors, new):
             old.append(tensor.data)
             tensor.data = values
             self._buffers[id(tensor)] = old[-1]
-        self.tensors, self.copies = list(tensors), old
+        self.tensors, self.copies, self.finite = list(tensors), old, finite
 
     def first_non_finite(self) -> str | None:
         """The name of the first changed tensor holding inf or NaN, or None."""
-        return _first_non_finite([self.names[id(t)] for t in self.tensors], self.tensors)
+        if self.finite and self._checked:
+            return None
+        bad = _first_non_finite([self.names[id(t)] for t in self.tensors], self.tensors)
+        self._checked = self._checked or (self.finite and bad is None)
+        return bad
 
     def restore(self) -> None:
         """Put the changed tensors back as they were before the step."""

@@ -96,7 +96,11 @@ class Method(ABC):
         new = backup.spares(params)
         for param, grad, scale, out in zip(params, grads, scales, new):  # scale: the clipping, the gradient is not rewritten
             torch.add(param, grad, alpha=-lr * scale, out=out)
-        backup.swap_in(params, new)
+        # Finite weights stay finite under a step whose entries are all below 2**100 in magnitude
+        # (|lr·scale·g_i| <= lr·scale·||g||, the norms): float32 rounds to infinity only from
+        # 2**128·(1 - 2**-25) up, 2**103 beyond the largest finite value. The gradients are finite
+        # (the update skips the step otherwise), so the update need not scan the new weights.
+        backup.swap_in(params, new, finite=lr * max(norms, default=0.0) < 2.0 ** 100)
 
     def after_segment(self, pair: Any) -> None:
         """Called once per segment, after the update's steps, with its (source, post-edit) pair
