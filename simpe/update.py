@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 import time
 import weakref
+from collections.abc import Sequence
 from typing import Any
 
 import torch
@@ -57,7 +58,8 @@ class Backup:
     """The values of the tensors a step changes, as before it, to undo that step bit for bit.
 
     A method's ``apply_step`` either changes tensors in place, handing them to ``before_change``
-    first (which copies them: ``lasso``, which changes a few groups of its budget), or writes
+    first (which copies them, or only the rows it will change: ``lasso``, which changes a few
+    groups of its budget and a few embedding rows), or writes
     every new value into a spare buffer (``spares``) and hands the buffers to ``swap_in``, which
     makes them the weights and keeps the old storage as the backup (plain SGD: the step writes
     the new weights once and copies nothing). The buffers are kept per tensor from step to step
@@ -68,6 +70,7 @@ class Backup:
         self.names = names  # id(tensor) -> parameter name
         self.tensors: list[torch.Tensor] = []
         self.copies: list[torch.Tensor] = []
+        self.rows: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = []  # (tensor, row indices, their copy)
         self._buffers: dict[int, torch.Tensor] = {}
         self.finite = False  # the step vouched that the changed tensors are finite (see swap_in)
         self._checked = False  # a step's result was checked in full once
@@ -79,12 +82,15 @@ class Backup:
             buffer = self._buffers[id(tensor)] = torch.empty_like(tensor)
         return buffer
 
-    def before_change(self, tensors: list[torch.Tensor]) -> None:
-        """Copy ``tensors``, which the step then changes in place (``restore`` undoes it)."""
+    def before_change(self, tensors: list[torch.Tensor],
+                      rows: Sequence[tuple[torch.Tensor, torch.Tensor]] = ()) -> None:
+        """Copy ``tensors``, and of each (tensor, (n,) row indices) in ``rows`` only those rows: the
+        step then changes them in place, nothing else (``restore`` undoes it)."""
         copies = [self._buffer(tensor) for tensor in tensors]
         if tensors:
             torch._foreach_copy_(copies, [t.detach() for t in tensors])
         self.tensors, self.copies, self.finite = list(tensors), copies, False
+        self.rows = [(tensor, index, tensor.detach().index_select(0, index)) for tensor, index in rows]
 
     def spares(self, tensors: list[torch.Tensor]) -> list[torch.Tensor]:
         """Buffers shaped like ``tensors`` for the step to write their new values into (for ``swap_in``)."""
@@ -110,7 +116,8 @@ class Backup:
         """The name of the first changed tensor holding inf or NaN, or None."""
         if self.finite and self._checked:
             return None
-        bad = _first_non_finite([self.names[id(t)] for t in self.tensors], self.tensors)
+        bad = _first_non_finite([self.names[id(t)] for t in self.tensors] + [self.names[id(t)] for t, _, _ in self.rows],
+                                self.tensors + [t.detach().index_select(0, index) for t, index, _ in self.rows])
         self._checked = self._checked or (self.finite and bad is None)
         return bad
 
@@ -118,10 +125,13 @@ class Backup:
         """Put the changed tensors back as they were before the step."""
         if self.tensors:
             _restore(self.tensors, self.copies)
-        self.tensors, self.copies = [], []
+        with torch.no_grad():
+            for tensor, index, copy in self.rows:
+                tensor.index_copy_(0, index, copy)
+        self.clear()
 
     def clear(self) -> None:
-        self.tensors, self.copies = [], []
+        self.tensors, self.copies, self.rows = [], [], []
 
 
 # One Backup per method, reused from segment to segment (its buffers with it).

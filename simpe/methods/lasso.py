@@ -66,8 +66,9 @@ class LassoMethod(Method):
         previous = set(self.kept_tensors)
         kept, offsets = self._choose_tensors(step, shrink, previous)
         rows = self._choose_rows(step, shrink) if self.embeddings else {}
-        backup.before_change([step[n][0] for n in plain] + [self.tensors[n] for n in sorted(previous | kept.keys())]
-                      + [self.embeddings[n] for n, (now, gone, _) in rows.items() if len(now) or len(gone)])
+        backup.before_change([step[n][0] for n in plain] + [self.tensors[n] for n in sorted(previous | kept.keys())],
+                             rows=[(self.embeddings[n], torch.cat([now, gone])) for n, (now, gone, _) in rows.items()
+                                   if len(now) or len(gone)])  # the embedding rows it changes, not whole matrices
         for name in plain:  # plain SGD, no penalty
             step[name][0].add_(step[name][1], alpha=-step[name][2])
         for name in previous - kept.keys():  # out of the budget now: back to the base values exactly

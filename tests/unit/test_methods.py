@@ -200,12 +200,23 @@ def test_lasso_step_equals_the_plain_computation_over_several_steps(tiny_marian)
         names = list(grads)
         scales = [0.5 if i % 3 == 0 else 1.0 for i in range(len(names))]  # as clipping hands them over
         norms = [scale * float(grads[n].norm()) for scale, n in zip(scales, names)]
-        announced = []
+        announced, announced_rows = [], {}
+
+        def before_change(tensors, rows=(), announced=announced, announced_rows=announced_rows):  # lasso changes in place what it announces
+            announced.extend(tensors)
+            announced_rows.update({id(t): set(index.tolist()) for t, index in rows})
+
         method.apply_step(names, [groups[n] for n in names], [grads[n].clone() for n in names], cfg.lr, scales, norms,
-                          SimpleNamespace(before_change=announced.extend))  # lasso changes in place what it announces
+                          SimpleNamespace(before_change=before_change))
         grads = {n: scale * grads[n] for scale, n in zip(scales, names)}  # the clipped gradients
         moved = {n for n, p in groups.items() if not torch.equal(p.detach(), weights[n])}
-        assert moved and {id(groups[n]) for n in moved} <= {id(t) for t in announced}  # the update can undo every change
+        # the update can undo every change: whole tensors announced, or the embedding rows that moved
+        whole = {n for n in moved if id(groups[n]) in {id(t) for t in announced}}
+        assert moved and whole
+        for name in moved - whole:
+            moved_rows = set((groups[name].detach() != weights[name]).any(dim=1).nonzero().flatten().tolist())
+            assert moved_rows and moved_rows <= announced_rows[id(groups[name])], name
+            assert len(announced_rows[id(groups[name])]) < groups[name].shape[0]  # not the whole matrix
         assert len(announced) < len(groups) // 2  # and copies only what changes
         expected, kept, rows = reference_lasso_step(weights, base, grads, cfg.lr, 0.05, method.budget_tensor, method.budget_rows)
         assert method.kept_names() == kept and kept
