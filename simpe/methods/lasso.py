@@ -98,12 +98,14 @@ class LassoMethod(Method):
         """Tensors outside the embeddings, one group each: ({kept name: shrink factor}, {name: offset measured})."""
         offsets, norms = {}, {}
         for name in self.tensors:
-            if name in previous:  # it holds an offset already: measure the stepped one exactly
+            if name in previous:  # it holds an offset already: measure the stepped one exactly (below, in one pass)
                 grad, rate = step[name][1:3] if name in step else (None, 0.0)
                 offsets[name] = self._offset(self.tensors[name], self.base[name], grad, rate)
-                norms[name] = float(offsets[name].norm())
             else:  # at its base values: the offset is the step alone
                 norms[name] = step[name][3] if name in step else 0.0
+        if offsets:
+            norms.update(zip(offsets, torch.stack(torch._foreach_norm(list(offsets.values()))).tolist()))
+        norms = {name: norms[name] for name in self.tensors}  # in the tensors' order, as before
         shrunk = {}
         for name, norm in norms.items():
             factor = max(0.0, 1.0 - shrink * math.sqrt(self.tensors[name].numel()) / max(norm, 1e-30)) if norm > 0 else 0.0
