@@ -74,9 +74,11 @@ class Datastore:
             squared distances (rows, k') ascending, and their values (rows, k') as int64.
         """
         keys, norms = self.keys[: self.size], self.norms[: self.size]  # (n, dim), (n,)
-        dist = (queries * queries).sum(dim=1, keepdim=True) - 2.0 * queries @ keys.T + norms  # (rows, n)
-        dist = dist.clamp(min=0.0)
-        nearest, index = torch.topk(dist, k=min(k, self.size), dim=1, largest=False)  # (rows, k'), (rows, k')
+        # ||q - key||² = ||q||² + (||key||² - 2 q·key): rank by the part that varies over keys (one fused
+        # pass over the store), then add ||q||² to the k nearest only
+        partial = torch.addmm(norms, queries, keys.T, alpha=-2.0)  # (rows, n)
+        nearest, index = torch.topk(partial, k=min(k, self.size), dim=1, largest=False)  # (rows, k'), (rows, k')
+        nearest = (nearest + (queries * queries).sum(dim=1, keepdim=True)).clamp_(min=0.0)  # (rows, k')
         return nearest, self.values[: self.size][index].long()
 
     def nbytes(self) -> int:

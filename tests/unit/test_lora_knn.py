@@ -175,3 +175,19 @@ def test_knn_with_lambda_one_reproduces_a_just_seen_post_edit_in_every_decoder(o
             result = decoder.decode(model, pair.input_ids, source=SOURCE)
         assert result.hypotheses[0].tokens == target, name
         assert result.hypotheses[0].score == pytest.approx(0.0, abs=1e-4), name  # log 1 at every step
+
+
+def test_datastore_search_is_the_exact_nearest_neighbours():
+    from simpe.methods.knn import Datastore
+
+    generator = torch.Generator().manual_seed(0)
+    keys = torch.randn(300, 16, generator=generator)
+    store = Datastore(16)
+    store.add(keys[:100], torch.arange(100))
+    store.add(keys[100:], torch.arange(100, 300))  # grows past its first capacity
+    queries = torch.randn(7, 16, generator=generator)
+    dist, values = store.search(queries, k=4)
+    brute = ((queries[:, None, :].double() - keys[None, :, :].double()) ** 2).sum(-1)  # (7, 300)
+    expected, index = torch.topk(brute, k=4, dim=1, largest=False)
+    assert torch.equal(values, index)  # the values are the keys' positions here
+    torch.testing.assert_close(dist.double(), expected, rtol=1e-5, atol=1e-4)
