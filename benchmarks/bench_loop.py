@@ -60,9 +60,10 @@ def main() -> int:
         parts = " ".join(f"{100 * outside[k]:7.1f}%" for k in ("prepare", "search", "score", "step"))
         print(f"{name:10s} {tr:10.4f} {up:8.4f} {tot:8.4f} {100 * sum(outside.values()):7.1f}% | {parts} | {wall:7.4f} {bleu:6.2f}")
     print("total = prepare + translate + score + update; outside model = the share of total not inside model\n"
-          "forward or backward passes (goal < 10%), split into: prepare (tokenising), search (the decoder's own work\n"
-          "around the model: scores, top-k, cache reordering, kNN lookups, detokenising), score (metrics), step (the\n"
-          "update around forward/backward: clipping, the method's step, the rollback copy and check);\n"
+          "forward or backward passes (the model's whole forward counts as model; a method's hook on its output,\n"
+          "knn's interpolation, does not) (goal < 10%), split into: prepare (tokenising), search (the decoder's own\n"
+          "work around the model: scores, top-k, cache reordering, kNN lookups, detokenising), score (metrics), step\n"
+          "(the update around forward/backward: clipping, the method's step, the rollback backup and check);\n"
           "wall includes loading the model and writing the run")
     return 0
 
