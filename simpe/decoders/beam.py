@@ -47,15 +47,17 @@ def _best(allowed: torch.Tensor, scores: list[float], k: int) -> tuple[list[floa
     Each row's own best ``k`` tokens first (the running score is the same for a whole row, so
     they are its best continuations too), then the best ``k`` of those ``rows * k``: the same
     continuations as ranking the whole (rows, vocab) table, without adding and sorting it all.
+    The few sums are taken in Python: its floats are IEEE doubles, so ``score + value`` is the
+    float64 sum (a float32 value is exact in float64); ties keep row order.
     """
-    rows, vocab = allowed.shape
-    per_row = min(k, vocab)
+    per_row = min(k, allowed.shape[1])
     values, tokens = torch.topk(allowed, per_row, dim=1)  # (rows, per_row), (rows, per_row)
-    base = torch.tensor(scores, dtype=torch.float64, device=allowed.device)  # (rows,) running log-probs
-    cand = (base[:, None] + values.double()).view(-1)  # (rows * per_row,)
-    best, index = torch.topk(cand, min(k, cand.numel()))  # (k,), (k,)
-    flat = index.tolist()
-    return best.tolist(), [i // per_row for i in flat], tokens.view(-1)[index].tolist()
+    cand = [(score + value, row, token)
+            for row, (score, row_values, row_tokens) in enumerate(zip(scores, values.tolist(), tokens.tolist()))
+            for value, token in zip(row_values, row_tokens)]
+    cand.sort(key=lambda item: -item[0])
+    del cand[k:]
+    return [c[0] for c in cand], [c[1] for c in cand], [c[2] for c in cand]
 
 
 def _beam_step(logp: torch.Tensor, seqs: list[tuple[int, ...]], scores: list[float], finished: list[tuple[float, tuple[int, ...]]],
@@ -64,7 +66,7 @@ def _beam_step(logp: torch.Tensor, seqs: list[tuple[int, ...]], scores: list[flo
     allowed = step_scores(logp, special, last=last)  # (rows, vocab), a fresh tensor
     live: list[tuple[int, int, float]] = []  # (row, token, score)
     if heap:
-        ends = (torch.tensor(scores, dtype=torch.float64, device=logp.device) + allowed[:, eos].double()).tolist()
+        ends = [score + value for score, value in zip(scores, allowed[:, eos].tolist())]  # float64 sums
         for row, value in enumerate(ends):
             if value > NEG_INF:
                 item = (value, seqs[row] + (eos,))
