@@ -189,6 +189,7 @@ def load_model(model_id: str | os.PathLike[str] | None = None, device: str = "au
     Raises:
         ModelError: the folder is missing or incomplete, or the hub cannot be reached.
     """
+    import torch
     from transformers import MarianMTModel, MarianTokenizer
 
     torch_device = resolve_device(device)
@@ -219,6 +220,14 @@ def load_model(model_id: str | os.PathLike[str] | None = None, device: str = "au
         raise ModelError(f"model {source} lacks {len(bad)} of its weights or has them in the wrong shape (e.g. {bad[0]}); "
                          "the checkpoint is incomplete: copy or download it again")
     model.to(torch_device)
+    # Every weight in its own freshly allocated (64-byte aligned) storage: weights loaded from
+    # safetensors are views at 8-byte offsets into the file's buffer, and CPU matmul kernels give
+    # different last bits for different alignments. The update's SGD step moves a weight into a
+    # fresh buffer (simpe.update.Backup.swap_in), so without this a resumed run (weights copied back
+    # into the loaded storage) would not compute bit for bit as an uninterrupted one.
+    with torch.no_grad():
+        for param in model.parameters():  # tied weights are one Parameter: they stay tied
+            param.data = param.data.clone()
     model.eval()
     return LoadedModel(model, tokenizer, model_name(source), path if looks_local else None, torch_device)
 
