@@ -95,7 +95,7 @@ def check_resumable(saved: dict[str, Any], cfg: TrainConfig, step: int = 0) -> N
     from simpe.errors import ConfigError
 
     current = asdict(cfg)
-    saved = {**asdict(TrainConfig()), "decay_steps": 0, **saved}  # checkpoints from before decay_steps had none
+    saved = {"decay_steps": 0, **saved}  # checkpoints from before decay_steps had none
     differ = sorted(k for k in current if k not in RESUMABLE_CHANGES and saved.get(k) != current[k])
     if differ:
         raise ConfigError("cannot --resume: the checkpoint was trained with other settings ("
