@@ -70,21 +70,21 @@ def learning_rate(cfg: TrainConfig, step: int) -> float:
     def rsqrt(s: int) -> float:
         return cfg.lr * min((s + 1) / cfg.warmup_steps, math.sqrt(cfg.warmup_steps / (s + 1)))
 
-    start = decay_start(asdict(cfg))
+    start = decay_start(cfg.max_steps, cfg.decay_steps)
     if step >= start:
         return rsqrt(start) * (cfg.max_steps - step) / cfg.decay_steps
     return rsqrt(step)
 
 
-def decay_start(cfg: dict[str, Any]) -> float:
+def decay_start(max_steps: int, decay_steps: int) -> float:
     """The first step whose learning rate decays linearly (infinite without ``decay_steps``)."""
-    return cfg["max_steps"] - cfg["decay_steps"] if cfg.get("decay_steps") else math.inf
+    return max_steps - decay_steps if decay_steps else math.inf
 
 
 def check_config(cfg: TrainConfig) -> None:
     from simpe.errors import ConfigError
 
-    if cfg.decay_steps < 0 or (cfg.decay_steps and not 0 < cfg.decay_steps <= cfg.max_steps):
+    if cfg.decay_steps and not 0 < cfg.decay_steps <= cfg.max_steps:
         raise ConfigError(f"decay_steps={cfg.decay_steps}: must be 0 or between 1 and max_steps ({cfg.max_steps}); "
                           "the decay ends at max_steps, so it needs --max-steps")
 
@@ -101,7 +101,7 @@ def check_resumable(saved: dict[str, Any], cfg: TrainConfig, step: int = 0) -> N
         raise ConfigError("cannot --resume: the checkpoint was trained with other settings ("
                           + ", ".join(f"{k}={saved.get(k)!r}, now {current[k]!r}" for k in differ)
                           + f"); resumable changes are {', '.join(RESUMABLE_CHANGES)}")
-    old, new = decay_start(saved), decay_start(current)
+    old, new = decay_start(saved["max_steps"], saved["decay_steps"]), decay_start(cfg.max_steps, cfg.decay_steps)
     if old != new and step > min(old, new):
         raise ConfigError(f"cannot --resume: the checkpoint is at step {step}, past the start of the learning-rate decay "
                           f"(step {min(old, new):.0f}); max_steps={saved['max_steps']}, decay_steps={saved['decay_steps']} "
