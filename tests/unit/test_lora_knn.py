@@ -135,6 +135,8 @@ def test_knn_state_dict_round_trips(tiny_marian, one_torch_thread):
     method.attach(model, None, HOT)
     update(model, method, PAIR, HOT)
     state, adapted = method.state_dict(), logits(model)
+    assert state["__knn_values__"].dtype == torch.int32  # the store's format: int32 values, whatever the search uses
+    assert state["__knn_values__"].dtype == torch.int32  # the store's format: int32 values, whatever the search uses
     fresh_model = tiny_marian(seed=3)
     fresh = METHODS.build("knn", knn_lambda=0.5, distance_aware=False)
     fresh.attach(fresh_model, None, HOT)
@@ -189,5 +191,5 @@ def test_datastore_search_is_the_exact_nearest_neighbours():
     dist, values = store.search(queries, k=4)
     brute = ((queries[:, None, :].double() - keys[None, :, :].double()) ** 2).sum(-1)  # (7, 300)
     expected, index = torch.topk(brute, k=4, dim=1, largest=False)
-    assert torch.equal(values, index)  # the values are the keys' positions here
+    assert torch.equal(values, index) and values.dtype == torch.int64  # the values are the keys' positions here
     torch.testing.assert_close(dist.double(), expected, rtol=1e-5, atol=1e-4)
