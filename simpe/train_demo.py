@@ -535,6 +535,8 @@ def write_model_card(out: Path, card: dict[str, Any]) -> None:
         for h in card["history"]:
             lines.append(f"| {h['step']} | {h.get('epoch', '')} | {h['minutes']} | {h.get('train_loss', '')} | "
                          f"{h.get('tgt_tokens_per_s', '')} | {h['dev_greedy_bleu']} |")
+    if card.get("notes"):  # written by hand into model_card.json for this model (a retrained model starts without)
+        lines += ["", "## Notes", ""] + [f"- {note}" for note in card["notes"]]
     lines += ["", "The sources of the data, what each adds and their licences: `data/libreoffice/NOTICE` and "
               "`data/libreoffice/manifest.json`.", ""]
     (out / "README.md").write_text("\n".join(lines))

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from simpe.errors import ConfigError
-from simpe.train_demo import TrainConfig, reproduce_command, train
+from simpe.train_demo import TrainConfig, reproduce_command, train, write_model_card
 
 WORDS = [("file", "Datei"), ("open", "öffnen"), ("the", "die"), ("cell", "Zelle"), ("sheet", "Tabelle"),
          ("select", "wählen"), ("column", "Spalte"), ("row", "Zeile"), ("insert", "einfügen"), ("delete", "löschen")]
@@ -56,6 +56,10 @@ def test_resume_continues_exactly_and_refuses_other_settings(tmp_path: Path):
         f"python -m simpe train-baseline --data-dir {tmp_path / 'data'} --vocab-size 40 --d-model 16 --encoder-layers 2 "
         "--decoder-layers 1 --heads 2 --ffn-dim 32 --batch-tokens 200 --warmup-steps 5 --max-minutes 0.0 --max-steps 20 "
         "--eval-every 5 --eval-segments 10 --patience 100 --average 3")
+    # the card renders hand-written notes of this model (a trained model has none)
+    assert "## Notes" not in (tmp_path / "whole" / "README.md").read_text()
+    write_model_card(tmp_path / "whole", {**whole, "notes": ["Goal not reached.", "What would reach it."]})
+    assert "## Notes\n\n- Goal not reached.\n- What would reach it.\n" in (tmp_path / "whole" / "README.md").read_text()
     # a time budget becomes the steps it gave: the same weights on any machine
     assert reproduce_command(replace(TrainConfig(), max_minutes=5.0), steps=700) == \
         "python -m simpe train-baseline --max-minutes 0.0 --max-steps 700"
