@@ -91,7 +91,8 @@ def _add_simulate(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--workers", type=int, default=1, metavar="N",
                    help="run the methods as N parallel tasks on a local Ray (simpe sweep's executor; default: 1, one after another)")
-    p.add_argument("--threads", type=int, metavar="T", help="with --workers: torch threads (CPUs) per run (default: cores / N)")
+    p.add_argument("--threads", type=int, metavar="T",
+                   help="torch threads (CPUs) per run (default: cores / N with --workers N > 1, else torch's default)")
     p.set_defaults(func=_cmd_simulate)
 
 
@@ -115,6 +116,10 @@ def _cmd_simulate(args: argparse.Namespace) -> None:
     if args.workers > 1 and not args.config and len(args.method or []) > 1:
         _simulate_parallel(args)
         return
+    if args.threads is not None:  # one run at a time in this process: it gets the threads asked for
+        import torch
+
+        torch.set_num_threads(args.threads)
     paths = simulate(args.method or ["baseline"], _simulate_overrides(args), resume=args.resume, overwrite=args.overwrite,
                      progress=not args.no_progress, config_file=args.config)
     for path in paths:

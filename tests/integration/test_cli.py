@@ -1,6 +1,7 @@
 """The command line: one-line errors with exit code 2, nothing written on bad input."""
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -58,3 +59,12 @@ def test_missing_model_folder_names_the_problem(tmp_path):
     result = simpe("simulate", "--model", str(tmp_path / "nomodel"), "--segments", "1", "--runs-dir", str(tmp_path / "runs"))
     assert result.returncode == 2
     assert result.stderr.strip() == f"simpe: error: model folder {tmp_path / 'nomodel'} does not exist"
+
+
+def test_threads_apply_to_a_run_in_this_process_too(tmp_path):
+    """--threads without --workers: the one run at a time gets that many torch threads (env.json says so)."""
+    result = simpe("simulate", "--segments", "1", "--snapshot-every", "0", "--device", "cpu", "--threads", "1",
+                   "--runs-dir", str(tmp_path / "runs"), "--no-progress")
+    assert result.returncode == 0, result.stderr
+    env = json.loads(next((tmp_path / "runs").glob("*/baseline/env.json")).read_text())
+    assert env["torch_threads"] == 1
