@@ -61,9 +61,11 @@ def _best(allowed: torch.Tensor, scores: list[float], k: int) -> tuple[list[floa
 
 
 def _beam_step(logp: torch.Tensor, seqs: list[tuple[int, ...]], scores: list[float], finished: list[tuple[float, tuple[int, ...]]],
-               beam_size: int, heap: bool, eos: int, special: Any, last: bool) -> tuple[list[tuple[int, int, float]], bool]:
-    """One step of one sentence's beam: updates ``finished``; returns (live (row, token, score), done)."""
-    allowed = step_scores(logp, special, last=last)  # (rows, vocab), a fresh tensor
+               beam_size: int, heap: bool, eos: int, special: Any, last: bool,
+               overwrite: bool = False) -> tuple[list[tuple[int, int, float]], bool]:
+    """One step of one sentence's beam: updates ``finished``; returns (live (row, token, score), done).
+    ``overwrite``: ``logp`` is not needed after this step and may be masked in place."""
+    allowed = step_scores(logp, special, last=last, overwrite=overwrite)  # (rows, vocab), written here
     live: list[tuple[int, int, float]] = []  # (row, token, score)
     if heap:
         ends = [score + value for score, value in zip(scores, allowed[:, eos].tolist())]  # float64 sums
@@ -146,8 +148,9 @@ def beam_search_many(model: Any, sources: list[Source], beam_size: int, heap: bo
                 on_step(i, seqs[i], scores[i], logp[block], states[block], cache)
             expansions[i] += last_row + 1 - first
             steps[i] += 1
+            # without a step hook nothing else reads these log-probabilities: they are masked in place
             live, done = _beam_step(logp[block], seqs[i], scores[i], finished[i], beam_size, heap, eos, special,
-                                    last=position == sources[i].max_len - 1)
+                                    last=position == sources[i].max_len - 1, overwrite=on_step is None)
             if not done:
                 keep += [first + row for row, _, _ in live]
                 next_tokens += [tok for _, tok, _ in live]

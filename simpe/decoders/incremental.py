@@ -131,12 +131,14 @@ def encode(model: Any, input_ids: Any, limit: LengthLimit) -> Source:
     return Source(hidden, src_len, limit(src_len), special_ids(model))
 
 
-def step_scores(logp: torch.Tensor, special: Special, last: bool) -> torch.Tensor:
+def step_scores(logp: torch.Tensor, special: Special, last: bool, overwrite: bool = False) -> torch.Tensor:
     """Log-probabilities with forbidden tokens at -inf, and only EOS when ``last``.
 
     Args:
-        logp: (rows, vocab) raw log-probabilities (not modified).
+        logp: (rows, vocab) raw log-probabilities (not modified, unless ``overwrite``).
         last: the next token is at the last position ``max_len`` allows.
+        overwrite: the caller no longer needs ``logp``: it is masked in place and returned
+            (no copy of the rows; nothing else may hold them, as a search's step hook would).
     Returns:
         (rows, vocab) float tensor.
     """
@@ -144,9 +146,9 @@ def step_scores(logp: torch.Tensor, special: Special, last: bool) -> torch.Tenso
         out = torch.full_like(logp, NEG_INF)  # (rows, vocab)
         out[:, special.eos] = logp[:, special.eos]
         return out
-    out = logp.clone()  # (rows, vocab)
-    if special.forbidden:
-        out[:, list(special.forbidden)] = NEG_INF
+    out = logp if overwrite else logp.clone()  # (rows, vocab)
+    for token in special.forbidden:  # one or two ids: a column fill each
+        out[:, token] = NEG_INF
     return out
 
 
