@@ -387,3 +387,18 @@ def test_beam_decode_batch_equals_one_by_one() -> None:
             assert [h.tokens for h in result.hypotheses] == [h.tokens for h in alone.hypotheses]
             assert [h.score for h in result.hypotheses] == pytest.approx([h.score for h in alone.hypotheses], abs=1e-5)
             assert result.expansions == alone.expansions
+
+
+def test_step_scores_masks_a_copy_unless_told_to_overwrite():
+    from simpe.decoders.incremental import Special, step_scores
+
+    special = Special(eos=0, start=4, forbidden=(3, 4))
+    logp = torch.log_softmax(torch.tensor([[0.5, 1.0, 2.0, 3.0, 4.0], [1.0, 0.0, 0.0, 0.0, 0.0]]), dim=-1)  # (2, 5)
+    before = logp.clone()
+    masked = step_scores(logp, special, last=False)
+    assert torch.equal(logp, before) and masked.data_ptr() != logp.data_ptr()  # the caller's rows are untouched
+    assert torch.equal(masked[:, :3], before[:, :3]) and bool((masked[:, 3:] == float("-inf")).all())
+    in_place = step_scores(logp, special, last=False, overwrite=True)
+    assert in_place is logp and torch.equal(in_place, masked)
+    last = step_scores(before, special, last=True)  # only EOS, with its own log-probability
+    assert torch.equal(last[:, 0], before[:, 0]) and bool((last[:, 1:] == float("-inf")).all())
