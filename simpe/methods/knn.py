@@ -132,7 +132,7 @@ class KnnMethod(Method):
             log_keep, log_lam = _log(1.0 - self.knn_lambda), _log(self.knn_lambda)
         # log((1-λ)·p_model + λ·p_knn): p_knn is zero outside the k retrieved tokens, where the sum is the model's
         # share alone (logaddexp(a, -inf) is a, exactly); the sum is taken at those k tokens only
-        mixed = log_model + log_keep  # (rows * tgt_len, vocab)
+        mixed = log_model.add_(log_keep)  # (rows * tgt_len, vocab), log_model's own fresh tensor
         both = torch.logaddexp(mixed.gather(1, values), p_knn.log() + log_lam)  # (rows * tgt_len, k')
         mixed.scatter_(1, values, both)  # a token retrieved twice gets the same value twice
         output.logits = mixed.reshape(rows, length, vocab).to(logits.dtype)
