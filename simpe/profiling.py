@@ -1,8 +1,9 @@
 """Time spent inside model forward and backward passes, for the loop's overhead figures.
 
 ``ModelTimer`` hooks the model's own forward and, for the calls that go around it (the
-decoders run the encoder by itself once per source), the encoder, the decoder and the output
-projection; only the outermost call is timed, so nothing is counted twice. The model's
+decoders run the encoder by itself once per source; ``knn`` runs the encoder-decoder without
+the output projection to store a post-edit's states), the encoder-decoder, the encoder, the
+decoder and the output projection; only the outermost call is timed, so nothing is counted twice. The model's
 forward counts whole: Hugging Face's code around the submodules (``final_logits_bias``, the
 output objects) is the model's work as much as the layers are. A method's forward hook on the
 model's output (``knn``'s interpolation) runs after the timer has stopped: that is the
@@ -25,7 +26,7 @@ class ModelTimer:
         self._start = 0.0
         self._cuda = next(model.parameters()).device.type == "cuda"
         self._handles = []
-        for module in (model, model.model.encoder, model.model.decoder, model.lm_head):
+        for module in (model, model.model, model.model.encoder, model.model.decoder, model.lm_head):
             self._handles.append(module.register_forward_pre_hook(self._pre))
             # first among the forward hooks, so another hook's work on the output is not counted as the model's;
             # always_call: a forward that raises still ends its timing

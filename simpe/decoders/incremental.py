@@ -26,6 +26,7 @@ from typing import Any
 import torch
 
 from simpe.errors import ConfigError
+from simpe.model import eval_mode
 
 NEG_INF = float("-inf")
 
@@ -92,15 +93,8 @@ def special_ids(model: Any) -> Special:
 @contextlib.contextmanager
 def decoding(model: Any) -> Iterator[None]:
     """Eval mode and no autograd for the duration; every module's training flag is restored afterwards."""
-    training = [m for m in model.modules() if m.training]
-    for module in training:
-        module.training = False
-    try:
-        with torch.inference_mode():
-            yield
-    finally:
-        for module in training:
-            module.training = True
+    with eval_mode(model), torch.inference_mode():
+        yield
 
 
 @dataclass

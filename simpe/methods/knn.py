@@ -32,7 +32,7 @@ import torch
 
 from simpe.errors import ConfigError, ModelError
 from simpe.methods.base import INDEX_BYTES, METHODS, Method
-from simpe.model import decoder_inputs
+from simpe.model import decoder_inputs, eval_mode
 
 KEYS, VALUES = "__knn_keys__", "__knn_values__"  # state_dict entries
 
@@ -143,13 +143,9 @@ class KnnMethod(Method):
     def after_segment(self, pair: Any) -> None:
         labels = pair.labels  # (1, tgt_len)
         decoder_input_ids = decoder_inputs(self.model.config, labels)  # (1, tgt_len)
-        training = self.model.training
-        self.model.eval()
-        try:
+        with eval_mode(self.model):  # the keys are the decoder's states without dropout, whatever mode the update left
             states = self.model.model(input_ids=pair.input_ids, attention_mask=torch.ones_like(pair.input_ids),
                                       decoder_input_ids=decoder_input_ids, use_cache=False).last_hidden_state  # (1, tgt_len, d_model)
-        finally:
-            self.model.train(training)
         self.store.add(states[0], labels[0])
 
     # ---- what a per-user store holds: the datastore, no parameter
