@@ -146,3 +146,15 @@ def test_a_returned_run_that_fails_comes_back_as_it_was(tmp_path: Path):
     assert outcome["status"] == "failed" and "cannot be read" in outcome["error"]
     unpack(outcome["archive"], tmp_path / "back" / "bias")
     assert (tmp_path / "back" / "bias" / layout.CONFIG_FILE).read_text() == "update: [unclosed\n"
+
+
+def test_the_longest_runs_start_first(tmp_path: Path):
+    """Longest-processing-time order: more segments, then the slower method (bench-loop's relative cost), first;
+    equal costs keep the sweep's order."""
+    from simpe.sweep import expected_cost
+
+    specs = plan(["bias", "lasso", "full"], parse_grid(["data.segments=4,8"]), overrides=[f"runs_dir={tmp_path}", "device=cpu"])
+    ordered = [s.name for s in sorted(specs, key=lambda s: -expected_cost(s))]
+    assert ordered == ["lasso--segments=8", "full--segments=8", "bias--segments=8", "baseline--segments=8",
+                       "lasso--segments=4", "full--segments=4", "bias--segments=4", "baseline--segments=4"]
+    assert expected_cost(specs[0]) == 4 * 1.0  # baseline, 4 segments
