@@ -1,5 +1,5 @@
 """ModelTimer: each model forward is timed once (nested submodule calls are not added again), the
-encoder called by itself is timed, and a method's hook on the model's output is not counted."""
+encoder or the encoder-decoder called by itself is timed, and a method's hook on the model's output is not counted."""
 from __future__ import annotations
 
 import time
@@ -21,14 +21,16 @@ def test_outermost_forward_is_timed_once_and_output_hooks_are_not(tiny_marian):
         assert timer.calls == 1
         model.get_encoder()(input_ids=ids)  # the decoders' one encoder pass per source
         assert timer.calls == 2
+        model.model(input_ids=ids, decoder_input_ids=ids)  # the encoder-decoder without lm_head (knn storing states): one call
+        assert timer.calls == 3
     assert 0 < timer.seconds < slow
     # a forward that raises ends its timing: the next call is counted again
     with pytest.raises(IndexError), torch.no_grad():
         model(input_ids=ids, decoder_input_ids=torch.tensor([[10_000]]))
     with torch.no_grad():
         model.get_encoder()(input_ids=ids)
-    assert timer.calls == 4 and timer._depth == 0
+    assert timer.calls == 5 and timer._depth == 0
     timer.remove()
     with torch.no_grad():
         model.get_encoder()(input_ids=ids)
-    assert timer.calls == 4
+    assert timer.calls == 5
