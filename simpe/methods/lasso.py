@@ -105,7 +105,6 @@ class LassoMethod(Method):
                 norms[name] = step[name][3] if name in step else 0.0
         if offsets:
             norms.update(zip(offsets, torch.stack(torch._foreach_norm(list(offsets.values()))).tolist()))
-        norms = {name: norms[name] for name in self.tensors}  # in the tensors' order, as before
         shrunk = {}
         for name, norm in norms.items():
             factor = max(0.0, 1.0 - shrink * math.sqrt(self.tensors[name].numel()) / max(norm, 1e-30)) if norm > 0 else 0.0
