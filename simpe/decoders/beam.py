@@ -16,7 +16,6 @@ lower.
 """
 from __future__ import annotations
 
-import heapq
 import time
 from collections.abc import Callable
 from typing import Any
@@ -37,6 +36,7 @@ from simpe.decoders.incremental import (
     stack_sources,
     step_scores,
 )
+from simpe.ties import REL, SCORE_ATOL, margin, rank, top
 
 StepHook = Callable[[int, list[tuple[int, ...]], list[float], torch.Tensor, torch.Tensor, Any], None]
 
@@ -48,16 +48,30 @@ def _best(allowed: torch.Tensor, scores: list[float], k: int) -> tuple[list[floa
     they are its best continuations too), then the best ``k`` of those ``rows * k``: the same
     continuations as ranking the whole (rows, vocab) table, without adding and sorting it all.
     The few sums are taken in Python: its floats are IEEE doubles, so ``score + value`` is the
-    float64 sum (a float32 value is exact in float64); ties keep row order.
+    float64 sum (a float32 value is exact in float64). Scores tied to rounding noise
+    (``simpe.ties``) are ranked by row (the better beam first), then token id, at both cuts.
     """
-    per_row = min(k, allowed.shape[1])
-    values, tokens = torch.topk(allowed, per_row, dim=1)  # (rows, per_row), (rows, per_row)
+    vocab = allowed.shape[1]
+    per_row = min(k, vocab)
+    values, tokens = torch.topk(allowed, min(k + 1, vocab), dim=1)  # (rows, per_row + 1) sorted
+    if per_row < vocab:  # a row whose k-th and (k+1)-th tokens tie: its k best chosen with the tie rule
+        after, at = values[:, per_row], values[:, per_row - 1]  # (rows,) each
+        cut = (at - after <= at.abs() * REL + SCORE_ATOL) & torch.isfinite(after)  # (rows,)
+        for row in cut.nonzero().flatten().tolist():
+            tokens[row, :per_row] = top(allowed[row], per_row, atol=SCORE_ATOL)
+            values[row, :per_row] = allowed[row, tokens[row, :per_row]]
+    values, tokens = values[:, :per_row], tokens[:, :per_row]
     cand = [(score + value, row, token)
             for row, (score, row_values, row_tokens) in enumerate(zip(scores, values.tolist(), tokens.tolist()))
             for value, token in zip(row_values, row_tokens)]
-    cand.sort(key=lambda item: -item[0])
-    del cand[k:]
-    return [c[0] for c in cand], [c[1] for c in cand], [c[2] for c in cand]
+    order = rank([c[0] for c in cand], key=[(c[1], c[2]) for c in cand], atol=SCORE_ATOL)[:k]
+    return [cand[i][0] for i in order], [cand[i][1] for i in order], [cand[i][2] for i in order]
+
+
+def _keep_best(finished: list[tuple[float, tuple[int, ...]]], beam_size: int) -> None:
+    """Rank finished hypotheses best first in place (ties to rounding noise: by tokens) and keep ``beam_size``."""
+    order = rank([f[0] for f in finished], key=[f[1] for f in finished], atol=SCORE_ATOL)[:beam_size]
+    finished[:] = [finished[i] for i in order]
 
 
 def _beam_step(logp: torch.Tensor, seqs: list[tuple[int, ...]], scores: list[float], finished: list[tuple[float, tuple[int, ...]]],
@@ -69,20 +83,13 @@ def _beam_step(logp: torch.Tensor, seqs: list[tuple[int, ...]], scores: list[flo
     live: list[tuple[int, int, float]] = []  # (row, token, score)
     if heap:
         ends = [score + value for score, value in zip(scores, allowed[:, eos].tolist())]  # float64 sums
-        for row, value in enumerate(ends):
-            if value > NEG_INF:
-                item = (value, seqs[row] + (eos,))
-                if len(finished) < beam_size:
-                    heapq.heappush(finished, item)
-                elif item > finished[0]:
-                    heapq.heapreplace(finished, item)
+        finished += [(value, seqs[row] + (eos,)) for row, value in enumerate(ends) if value > NEG_INF]
+        _keep_best(finished, beam_size)  # the min-heap of capacity B, kept as a ranked list (the tie rule needs ranks)
         allowed[:, eos] = NEG_INF
         for value, row, token in zip(*_best(allowed, scores, beam_size)):
             if value == NEG_INF:
                 break
             live.append((row, token, value))
-        full = len(finished) >= beam_size
-        worst = finished[0][0] if full else NEG_INF
     else:
         for rank, (value, row, token) in enumerate(zip(*_best(allowed, scores, 2 * beam_size))):
             if value == NEG_INF:
@@ -92,11 +99,11 @@ def _beam_step(logp: torch.Tensor, seqs: list[tuple[int, ...]], scores: list[flo
                     finished.append((value, seqs[row] + (eos,)))
             elif len(live) < beam_size:
                 live.append((row, token, value))
-        finished.sort(key=lambda item: -item[0])
-        del finished[beam_size:]
-        full = len(finished) >= beam_size
-        worst = finished[-1][0] if full else NEG_INF
-    done = not live or (full and live[0][2] <= worst)
+        _keep_best(finished, beam_size)
+    full = len(finished) >= beam_size
+    worst = finished[-1][0] if full else NEG_INF
+    # scores only fall: done when no live beam can reach the worst finished one (or tie with it, to the noise)
+    done = not live or (full and live[0][2] < worst - margin(worst, SCORE_ATOL))
     return live, done
 
 
@@ -128,7 +135,7 @@ def beam_search_many(model: Any, sources: list[Source], beam_size: int, heap: bo
     tokens_in = torch.full((n,), special.start, dtype=torch.long, device=device)  # (rows,)
     seqs: list[list[tuple[int, ...]]] = [[()] for _ in range(n)]
     scores: list[list[float]] = [[0.0] for _ in range(n)]
-    finished: list[list[tuple[float, tuple[int, ...]]]] = [[] for _ in range(n)]  # plain: best first; heap: a min-heap
+    finished: list[list[tuple[float, tuple[int, ...]]]] = [[] for _ in range(n)]  # best first
     expansions, steps = [0] * n, [0] * n
     for position in range(max(s.max_len for s in sources)):
         rows = len(row_source)
@@ -168,8 +175,7 @@ def beam_search_many(model: Any, sources: list[Source], beam_size: int, heap: bo
         row_source = next_source
     results = []
     for i in range(n):
-        ranked = sorted(finished[i], key=lambda item: -item[0])
-        results.append(([Hypothesis(tokens, score) for score, tokens in ranked], expansions[i], steps[i]))
+        results.append(([Hypothesis(tokens, score) for score, tokens in finished[i]], expansions[i], steps[i]))
     return results
 
 

@@ -12,11 +12,13 @@ import torch
 
 from simpe.decoders.base import DECODERS, Decoder, DecodeResult, Hypothesis
 from simpe.decoders.incremental import CachedDecoder, LengthLimit, decoding, encode, start_tokens, step_scores
+from simpe.ties import SCORE_ATOL, top
 
 
 @DECODERS.add("greedy")
 class GreedyDecoder(Decoder):
-    """Argmax at each step (pad / decoder start never chosen); one hypothesis."""
+    """Argmax at each step (pad / decoder start never chosen; log-probabilities tied to rounding noise:
+    the lower token id, as ``beam`` with ``beam_size=1``); one hypothesis."""
 
     def __init__(self, max_len_a: float = 2.0, max_len_b: int = 10, max_len_cap: int = 256) -> None:
         self.limit = LengthLimit(max_len_a, max_len_b, max_len_cap)
@@ -33,7 +35,7 @@ class GreedyDecoder(Decoder):
             for position in range(source.max_len):
                 logp = dec.step(token)  # (1, vocab)
                 allowed = step_scores(logp, source.special, last=position == source.max_len - 1)  # (1, vocab)
-                best = int(torch.argmax(allowed[0]))
+                best = int(top(allowed[0], 1, atol=SCORE_ATOL)[0])  # tied to rounding noise (simpe.ties): the lower id
                 score += float(logp[0, best])
                 tokens.append(best)
                 if best == eos:

@@ -12,7 +12,8 @@ the cached embeddings.
 ``bind(tokenizer)`` gives it the tokenizer that turns token ids into text and builds the
 utility (loading COMET for the ``comet`` utility), so a loop finds a bad COMET model before
 its first segment. Sample seeds are ``seed + index`` (the sentence's stream position). The result
-lists every candidate, ordered by expected utility (ties: higher model score first); each
+lists every candidate, ordered by expected utility (ties to rounding noise, ``simpe.ties``: the
+higher model score first, then the lower token ids); each
 ``Hypothesis.score`` is still the raw log P(y|x), and ``info["utilities"]`` gives the
 expected utility of each, in the same order.
 """
@@ -27,6 +28,7 @@ from simpe.decoders.incremental import LengthLimit, check_int, decoding, encode
 from simpe.decoders.sampling import draw_samples
 from simpe.errors import ConfigError
 from simpe.metrics.utility import COMET, Utility, build_utility, check_utility
+from simpe.ties import SCORE_ATOL, rank
 
 
 @DECODERS.add("mbr")
@@ -73,7 +75,8 @@ class MbrDecoder(Decoder):
             matrix = self.utility.matrix(texts, texts, src_text)  # (candidates, candidates): u(candidate, support)
             weights = [counts[h.tokens] / len(drawn) for h in cands]
             expected = (matrix * weights).sum(axis=1).tolist()  # mean utility over the support, as drawn
-        order = sorted(range(len(cands)), key=lambda i: (-expected[i], -cands[i].score))
+        # expected utilities tied to rounding noise (simpe.ties): the higher model score, then the token ids
+        order = rank(expected, [h.score for h in cands], key=[h.tokens for h in cands], atol=SCORE_ATOL)
         return DecodeResult([cands[i] for i in order], exact=None, expansions=expansions, seconds=time.perf_counter() - t0,
                             info={"utilities": [expected[i] for i in order], "texts": [texts[i] for i in order],
                                   "candidates": len(cands), "samples": len(drawn), "utility": self.utility_name})

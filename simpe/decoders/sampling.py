@@ -3,16 +3,20 @@
 All samples of one source run as one batch over the shared (cached) encoder output, one row
 per distinct prefix: samples that agree so far share a row, and finished samples leave the
 batch (``draw_samples``). Each draw takes one uniform number (inverse CDF), not one random
-number per vocabulary entry as ``torch.multinomial`` does. Randomness comes from a local
-``torch.Generator`` seeded with ``seed``, so a call never touches (or depends on)
-torch's global RNG state, and the same model, source and seed give the same samples (on the same device and torch build).
+number per vocabulary entry as ``torch.multinomial`` does: sample j's t-th token takes the
+number (j, t) of a table drawn up front. Randomness comes from a local ``torch.Generator``
+seeded with ``seed``, so a call never touches (or depends on) torch's global RNG state, and
+the same model, source and seed give the same samples on the same device and torch build;
+on another CPU kernel set a draw can fall on the other side of a token boundary (rounding of
+the model's probabilities), which then changes that one sample (README, "Reproducibility").
 
 The pad / decoder-start token is never drawn: the next token is sampled from the model's
 distribution restricted to the other tokens (renormalised for the draw only); a sample's
 score stays its raw log P(y|x). At the length limit the sample ends with EOS.
 
 Output: all N samples (duplicates kept; ``unique=True`` keeps the first of each) sorted by
-descending score, ties in the order the samples finished; ``info["draw_order"]`` gives each
+descending score, ties (to rounding noise, ``simpe.ties``) in sample order;
+``info["draw_order"]`` gives each
 hypothesis' position in that order and ``info["unique"]`` the number of distinct samples.
 """
 from __future__ import annotations
@@ -24,14 +28,17 @@ import torch
 
 from simpe.decoders.base import DECODERS, Decoder, DecodeResult, Hypothesis
 from simpe.decoders.incremental import LengthLimit, Source, batched_step, check_int, decoding, encode, new_cache, stack_sources
+from simpe.ties import SCORE_ATOL, rank
 
 
-def _next_tokens(logp: torch.Tensor, special: Any, last: bool, counts: list[int], generator: torch.Generator
+def _next_tokens(logp: torch.Tensor, special: Any, last: bool, uniforms: list[torch.Tensor]
                  ) -> tuple[list[list[int]], list[list[float]]]:
-    """Draw ``counts[r]`` next tokens for each row r (inverse CDF); returns (tokens, their raw log-probabilities) per row.
+    """Draw one next token for each uniform number of each row (inverse CDF); returns (tokens, their raw
+    log-probabilities) per row.
 
     Args:
         logp: (rows, vocab) raw log-probabilities; pad/start (and, when ``last``, all but EOS) get weight 0.
+        uniforms: per row, the (n_r,) uniform numbers in [0, 1) of the samples on it.
     """
     weights = logp.exp()  # (rows, vocab) probabilities (logp is normalised: no overflow)
     if last:
@@ -42,7 +49,10 @@ def _next_tokens(logp: torch.Tensor, special: Any, last: bool, counts: list[int]
         weights[:, list(special.forbidden)] = 0.0
     cumulative = torch.cumsum(weights.double(), dim=-1)  # (rows, vocab)
     total = cumulative[:, -1:].contiguous()  # (rows, 1)
-    uniform = torch.rand((len(counts), max(counts)), generator=generator, dtype=torch.float64, device=logp.device)  # (rows, most)
+    counts = [len(u) for u in uniforms]
+    uniform = torch.zeros((len(counts), max(counts)), dtype=torch.float64, device=logp.device)  # (rows, most)
+    for row, values in enumerate(uniforms):
+        uniform[row, : counts[row]] = values
     drawn = torch.searchsorted(cumulative, uniform * total, right=True)  # (rows, most)
     drawn = torch.minimum(drawn, torch.searchsorted(cumulative, total, right=False))  # rounding at the top: the last token with weight
     values = logp.gather(1, drawn).double().tolist()  # (rows, most)
@@ -53,38 +63,45 @@ def _next_tokens(logp: torch.Tensor, special: Any, last: bool, counts: list[int]
 def draw_samples_many(model: Any, sources: list[Source], samples: int, seeds: list[int]) -> list[tuple[list[Hypothesis], int]]:
     """Draw ``samples`` ancestral samples for each of several encoded sources, in one decoder batch.
 
-    The batch holds one row per distinct prefix of each source, with the number of that
-    source's samples on it; each such row's next-token distribution is drawn from once per
-    sample (inverse CDF: one uniform number per draw, ``searchsorted`` on the row's
-    cumulative probabilities), with the source's own generator (seed ``seeds[i]``). This is
-    ancestral sampling exactly: every sample's next token is an independent draw from
-    P(. | its prefix); sharing rows only saves the forward passes of repeated prefixes, and
-    batching sources only shares the passes. A source's samples do not depend on the other
-    sources of the batch (up to float noise of the batch shape).
+    Sample j of a source draws its t-th token with the uniform number ``U[j, t]`` of a (samples,
+    the source's max_len) table drawn up front from the source's own generator (seed ``seeds[i]``), by inverse
+    CDF (``searchsorted`` on the cumulative probabilities of its prefix's row). The batch holds one
+    row per distinct prefix, with the samples on it. This is ancestral sampling exactly: every
+    sample's next token is an independent draw from P(. | its prefix); sharing rows only saves
+    the forward passes of repeated prefixes, and batching sources only shares the passes. A
+    source's samples do not depend on the other sources of the batch (up to float noise of the
+    batch shape).
+
+    Why a table per sample: a draw whose uniform number falls within rounding distance of a
+    token's CDF boundary can go either way on another CPU kernel set (the model's
+    log-probabilities differ there by ~1e-5). With the table, such a flip changes that one
+    sample's continuation only; drawing the numbers row by row instead would shift every later
+    sample of the sentence onto other numbers.
 
     Returns:
-        per source: (its samples in the order they finished, expansions = decoder rows run).
+        per source: (its samples in sample order, expansions = decoder rows run).
     """
 
     n = len(sources)
     special = sources[0].special
     device = sources[0].hidden.device
-    generators = []
-    for seed in seeds:
+    longest = max(s.max_len for s in sources)
+    tables = []  # per source: (samples, its max_len) uniform numbers (its own length: batching changes nothing)
+    for seed, src in zip(seeds, sources):
         generator = torch.Generator(device=device)
         generator.manual_seed(seed)
-        generators.append(generator)
+        tables.append(torch.rand((samples, src.max_len), generator=generator, dtype=torch.float64, device=device))
     hidden, src_mask = stack_sources(sources)  # (n, max_src, d_model), (n, max_src) or None for one source
     cache = new_cache()
-    # rows grouped by source: row_source, and per source its rows' prefixes, sample counts and scores
+    # rows grouped by source: row_source, and per source its rows' prefixes, sample ids and scores
     row_source = list(range(n))
     prefixes: list[list[tuple[int, ...]]] = [[()] for _ in range(n)]
-    counts: list[list[int]] = [[samples] for _ in range(n)]
+    members: list[list[list[int]]] = [[list(range(samples))] for _ in range(n)]
     scores: list[list[float]] = [[0.0] for _ in range(n)]
-    finished: list[list[Hypothesis]] = [[] for _ in range(n)]
+    finished: list[dict[int, Hypothesis]] = [{} for _ in range(n)]
     expansions = [0] * n
     tokens_in = torch.full((n,), special.start, dtype=torch.long, device=device)  # (rows,)
-    for position in range(max(s.max_len for s in sources)):
+    for position in range(longest):
         rows = len(row_source)
         logp, cache = batched_step(model, tokens_in, hidden, src_mask, row_source, cache, position)  # (rows, vocab)
         keep: list[int] = []
@@ -95,35 +112,36 @@ def draw_samples_many(model: Any, sources: list[Source], samples: int, seeds: li
             i = row_source[first]
             block = len(prefixes[i])
             expansions[i] += block
+            column = tables[i][:, position]  # (samples,)
             drawn, values = _next_tokens(logp[first:first + block], special, position == sources[i].max_len - 1,
-                                         counts[i], generators[i])
+                                         [column[ids] for ids in members[i]])
             new_prefixes: list[tuple[int, ...]] = []
-            new_counts: list[int] = []
+            new_members: list[list[int]] = []
             new_scores: list[float] = []
-            for row, (prefix, score) in enumerate(zip(prefixes[i], scores[i])):
-                tally: dict[int, list[float]] = {}  # token -> [number drawn, its log-probability], first-drawn order
-                for token, value in zip(drawn[row], values[row]):
-                    entry = tally.setdefault(token, [0, value])
-                    entry[0] += 1
-                for token, (number, value) in tally.items():
+            for row, (prefix, score, ids) in enumerate(zip(prefixes[i], scores[i], members[i])):
+                tally: dict[int, list[Any]] = {}  # token -> [its log-probability, the samples that drew it], first-drawn order
+                for sample, token, value in zip(ids, drawn[row], values[row]):
+                    tally.setdefault(token, [value, []])[1].append(sample)
+                for token, (value, drew) in tally.items():
                     if token == special.eos:
-                        finished[i].extend([Hypothesis((*prefix, token), score + value)] * int(number))
+                        for sample in drew:
+                            finished[i][sample] = Hypothesis((*prefix, token), score + value)
                     else:
                         keep.append(first + row)
                         next_tokens.append(token)
                         next_source.append(i)
                         new_prefixes.append((*prefix, token))
-                        new_counts.append(int(number))
+                        new_members.append(drew)
                         new_scores.append(score + value)
-            prefixes[i], counts[i], scores[i] = new_prefixes, new_counts, new_scores
+            prefixes[i], members[i], scores[i] = new_prefixes, new_members, new_scores
             first += block
         if not keep:
             break
         cache.reorder_cache(torch.tensor(keep, dtype=torch.long, device=device))  # (live rows,) repeats allowed
         tokens_in = torch.tensor(next_tokens, dtype=torch.long, device=device)  # (live rows,)
         row_source = next_source
-    assert all(len(done) == samples and all(h.tokens[-1] == special.eos for h in done) for done in finished)
-    return list(zip(finished, expansions))
+    assert all(len(done) == samples and all(h.tokens[-1] == special.eos for h in done.values()) for done in finished)
+    return [([done[j] for j in range(samples)], expanded) for done, expanded in zip(finished, expansions)]
 
 
 def draw_samples(model: Any, source: Source, samples: int, seed: int) -> tuple[list[Hypothesis], int]:
@@ -164,7 +182,8 @@ class SamplingDecoder(Decoder):
         if self.unique:
             seen: set[tuple[int, ...]] = set()
             order = [i for i in order if not (drawn[i].tokens in seen or seen.add(drawn[i].tokens))]  # type: ignore[func-returns-value]
-        order.sort(key=lambda i: -drawn[i].score)  # stable: ties stay in the order the samples finished
+        # by score; scores tied to rounding noise (simpe.ties: copies of one sample among them) in sample order
+        order = [order[i] for i in rank([drawn[i].score for i in order], key=order, atol=SCORE_ATOL)]
         return DecodeResult([drawn[i] for i in order], exact=None, expansions=expansions, seconds=seconds,
                             info={"draw_order": order, "unique": distinct, "samples": len(drawn)})
 

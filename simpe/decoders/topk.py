@@ -5,7 +5,9 @@ Algorithm: best-first search over prefixes, batched and with lazy successors.
 * Scores only fall along a path (every log-probability is <= 0), so the frontier's best
   entry bounds every hypothesis not yet found. A complete hypothesis (ending in EOS) taken
   from the top of the frontier, with no expansion pending, is therefore the next best of
-  all: the first k such are the exact top-k, in order.
+  all: the first k such are the exact top-k, in order. The search goes on past the k-th only
+  for hypotheses whose score ties with it to rounding noise (``simpe.ties``), and the k are
+  ranked with the tie rule (tied scores: by token ids), so no CPU's rounding picks the k-th.
 * Lazy successors: an expanded prefix keeps its children as one list sorted by score, and
   the frontier holds only its next-best child; taking that child from the frontier puts
   the following sibling in. Pushing all children (or all above the bound) floods the queue
@@ -60,6 +62,7 @@ from simpe.decoders.base import DECODERS, Decoder, DecodeResult, Hypothesis
 from simpe.decoders.beam import beam_search_many
 from simpe.decoders.incremental import NEG_INF, LengthLimit, Source, check_int, check_number, decoding, encode, new_states, stack_sources
 from simpe.errors import ConfigError
+from simpe.ties import SCORE_ATOL, margin, rank
 
 
 class KnownComplete:
@@ -130,6 +133,7 @@ class SentenceSearch:
         self.batches = 0
         self.reused = 0  # beam prefixes reached by the search (expanded for free)
         self.results: list[tuple[float, tuple[int, ...]]] = []
+        self.cutoff = NEG_INF  # once k are found: the lowest score still tied with the k-th
         self.done = False
         self.cut = False
         # nodes (expanded prefixes), indexed by node id
@@ -177,7 +181,7 @@ class SentenceSearch:
         base = torch.tensor(scores, dtype=torch.float64, device=self.device)  # (rows,) prefix scores
         for prefix, value in zip(prefixes, (base + logp[:, eos].double()).tolist()):
             self.known.add(value, prefix + (eos,))
-        threshold = self.known.bound - self.slack
+        threshold = self.floor
         # Select in float32 relative to each prefix score, with a margin for the float32 rounding of
         # (threshold - prefix score); the exact float64 test follows on the few selected children.
         relative = (threshold - base).float() - 1e-4 if threshold > NEG_INF else None  # (rows,)
@@ -200,10 +204,17 @@ class SentenceSearch:
             if n and push:
                 self._push(node, 0)
 
-    def _push(self, node: int, rank: int) -> None:
-        if rank < len(self.child_tokens[node]):
+    @property
+    def floor(self) -> float:
+        """Children below this never enter the top k: the bound, less ``slack`` (float noise between batch
+        shapes) and less the tie tolerance (a hypothesis tied with the k-th, ``simpe.ties``, is still found)."""
+        bound = self.known.bound
+        return bound - self.slack - margin(bound, SCORE_ATOL) if bound > NEG_INF else NEG_INF
+
+    def _push(self, node: int, child: int) -> None:
+        if child < len(self.child_tokens[node]):
             self.pushes += 1
-            heapq.heappush(self.frontier, (-float(self.child_scores[node][rank]), self.pushes, node, rank))
+            heapq.heappush(self.frontier, (-float(self.child_scores[node][child]), self.pushes, node, child))
 
     # ---------------------------------------------------------------- search
     def collect(self, room: int) -> list[tuple[int, int, float]]:
@@ -213,27 +224,31 @@ class SentenceSearch:
         left = room if self.max_expansions is None else min(room, self.max_expansions - self.expansions)
         batch: list[tuple[int, int, float]] = []
         while self.frontier:
-            neg, _, node, rank = self.frontier[0]
+            neg, _, node, child = self.frontier[0]
             score = -neg
-            if score < self.known.bound - self.slack:  # below the bound, and so are its later siblings
+            if score < self.floor:  # below the bound, and so are its later siblings
                 heapq.heappop(self.frontier)
                 continue
-            token = int(self.child_tokens[node][rank])
+            if len(self.results) >= self.k and score < self.cutoff:  # nothing left that ties with the k-th
+                if batch:
+                    break
+                self.done = True
+                return []
+            token = int(self.child_tokens[node][child])
             if token == eos:
                 if batch:  # a pending expansion could still produce something better
                     break
                 heapq.heappop(self.frontier)
-                self._push(node, rank + 1)
+                self._push(node, child + 1)
                 self.results.append((score, self.tokens[node] + (eos,)))
-                if len(self.results) == self.k:
-                    self.done = True
-                    return []
+                if len(self.results) == self.k:  # go on only for hypotheses tied with the k-th (simpe.ties)
+                    self.cutoff = score - margin(score, SCORE_ATOL)
                 continue
             known = self.index.get(self.tokens[node] + (token,)) if self.index else None
             if known is None and len(batch) >= left:
                 break
             heapq.heappop(self.frontier)
-            self._push(node, rank + 1)
+            self._push(node, child + 1)
             if known is not None:  # expanded by the beam search already
                 self.reused += 1
                 self._push(known, 0)
@@ -241,17 +256,20 @@ class SentenceSearch:
             batch.append((node, token, score))
         if not batch:
             self.done = True
-            self.cut = bool(self.frontier)  # stopped by max_expansions, not by an exhausted space
+            # stopped by max_expansions, not by an exhausted space (with k found, only ties were left to check)
+            self.cut = bool(self.frontier) and len(self.results) < self.k
         return batch
 
     def finish(self) -> tuple[list[Hypothesis], bool, int]:
-        """(hypotheses best first, exact, number provably in exact order)."""
+        """(hypotheses best first, exact, number provably in exact order). Scores tied to rounding noise
+        (``simpe.ties``) are ordered by their token ids."""
         results = self.results
-        finalised = len(results)
+        finalised = min(len(results), self.k)
         if self.cut:
             found = {tokens for _, tokens in results}
-            results = sorted(results + [(v, t) for v, t in self.known.best() if t not in found], key=lambda item: -item[0])[: self.k]
-        return [Hypothesis(tokens, score) for score, tokens in results], not self.cut, finalised
+            results = results + [(v, t) for v, t in self.known.best() if t not in found]
+        order = rank([v for v, _ in results], key=[t for _, t in results], atol=SCORE_ATOL)[: self.k]
+        return [Hypothesis(results[i][1], results[i][0]) for i in order], not self.cut, finalised
 
 
 class BatchedSearch:

@@ -8,8 +8,9 @@ frame's key/value cache, so it does not recompute prefixes; it only lacks batchi
 best-first order. Two deliberate readings of the pseudo-code: a prefix ending in EOS is
 complete and is not expanded further (Algorithm 1's line 12 loop would run on after
 pushing it), and gamma never drops below the beam bound (``max(gamma_beam, heap min)``).
-Children scoring below gamma - ``bound_slack`` are pruned (the slack absorbs float noise
-between batch shapes; it only ever costs expansions).
+Children scoring below gamma - ``bound_slack`` - the tie tolerance are pruned (the slack absorbs
+float noise between batch shapes; it only ever costs expansions); the k kept are ranked with
+``simpe.ties``' rule, as topk.py ranks them.
 
 Exactness, length limit and the limits (``max_expansions``, ``max_seconds``; exact=False
 when cut short) are as in topk.py.
@@ -25,6 +26,7 @@ import torch
 from simpe.decoders.base import DECODERS, Decoder, DecodeResult, Hypothesis
 from simpe.decoders.beam import beam_search
 from simpe.decoders.incremental import NEG_INF, LengthLimit, check_int, check_number, decoding, encode, step_scores
+from simpe.ties import SCORE_ATOL, margin, rank
 
 
 @DECODERS.add("topk_dfs")
@@ -77,7 +79,9 @@ class TopKReferenceDecoder(Decoder):
                 expansions += 1
                 return new_legacy, order.tolist(), values.tolist()
 
-            heap: list[tuple[float, tuple[int, ...]]] = []  # min-heap of (score, tokens), at most k
+            heap: list[float] = []  # min-heap of the k best complete scores: its minimum raises gamma
+            complete: list[tuple[float, tuple[int, ...]]] = []  # every complete hypothesis met above the floor
+            floor = gamma - self.bound_slack - margin(gamma, SCORE_ATOL) if gamma > NEG_INF else NEG_INF
             cut = False
             legacy, order, values = expand((), ())
             # stack frames: [prefix, score, cache, children tokens, children log-probs, next child]
@@ -89,17 +93,19 @@ class TopKReferenceDecoder(Decoder):
                     stack.pop()
                     continue
                 child = score + values[i]
-                if child == NEG_INF or child < gamma - self.bound_slack:  # sorted: every later sibling is lower too
+                if child == NEG_INF or child < floor:  # sorted: every later sibling is lower too
                     stack.pop()
                     continue
                 frame[5] = i + 1
                 token = order[i]
                 if token == eos:
-                    heapq.heappush(heap, (child, prefix + (eos,)))
+                    complete.append((child, prefix + (eos,)))
+                    heapq.heappush(heap, child)
                     if len(heap) > self.k:
                         heapq.heappop(heap)
-                    if len(heap) == self.k:
-                        gamma = max(gamma, heap[0][0])
+                    if len(heap) == self.k and heap[0] > gamma:
+                        gamma = heap[0]
+                        floor = gamma - self.bound_slack - margin(gamma, SCORE_ATOL)
                     continue
                 if (self.max_expansions is not None and expansions >= self.max_expansions) or \
                         (self.max_seconds is not None and time.perf_counter() - t0 >= self.max_seconds):
@@ -108,11 +114,11 @@ class TopKReferenceDecoder(Decoder):
                 new_prefix = prefix + (token,)
                 legacy, order, values = expand(new_prefix, legacy)
                 stack.append([new_prefix, child, legacy, order, values, 0])
-            found = sorted(heap, key=lambda item: -item[0])
+            found = complete
             if cut:  # fill up with the beam's hypotheses; nothing here is proven
                 have = {tokens for _, tokens in found}
                 found += [(h.score, h.tokens) for h in beam_hyps if h.tokens not in have]
-                found = sorted(found, key=lambda item: -item[0])[: self.k]
+            found = [found[i] for i in rank([v for v, _ in found], key=[t for _, t in found], atol=SCORE_ATOL)[: self.k]]
         return DecodeResult([Hypothesis(tokens, s) for s, tokens in found], exact=not cut, expansions=expansions,
                             seconds=time.perf_counter() - t0,
                             info={"initial_bound": initial_bound, "max_len": source.max_len})

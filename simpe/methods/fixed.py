@@ -20,6 +20,7 @@ import torch
 
 from simpe.errors import ConfigError
 from simpe.methods.base import METHODS, Method, base_parameters, is_embedding
+from simpe.ties import rank
 
 logger = logging.getLogger(__name__)
 SELECTION_FILE = "fixed-selection.json"
@@ -34,7 +35,8 @@ def selection_path(model_dir: Path | None, selection: str | None) -> Path:
 
 
 def choose_tensors(base: dict[str, torch.Tensor], adapted: dict[str, torch.Tensor], budget: int) -> list[dict[str, Any]]:
-    """Greedy: non-embedding tensors by descending RMS change, while the budget allows."""
+    """Greedy: non-embedding tensors by descending RMS change, while the budget allows (changes that
+    agree to rounding noise, ``simpe.ties``, by name)."""
     scored = []
     for name, before in base.items():
         if is_embedding(name, before):
@@ -42,9 +44,10 @@ def choose_tensors(base: dict[str, torch.Tensor], adapted: dict[str, torch.Tenso
         change = float((adapted[name] - before).norm()) / before.numel() ** 0.5
         if change > 0:
             scored.append((change, name, before.numel()))
-    scored.sort(key=lambda t: (-t[0], t[1]))
+    # the largest change first; changes tied to rounding noise (simpe.ties) by name
+    order = rank([t[0] for t in scored], key=[t[1] for t in scored])
     chosen, used = [], 0
-    for change, name, size in scored:
+    for change, name, size in (scored[i] for i in order):
         if used + size <= budget:
             chosen.append({"name": name, "parameters": size, "rms_change": round(change, 8)})
             used += size

@@ -33,6 +33,7 @@ import torch
 from simpe.errors import ConfigError, ModelError
 from simpe.methods.base import INDEX_BYTES, METHODS, Method
 from simpe.model import decoder_inputs, eval_mode
+from simpe.ties import smallest_per_row
 
 KEYS, VALUES = "__knn_keys__", "__knn_values__"  # state_dict entries
 
@@ -71,7 +72,8 @@ class Datastore:
         Args:
             queries: (rows, dim) float32.
         Returns:
-            squared distances (rows, k') ascending, and their values (rows, k') as int64.
+            squared distances (rows, k'), and their values (rows, k') as int64: the nearest entries;
+            of entries tied at the k-th distance, the most recent.
         """
         keys, norms = self.keys[: self.size], self.norms[: self.size]  # (n, dim), (n,)
         # ||q - key||² = ||q||² + (||key||² - 2 q·key): rank by the part that varies over keys (one fused
@@ -81,8 +83,11 @@ class Datastore:
         # queries · keysᵀ at 25k entries on an AMD EPYC with MKL; the search reads the whole store at
         # every decoding step)
         partial = torch.addmm(norms[:, None], keys, queries.T, alpha=-2.0).T  # (rows, n)
-        nearest, index = torch.topk(partial, k=min(k, self.size), dim=1, largest=False)  # (rows, k'), (rows, k')
-        nearest = nearest.add_((queries * queries).sum(dim=1, keepdim=True)).clamp_(min=0.0)  # (rows, k')
+        squares = (queries * queries).sum(dim=1, keepdim=True)  # (rows, 1)
+        # entries at equal distance (to rounding noise of terms the size of ||q||² + ||key||², simpe.ties)
+        # are taken the most recent first: the translator's latest post-edit of that context
+        nearest, index = smallest_per_row(partial, k, magnitude=lambda index: norms[index] + squares)  # (rows, k'), (rows, k')
+        nearest = nearest.add_(squares).clamp_(min=0.0)  # (rows, k')
         return nearest, torch.take(self.values, index)  # (rows, k') int64
 
     def nbytes(self) -> int:

@@ -10,6 +10,15 @@ penalised. Budgets are fractions of the model's parameter count. The step size `
 proximal step is the shared update's (``update.lr``), handed to ``apply_step``. The step is
 computed only where it changes something (the groups in the budget before or after it): the
 rest of the model is never read or written, which keeps lasso's step cheaper than full's.
+
+What the paper leaves open: which of several equally large groups the budget keeps. Ties are
+not rare: on the first segment every clipped tensor's step has norm ``lr`` exactly, so every
+tensor of one size has the same shrunk norm, and a greedy budget that compares those floats
+keeps whichever group the last rounding bit favours (another CPU kernel set, another thread
+count: another selection, another run). simpe compares the norms with ``simpe.ties``'
+tolerance (1e-5 relative): groups tied there are ranked by the norm of their unclipped
+gradient (the group that wanted to move most), then by name; embedding rows tied at the cut by
+their unclipped gradient row norm, then by matrix and row.
 """
 from __future__ import annotations
 
@@ -21,6 +30,7 @@ import torch
 from simpe.errors import ConfigError
 from simpe.methods.base import INDEX_BYTES, METHODS, Method, base_parameters, is_embedding, rows_entry
 from simpe.methods.bias import OUTPUT_BIAS, attach_output_bias
+from simpe.ties import rank, top
 
 
 @METHODS.add("lasso")
@@ -57,11 +67,13 @@ class LassoMethod(Method):
         offset is -lr·g and its norm lr·||g||, known from the gradient norms without a pass over
         the weights. Only the groups in the budget before or after the step are read and written.
         (Those norms can differ from a norm of the stepped weights minus the base in the last
-        float bits; the groups kept are the same unless two norms tie to that precision.)
+        float bits; the budget compares them with ``simpe.ties``' tolerance, so the groups kept
+        are the same.)
         """
         shrink = lr * self.penalty  # the proximal step of an SGD step of size lr
-        # name -> (tensor, gradient, step size lr·scale, step norm lr·scale·||g||)
-        step = {name: (param, grad, lr * scale, lr * norm) for name, param, grad, scale, norm in zip(names, params, grads, scales, norms)}
+        # name -> (tensor, gradient, step size lr·scale, step norm lr·scale·||g||, unclipped gradient norm ||g||)
+        step = {name: (param, grad, lr * scale, lr * norm, norm / scale if scale > 0 else 0.0)
+                for name, param, grad, scale, norm in zip(names, params, grads, scales, norms)}
         plain = [name for name in names if name not in self.tensors and name not in self.embeddings]  # the bias term
         previous = set(self.kept_tensors)
         kept, offsets = self._choose_tensors(step, shrink, previous)
@@ -109,8 +121,11 @@ class LassoMethod(Method):
         for name, norm in norms.items():
             factor = max(0.0, 1.0 - shrink * math.sqrt(self.tensors[name].numel()) / max(norm, 1e-30)) if norm > 0 else 0.0
             shrunk[name] = (norm * factor, factor)
+        names = list(self.tensors)
+        # the largest first, greedily; norms tied to rounding noise: the larger unclipped gradient, then the name
+        order = rank([shrunk[n][0] for n in names], [step[n][4] if n in step else 0.0 for n in names], key=names)
         kept, used = {}, 0
-        for name in sorted(self.tensors, key=lambda n: (-shrunk[n][0], n)):  # the largest first, greedily
+        for name in (names[i] for i in order):
             size = self.tensors[name].numel()
             if shrunk[name][0] > 0 and used + size <= self.budget_tensor:
                 kept[name] = shrunk[name][1]
@@ -120,12 +135,13 @@ class LassoMethod(Method):
     def _choose_rows(self, step, shrink):
         """Embedding matrices, one group per row, one budget for the rows of all of them:
         {name: (rows kept now, rows that held an offset and are out now, (rows,) shrink factors)}."""
-        norms, before = {}, {}
+        norms, before, wanted = {}, {}, {}
         for name, weight in self.embeddings.items():
             grad, rate = step[name][1:3] if name in step else (None, 0.0)
             rows = self.kept_rows[name].to(weight.device)  # (kept,) rows holding an offset
             # rows at their base values: the offset is the step alone; rows holding one: measured exactly
-            row_norms = grad.norm(dim=1).mul_(rate) if grad is not None else weight.new_zeros(weight.size(0))  # (rows,)
+            wanted[name] = grad.norm(dim=1) if grad is not None else weight.new_zeros(weight.size(0))  # (rows,) unclipped
+            row_norms = wanted[name] * rate  # (rows,)
             if len(rows):
                 offset = self._offset(weight[rows], self.base[name][rows], None if grad is None else grad[rows], rate)  # (kept, dim)
                 row_norms[rows] = offset.norm(dim=1)
@@ -135,8 +151,8 @@ class LassoMethod(Method):
         joint = torch.cat([norms[name] * factors[name] for name in self.embeddings])  # (all rows,)
         max_rows = min(self.budget_rows // dim, int((joint > 0).sum()))
         keep = torch.zeros(joint.numel(), dtype=torch.bool, device=joint.device)  # (all rows,)
-        if max_rows > 0:
-            keep[torch.topk(joint, k=max_rows).indices] = True
+        if max_rows > 0:  # rows tied at the cut: the larger unclipped gradient row, then matrix and row order
+            keep[top(joint, max_rows, tiebreak=torch.cat([wanted[name] for name in self.embeddings]))] = True
         chosen = {}
         for name, mask in zip(self.embeddings, keep.split([w.size(0) for w in self.embeddings.values()])):
             chosen[name] = (mask.nonzero().flatten(), before[name][~mask[before[name]]], factors[name])  # (kept now,), (out now,)

@@ -61,9 +61,25 @@ def environment(device: Any) -> dict[str, Any]:
     return {
         "python": sys.version.split()[0], "packages": versions, "device": str(device),
         "cuda": torch.cuda.get_device_name(device) if getattr(device, "type", "") == "cuda" else None,
-        "torch_threads": torch.get_num_threads(), "git_commit": commit, "git_dirty": dirty,
+        "torch_threads": torch.get_num_threads(),
+        # the CPU kernel set torch dispatches (AVX512, AVX2, DEFAULT...; ATEN_CPU_CAPABILITY overrides it):
+        # floats differ in their last bits between kernel sets (README, "Reproducibility")
+        "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+        "cpu": _cpu_model(),
+        "git_commit": commit, "git_dirty": dirty,
         "host": socket.gethostname(), "platform": platform.platform(), "argv": sys.argv,
     }
+
+
+def _cpu_model() -> str | None:
+    """The CPU's model name (Linux /proc/cpuinfo; else what ``platform`` knows)."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace").splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or None
 
 
 NON_FINITE_KEY = "non_finite"  # lists the dotted keys whose non-finite number was written as null

@@ -1,0 +1,148 @@
+"""Decisions among floats that agree up to rounding noise: one tolerance, one rule for ties.
+
+The same float computed two ways (another CPU kernel set, another thread count, another batch
+shape) agrees only up to rounding: AVX2 and plain kernels gave lasso step norms that differ by
+3.5e-8 relative on the same segment. A decision that compares such values (a greedy budget, a
+ranking, an argmax, the k nearest) must not hang on those last bits, or the run it decides
+differs from machine to machine for no reason a researcher could see.
+
+So every such decision in simpe goes through this module:
+
+* Two values are **tied** when ``|a - b| <= REL * max(|a|, |b|) + atol``. ``REL = 1e-5`` is
+  about 84 float32 ulps (float32's epsilon is 1.19e-7): two hundred times the measured
+  disagreement between kernel sets, far below any difference that carries information (a
+  log-probability 1e-5 relative apart is a probability ratio of ~1.0001). ``atol`` is each
+  call site's floor for values near zero (``SCORE_ATOL`` for log-probabilities, whose rounding
+  is absolute, not relative, when they are near 0).
+* Ranking with ties: sort, then split the sorted values where two neighbours are **not**
+  tied (single linkage). Values that agree to the noise always share a group, whatever
+  order the noise put them in; the group is then ordered by a stable key the call site
+  names (a name, a token sequence, a row index). A decision can still move only where two
+  neighbours differ by almost exactly the tolerance, a hundred times further apart than
+  the noise.
+
+A threshold against one continuous value (perplexity <= 2.0, a step norm > 0) is not a tie
+between candidates: no rule can make it immune to rounding, and simpe leaves those as they are
+(the README's "Reproducibility" names them).
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+
+REL = 1e-5  # relative tolerance: ~84 float32 ulps
+SCORE_ATOL = 1e-6  # absolute floor for log-probabilities (nats): float32 log-softmax rounds at ~1e-7 absolute
+
+
+def margin(value: float, atol: float = 0.0) -> float:
+    """How far from ``value`` another value is still tied with it."""
+    return REL * abs(value) + atol
+
+
+def tied(a: float, b: float, atol: float = 0.0) -> bool:
+    """``a`` and ``b`` agree to within rounding noise (see the module docstring); an infinite value
+    is tied only with itself."""
+    if a == b:
+        return True
+    return math.isfinite(a) and math.isfinite(b) and abs(a - b) <= REL * max(abs(a), abs(b)) + atol
+
+
+def rank(*columns: Sequence[float], key: Sequence[Any] | None = None, atol: float = 0.0) -> list[int]:
+    """Indices ordered by ``columns[0]`` descending, tied values by ``columns[1]`` descending, and so on,
+    each compared with the tolerance; values tied in every column by ``key`` ascending, then by index.
+
+    ``key`` is compared exactly (a name, a token tuple, a row number): it must be a stable property
+    of the item, never another float computed by the model.
+    """
+    n = len(columns[0]) if columns else len(key or ())
+    if any(len(c) != n for c in columns) or (key is not None and len(key) != n):
+        raise ValueError("rank: columns and key must have the same length")
+
+    def order(items: list[int], level: int) -> list[int]:
+        if level == len(columns):
+            return sorted(items, key=(lambda i: (key[i], i)) if key is not None else (lambda i: i))
+        values = columns[level]
+        items = sorted(items, key=lambda i: -values[i])
+        result: list[int] = []
+        start = 0
+        for j in range(1, len(items) + 1):
+            if j == len(items) or not tied(values[items[j - 1]], values[items[j]], atol):
+                group = items[start:j]
+                result += order(group, level + 1) if len(group) > 1 else group
+                start = j
+        return result
+
+    return order(list(range(n)), 0)
+
+
+def top(values: torch.Tensor, n: int, tiebreak: torch.Tensor | None = None, atol: float = 0.0) -> torch.Tensor:
+    """Indices of the ``n`` largest of the 1-D ``values``; the group tied at the cut is ordered by
+    ``tiebreak`` (larger first, with the tolerance), then by index (lower first). Largest first.
+
+    Only the cut decides which indices are in: the search looks at a window of the largest
+    values and widens it while the tied group at the cut reaches its end.
+    """
+    total = values.numel()
+    n = max(0, min(n, total))
+    if n == 0:
+        return torch.zeros(0, dtype=torch.long, device=values.device)
+    window = min(total, n + max(16, n // 8))
+    while True:
+        vals, idx = torch.topk(values, window)  # (window,) descending, (window,)
+        if n == window == total:
+            return idx
+        # tied_next[j]: vals[j] and vals[j + 1] agree to the tolerance
+        bound = torch.maximum(vals[:-1].abs(), vals[1:].abs()) * REL + atol  # (window - 1,)
+        tied_next = ((vals[:-1] - vals[1:]) <= bound) & torch.isfinite(bound)  # (window - 1,); -inf ties only -inf
+        tied_next |= vals[:-1] == vals[1:]
+        if n == window or not bool(tied_next[n - 1]):
+            return idx[:n]
+        breaks = (~tied_next[n - 1:]).nonzero()  # where the group holding position n - 1 ends
+        if len(breaks) == 0 and window < total:
+            window = min(total, 2 * window)
+            continue
+        hi = n - 1 + (int(breaks[0]) if len(breaks) else window - n)  # last position of the group (inclusive)
+        before = (~tied_next[: n - 1]).nonzero()
+        lo = int(before[-1]) + 1 if len(before) else 0  # first position of the group
+        group = idx[lo: hi + 1]
+        group_list = group.tolist()
+        columns = [tiebreak[group].tolist()] if tiebreak is not None else []
+        chosen = [group_list[i] for i in rank(*columns, key=group_list, atol=atol)] if columns else sorted(group_list)
+        return torch.cat([idx[:lo], torch.tensor(chosen[: n - lo], dtype=torch.long, device=values.device)])
+
+
+def smallest_per_row(values: torch.Tensor, k: int, magnitude: Callable[[torch.Tensor], torch.Tensor] | None = None,
+                     later_first: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
+    """The ``k`` smallest of each row of ``values`` (rows, n): (values, indices), ascending except
+    where a tie at the cut was resolved.
+
+    Entries tied at the cut are taken by index, the latest first (``later_first``) or the earliest.
+    ``magnitude``, if given, maps (rows, w) indices to the magnitude each value's rounding is
+    relative to (for a difference of large terms, such as a partial squared distance, the terms'
+    size, not the difference's); otherwise the values' own magnitude.
+    """
+    rows, total = values.shape
+    k = min(k, total)
+    window = min(total, k + max(8, k))
+    while True:
+        vals, idx = torch.topk(values, window, dim=1, largest=False)  # (rows, window) ascending
+        if k == total or window == k:
+            break
+        scale = vals.abs() if magnitude is None else magnitude(idx)  # (rows, window)
+        size = torch.maximum(scale[:, 1:], scale[:, :-1])  # (rows, window - 1)
+        tied_next = ((vals[:, 1:] - vals[:, :-1]) <= size * REL) | (vals[:, 1:] == vals[:, :-1])  # (rows, window - 1)
+        if not bool(tied_next[:, k - 1].any()):
+            break  # no row has a tie at the cut: topk's own first k are the answer
+        group = torch.cat([torch.zeros((rows, 1), dtype=torch.long, device=values.device),
+                           (~tied_next).long().cumsum(dim=1)], dim=1)  # (rows, window) group number along each row
+        if window < total and bool((group[:, k - 1] == group[:, -1]).any()):
+            window = min(total, 2 * window)  # a group at the cut may go on past the window
+            continue
+        order_key = idx if not later_first else (total - 1 - idx)
+        composite = group * total + order_key  # (rows, window): by group, then by index
+        pick = composite.argsort(dim=1)[:, :k]  # (rows, k)
+        return vals.gather(1, pick), idx.gather(1, pick)
+    return vals[:, :k], idx[:, :k]

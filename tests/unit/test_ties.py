@@ -1,0 +1,189 @@
+"""The tie rule (simpe.ties) and every decision that uses it: values a few ulps apart decide nothing.
+
+Each test perturbs the compared values by a few float32 ulps (what another kernel set or thread
+count does to them) in several random ways and asserts the same choice, and asserts which choice
+the tie rule makes (by hand: the stable key each call site names).
+"""
+from __future__ import annotations
+
+import math
+import random
+
+import numpy as np
+import pytest
+import torch
+
+from simpe import ties
+from simpe.decoders.beam import _best, _keep_best
+from simpe.methods.fixed import choose_tensors
+from simpe.methods.knn import Datastore
+
+ULP32 = 2.0 ** -23  # float32 ulp relative to a value in [1, 2)
+
+
+def wiggle(values, rng: random.Random, ulps: int = 4):
+    """Each value moved by up to ``ulps`` float32 ulps of its own magnitude."""
+    return [v + v * ULP32 * rng.randint(-ulps, ulps) for v in values]
+
+
+def test_tolerance_is_far_above_float32_noise_and_far_below_real_differences():
+    assert ties.REL >= 50 * ULP32 and ties.REL <= 1e-4
+    assert ties.tied(0.01, 0.01 * (1 + 5 * ULP32))
+    assert not ties.tied(0.01, 0.01 * (1 + 1e-4))
+    assert ties.tied(-3.0, -3.0 + 1e-7, atol=ties.SCORE_ATOL)
+    assert not ties.tied(-1e30, -math.inf) and not ties.tied(0.0, math.inf) and ties.tied(-math.inf, -math.inf)
+
+
+def test_rank_orders_by_value_then_by_the_next_column_then_by_key():
+    values = [0.5, 1.0, 1.0 + 3e-8, 2.0, 1.0 - 2e-8]
+    wanted = [0.1, 0.7, 0.3, 0.0, 0.7]
+    names = ["e", "b", "c", "a", "a2"]
+    # 2.0 first; the three tied ~1.0 by the second column (0.7, 0.7 tie again: by name), then 0.5
+    assert ties.rank(values, wanted, key=names) == [3, 4, 1, 2, 0]
+    assert ties.rank(values, key=names) == [3, 4, 1, 2, 0]  # a2 < b < c by name
+    assert ties.rank([3.0, 1.0, 2.0]) == [0, 2, 1]
+
+
+def test_rank_groups_a_chain_of_neighbours_tied_to_the_noise():
+    # each neighbour within the tolerance of the next: one group, whatever the noise did to their order
+    base = 0.02
+    values = [base * (1 + i * 0.6 * ties.REL) for i in range(5)]
+    rng = random.Random(0)
+    first = ties.rank(values, key=list("edcba"))
+    assert first == [4, 3, 2, 1, 0]
+    for _ in range(50):
+        assert ties.rank(wiggle(values, rng), key=list("edcba")) == first
+
+
+def test_rank_perturbed_by_ulps_never_changes():
+    rng = random.Random(1)
+    values = [0.009999999232937854, 0.009999999036610632, 0.00999999893822249, 0.0099, 0.0101, 0.005]
+    names = [f"t{i}" for i in range(len(values))]
+    first = ties.rank(values, key=names)
+    assert first == [4, 0, 1, 2, 3, 5]  # 0.0101; then the three tied 0.0099999… by name; 0.0099; 0.005
+    for _ in range(200):
+        assert ties.rank(wiggle(values, rng), key=names) == first
+
+
+@pytest.mark.parametrize("n", [1, 3, 20, 40])
+def test_top_keeps_the_same_indices_when_ties_at_the_cut_are_perturbed(n: int):
+    rng = random.Random(n)
+    # 60 values: 10 clear leaders, then 30 tied at 1.0 (the cut falls inside them for n = 20), then 20 lower
+    values = [5.0 + i for i in range(10)] + [1.0] * 30 + [0.01 * i for i in range(20)]
+    tiebreak = torch.tensor([float(i % 7) for i in range(60)])
+    expected = None
+    for trial in range(30):
+        moved = torch.tensor(values if trial == 0 else wiggle(values, rng), dtype=torch.float32)
+        got = set(ties.top(moved, n, tiebreak=tiebreak).tolist())
+        expected = expected or got
+        assert got == expected and len(got) == n
+    if n == 20:  # the 10 leaders, then 10 of the tied block: the larger tiebreak (6, 5, ...), then lower index
+        block = sorted(range(10, 40), key=lambda i: (-(i % 7), i))
+        assert expected == set(range(10)) | set(block[:10])
+
+
+def test_top_widens_its_window_for_a_long_tied_group():
+    values = torch.ones(1000)
+    values[999] = 2.0
+    assert ties.top(values, 3).tolist() == [999, 0, 1]  # the tied block by index
+    assert ties.top(values, 1000).numel() == 1000 and ties.top(values, 0).numel() == 0
+
+
+def test_smallest_per_row_takes_the_latest_of_entries_tied_at_the_cut():
+    rng = random.Random(3)
+    base = [4.0, 1.0, 2.0, 2.0, 2.0, 9.0, 2.0]
+    for trial in range(30):
+        rows = torch.tensor([base if trial == 0 else wiggle(base, rng), [3.0, 2.0, 1.0, 0.0, 5.0, 6.0, 7.0]],
+                            dtype=torch.float32)
+        vals, idx = ties.smallest_per_row(rows, 2)
+        assert sorted(idx[0].tolist()) == [1, 6]  # 1.0, then the latest of the four tied 2.0
+        assert idx[1].tolist() == [3, 2]  # no tie: plain ascending order
+        _, earliest = ties.smallest_per_row(rows, 2, later_first=False)
+        assert sorted(earliest[0].tolist()) == [1, 2]
+
+
+def test_lasso_budget_keeps_the_same_tensors_when_step_norms_tie(tiny_marian):
+    """Segment 0: every clipped tensor's step norm is lr; equal sizes give equal shrunk norms. The budget keeps
+    those with the larger unclipped gradient, then by name, however the last bits fall."""
+    from simpe.config import defaults
+    from simpe.methods import METHODS
+
+    model = tiny_marian(seed=3)
+    method = METHODS.build("lasso", penalty=1e-3, budget_nonembedding=0.05, budget_embedding=0.0)
+    method.attach(model, None, defaults("update"))
+    lr, shrink = 0.01, 0.01 * 1e-3
+    names = sorted(method.tensors)
+    sizes = {n: method.tensors[n].numel() for n in names}
+    square = [n for n in names if sizes[n] == 256]  # the 16 x 16 projections: one size, several tensors
+    assert len(square) >= 6
+    rng = random.Random(5)
+    raw = {n: 2.0 + i for i, n in enumerate(square)}  # the unclipped gradient norms: all clipped to 1.0
+    chosen = None
+    for trial in range(40):
+        step = {}
+        for n in names:
+            norm = 1.0 if n in square else 0.0
+            if trial and n in square:
+                norm *= 1 + ULP32 * rng.randint(-4, 4)
+            step[n] = (method.tensors[n], None, lr, lr * norm, raw.get(n, 0.0))
+        kept, _ = method._choose_tensors(step, shrink, set())
+        if chosen is None:
+            chosen = sorted(kept)
+        assert sorted(kept) == chosen
+    fits = method.budget_tensor // 256
+    assert 0 < fits < len(square)
+    assert chosen == sorted(sorted(square, key=lambda n: -raw[n])[:fits])  # the largest unclipped gradients
+
+
+def test_fixed_selection_ranks_equal_changes_by_name():
+    rng = random.Random(7)
+    base = {f"layer.{c}.weight": torch.zeros(100) for c in "dcba"}
+    for trial in range(20):
+        adapted = {}
+        for name in base:
+            scale = 1.0 if trial == 0 else 1 + ULP32 * rng.randint(-4, 4)
+            adapted[name] = torch.full((100,), 0.5 * scale)
+        chosen = [t["name"] for t in choose_tensors(base, adapted, budget=200)]
+        assert chosen == ["layer.a.weight", "layer.b.weight"]
+
+
+def test_beam_candidates_tied_to_the_noise_are_ranked_by_row_then_token():
+    rng = random.Random(11)
+    scores = [-1.0, -1.0 - 1e-9]  # two live beams tied to the noise
+    for trial in range(30):
+        row = [-0.5, -0.5, -0.7, -3.0, -9.0, -9.0]
+        table = torch.tensor([row if trial == 0 else wiggle(row, rng), row if trial == 0 else wiggle(row, rng)],
+                             dtype=torch.float32)
+        values, rows, tokens = _best(table, list(scores), 3)
+        # four candidates tie at -1.5: row 0 before row 1, token 0 before token 1
+        assert list(zip(rows, tokens)) == [(0, 0), (0, 1), (1, 0)]
+        assert values[0] == pytest.approx(-1.5, abs=1e-5)
+        # the per-row cut: 4 best of a row whose 4th and 5th tokens tie (-9.0): the lower id (4) is taken
+        _, rows4, tokens4 = _best(table[:1].clone(), [0.0], 5)
+        assert tokens4 == [0, 1, 2, 3, 4]
+
+
+def test_finished_beam_hypotheses_tied_to_the_noise_are_ranked_by_tokens():
+    finished = [(-2.0, (5, 0)), (-2.0 + 3e-7, (4, 0)), (-1.0, (9, 0)), (-2.0 - 3e-7, (3, 0))]
+    _keep_best(finished, 3)
+    assert [t for _, t in finished] == [(9, 0), (3, 0), (4, 0)]
+
+
+def test_knn_neighbours_at_equal_distance_take_the_latest_post_edit():
+    rng = np.random.default_rng(0)
+    store = Datastore(4)
+    query = torch.tensor([[1.0, 2.0, 3.0, 4.0]])
+    far = torch.tensor(rng.normal(size=(5, 4)) * 10 + 50, dtype=torch.float32)
+    twin = query + torch.tensor([[0.5, 0.0, 0.0, 0.0]])
+    other = query + torch.tensor([[-0.5, 0.0, 0.0, 0.0]])  # the same distance, on the other side
+    store.add(far, torch.arange(5))
+    store.add(twin, torch.tensor([7]))
+    store.add(other, torch.tensor([8]))
+    _, values = store.search(query, 1)
+    assert values.tolist() == [[8]]  # the later of the two entries at distance 0.25
+    for step in range(1, 4):  # a few ulps on the earlier entry's key either way: still the later one
+        moved = Datastore(4)
+        moved.add(far, torch.arange(5))
+        moved.add(twin * (1 + step * ULP32 * (-1) ** step), torch.tensor([7]))
+        moved.add(other, torch.tensor([8]))
+        assert moved.search(query, 1)[1].tolist() == [[8]]
