@@ -56,7 +56,7 @@ def _best(allowed: torch.Tensor, scores: list[float], k: int) -> tuple[list[floa
     values, tokens = torch.topk(allowed, min(k + 1, vocab), dim=1)  # (rows, per_row + 1) sorted
     if per_row < vocab:  # a row whose k-th and (k+1)-th tokens tie: its k best chosen with the tie rule
         after, at = values[:, per_row], values[:, per_row - 1]  # (rows,) each
-        cut = (at - after <= at.abs() * REL + SCORE_ATOL) & torch.isfinite(after)  # (rows,)
+        cut = (at - after <= torch.maximum(at.abs(), after.abs()) * REL + SCORE_ATOL) & torch.isfinite(after)  # (rows,)
         for row in cut.nonzero().flatten().tolist():
             tokens[row, :per_row] = top(allowed[row], per_row, atol=SCORE_ATOL)
             values[row, :per_row] = allowed[row, tokens[row, :per_row]]
