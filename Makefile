@@ -19,7 +19,7 @@ SWEEP ?=
 GRID ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help venv simulate test lint test-slow corpus baseline select-fixed compare plot report stopwords \
+.PHONY: help venv simulate test lint test-slow corpus baseline select-fixed compare plot report replicate stopwords \
         bench-loop bench-metrics bench-topk bench-simulate bench-train sweep clean-runs
 
 help: ## list every target with one line each
@@ -60,6 +60,9 @@ plot: $(STAMP) ## cumulative-delta figures (R0, R1, R0+1, BLEU) and ranking snap
 
 report: $(STAMP) ## one self-contained HTML page of DATASET/SEGMENTS: table, figures, snapshots, segment browser
 	$(PY) -m simpe report $(GROUP) $(ARGS)
+
+replicate: $(STAMP) $(MODEL)/fixed-selection.json ## run every experiment behind the seeds' findings and write docs/replication.md (hours on 2 cores; resumable; ARGS="--dry-run" prints the plan)
+	$(PY) -m simpe replicate --workers $(WORKERS) $(ARGS)
 
 test: lint ## run the linter, then the test suite (CPU, a few minutes)
 	$(PY) -m pytest -q

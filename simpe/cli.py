@@ -556,8 +556,42 @@ def _cmd_translate(args: argparse.Namespace) -> None:
         sys.stdout.write(text)
 
 
+# ---------------------------------------------------------------- replication report (replicate)
+def _add_replicate(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("replicate", help="run every experiment of the seeds' findings and write docs/replication.md "
+                                         "(resumable: complete runs are skipped)")
+    p.add_argument("--segments", type=int, default=2000, help="scalc stream segments of seed 002's tables (default: %(default)s)")
+    p.add_argument("--second-segments", type=int, help="sdatabase segments (default: all 1,742)")
+    p.add_argument("--sensitivity-segments", type=int, default=500, help="scalc segments of each sensitivity run (default: %(default)s)")
+    p.add_argument("--no-sensitivity", action="store_true", help="leave out the sensitivity study")
+    p.add_argument("--probe", type=int, default=100, help="dev sentences of the decoding studies (default: %(default)s)")
+    p.add_argument("--runs-dir", type=Path, default=Path("runs/replicate"), help="where its runs go (default: %(default)s)")
+    p.add_argument("--out", type=Path, help="the Markdown page (default: docs/replication.md); the HTML page goes to RUNS_DIR/replication.html")
+    p.add_argument("--workers", type=int, metavar="N", help="runs at once (default: the cores)")
+    p.add_argument("--threads", type=int, metavar="T", help="torch threads per run (default: cores / workers)")
+    p.add_argument("--dry-run", action="store_true", help="print the plan and its expected time, run nothing")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.set_defaults(func=_cmd_replicate)
+
+
+def _cmd_replicate(args: argparse.Namespace) -> None:
+    from simpe.errors import ConfigError
+    from simpe.replicate.plan import Scale
+    from simpe.replicate.run import DEFAULT_OUT, replicate
+
+    for flag, value in (("--segments", args.segments), ("--second-segments", args.second_segments),
+                        ("--sensitivity-segments", args.sensitivity_segments), ("--probe", args.probe),
+                        ("--workers", args.workers), ("--threads", args.threads)):
+        if value is not None and value < 1:
+            raise ConfigError(f"{flag} must be >= 1, got {value}")
+    scale = Scale(segments=args.segments, second_segments=args.second_segments,
+                  sensitivity_segments=args.sensitivity_segments, probe=args.probe, sensitivity=not args.no_sensitivity)
+    print(replicate(scale, args.runs_dir, args.out or DEFAULT_OUT, workers=args.workers, threads=args.threads,
+                    dry_run=args.dry_run, progress=not args.no_progress))
+
+
 PARSER_BUILDERS = [_add_corpus, _add_train_baseline, _add_score, _add_simulate, _add_sweep, _add_select_fixed, _add_compare, _add_plot, _add_report,
-                   _add_rank, _add_list, _add_export_adapter, _add_translate]
+                   _add_rank, _add_list, _add_export_adapter, _add_translate, _add_replicate]
 
 
 def build_parser() -> argparse.ArgumentParser:

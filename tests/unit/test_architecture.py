@@ -19,6 +19,7 @@ NEVER = {
     "report": {"model", "decoders", "methods", "simulate", "cli"},
     "simulate": {"report", "cli", "sweep"},
     "sweep": {"cli"},
+    "replicate": {"cli"},
 }
 ALLOWED_FLOOR = {"config": {"errors", "paths", "values"}, "registry": {"errors", "values"}, "values": {"errors"},
                  "paths": set(), "textfile": {"errors"}, "errors": set(), "ties": set()}

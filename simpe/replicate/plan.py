@@ -1,0 +1,109 @@
+"""What ``simpe replicate`` runs: the loop runs (as sweep specs) and the decoding studies, and what they cost.
+
+Every loop run logs the R variants of seed 002's Tables 3 and 4 beside the regular ones
+(``metrics.novel_vocab=train``, ``metrics.subword=content``), so one run per method answers
+Tables 1-4 and Figure 2. Streams: ``scalc`` (the first ``segments``) and ``sdatabase`` (the
+second, smaller data set in the role of the paper's Table 5); ``smath`` is never touched. The
+sensitivity study runs on the first ``sensitivity_segments`` of ``scalc``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from simpe.sweep import RELATIVE_COST, RunSpec, plan
+
+METHODS = ["baseline", "full", "bias", "fixed", "top", "lasso", "lora", "knn"]
+SEED_METHODS = ["baseline", "full", "bias", "fixed", "top", "lasso"]  # seed 002's five and its baseline
+LOGGED = ["metrics.novel_vocab=train", "metrics.subword=content", "snapshots.every=0"]
+SECONDS_PER_SEGMENT = 0.06  # a baseline segment, 2 threads, demo model (README, bench-loop); scaled by RELATIVE_COST
+SECONDS_PER_PROBE = {"exact": 1.5, "beam": 0.05}  # rough per sentence: exact top-k search, one beam size
+
+
+@dataclass
+class Scale:
+    """How much ``simpe replicate`` runs (the defaults are the committed page's)."""
+
+    segments: int = 2000  # scalc stream segments (seed 002's tables)
+    second_segments: int | None = None  # sdatabase segments; None: all 1,742
+    sensitivity_segments: int = 500
+    probe: int = 100  # dev sentences (at most 20 words) for the decoding studies
+    beam_sizes: tuple[int, ...] = (5, 10, 20, 50)
+    ks: tuple[int, ...] = (5, 10, 20)
+    max_expansions: int = 20000
+    sensitivity: bool = True
+    methods: list[str] = field(default_factory=lambda: list(METHODS))
+
+
+@dataclass
+class Plan:
+    """The runs by experiment, and the decoding studies' size."""
+
+    scale: Scale
+    runs_dir: Path
+    experiments: dict[str, list[RunSpec]]
+
+    def specs(self) -> list[RunSpec]:
+        """Every run once (experiments share their baselines and some runs)."""
+        seen: dict[Path, RunSpec] = {}
+        for specs in self.experiments.values():
+            for spec in specs:
+                seen.setdefault(spec.path, spec)
+        return list(seen.values())
+
+    def estimate(self, workers: int) -> tuple[float, float]:
+        """(seconds of the loop runs, of the studies) expected on this kind of machine with ``workers`` at once."""
+        runs = sum(_segments(spec) * RELATIVE_COST.get(spec.cfg.method.name, 1.0) * SECONDS_PER_SEGMENT
+                   for spec in self.specs())
+        studies = self.scale.probe * (SECONDS_PER_PROBE["exact"] * (1 + len(self.scale.ks))
+                                      + SECONDS_PER_PROBE["beam"] * sum(self.scale.beam_sizes) / 5 * 2)
+        return runs / max(1, workers), studies
+
+
+def _segments(spec: RunSpec) -> int:
+    cfg = spec.cfg
+    return cfg.data.segments if cfg.data.segments is not None else 1742  # sdatabase when all
+
+
+def _stream(split: str, segments: int | None, runs_dir: Path) -> list[str]:
+    return ["data.name=libreoffice", f"data.split={split}", f"data.segments={'null' if segments is None else segments}",
+            f"runs_dir={runs_dir}", *LOGGED]
+
+
+def make_plan(scale: Scale, runs_dir: Path) -> Plan:
+    """The plan; every run's config is built and checked here, before anything runs."""
+    main = _stream("stream", scale.segments, runs_dir)
+    experiments = {
+        "scalc": plan(scale.methods, overrides=main),
+        "sdatabase": plan([m for m in scale.methods if m in SEED_METHODS or m in ("lora", "knn")],
+                          overrides=_stream("sdatabase", scale.second_segments, runs_dir)),
+    }
+    if scale.sensitivity:
+        small = _stream("stream", scale.sensitivity_segments, runs_dir)
+        specs = plan(["lasso"], grid={"method.params.penalty": [0.0001, 0.001, 0.01]}, overrides=small)
+        for budget in ("0.1", "0.25"):  # the paper's 1M + 1M is 0.025 + 0.025 of the model; two larger budgets
+            specs += plan(["lasso"], grid={"method.params.penalty": [0.0001, 0.001], "method.params.budget_nonembedding": [budget],
+                                           "method.params.budget_embedding": [budget]}, overrides=small, baseline=False)
+        specs += plan(["full"], grid={"update.lr": [0.002, 0.005, 0.02]}, overrides=small, baseline=False)
+        for variant in ("update.max_repeats=1", "update.ppl_threshold=1.0", "update.clip_norm=0"):
+            key, value = variant.split("=")
+            specs += plan(["full", "lasso"], grid={key: [value]}, overrides=small, baseline=False)
+        specs += plan(["full"], overrides=small, baseline=False)
+        experiments["sensitivity"] = specs
+    return Plan(scale, Path(runs_dir), experiments)
+
+
+def describe(p: Plan, workers: int) -> str:
+    """The plan as text: runs per experiment, segments, and the expected time (``--dry-run``)."""
+    lines = [f"simpe replicate: {len(p.specs())} loop runs under {p.runs_dir}/, plus the decoding studies"]
+    for name, specs in p.experiments.items():
+        segments = sorted({_segments(s) for s in specs})
+        lines.append(f"  {name:<12} {len(specs):>3} runs x {'/'.join(map(str, segments))} segments: "
+                     + ", ".join(s.name for s in specs))
+    s = p.scale
+    lines.append(f"  {'studies':<12} {s.probe} dev sentences: exact top-1/top-k (k {', '.join(map(str, s.ks))}), "
+                 f"beam and min-heap beam at {', '.join(map(str, s.beam_sizes))}")
+    runs, studies = p.estimate(workers)
+    lines.append(f"  expected: about {runs / 3600:.1f} h of loop runs ({workers} at once) + {studies / 3600:.1f} h of studies "
+                 "on a 2-core CPU (complete runs are skipped, so a second call costs only what is missing)")
+    return "\n".join(lines)

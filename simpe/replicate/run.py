@@ -1,0 +1,140 @@
+"""``simpe replicate``: plan, run (resumable), study, judge, write the page."""
+from __future__ import annotations
+
+import json
+import logging
+import platform
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+from simpe.errors import SimpeError
+from simpe.paths import REPO_ROOT
+from simpe.replicate.claims import Evidence, verdicts
+from simpe.replicate.page import write_pages
+from simpe.replicate.plan import Plan, Scale, describe, make_plan
+
+logger = logging.getLogger(__name__)
+STUDIES_FILE = "studies.json"
+
+
+def _groups(p: Plan) -> tuple[dict[str, Any], dict[str, str]]:
+    """The complete run group of every experiment, or why there is none."""
+    from simpe.rundir.reader import load_group
+
+    groups: dict[str, Any] = {}
+    notes: dict[str, str] = {}
+    for name, specs in p.experiments.items():
+        try:
+            groups[name] = load_group([spec.path for spec in specs])
+        except SimpeError as err:
+            groups[name], notes[name] = None, f"the {name} runs are not all complete ({err})"
+    return groups, notes
+
+
+def _studies(p: Plan, device: str, progress: bool) -> dict[str, Any]:
+    """The decoding studies on the dev probe, cached in ``<runs_dir>/studies.json`` for the same settings."""
+    from simpe.datasets import DATASETS
+    from simpe.model import load_model
+    from simpe.replicate.studies import decoding_studies
+
+    s = p.scale
+    settings = {"probe": s.probe, "beam_sizes": list(s.beam_sizes), "ks": list(s.ks), "max_expansions": s.max_expansions}
+    cache = p.runs_dir / STUDIES_FILE
+    if cache.exists():
+        saved = json.loads(cache.read_text(encoding="utf-8"))
+        if saved.get("settings") == settings:
+            return _int_keys(saved["figures"])
+    dev = [seg for seg in DATASETS.build("libreoffice").load("dev") if len(seg.source.split()) <= 20][: s.probe]
+    loaded = load_model(None, device)
+    report = (lambda text: logger.info("%s", text)) if progress else None
+    figures = decoding_studies(loaded.model, loaded.tokenizer, [x.source for x in dev], [x.reference for x in dev],
+                               s.beam_sizes, s.ks, s.max_expansions, progress=report)
+    p.runs_dir.mkdir(parents=True, exist_ok=True)
+    tmp = cache.with_name(cache.name + ".tmp")
+    tmp.write_text(json.dumps({"settings": settings, "figures": figures}, indent=1) + "\n", encoding="utf-8")
+    tmp.replace(cache)
+    return _int_keys(json.loads(cache.read_text(encoding="utf-8"))["figures"])
+
+
+def _int_keys(figures: dict[str, Any]) -> dict[str, Any]:
+    """JSON turned the beam sizes and ks into strings: back to ints."""
+    for key in ("search_errors", "top_region", "cut"):
+        figures[key] = {int(k): v for k, v in figures[key].items()}
+    return figures
+
+
+def _facts(p: Plan, groups: dict[str, Any], seconds: float) -> dict[str, Any]:
+    import torch
+
+    from simpe.model import model_name
+    from simpe.paths import DEFAULT_MODEL
+
+    s = p.scale
+    cpu = None
+    try:
+        cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                    if line.startswith("model name")), None)
+    except OSError:
+        pass
+    return {
+        "model": f"{model_name(DEFAULT_MODEL)} (the embedded demo model; models/demo-en-de/README.md)",
+        "data": (f"LibreOffice 7.4 help, en-US→de: scalc stream, first {s.segments} segments; sdatabase (reserved, "
+                 f"{s.second_segments or 'all 1,742'} segments) in the role of seed 002's Table 5; "
+                 + (f"sensitivity runs on the first {s.sensitivity_segments} scalc segments; " if s.sensitivity else "")
+                 + f"decoding studies on {s.probe} dev (schart) sentences of at most 20 words; smath is never used"),
+        "runs": f"{len(p.specs())} loop runs under {p.runs_dir}/ ({', '.join(f'{k}: {len(v)}' for k, v in p.experiments.items())})",
+        "hardware": f"{cpu or platform.processor() or 'unknown CPU'}, torch {torch.__version__}, "
+                    f"{torch.backends.cpu.get_cpu_capability()} kernels",
+        "total time": f"{seconds / 3600:.2f} h of this call (complete runs from earlier calls are not re-timed)",
+    }
+
+
+def _figure(groups: dict[str, Any], out: Path) -> str | None:
+    """Seed 002's Figure 2 of the scalc group next to the page; its path relative to the page."""
+    from simpe.report.plotting import plot_cumulative_deltas
+
+    group = groups.get("scalc")
+    if group is None:
+        return None
+    folder = out.parent / "replication"
+    folder.mkdir(parents=True, exist_ok=True)
+    made = [path for path in plot_cumulative_deltas(group, folder) if path.suffix == ".png"]
+    if not made:
+        return None
+    target = folder / "figure2.png"
+    shutil.move(str(made[0]), target)
+    for path in folder.glob("cumulative_delta.*"):
+        path.unlink()
+    return f"replication/{target.name}"
+
+
+def replicate(scale: Scale, runs_dir: Path, out: Path, workers: int | None = None, threads: int | None = None,
+              dry_run: bool = False, progress: bool = True, device: str = "cpu", studies: bool = True) -> str:
+    """Plan, run what is missing, judge every claim, write ``out`` and its HTML twin; returns the plan or the page path."""
+    from simpe.sweep import cpu_count, execute
+
+    p = make_plan(scale, runs_dir)
+    at_once = workers or max(1, cpu_count() // (threads or 1))
+    text = describe(p, at_once)
+    if dry_run:
+        return text
+    print(text, flush=True)
+    started = time.perf_counter()
+    outcomes = execute(p.specs(), workers=workers, threads=threads, progress=progress)
+    failed = [o for o in outcomes if o.status == "failed"]
+    for outcome in failed:
+        logger.error("run %s failed: %s", outcome.name, outcome.error)
+    figures = _studies(p, device, progress) if studies else None
+    groups, notes = _groups(p)
+    rows = verdicts(Evidence(groups, figures, notes))
+    first = groups.get("scalc") or next((g for g in groups.values() if g is not None), None)
+    signatures = dict((first.baseline.summary or {}).get("signatures") or {}) if first is not None else {}
+    figure = _figure(groups, out)
+    html_out = runs_dir / "replication.html"
+    write_pages(rows, _facts(p, groups, time.perf_counter() - started), signatures, out, html_out, figure)
+    return f"{out} and {html_out} ({len(rows)} claims; {len(failed)} runs failed)"
+
+
+DEFAULT_OUT = REPO_ROOT / "docs" / "replication.md"

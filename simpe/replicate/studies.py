@@ -1,0 +1,97 @@
+"""The decoding studies of ``simpe replicate`` on the base model (seeds 003 and 000).
+
+On a probe set (dev sentences of at most 20 words), per sentence:
+
+* the exact top-1 (``topk`` with k = 1): the empty-mode rate (the top-1 is the empty
+  hypothesis) and, for every beam size B, whether plain beam search and min-heap beam search
+  return a best hypothesis that scores below it (a search error; seed 003, Table 3);
+* the exact top-k for each k: the top region's kRG beside the random line (seed 000,
+  Figure 1), and the kQRG of plain beam's k-best list against the exact top-k's (seed 000's
+  "lucky bias" of beam search);
+* qualities are chrF (``metrics.utility``), as the loop's ranking snapshots use by default.
+
+Sentences whose exact search is cut short by ``max_expansions`` are left out of the figures
+that need exactness, and counted.
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+
+from simpe.decoders.beam import BeamDecoder
+from simpe.decoders.heap_beam import HeapBeamDecoder
+from simpe.decoders.topk import TopKDecoder
+from simpe.metrics.utility import build_utility
+from simpe.model import encode_source
+from simpe.ranking.measures import kqrg, krg, random_krg
+from simpe.ties import SCORE_ATOL, margin
+
+SEARCH_ERROR_SLACK = 1e-4  # a beam's best below the exact top-1 by more than this (and the tie tolerance) is an error
+
+
+def _mean(values: Sequence[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def decoding_studies(model: Any, tokenizer: Any, sources: Sequence[str], references: Sequence[str],
+                     beam_sizes: Sequence[int], ks: Sequence[int], max_expansions: int,
+                     progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Run the studies; returns their figures (rates and means as fractions, kRG/kQRG in [0, 1])."""
+    utility = build_utility("chrf")
+    device = next(model.parameters()).device
+    t0 = time.perf_counter()
+    exact1 = TopKDecoder(k=1, beam_size=5, max_expansions=max_expansions)
+    tops = {k: TopKDecoder(k=k, beam_size=k, max_expansions=max_expansions) for k in ks}
+    errors = {b: {"beam": 0, "heap_beam": 0} for b in beam_sizes}
+    exact_sentences, empty = 0, 0
+    krgs: dict[int, list[float]] = {k: [] for k in ks}
+    kqrgs: dict[int, dict[str, list[float]]] = {k: {"exact": [], "beam": []} for k in ks}
+    cut = {k: 0 for k in [1, *ks]}
+
+    def quality(texts: list[str], reference: str, source: str) -> list[float]:
+        return [float(v) for v in utility.scores(texts, reference, source)]
+
+    def text(tokens: Sequence[int]) -> str:
+        return tokenizer.decode(list(tokens), skip_special_tokens=True)
+
+    with torch.inference_mode():
+        for i, (source, reference) in enumerate(zip(sources, references)):
+            ids = encode_source(tokenizer, source, device)
+            best = exact1.decode(model, ids)
+            if best.exact:
+                exact_sentences += 1
+                top = best.hypotheses[0]
+                empty += len(top.tokens) == 1  # EOS alone
+                floor = top.score - SEARCH_ERROR_SLACK - margin(top.score, SCORE_ATOL)
+                for b in beam_sizes:
+                    for name, decoder in (("beam", BeamDecoder(beam_size=b)), ("heap_beam", HeapBeamDecoder(beam_size=b))):
+                        found = decoder.decode(model, ids).hypotheses
+                        errors[b][name] += not found or found[0].score < floor
+            else:
+                cut[1] += 1
+            for k, decoder in tops.items():
+                result = decoder.decode(model, ids)
+                if not result.exact or len(result.hypotheses) < 2:
+                    cut[k] += not result.exact
+                    continue
+                q = quality([text(h.tokens) for h in result.hypotheses], reference, source)
+                krgs[k].append(krg(q))
+                beam = BeamDecoder(beam_size=k).decode(model, ids).hypotheses
+                kqrgs[k]["exact"].append(kqrg(q))
+                kqrgs[k]["beam"].append(kqrg(quality([text(h.tokens) for h in beam], reference, source)))
+            if progress is not None:
+                progress(f"studies: {i + 1}/{len(sources)} sentences")
+    search = {b: {name: count / exact_sentences if exact_sentences else None for name, count in found.items()}
+              for b, found in errors.items()}
+    region = {}
+    for k in ks:
+        exact_q, beam_q = _mean(kqrgs[k]["exact"]), _mean(kqrgs[k]["beam"])
+        region[k] = {"krg": _mean(krgs[k]), "random_krg": random_krg(k), "sentences": len(krgs[k]),
+                     "kqrg_exact": exact_q, "kqrg_beam": beam_q,
+                     "lucky_bias": None if not exact_q or beam_q is None else beam_q / exact_q - 1.0}
+    return {"sentences": len(sources), "exact_sentences": exact_sentences, "cut": cut,
+            "empty_rate": empty / exact_sentences if exact_sentences else None, "search_errors": search,
+            "top_region": region, "seconds": time.perf_counter() - t0}
