@@ -590,8 +590,63 @@ def _cmd_replicate(args: argparse.Namespace) -> None:
                     dry_run=args.dry_run, progress=not args.no_progress))
 
 
+# ---------------------------------------------------------------- utility sensitivity (seed 001)
+def _add_sensitivity(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("sensitivity", help="MBR-based sensitivity of a utility to changed numbers, named entities and "
+                                           "nouns (seed 001), against copy / hallucination / alternative controls")
+    p.add_argument("--src", type=Path, help="source sentences, one per line (default: the libreoffice dev split)")
+    p.add_argument("--ref", type=Path, help="reference translations, one per line (with --src)")
+    p.add_argument("--model", help="model folder or hub id drawing the support samples (default: the demo model)")
+    p.add_argument("--utility", default="chrf++", help="utility: bleu, sbleu, chrf, chrf++, ter or comet (default: %(default)s)")
+    p.add_argument("--comet", help="COMET model for --utility comet (hub id or local folder)")
+    p.add_argument("--samples", type=int, default=100, help="support samples per sentence (default: %(default)s)")
+    p.add_argument("--limit", type=int, default=200, help="the first N pairs (default: %(default)s)")
+    p.add_argument("--sample-seed", type=int, default=0, help="seed of the samples and of the changes (default: %(default)s)")
+    p.add_argument("--lang", default="de", choices=["de", "en"], help="the references' language (default: %(default)s)")
+    p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
+    p.add_argument("--out", type=Path, help="write the table as JSON here too")
+    p.set_defaults(func=_cmd_sensitivity)
+
+
+def _cmd_sensitivity(args: argparse.Namespace) -> None:
+    import json
+
+    from simpe.errors import ConfigError
+    from simpe.metrics.utility import check_utility
+    from simpe.sensitivity import analyse, format_table
+
+    for flag, value in (("--samples", args.samples), ("--limit", args.limit)):
+        if value < 1:
+            raise ConfigError(f"{flag} must be >= 1, got {value}")
+    if args.sample_seed < 0:
+        raise ConfigError(f"--sample-seed must be >= 0, got {args.sample_seed}")
+    check_utility(args.utility, args.comet)
+    if (args.src is None) != (args.ref is None):
+        raise ConfigError("give --src and --ref together (or neither: the libreoffice dev split)")
+    if args.src is not None:
+        from simpe.textfile import read_lines
+
+        sources, references = read_lines(args.src, "source file"), read_lines(args.ref, "reference file")
+    else:
+        from simpe.datasets import DATASETS
+
+        pairs = DATASETS.build("libreoffice").load("dev")
+        sources, references = [p.source for p in pairs], [p.reference for p in pairs]
+    sources, references = sources[: args.limit], references[: args.limit]
+    from simpe.model import check_model, load_model
+
+    check_model(args.model)
+    loaded = load_model(args.model, args.device)
+    result = analyse(loaded.model, loaded.tokenizer, sources, references, args.utility, args.samples, args.sample_seed,
+                     args.lang, comet=args.comet, progress=True)
+    print(format_table(result))
+    if args.out:
+        args.out.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+        print(f"wrote {args.out}")
+
+
 PARSER_BUILDERS = [_add_corpus, _add_train_baseline, _add_score, _add_simulate, _add_sweep, _add_select_fixed, _add_compare, _add_plot, _add_report,
-                   _add_rank, _add_list, _add_export_adapter, _add_translate, _add_replicate]
+                   _add_rank, _add_list, _add_export_adapter, _add_translate, _add_replicate, _add_sensitivity]
 
 
 def build_parser() -> argparse.ArgumentParser:

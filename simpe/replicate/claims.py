@@ -53,6 +53,7 @@ class Evidence:
     groups: dict[str, RunGroup | None]
     studies: dict[str, Any] | None
     notes: dict[str, str] = field(default_factory=dict)  # experiment -> why it is absent
+    sensitivity: dict[str, Any] | None = None  # utility -> simpe.sensitivity.analyse's result
 
 
 def _score(key: str) -> Callable[[np.ndarray], np.ndarray]:
@@ -387,6 +388,36 @@ def lucky_bias(ev: Evidence) -> Verdict:
                    f"{100 * bias:+.0f}% at k={k}", rule)
 
 
+# ---------------------------------------------------------------------------------------- seed 001
+def _mbr_sensitivity(utility: str, paper: str, families: tuple[str, ...]) -> Callable[[Evidence], Verdict]:
+    def judge(ev: Evidence) -> Verdict:
+        from simpe.sensitivity import summarise
+
+        kinds = " or ".join({"numbers": "a changed number", "named entities": "a changed named entity"}[f] for f in families)
+        claim = f"{utility} is more sensitive to {kinds} than to a changed noun."
+        source = "seed 001, Appendix C (MBR-based sensitivity, surface metrics; Table 3's method)"
+        rule = ("reproduced when the mean MBR-score difference over the four changes of "
+                + " and of ".join(families) + " is each more negative than over the four noun changes")
+        result = (ev.sensitivity or {}).get(utility)
+        if result is None:
+            return _missing(claim, source, paper, rule, "the sensitivity analysis did not run")
+        avg = summarise(result)
+        changes = result["changes"]
+        if any(v is None for v in avg.values()):
+            return _missing(claim, source, paper, rule, "no sentence had a word of every kind: " + ", ".join(
+                f"{k} {v}" for k, v in result["pools"].items()))
+        figures = (f"average: numbers {avg['numbers']:.2f}, NEs {avg['named entities']:.2f}, nouns {avg['nouns']:.2f}; "
+                   f"controls: alternative (beam output) {changes['alternative']['mean']:.2f}, copy "
+                   f"{changes['copy']['mean']:.2f}, hallucination {changes['hallucination']['mean']:.2f} "
+                   f"({result['sentences']} dev sentences, {result['samples']} samples as support; sentences per change: "
+                   + ", ".join(f"{k} {changes[k]['sentences']}" for k in ("numadd", "NEadd", "nounadd")) + ")")
+        ok = all(avg[family] < avg["nouns"] for family in families)
+        why = f"numbers − nouns {avg['numbers'] - avg['nouns']:+.2f}, NEs − nouns {avg['named entities'] - avg['nouns']:+.2f}"
+        return Verdict(claim, source, paper, figures, REPRODUCED if ok else NOT_REPRODUCED, why, rule)
+
+    return judge
+
+
 # ---------------------------------------------------------------------------------------- not built here yet
 def _not_built(claim: str, source: str, paper: str, why: str) -> Callable[[Evidence], Verdict]:
     return lambda ev: Verdict(claim, source, paper, "–", NOT_TESTABLE, why, "–")
@@ -410,9 +441,14 @@ CLAIMS: list[tuple[str, Callable[[Evidence], Verdict]]] = [
                             "Pearson/Kendall correlations across systems",
                             "needs several systems (models or checkpoints); only the demo model is here. "
                             "`simpe rank --models A B C` computes it once they exist")),
-    ("s001-sensitivity", _not_built("MBR's utility is sensitive to numbers and named entities, not to copies of the source.",
-                                    "seed 001, sensitivity analysis", "numadd … NEwhole, controls",
-                                    "`simpe sensitivity` is not built yet")),
+    ("s001-chrf++", _mbr_sensitivity("chrf++", "chrF++ (Table 7, average, samples as support): numbers −1.32, NEs −2.31, "
+                                               "nouns −1.41 (numbers about as sensitive as nouns)", ("named entities",))),
+    ("s001-sbleu", _mbr_sensitivity("sbleu", "BLEU (Table 6, average, samples as support): numbers −1.69, NEs −1.70, "
+                                             "nouns −1.05", ("numbers", "named entities"))),
+    ("s001-comet", _not_built("COMET is less sensitive to a changed number or named entity than to a changed noun.",
+                              "seed 001, Table 3 (wmt20-comet-da)", "average: numbers −0.037, NEs −0.068, nouns −0.232",
+                              "no COMET model offline; `simpe sensitivity --utility comet --comet Unbabel/wmt22-comet-da` "
+                              "(with the model downloaded into a local folder) fills it")),
     ("beyond-forgetting", _not_built("Adaptation costs quality on other text (a forgetting probe).", "beyond the seeds", "–",
                                      "the forgetting probe is not built yet")),
     ("beyond-repeated", _not_built("A word shown by a post-edit is missed again at its next occurrence (repeated-error rate).",

@@ -31,6 +31,9 @@ class Scale:
     beam_sizes: tuple[int, ...] = (5, 10, 20, 50)
     ks: tuple[int, ...] = (5, 10, 20)
     max_expansions: int = 20000
+    sensitivity_sentences: int = 200  # dev sentences with a number or a named entity (seed 001's MBR sensitivity)
+    sensitivity_samples: int = 50
+    utilities: tuple[str, ...] = ("chrf++", "sbleu")
     sensitivity: bool = True
     methods: list[str] = field(default_factory=lambda: list(METHODS))
 

@@ -17,6 +17,7 @@ from simpe.replicate.plan import Plan, Scale, describe, make_plan
 
 logger = logging.getLogger(__name__)
 STUDIES_FILE = "studies.json"
+SENSITIVITY_FILE = "sensitivity.json"
 
 
 def _groups(p: Plan) -> tuple[dict[str, Any], dict[str, str]]:
@@ -56,6 +57,32 @@ def _studies(p: Plan, device: str, progress: bool) -> dict[str, Any]:
     tmp.write_text(json.dumps({"settings": settings, "figures": figures}, indent=1) + "\n", encoding="utf-8")
     tmp.replace(cache)
     return _int_keys(json.loads(cache.read_text(encoding="utf-8"))["figures"])
+
+
+def _mbr_sensitivity(p: Plan, device: str) -> dict[str, Any]:
+    """Seed 001's MBR sensitivity of each utility on dev sentences with a number or a named entity, cached in
+    ``<runs_dir>/sensitivity.json`` for the same settings."""
+    from simpe.datasets import DATASETS
+    from simpe.model import load_model
+    from simpe.sensitivity import analyse, named_entities, numbers
+
+    s = p.scale
+    settings = {"sentences": s.sensitivity_sentences, "samples": s.sensitivity_samples, "utilities": list(s.utilities)}
+    cache = p.runs_dir / SENSITIVITY_FILE
+    if cache.exists():
+        saved = json.loads(cache.read_text(encoding="utf-8"))
+        if saved.get("settings") == settings:
+            return saved["figures"]
+    dev = [x for x in DATASETS.build("libreoffice").load("dev")
+           if numbers(x.reference) or named_entities(x.reference, x.source)][: s.sensitivity_sentences]
+    loaded = load_model(None, device)
+    figures = {u: analyse(loaded.model, loaded.tokenizer, [x.source for x in dev], [x.reference for x in dev], u,
+                          samples=s.sensitivity_samples, seed=0, lang="de") for u in s.utilities}
+    p.runs_dir.mkdir(parents=True, exist_ok=True)
+    tmp = cache.with_name(cache.name + ".tmp")
+    tmp.write_text(json.dumps({"settings": settings, "figures": figures}, indent=1) + "\n", encoding="utf-8")
+    tmp.replace(cache)
+    return figures
 
 
 def _int_keys(figures: dict[str, Any]) -> dict[str, Any]:
@@ -127,8 +154,9 @@ def replicate(scale: Scale, runs_dir: Path, out: Path, workers: int | None = Non
     for outcome in failed:
         logger.error("run %s failed: %s", outcome.name, outcome.error)
     figures = _studies(p, device, progress) if studies else None
+    sensitivity = _mbr_sensitivity(p, device) if studies else None
     groups, notes = _groups(p)
-    rows = verdicts(Evidence(groups, figures, notes))
+    rows = verdicts(Evidence(groups, figures, notes, sensitivity))
     first = groups.get("scalc") or next((g for g in groups.values() if g is not None), None)
     signatures = dict((first.baseline.summary or {}).get("signatures") or {}) if first is not None else {}
     figure = _figure(groups, out)
