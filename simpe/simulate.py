@@ -33,6 +33,8 @@ from simpe.errors import ConfigError, DataError, RunDirError
 from simpe.methods import METHODS
 from simpe.methods.base import STORE_FORMAT
 from simpe.metrics.online import OnlineScorer, metric_for
+from simpe.metrics.recall import repeated_errors
+from simpe.metrics.text import split_tokens
 from simpe.model import MAX_TOKENS, check_model, encode_pair, load_model, model_folder, model_name, resolve_device
 from simpe.paths import DEFAULT_MODEL
 from simpe.profiling import ModelTimer
@@ -322,6 +324,10 @@ class Loop:
             ter = metric_for("ter")
             raw_mt = {"raw_mt": {"hter": ter.corpus_score([r["mt"] for r in records], [r["reference"] for r in records]),
                                  "signature": ter.signature(), "segments": len(records)}}
+        content, split = self.scorer.content_types, split_tokens
+        repeated = repeated_errors([content(split(r["hyp_tokens"])) for r in records],
+                                   [content(split(r["ref_tokens"])) for r in records])
+        again, shown = sum(a for a, _ in repeated), sum(s for _, s in repeated)
         return {
             "method": self.cfg.method.name, "adapter": self.cfg.adapter, "dataset": self.cfg.data.name,
             "split": self.cfg.data.split, "segments": len(records), "model": self.loaded.name,
@@ -333,6 +339,8 @@ class Loop:
             "updates": {"repetitions": sum(r["update"]["repetitions"] for r in records),
                         "skipped": sum(1 for r in records if r["update"]["skipped"])},
             "seconds": {**seconds, "model_forward": self.timer.seconds}, **raw_mt,
+            # of the content words a post-edit showed after a miss, the share missed again at their next occurrence
+            "repeated_errors": {"again": again, "shown": shown, "rate": again / shown if shown else None},
         }
 
 

@@ -184,6 +184,27 @@ def recall_corpus(hyp_types: Sequence[Iterable[str]], ref_types: Sequence[Iterab
     return RecallResult(segments, counter.cumulative(), {k: list(v) for k, v in counter.totals.items()})
 
 
+def repeated_errors(hyp_types: Sequence[Iterable[str]], ref_types: Sequence[Iterable[str]]) -> list[tuple[int, int]]:
+    """Per segment, (missed again, shown after a miss): the repeated-error rate's statistics.
+
+    A content type of a reference that its hypothesis missed has been *shown* by that post-edit.
+    At the type's next occurrence in a reference, counted in the second number, the first counts
+    it when the hypothesis misses it again. The rate is the sum of the first over the sum of the
+    second: of the words a post-edit had to correct, the share the system still gets wrong the next
+    time (stream order, each type once per segment, as R counts them).
+    """
+    if len(hyp_types) != len(ref_types):
+        raise DataError(f"{len(hyp_types)} hypotheses but {len(ref_types)} references")
+    pending: set[str] = set()  # types missed at their last occurrence
+    out = []
+    for hyp, ref in zip(hyp_types, ref_types):
+        hyp, ref = set(hyp), set(ref)
+        shown = ref & pending
+        out.append((len(shown - hyp), len(shown)))
+        pending = (pending - ref) | (ref - hyp)
+    return out
+
+
 # ---------------------------------------------------------------- training vocabulary (novel words)
 def build_vocab(lines: Iterable[str], pipeline) -> Counter[str]:
     """Every token type of ``lines`` after ``pipeline`` (a ``simpe.metrics.text.TextPipeline``) with its count.

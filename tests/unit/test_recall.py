@@ -219,3 +219,13 @@ def test_vocabulary_helpers(tmp_path):
     bad.write_text("3 dog\nthe cat sat\n", encoding="utf-8")
     with pytest.raises(DataError, match="line 2 is not .<count> <word>. as its first line"):
         load_vocab(bad)
+
+
+def test_repeated_errors_by_hand():
+    """Worked by hand: 'dog' is missed in 1 (the post-edit shows it) and hit at its next occurrence (2); 'lady' is
+    missed in 1 and again at its next occurrence (4); 'dog' is missed in 3 and hit in 4. So 1 missed again of 3."""
+    from simpe.metrics.recall import repeated_errors
+
+    refs = [{"dog", "bites", "lady"}, {"man", "bites", "dog"}, {"dog", "runs"}, {"lady", "dog"}]
+    hyps = [{"terrier", "bites", "person"}, {"dog", "bites", "man"}, {"cat", "runs"}, {"dog"}]
+    assert repeated_errors(hyps, refs) == [(0, 0), (0, 1), (0, 0), (1, 2)]
