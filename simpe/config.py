@@ -220,6 +220,8 @@ class SnapshotConfig:
     #             "auto": dev when the dataset has a dev split, else stream (snapshots are on by default, own data has no dev)
     probe_size: int
     max_words: int
+    ranking: bool  # the ranking evaluation (seed 000) in each snapshot
+    forgetting: int  # forgetting probe: BLEU/chrF of the run's decoder on the last N dev segments (other text); 0 = off
 
     def __post_init__(self) -> None:
         if self.every < 0:
@@ -229,6 +231,10 @@ class SnapshotConfig:
         for name in ("probe_size", "max_words"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"snapshots.{name} must be >= 1, got {getattr(self, name)}")
+        if self.forgetting < 0:
+            raise ConfigError(f"snapshots.forgetting must be >= 0 (dev segments; 0 = off), got {self.forgetting}")
+        if self.every and not (self.ranking or self.forgetting):
+            raise ConfigError("snapshots with ranking=false and forgetting=0 measure nothing; enable one, or set snapshots.every=0")
 
 
 @dataclass

@@ -35,7 +35,7 @@ from simpe.methods.base import STORE_FORMAT
 from simpe.metrics.online import OnlineScorer, metric_for
 from simpe.metrics.recall import repeated_errors
 from simpe.metrics.text import split_tokens
-from simpe.model import MAX_TOKENS, check_model, encode_pair, load_model, model_folder, model_name, resolve_device
+from simpe.model import MAX_TOKENS, check_model, encode_pair, encode_source, load_model, model_folder, model_name, resolve_device
 from simpe.paths import DEFAULT_MODEL
 from simpe.profiling import ModelTimer
 from simpe.ranking import evaluate as ranking
@@ -93,6 +93,16 @@ def probe_set(cfg: RunConfig, dataset: Any, stream: list[Segment]) -> list[Segme
     return sorted(rng.sample(candidates, min(cfg.snapshots.probe_size, len(candidates))), key=stream.index)
 
 
+def forgetting_set(cfg: RunConfig, dataset: Any) -> list[Segment]:
+    """The forgetting probe: the last ``snapshots.forgetting`` segments of the dev split (held-out text the model
+    never trained on and the stream never shows; the ranking probe takes dev's first short segments)."""
+    if not (cfg.snapshots.every and cfg.snapshots.forgetting):
+        return []
+    if "dev" not in dataset.splits:
+        raise ConfigError(f"snapshots.forgetting needs a dev split, and dataset {cfg.data.name!r} has none; set it to 0")
+    return dataset.load("dev", cfg.data.skip_empty)[-cfg.snapshots.forgetting:]
+
+
 def _running(figures: dict[str, Any], full: bool = False) -> str:
     """'BLEU 31.2 R0+1 45.0' (R metrics in percent; '-' while undefined)."""
     names = ("bleu", "chrf", "ter", "r0", "r1", "r0+1") if full else ("bleu", "r0+1")
@@ -119,8 +129,9 @@ class Loop:
         self.method = METHODS.build(cfg.method.name, **cfg.method.params)
         self.decoder = DECODERS.build(cfg.decoder.name, **cfg.decoder.params)
         self.path = run_path(cfg)
-        self.probe = probe_set(cfg, self.dataset, self.segments) if cfg.snapshots.every else []
-        if cfg.snapshots.every:
+        self.probe = probe_set(cfg, self.dataset, self.segments) if cfg.snapshots.every and cfg.snapshots.ranking else []
+        self.forgetting = forgetting_set(cfg, self.dataset)
+        if cfg.snapshots.every and cfg.snapshots.ranking:
             ranking.check(cfg.ranking)
         check_model(cfg.model)
         resolve_device(cfg.device)  # --device cuda without a GPU
@@ -230,10 +241,27 @@ class Loop:
 
     def snapshot(self, segments_done: int) -> dict[str, Any]:
         self.model.eval()
+        figures: dict[str, Any] = {}
         with torch.inference_mode():
-            figures = ranking.snapshot(self.model, self.tokenizer, [s.source for s in self.probe],
-                                       [s.reference for s in self.probe], self.cfg.ranking)
+            if self.probe:
+                figures = ranking.snapshot(self.model, self.tokenizer, [s.source for s in self.probe],
+                                           [s.reference for s in self.probe], self.cfg.ranking)
+            if self.forgetting:
+                figures.update(self.forgetting_probe())
         return {"segment": segments_done, **figures}
+
+    def forgetting_probe(self) -> dict[str, Any]:
+        """``forget.bleu`` / ``forget.chrf``: the run's decoder on held-out other text, with the current parameters.
+
+        Its sentences take the positions after the stream's (what a seeded decoder's seeds follow), never a stream's."""
+        t0 = time.perf_counter()
+        batch = [encode_source(self.tokenizer, s.source, self.loaded.device) for s in self.forgetting]
+        results = self.decoder.decode_batch(self.model, batch, start=len(self.segments))
+        hyps = [self.tokenizer.decode(list(r.hypotheses[0].tokens) if r.hypotheses else [], skip_special_tokens=True)
+                for r in results]
+        refs = [s.reference for s in self.forgetting]
+        return {"forget.bleu": metric_for("bleu").corpus_score(hyps, refs), "forget.chrf": metric_for("chrf").corpus_score(hyps, refs),
+                "forget.size": len(refs), "forget.seconds": time.perf_counter() - t0}
 
     # ------------------------------------------------------------ the run
     def run(self, resume: bool = False, overwrite: bool = False, stop_after: int | None = None) -> Path:

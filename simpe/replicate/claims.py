@@ -460,6 +460,30 @@ def repeated(ev: Evidence) -> Verdict:
                    NOT_REPRODUCED if failing else REPRODUCED, "; ".join(failing) or "every method below the baseline", rule)
 
 
+def forgetting(ev: Evidence) -> Verdict:
+    claim = "Full fine-tuning on the stream costs quality on other text (it forgets)."
+    source = "beyond the seeds: the forgetting probe (snapshots.forgetting: BLEU on held-out dev text)"
+    paper = "– (not measured by the seeds)"
+    rule = "reproduced when full's BLEU on the held-out text at the last snapshot is more than 0.5 below the baseline's"
+    group = _group(ev, "forgetting")
+    if group is None:
+        return _missing(claim, source, paper, rule, ev.notes.get("forgetting", "the forgetting runs are missing"))
+
+    def last(run: Any, key: str) -> float | None:
+        points = [s for s in run.snapshots if s.get(key) is not None and s.get("segment", 0) <= group.num_segments]
+        return float(points[-1][key]) if points else None
+
+    base = last(group.baseline, "forget.bleu")
+    values = {run.method: last(run, "forget.bleu") for run in group.methods}  # names carry the grid key: by method
+    if base is None or values.get("full") is None:
+        return _missing(claim, source, paper, rule, "the runs took no forgetting snapshot")
+    size = next((s.get("forget.size") for s in group.baseline.snapshots if s.get("forget.size")), "?")
+    figures = (f"BLEU on {size} held-out dev segments after {group.num_segments} stream segments: baseline {base:.1f}; "
+               + ", ".join(f"{n} {v:.1f} ({v - base:+.1f})" for n, v in values.items() if v is not None))
+    delta = values["full"] - base
+    return Verdict(claim, source, paper, figures, REPRODUCED if delta < -0.5 else NOT_REPRODUCED, f"full {delta:+.1f}", rule)
+
+
 # ---------------------------------------------------------------------------------------- not built here yet
 def _not_built(claim: str, source: str, paper: str, why: str) -> Callable[[Evidence], Verdict]:
     return lambda ev: Verdict(claim, source, paper, "–", NOT_TESTABLE, why, "–")
@@ -491,8 +515,7 @@ CLAIMS: list[tuple[str, Callable[[Evidence], Verdict]]] = [
                               "seed 001, Table 3 (wmt20-comet-da)", "average: numbers −0.037, NEs −0.068, nouns −0.232",
                               "no COMET model offline; `simpe sensitivity --utility comet --comet Unbabel/wmt22-comet-da` "
                               "(with the model downloaded into a local folder) fills it")),
-    ("beyond-forgetting", _not_built("Adaptation costs quality on other text (a forgetting probe).", "beyond the seeds", "–",
-                                     "the forgetting probe is not built yet")),
+    ("beyond-forgetting", forgetting),
     ("beyond-repeated", repeated),
 ]
 

@@ -1,5 +1,9 @@
 """What ``simpe replicate`` runs: the loop runs (as sweep specs) and the decoding studies, and what they cost.
 
+The forgetting runs (``forgetting_segments`` of ``scalc``) take a snapshot every
+``forgetting_every`` segments with the forgetting probe only (the last ``forgetting_size`` dev
+segments, translated by the run's decoder).
+
 Every loop run logs the R variants of seed 002's Tables 3 and 4 beside the regular ones
 (``metrics.novel_vocab=train``, ``metrics.subword=content``), so one run per method answers
 Tables 1-4 and Figure 2. Streams: ``scalc`` (the first ``segments``) and ``sdatabase`` (the
@@ -35,6 +39,9 @@ class Scale:
     sensitivity_samples: int = 50
     utilities: tuple[str, ...] = ("chrf++", "sbleu")
     sensitivity: bool = True
+    forgetting_segments: int = 1000  # scalc segments of the forgetting runs (0: none)
+    forgetting_every: int = 250
+    forgetting_size: int = 200  # held-out dev segments (snapshots.forgetting)
     methods: list[str] = field(default_factory=lambda: list(METHODS))
 
 
@@ -81,6 +88,12 @@ def make_plan(scale: Scale, runs_dir: Path) -> Plan:
         "sdatabase": plan([m for m in scale.methods if m in SEED_METHODS or m in ("lora", "knn")],
                           overrides=_stream("sdatabase", scale.second_segments, runs_dir)),
     }
+    if scale.forgetting_segments:
+        probe = [*_stream("stream", scale.forgetting_segments, runs_dir),  # then its own snapshots:
+                 f"snapshots.every={scale.forgetting_every}", "snapshots.ranking=false"]
+        # the grid key names the runs (full--forgetting=200): never the folder of a scalc run of the same length
+        experiments["forgetting"] = plan(scale.methods, grid={"snapshots.forgetting": [scale.forgetting_size]},
+                                         overrides=probe)
     if scale.sensitivity:
         small = _stream("stream", scale.sensitivity_segments, runs_dir)
         specs = plan(["lasso"], grid={"method.params.penalty": [0.0001, 0.001, 0.01]}, overrides=small)
@@ -105,7 +118,8 @@ def describe(p: Plan, workers: int) -> str:
                      + ", ".join(s.name for s in specs))
     s = p.scale
     lines.append(f"  {'studies':<12} {s.probe} dev sentences: exact top-1/top-k (k {', '.join(map(str, s.ks))}), "
-                 f"beam and min-heap beam at {', '.join(map(str, s.beam_sizes))}")
+                 f"beam and min-heap beam at {', '.join(map(str, s.beam_sizes))}; MBR sensitivity of "
+                 f"{', '.join(s.utilities)} on {s.sensitivity_sentences} dev sentences ({s.sensitivity_samples} samples each)")
     runs, studies = p.estimate(workers)
     lines.append(f"  expected: about {runs / 3600:.1f} h of loop runs ({workers} at once) + {studies / 3600:.1f} h of studies "
                  "on a 2-core CPU (complete runs are skipped, so a second call costs only what is missing)")

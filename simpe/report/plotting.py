@@ -40,8 +40,11 @@ SNAPSHOT_PANELS: list[tuple[str, str, str]] = [
     ("kqrg", "kQRG: quality of the model's top-k", "kQRG (0–1)"),
     ("empty_rate", "Empty-mode rate: exact top-1 is the empty output", "share of segments (0–1)"),
     ("beam_error_rate", "Beam search error rate: beam scores below exact top-1", "share of segments (0–1)"),
+    ("bleu", "Forgetting probe: BLEU on held-out other text", "BLEU"),
+    ("chrf", "Forgetting probe: chrF on held-out other text", "chrF"),
 ]
-SNAPSHOT_SOURCES = {"top": ("exact top-k", "-", "o"), "mc": ("Monte Carlo samples", "--", "s")}
+SNAPSHOT_SOURCES = {"top": ("exact top-k", "-", "o"), "mc": ("Monte Carlo samples", "--", "s"),
+                    "forget": ("held-out other text (snapshots.forgetting)", "-.", "D")}
 METHOD_COLORS = {"baseline": "black", "full": "tab:blue", "bias": "tab:orange", "fixed": "tab:green",
                  "top": "tab:red", "lasso": "tab:purple", "lora": "tab:brown", "knn": "tab:cyan"}
 SPARE_COLORS = ["tab:pink", "tab:olive", "tab:gray", "navy", "darkgoldenrod", "teal", "firebrick", "darkkhaki"]
@@ -300,7 +303,7 @@ def plot_snapshots(group: RunGroup, out_dir: Path) -> list[Path]:
                               markeredgecolor="red", label="not exact: a search was cut short"))
     fig.legend(handles=handles, loc="outside lower center", ncol=min(len(handles), 8), frameon=False, fontsize=9.5,
                columnspacing=1.4)
-    fig.suptitle(f"Ranking snapshots while adapting\n{group.name}, {_coverage(group)}", fontsize=12)
+    fig.suptitle(f"Snapshots while adapting (ranking, forgetting)\n{group.name}, {_coverage(group)}", fontsize=12)
     return _save(fig, Path(out_dir), "ranking_snapshots")
 
 
