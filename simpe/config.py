@@ -374,8 +374,25 @@ def load_config(adapter: str, overrides: list[str] | None = None, adapters_dir: 
 
 
 def load_saved_config(path: Path, overrides: list[str] | None = None) -> RunConfig:
-    """A resolved config saved in a run directory (``config.yaml``)."""
-    return from_dict(RunConfig, apply_overrides(read_yaml(path), overrides or []))
+    """A resolved config saved in a run directory (``config.yaml``).
+
+    A run written before a key existed lacks it: the key takes its default from
+    adapters/defaults.yaml, which is why a key added later must default to what simpe did
+    before it (``snapshots.ranking: true``, ``snapshots.forgetting: 0``). Free-form mappings
+    (``params``) are never filled: a saved run's parameters are complete as saved.
+    """
+    return from_dict(RunConfig, apply_overrides(_with_later_keys(read_yaml(path), read_yaml(DEFAULTS_FILE)), overrides or []))
+
+
+def _with_later_keys(saved: dict[str, Any], defaults: dict[str, Any]) -> dict[str, Any]:
+    """``saved`` with every key it lacks taken from ``defaults`` (sections one level down; never inside ``params``)."""
+    out = dict(saved)
+    for key, value in defaults.items():
+        if key not in out:
+            out[key] = value
+        elif isinstance(value, dict) and isinstance(out[key], dict) and key != "params":
+            out[key] = _with_later_keys(out[key], value)
+    return out
 
 
 def defaults(section: str, **overrides: Any) -> Any:

@@ -80,3 +80,19 @@ def test_every_default_lives_in_defaults_yaml():
     assert defaults("update", lr=0.5).lr == 0.5 and defaults("ranking").k == 10
     with pytest.raises(ConfigError, match="unknown config section 'decoding'; known: method, update"):
         defaults("decoding")
+
+
+def test_a_run_saved_before_a_key_existed_reads_with_its_default(tmp_path):
+    """config.yaml of a run written before snapshots.ranking/forgetting existed: the keys take their defaults (what
+    simpe did then); a saved greedy decoder's empty params are not filled with beam's beam_size."""
+    import yaml
+
+    from simpe.config import dump_config, load_config, load_saved_config
+
+    data = yaml.safe_load(dump_config(load_config("full", ["decoder.name=greedy", "decoder.params={}"])))
+    del data["snapshots"]["ranking"], data["snapshots"]["forgetting"]
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(data), encoding="utf-8")
+    cfg = load_saved_config(path)
+    assert (cfg.snapshots.ranking, cfg.snapshots.forgetting) == (True, 0)
+    assert cfg.decoder.name == "greedy" and cfg.decoder.params == {}
