@@ -39,8 +39,8 @@ class Scale:
     sensitivity_samples: int = 50
     utilities: tuple[str, ...] = ("chrf++", "sbleu")
     sensitivity: bool = True
-    forgetting_segments: int = 1000  # scalc segments of the forgetting runs (0: none)
-    forgetting_every: int = 250
+    forgetting_segments: int = 500  # scalc segments of the forgetting runs (0: none)
+    forgetting_every: int = 125
     forgetting_size: int = 200  # held-out dev segments (snapshots.forgetting)
     methods: list[str] = field(default_factory=lambda: list(METHODS))
 
