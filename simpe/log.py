@@ -10,10 +10,18 @@ import warnings
 from pathlib import Path
 
 _FILE_HANDLER: logging.Handler | None = None
+_VERBOSE = False
+
+
+def is_verbose() -> bool:
+    """The console shows DEBUG (``simpe -v``): third-party start-up chatter (Ray's) may show too."""
+    return _VERBOSE
 
 
 def setup(verbose: bool = False) -> None:
     """Configure the console handler (INFO, or DEBUG with ``verbose``) and quiet noisy libraries."""
+    global _VERBOSE
+    _VERBOSE = verbose
     root = logging.getLogger()
     for handler in list(root.handlers):
         root.removeHandler(handler)

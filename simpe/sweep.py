@@ -257,19 +257,106 @@ def expected_cost(spec: RunSpec) -> float:
 
 
 def start_ray(address: str | None, cpus: int, gpus: float | None = None) -> Any:
-    """Join the cluster at ``address``, or start a local Ray with ``cpus`` CPUs (no dashboard); reuse one already up."""
+    """Join the cluster at ``address``, or start a local Ray with ``cpus`` CPUs (no dashboard); reuse one already up.
+
+    Ray's own start-up lines (its INFO line, the token-authentication warning) are shown only with
+    ``-v`` (simpe's debug console): a run's progress is simpe's to print."""
     import ray
 
     if ray.is_initialized():
         return ray
+    from simpe import log
+
+    level = logging.INFO if log.is_verbose() else logging.ERROR
+    for name in ("ray", "ray._private", "ray._private.authentication"):
+        logging.getLogger(name).setLevel(level)
     if address:
-        ray.init(address=address, log_to_driver=True)
+        ray.init(address=address, log_to_driver=True, logging_level=level)
     else:
-        kwargs: dict[str, Any] = {"num_cpus": cpus, "include_dashboard": False, "log_to_driver": False}
+        kwargs: dict[str, Any] = {"num_cpus": cpus, "include_dashboard": False, "log_to_driver": False, "logging_level": level}
         if gpus is not None:
             kwargs["num_gpus"] = gpus
         ray.init(**kwargs)
     return ray
+
+
+class Progress:
+    """What a sweep shows while it runs: one overall bar (labelled ``simulate`` or ``sweep``), one line per running
+    run with its segment count and running BLEU / R0+1 (read from its run folder by the driver), and a line as each
+    run ends, with its time."""
+
+    def __init__(self, total: int, done: int, label: str) -> None:
+        from tqdm import tqdm
+
+        self.tqdm = tqdm
+        self.bar = tqdm(total=total, initial=done, desc=label, unit="run", dynamic_ncols=True, position=0)
+        self.lines: dict[str, Any] = {}  # run name -> its bar
+        self.tails: dict[str, _Tail] = {}
+        self.started: dict[str, float] = {}
+
+    def start(self, spec: RunSpec) -> None:
+        total = spec.cfg.data.segments if spec.cfg is not None and spec.cfg.data.segments else None
+        taken = {line.pos for line in self.lines.values()}
+        slot = next(i for i in range(1, len(self.lines) + 2) if i not in taken and -i not in taken)  # a free line
+        self.lines[spec.name] = self.tqdm(total=total, desc=f"  {spec.name}", unit="seg", dynamic_ncols=True,
+                                          position=slot, leave=False)
+        self.tails[spec.name] = _Tail(spec.path)
+        self.started[spec.name] = time.perf_counter()
+
+    def poll(self) -> None:
+        """Move each running run's line to what its folder holds."""
+        for name, line in self.lines.items():
+            done, figures = self.tails[name].read()
+            if done > line.n:
+                line.update(done - line.n)
+            if figures:
+                line.set_postfix_str(figures, refresh=False)
+            line.refresh()
+
+    def finish(self, outcome: Outcome) -> None:
+        line = self.lines.pop(outcome.name, None)
+        self.tails.pop(outcome.name, None)
+        if line is not None:
+            line.close()
+        seconds = time.perf_counter() - self.started.pop(outcome.name, time.perf_counter())
+        self.tqdm.write(f"{outcome.status}: {outcome.name} ({seconds:.0f} s)" + (f": {outcome.error}" if outcome.error else ""))
+        self.bar.update(1)
+
+    def close(self) -> None:
+        for line in self.lines.values():
+            line.close()
+        self.bar.close()
+
+
+class _Tail:
+    """Follows a run folder's segments.jsonl as it grows: complete lines so far, and the last one's running figures."""
+
+    def __init__(self, path: Path) -> None:
+        self.file = path / layout.SEGMENTS_FILE
+        self.offset, self.count, self.last = 0, 0, b""
+
+    def read(self) -> tuple[int, str]:
+        import json
+
+        try:
+            with open(self.file, "rb") as handle:
+                handle.seek(self.offset)
+                data = handle.read()
+        except OSError:
+            return self.count, ""
+        end = data.rfind(b"\n")
+        if end >= 0:  # whole lines only: the rest is being written
+            lines = data[: end].split(b"\n")
+            self.offset += end + 1
+            self.count += len(lines)
+            self.last = lines[-1]
+        try:
+            figures = json.loads(self.last).get("cumulative") or {} if self.last else {}
+        except ValueError:
+            figures = {}
+        parts = [f"{label} {100 * v if key.startswith('r') else v:.1f}" for key, label in (("bleu", "BLEU"), ("r0+1", "R0+1"))
+                 if isinstance(v := figures.get(key), (int, float))]
+        return self.count, " ".join(parts)
 
 
 def execute(specs: list[RunSpec], workers: int | None = None, threads: int | None = None, address: str | None = None,
@@ -313,11 +400,7 @@ def execute(specs: list[RunSpec], workers: int | None = None, threads: int | Non
             ray = start_ray(None, workers * threads, gpus=None)
         remote = ray.remote(run_task).options(num_cpus=threads, num_gpus=gpus_per_run or 0, max_retries=0)
         cwd = os.getcwd()
-        bar = None
-        if progress:
-            from tqdm import tqdm
-
-            bar = tqdm(total=len(specs), initial=len(specs) - len(todo), desc="sweep", unit="run", dynamic_ncols=True)
+        shown = Progress(len(specs), len(specs) - len(todo), "simulate" if as_simulate is not None else "sweep") if progress else None
         pending: dict[Any, tuple[RunSpec, bool]] = {}
         queue = sorted(todo, key=lambda item: -expected_cost(item[0]))  # the longest first; ties keep their order
         try:
@@ -330,7 +413,11 @@ def execute(specs: list[RunSpec], workers: int | None = None, threads: int | Non
                     returned = pack(spec.path) if return_results and resume else None
                     pending[remote.remote(spec.adapter, overrides, threads, resume, cwd, overwrite, returned,
                                           return_results)] = (spec, resume)
-                ready, _ = ray.wait(list(pending), num_returns=1)
+                    if shown is not None:
+                        shown.start(spec)
+                ready, _ = ray.wait(list(pending), num_returns=1, timeout=None if shown is None else 2.0)
+                if shown is not None:
+                    shown.poll()
                 for ref in ready:
                     spec, resume = pending.pop(ref)
                     try:
@@ -345,12 +432,11 @@ def execute(specs: list[RunSpec], workers: int | None = None, threads: int | Non
                         logger.error("run %s failed: %s", spec.name, outcome.error)
                         if result.get("traceback"):
                             logger.debug("%s", result["traceback"])
-                    if bar is not None:
-                        bar.set_postfix_str(f"{spec.name}: {outcome.status}", refresh=False)
-                        bar.update(1)
+                    if shown is not None:
+                        shown.finish(outcome)
         finally:
-            if bar is not None:
-                bar.close()
+            if shown is not None:
+                shown.close()
     return [outcomes[spec.name] for spec in specs]
 
 

@@ -3,6 +3,7 @@ sweep resumed to the same records, a failing run reported while the others compl
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -158,3 +159,30 @@ def test_the_longest_runs_start_first(tmp_path: Path):
     assert ordered == ["lasso--segments=8", "full--segments=8", "bias--segments=8", "baseline--segments=8",
                        "lasso--segments=4", "full--segments=4", "bias--segments=4", "baseline--segments=4"]
     assert expected_cost(specs[0]) == 4 * 1.0  # baseline, 4 segments
+
+
+def test_the_progress_shows_each_running_run_and_a_line_as_each_ends(local_ray, tmp_path: Path, capsys: pytest.CaptureFixture):
+    """The driver's display: an overall bar labelled as the user's command, one line per running run with its segment
+    count and running BLEU / R0+1 (read from the run folders), and a line with its time as each run ends."""
+    specs = plan(["bias"], overrides=[*_overrides(tmp_path), "data.segments=3"])
+    outcomes = execute(specs, workers=2, threads=1, progress=True, as_simulate=(False, False))
+    assert [o.status for o in outcomes] == ["done", "done"]
+    out = capsys.readouterr()
+    shown = out.out + out.err
+    assert "simulate: " in shown and "sweep:" not in shown  # the overall bar, labelled as simulate
+    assert re.search(r"done: baseline \(\d+ s\)", shown) and re.search(r"done: bias \(\d+ s\)", shown)
+    assert re.search(r"  bias: .*/3 ", shown)  # the run's own line, of its 3 segments (its figures: test below)
+    assert "Token authentication" not in shown and "Started a local Ray" not in shown
+
+
+def test_a_run_folder_is_followed_line_by_line(tmp_path: Path):
+    from simpe.sweep import _Tail
+
+    tail = _Tail(tmp_path)
+    assert tail.read() == (0, "")
+    file = tmp_path / layout.SEGMENTS_FILE
+    file.write_text(json.dumps({"cumulative": {"bleu": 31.25, "r0+1": 0.45}}) + "\n" + '{"cumul')  # one line and a torn one
+    assert tail.read() == (1, "BLEU 31.2 R0+1 45.0")
+    with open(file, "a") as handle:
+        handle.write('ative": {"bleu": 40.0, "r0+1": 0.5}}\n')
+    assert tail.read() == (2, "BLEU 40.0 R0+1 50.0")
