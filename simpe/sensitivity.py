@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import random
 import re
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -180,6 +181,7 @@ def analyse(model: Any, tokenizer: Any, sources: Sequence[str], references: Sequ
     sampler, beam = SamplingDecoder(samples=samples, seed=seed), BeamDecoder(beam_size=5)
     device = next(model.parameters()).device
     diffs: dict[str, list[float]] = {kind: [] for kind in [*CHANGES, *CONTROLS]}
+    t0 = time.perf_counter()
     iterator: Any = range(len(sources))
     if progress:
         from tqdm import tqdm
@@ -202,7 +204,7 @@ def analyse(model: Any, tokenizer: Any, sources: Sequence[str], references: Sequ
     table = {kind: {"mean": sum(v) / len(v) if v else None, "sentences": len(v)} for kind, v in diffs.items()}
     return {"utility": utility_name, "samples": samples, "seed": seed, "sentences": len(sources), "lang": lang,
             "signature": utility.signature(), "changes": table,
-            "pools": {family: len(values) for family, values in pools.items()}}
+            "pools": {family: len(values) for family, values in pools.items()}, "seconds": time.perf_counter() - t0}
 
 
 def summarise(result: dict[str, Any]) -> dict[str, float | None]:

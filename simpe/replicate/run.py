@@ -114,8 +114,29 @@ def _facts(p: Plan, groups: dict[str, Any], seconds: float) -> dict[str, Any]:
         "runs": f"{len(p.specs())} loop runs under {p.runs_dir}/ ({', '.join(f'{k}: {len(v)}' for k, v in p.experiments.items())})",
         "hardware": f"{cpu or platform.processor() or 'unknown CPU'}, torch {torch.__version__}, "
                     f"{torch.backends.cpu.get_cpu_capability()} kernels",
-        "total time": f"{seconds / 3600:.2f} h of this call (complete runs from earlier calls are not re-timed)",
+        "total time": _total_time(p, seconds),
     }
+
+
+def _total_time(p: Plan, seconds: float) -> str:
+    """The runs' own time (summed from their summaries, whichever call made them), the studies', and this call's wall time."""
+    run_seconds = 0.0
+    for spec in p.specs():
+        try:
+            summary = json.loads((spec.path / "summary.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        run_seconds += sum(float(v) for k, v in (summary.get("seconds") or {}).items()
+                           if k in ("prepare", "translate", "score", "update"))
+    studies = 0.0
+    try:
+        studies += float(json.loads((p.runs_dir / STUDIES_FILE).read_text(encoding="utf-8"))["figures"].get("seconds") or 0.0)
+        for result in json.loads((p.runs_dir / SENSITIVITY_FILE).read_text(encoding="utf-8"))["figures"].values():
+            studies += float(result.get("seconds") or 0.0)
+    except (OSError, ValueError, KeyError, AttributeError):
+        pass
+    return (f"{run_seconds / 3600:.1f} h of loop runs summed over the runs (one torch thread each, two at once), "
+            f"{studies / 3600:.1f} h of decoding studies; this call took {seconds / 3600:.2f} h of wall time")
 
 
 def _figure(groups: dict[str, Any], out: Path) -> str | None:
