@@ -420,16 +420,10 @@ def _mbr_sensitivity(utility: str, paper: str, families: tuple[str, ...]) -> Cal
 
 # ---------------------------------------------------------------------------------------- beyond the seeds
 def _repeated_stats(run: Any, n: int) -> np.ndarray:
-    """(n, 2) per-segment (missed again, shown after a miss) from the run's logged tokens (metrics.recall)."""
-    from simpe.metrics.recall import repeated_errors
-    from simpe.metrics.text import split_tokens
-    from simpe.report.marks import content_filter, metric_settings
+    """(n, 2) per-segment (missed again, shown after a miss) from the run's logged tokens."""
+    from simpe.report.marks import repeated_error_stats
 
-    content = content_filter(metric_settings(run))
-    segments = run.segments[:n]
-    pairs = repeated_errors([content(split_tokens(str(s.get("hyp_tokens") or ""))) for s in segments],
-                            [content(split_tokens(str(s.get("ref_tokens") or ""))) for s in segments])
-    return np.asarray(pairs, dtype=np.float64).reshape(-1, 2)
+    return np.asarray(repeated_error_stats(run, n), dtype=np.float64).reshape(-1, 2)
 
 
 def repeated(ev: Evidence) -> Verdict:

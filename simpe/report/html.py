@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from simpe.report.compare import SIGNIFICANCE_LEVEL, SIGNIFICANT_MARK, Comparison, compare_runs
-from simpe.report.marks import as_json, group_marks, one_shot_disagreement
+from simpe.report.marks import as_json, group_marks, one_shot_disagreement, repeated_error_stats
 from simpe.report.page import PAGE, SCRIPT
 from simpe.report.plotting import (
     DELTA_PANELS,
@@ -60,6 +60,13 @@ def _num(value: Any, digits: int = 4) -> float | None:
     return None if math.isnan(number) else round(number, digits)
 
 
+def _repeated(run: Any, num_segments: int) -> dict[str, Any]:
+    """The repeated-error rate over the compared segments: {"again", "shown", "rate"}."""
+    stats = repeated_error_stats(run, num_segments)
+    again, shown = sum(a for a, _ in stats), sum(s for _, s in stats)
+    return {"again": again, "shown": shown, "rate": again / shown if shown else None}
+
+
 def _table(comparison: Comparison) -> dict[str, Any]:
     columns = [{"key": c.key, "label": c.label, "decimals": c.decimals, "higher_is_better": c.higher_is_better}
                for c in comparison.columns]
@@ -69,7 +76,8 @@ def _table(comparison: Comparison) -> dict[str, Any]:
                      "values": {k: _num(v) for k, v in row.values.items()},
                      "deltas": {k: _num(v) for k, v in row.deltas.items()},
                      "p": {k: _num(v) for k, v in row.p_values.items()},
-                     "adapted_parameters": row.adapted_parameters, "store_bytes": row.store_bytes})
+                     "adapted_parameters": row.adapted_parameters, "store_bytes": row.store_bytes,
+                     "repeated": _repeated(row.run, comparison.group.num_segments)})
     return {"columns": columns, "rows": rows, "best": {k: sorted(v) for k, v in comparison.best.items()},
             "signatures": comparison.signatures, "notes": comparison.notes, "resamples": comparison.num_resamples,
             "seed": comparison.seed}
@@ -145,8 +153,8 @@ def _png(paths: list[Path]) -> str | None:
 def _table_html(data: dict[str, Any]) -> str:
     table = data["table"]
     head = "".join(f"<th>{html.escape(c['label'])}{' ↑' if c['higher_is_better'] else ' ↓'}</th>" for c in table["columns"])
-    lines = [f"<div class='tablebox'><table id='methods'><thead><tr><th>method</th>{head}<th>adapted parameters</th><th>per-user store</th>"
-             "</tr></thead><tbody>"]
+    lines = [f"<div class='tablebox'><table id='methods'><thead><tr><th>method</th>{head}<th>repeated errors ↓</th>"
+             "<th>adapted parameters</th><th>per-user store</th></tr></thead><tbody>"]
     for row in table["rows"]:
         cells = []
         for c in table["columns"]:
@@ -161,6 +169,9 @@ def _table_html(data: dict[str, Any]) -> str:
                 text = f"{value:.{dec}f}<br><span class='delta'>({delta:+.{dec}f}{mark}"
                 text += f", p={p:.3f})</span>" if p is not None else ")</span>"
             cells.append(f"<td{best}>{text}</td>")
+        repeated = row.get("repeated") or {}
+        cells.append(f"<td>{100 * repeated['rate']:.1f}%<br><span class='delta'>({repeated['again']} of {repeated['shown']})</span></td>"
+                     if repeated.get("rate") is not None else "<td>–</td>")  # runs before simpe logged it: –
         params = "–" if row["adapted_parameters"] is None else f"{row['adapted_parameters']:,}"
         store = "–" if row["store_bytes"] is None else f"{row['store_bytes'] / 1000:,.1f} kB"
         lines.append(f"<tr><th>{html.escape(row['label'])}</th>{''.join(cells)}<td>{params}</td><td>{store}</td></tr>")
@@ -169,7 +180,9 @@ def _table_html(data: dict[str, Any]) -> str:
     notes = "".join(f"<li>{html.escape(n)}</li>" for n in table["notes"])
     lines.append(f"<p class='small'>Baseline in absolute figures; each method absolute, with its difference to the "
                  f"baseline. {SIGNIFICANT_MARK} = p &lt; {SIGNIFICANCE_LEVEL} in a paired bootstrap test against the "
-                 f"baseline ({table['resamples']} resamples, seed {table['seed']}). Bold: best per column.</p>")
+                 f"baseline ({table['resamples']} resamples, seed {table['seed']}). Bold: best per column. Repeated "
+                 "errors: of the content words a post-edit showed after the system missed them, the share it missed "
+                 "again at their next occurrence (summary.json repeated_errors).</p>")
     lines.append(f"<ul class='small'>{sigs}{notes}</ul>")
     return "\n".join(lines)
 

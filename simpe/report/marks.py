@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from simpe.config import MetricsConfig, defaults
-from simpe.metrics.recall import RecallCounter
+from simpe.metrics.recall import RecallCounter, repeated_errors
 from simpe.metrics.stopwords import load_stopwords
 from simpe.metrics.text import ContentWords, split_tokens
 from simpe.rundir.reader import Run, RunGroup
@@ -70,6 +70,16 @@ def metric_settings(run: Run) -> MetricsConfig:
 def content_filter(cfg: MetricsConfig) -> ContentWords:
     """The metric stack's content-word filter for these settings (stopword list, case rule, token filter)."""
     return ContentWords(load_stopwords(cfg.stopwords), cfg.stopword_case, cfg.token_filter)
+
+
+def repeated_error_stats(run: Run, num_segments: int) -> list[tuple[int, int]]:
+    """Per segment, (missed again, shown after a miss) of ``run``'s first ``num_segments``, from its logged tokens
+    with its own content-word settings (``simpe.metrics.recall.repeated_errors``); runs written before simpe
+    logged ``repeated_errors`` in their summary get the same figures."""
+    content = content_filter(metric_settings(run))
+    segments = run.segments[:num_segments]
+    return repeated_errors([content(split_tokens(str(s.get("hyp_tokens") or ""))) for s in segments],
+                           [content(split_tokens(str(s.get("ref_tokens") or ""))) for s in segments])
 
 
 def group_marks(group: RunGroup) -> GroupMarks:

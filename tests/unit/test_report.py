@@ -92,6 +92,10 @@ def test_cli_report_writes_one_self_contained_page(figure1_group: Path, capsys: 
     assert not re.search(r"""(src|href)=['"]?(https?:)?//""", text)  # nothing fetched from the network
     embedded = json.loads(re.search(r'<script id="data" type="application/json">(.*?)</script>', text, re.S).group(1))
     assert embedded["segments"][1][9] == ["dog"]
+    # repeated errors, by hand: 'dog' is missed in segment 1 by both, shown; the baseline gets it in 2, full misses it again
+    repeated = {row["name"]: row["repeated"] for row in embedded["table"]["rows"]}
+    assert repeated == {"baseline": {"again": 0, "shown": 1, "rate": 0.0}, "full": {"again": 1, "shown": 1, "rate": 1.0}}
+    assert "<td>100.0%<br><span class='delta'>(1 of 1)</span></td>" in text
     assert main(["report", str(figure1_group / "full")]) == 2  # a group needs its baseline
     assert "baseline" in capsys.readouterr().err
 
