@@ -32,12 +32,12 @@ class Scale:
 
     segments: int = 2000  # scalc stream segments (seed 002's tables)
     second_segments: int | None = None  # sdatabase segments; None: all 1,742
-    sensitivity_segments: int = 500
-    probe: int = 100  # dev sentences (at most 20 words) for the decoding studies
+    sensitivity_segments: int = 250
+    probe: int = 50  # dev sentences (at most 20 words) for the decoding studies
     beam_sizes: tuple[int, ...] = (5, 10, 20, 50)
-    ks: tuple[int, ...] = (5, 10, 20)
+    ks: tuple[int, ...] = (5, 10)
     max_expansions: int = 20000
-    sensitivity_sentences: int = 200  # dev sentences with a number or a named entity (seed 001's MBR sensitivity)
+    sensitivity_sentences: int = 100  # dev sentences with a number or a named entity (seed 001's MBR sensitivity)
     sensitivity_samples: int = 50
     utilities: tuple[str, ...] = ("chrf++", "sbleu")
     sensitivity: bool = True
