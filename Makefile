@@ -19,7 +19,7 @@ SWEEP ?=
 GRID ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help venv simulate test lint test-slow corpus baseline select-fixed compare plot report replicate stopwords \
+.PHONY: help venv simulate test lint test-slow docs corpus baseline select-fixed compare plot report replicate stopwords \
         bench-loop bench-metrics bench-topk bench-simulate bench-train sweep clean-runs
 
 help: ## list every target with one line each
@@ -66,6 +66,9 @@ replicate: $(STAMP) $(MODEL)/fixed-selection.json ## run every experiment behind
 
 test: lint ## run the linter, then the test suite (CPU, a few minutes)
 	$(PY) -m pytest -q
+
+docs: $(STAMP) ## build the manual (docs/) as a static site in site/ (mkdocs, strict: a broken link fails); open site/index.html
+	$(VENV)/bin/mkdocs build --strict  # not --quiet: strict counts the warnings quiet would hide
 
 lint: $(STAMP) ## ruff (pyflakes, pycodestyle, isort, bugbear) over simpe/, tests/, benchmarks/, scripts/
 	$(VENV)/bin/ruff check simpe tests benchmarks scripts

@@ -23,7 +23,7 @@ So every such decision in simpe goes through this module:
 
 A threshold against one continuous value (perplexity <= 2.0, a step norm > 0) is not a tie
 between candidates: no rule can make it immune to rounding, and simpe leaves those as they are
-(the README's "Reproducibility" names them).
+(docs/reproducibility.md names them).
 """
 from __future__ import annotations
 

@@ -36,7 +36,7 @@ class TrainConfig:
     vocab_size: int = 8000
     d_model: int = 256
     encoder_layers: int = 6  # the seed paper's model has 6 encoder and 3 decoder layers; the decoder dominates
-    decoder_layers: int = 3  # beam-search time, so a deeper encoder costs simulate little (README, "demo model")
+    decoder_layers: int = 3  # beam-search time, so a deeper encoder costs simulate little (docs/data.md, "The embedded demo model")
     heads: int = 4
     ffn_dim: int = 1024
     dropout: float = 0.1

@@ -8,7 +8,7 @@ number (j, t) of a table drawn up front. Randomness comes from a local ``torch.G
 seeded with ``seed``, so a call never touches (or depends on) torch's global RNG state, and
 the same model, source and seed give the same samples on the same device and torch build;
 on another CPU kernel set a draw can fall on the other side of a token boundary (rounding of
-the model's probabilities), which then changes that one sample (README, "Reproducibility").
+the model's probabilities), which then changes that one sample (docs/reproducibility.md).
 
 The pad / decoder-start token is never drawn: the next token is sampled from the model's
 distribution restricted to the other tokens (renormalised for the draw only); a sample's

@@ -21,7 +21,7 @@ METHODS = ["baseline", "full", "bias", "fixed", "top", "lasso", "lora", "knn"]
 SEED_METHODS = ["baseline", "full", "bias", "fixed", "top", "lasso"]  # seed 002's five and its baseline
 LOGGED = ["metrics.novel_vocab=train", "metrics.subword=content", "snapshots.every=0"]
 # a baseline segment of a one-thread run, two runs at once, demo model (scaled by RELATIVE_COST): 0.074 s alone
-# (README, bench-loop); 0.185 s measured in the first `make replicate`, with the 2 cores also busy with other work
+# (docs/benchmarks.md, bench-loop); 0.185 s measured in the first `make replicate`, with the 2 cores also busy with other work
 SECONDS_PER_SEGMENT = 0.09
 SECONDS_PER_PROBE = {"exact": 1.5, "beam": 0.05}  # rough per sentence: exact top-k search, one beam size
 

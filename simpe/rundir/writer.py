@@ -63,7 +63,7 @@ def environment(device: Any) -> dict[str, Any]:
         "cuda": torch.cuda.get_device_name(device) if getattr(device, "type", "") == "cuda" else None,
         "torch_threads": torch.get_num_threads(),
         # the CPU kernel set torch dispatches (AVX512, AVX2, DEFAULT...; ATEN_CPU_CAPABILITY overrides it):
-        # floats differ in their last bits between kernel sets (README, "Reproducibility")
+        # floats differ in their last bits between kernel sets (docs/reproducibility.md)
         "cpu_capability": torch.backends.cpu.get_cpu_capability(),
         "cpu": _cpu_model(),
         "git_commit": commit, "git_dirty": dirty,

@@ -10,7 +10,7 @@ The same golden files must hold under another CPU kernel set and another thread 
 with ``ATEN_CPU_CAPABILITY`` set to a second kernel set (``default``, or ``avx2`` when this one
 already is the default) and 2 torch threads. Every decision that compares floats goes through
 ``simpe.ties``, so it is decided the same way there; what may still differ is listed in the
-README's "Reproducibility". One of those is Monte Carlo sampling: a draw that falls within
+docs/reproducibility.md. One of those is Monte Carlo sampling: a draw that falls within
 rounding distance of a token's CDF boundary can go either way (about 2 draws in 10,000 between
 AVX-512 and the default kernels on the demo model), so the snapshots' ``mc.*`` figures are
 compared only where the kernel set and thread count are the ones the golden files were made
