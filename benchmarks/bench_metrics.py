@@ -39,6 +39,8 @@ import sys
 import time
 from pathlib import Path
 
+from record import record
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
@@ -118,6 +120,8 @@ def main(argv: list[str] | None = None) -> int:
     busy = " (machine busy: wall time inflated by other processes)" if wall > 1.5 * cpu + 0.05 else ""
     print(f"accumulation of every cumulative curve for {n} segments: cpu {cpu:.2f} s, wall {wall:.2f} s{busy}: "
           f"{'meets' if ok else 'MISSES'} the {TARGET_S:.0f} s target")
+    record("bench-metrics", {f"{n} segments": f"every cumulative curve in {cpu:.2f} s CPU ({wall:.2f} s wall)",
+                             "end to end (OnlineScorer.add)": f"{t_e2e[1] / n * 1000:.2f} ms/segment CPU"})
     if args.json:
         args.json.write_text(json.dumps({"segments": n, "hyps": args.hyps, "load_average": load,
                                          "seconds_wall_cpu": {"text": t_text, "sacre_stats": t_stats,

@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 import torch
+from record import record
 
 from simpe import log
 from simpe.rundir import layout
@@ -29,8 +30,8 @@ from simpe.sweep import cpu_count, execute, plan
 
 def _records(path: Path) -> list[dict]:
     records = read_jsonl(path / layout.SEGMENTS_FILE)
-    for record in records:
-        record.pop("seconds")
+    for row in records:
+        row.pop("seconds")
     return records
 
 
@@ -86,6 +87,8 @@ def main() -> int:
     print(f"{'sequential':12s} {1:12d} {seq_threads:11d} {sequential:8.1f}")
     print(f"{'parallel':12s} {workers:12d} {threads:11d} {parallel:8.1f}")
     print(f"speed-up: {sequential / parallel:.2f}x (goal >= 1.6x on 2 cores; parallel includes Ray's start-up)")
+    record("bench-simulate", {"sequential": f"{sequential:.1f} s", "parallel": f"{parallel:.1f} s ({workers} x {threads} threads)",
+                              "speed-up": f"{sequential / parallel:.2f}x", "records": "identical" if not diffs else f"{len(diffs)} values differ"})
     if not diffs:
         print("records: identical (every field but the timings)")
     else:

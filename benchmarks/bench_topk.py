@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from record import record
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -150,6 +151,11 @@ def run(model: Any, tokenizer: Any, sentences: list[str], k: int, batch_size: in
         cpu_ratio = f", {sum(c for _, c in cpu) / max(cpu_sec, 1e-9):.1f}x in CPU time" if device.type == "cpu" else ""
         print(f"speed ratio with decode_batch (total reference seconds / decode_batch seconds): {slow_sec / wall:.1f}x "
               f"wall clock{cpu_ratio} (goal >= 20x)")
+    figures = {"topk": f"{fast_sec / n:.3f} s/sentence ({fast_exp / n:.1f} expansions)",
+               "decode_batch": f"{wall / n:.3f} s/sentence", "lists": f"{n - mismatches}/{n} the same"}
+    if reference:
+        figures["topk_dfs (Algorithm 1)"] = f"{slow_sec / n:.3f} s/sentence, {slow_sec / fast_sec:.1f}x slower"
+    record("bench-topk", figures)
     return mismatches
 
 

@@ -15,6 +15,7 @@ import time
 from dataclasses import replace
 
 import torch
+from record import record
 from transformers import MarianMTModel, MarianTokenizer
 
 from simpe.paths import DEFAULT_MODEL
@@ -38,6 +39,7 @@ def main() -> int:
     print(f"{torch.get_num_threads()} torch threads, {cfg.batch_tokens} tokens per batch, {args.steps} steps")
     print("| d_model | layers | FFN | parameters | tgt tokens/s |")
     print("| ---: | ---: | ---: | ---: | ---: |")
+    figures = {}
     for arch in args.archs:
         d, enc, dec, ffn = (int(x) for x in arch.split(":"))
         arch_cfg = replace(cfg, d_model=d, encoder_layers=enc, decoder_layers=dec, ffn_dim=ffn)
@@ -55,6 +57,8 @@ def main() -> int:
         rate = tokens / (time.perf_counter() - start)
         params = sum(p.numel() for p in model.parameters())
         print(f"| {d} | {enc}+{dec} | {ffn} | {params / 1e6:.2f}M | {rate:.0f} |", flush=True)
+        figures[arch] = f"{rate:.0f} target tokens/s ({params / 1e6:.2f}M parameters)"
+    record("bench-train", figures)
     return 0
 
 

@@ -1,0 +1,63 @@
+"""The benchmarks' own table: each ``make bench-*`` target records its headline figures here.
+
+``record(target, figures)`` replaces the target's row in ``docs/benchmarks.json`` (command,
+machine, CPU kernel set, threads, load average, date, figures) and re-renders
+``docs/benchmark-results.md`` from it, so the table in the manual is written by the benchmarks
+themselves, never by hand. A figure taken while the machine was busy says so (its load average
+is in the row): these 2-core machines are shared, and only ratios measured side by side in one
+run are comparable.
+"""
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import platform
+import sys
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+DATA = REPO / "docs" / "benchmarks.json"
+PAGE = REPO / "docs" / "benchmark-results.md"
+
+
+def _machine() -> dict[str, Any]:
+    import torch
+
+    cpu = platform.processor() or platform.machine()
+    try:
+        cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                    if line.startswith("model name")), cpu)
+    except OSError:
+        pass
+    return {"cpu": cpu, "cores": os.cpu_count(), "kernels": torch.backends.cpu.get_cpu_capability(),
+            "threads": torch.get_num_threads(), "torch": torch.__version__,
+            "gpu": torch.cuda.get_device_name() if torch.cuda.is_available() else None}
+
+
+def record(target: str, figures: dict[str, str]) -> None:
+    """Replace ``target``'s row with ``figures`` (name -> text with units) and re-render the page."""
+    rows = json.loads(DATA.read_text(encoding="utf-8")) if DATA.exists() else {}
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+    rows[target] = {"command": f"make {target} ARGS=\"{' '.join(sys.argv[1:])}\"" if sys.argv[1:] else f"make {target}",
+                    "date": datetime.date.today().isoformat(), "machine": _machine(),
+                    "load_average": None if load is None else round(load, 2), "figures": figures}
+    DATA.write_text(json.dumps(rows, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    PAGE.write_text(render(rows), encoding="utf-8")
+
+
+def render(rows: dict[str, Any]) -> str:
+    out = ["<!-- written by benchmarks/record.py when a make bench-* target runs; do not edit by hand -->", "",
+           "# Benchmark results", "",
+           "The last figures of each `make bench-*` target, written by the target itself (`benchmarks/record.py`), "
+           "with the command, machine and date. The load average says how busy the machine was: compare only figures "
+           "taken side by side in one run. Earlier figures, and what changed between them: [benchmarks.md](benchmarks.md).",
+           "", "| target | figures | command | machine | date | load |", "| --- | --- | --- | --- | --- | --- |"]
+    for target, row in sorted(rows.items()):
+        m = row["machine"]
+        machine = f"{m['cpu']}, {m['cores']} cores, {m['kernels']}, {m['threads']} threads, torch {m['torch']}" + \
+                  (f", {m['gpu']}" if m.get("gpu") else "")
+        figures = "<br>".join(f"{k}: {v}" for k, v in row["figures"].items())
+        out.append(f"| `{target}` | {figures} | `{row['command']}` | {machine} | {row['date']} | {row['load_average']} |")
+    return "\n".join(out) + "\n"
