@@ -562,7 +562,7 @@ def _add_replicate(sub: argparse._SubParsersAction) -> None:
                                          "(resumable: complete runs are skipped)")
     p.add_argument("--segments", type=int, default=2000, help="scalc stream segments of seed 002's tables (default: %(default)s)")
     p.add_argument("--second-segments", type=int, help="sdatabase segments (default: all 1,742)")
-    p.add_argument("--sensitivity-segments", type=int, default=250, help="scalc segments of each sensitivity run (default: %(default)s)")
+    p.add_argument("--sensitivity-segments", type=int, default=200, help="scalc segments of each sensitivity run (default: %(default)s)")
     p.add_argument("--no-sensitivity", action="store_true", help="leave out the sensitivity study")
     p.add_argument("--probe", type=int, default=50, help="dev sentences of the decoding studies (default: %(default)s)")
     p.add_argument("--runs-dir", type=Path, default=Path("runs/replicate"), help="where its runs go (default: %(default)s)")

@@ -32,7 +32,7 @@ class Scale:
 
     segments: int = 2000  # scalc stream segments (seed 002's tables)
     second_segments: int | None = None  # sdatabase segments; None: all 1,742
-    sensitivity_segments: int = 250
+    sensitivity_segments: int = 200
     probe: int = 50  # dev sentences (at most 20 words) for the decoding studies
     beam_sizes: tuple[int, ...] = (5, 10, 20, 50)
     ks: tuple[int, ...] = (5, 10)
@@ -42,8 +42,8 @@ class Scale:
     utilities: tuple[str, ...] = ("chrf++", "sbleu")
     sensitivity: bool = True
     forgetting_segments: int = 500  # scalc segments of the forgetting runs (0: none)
-    forgetting_every: int = 125
-    forgetting_size: int = 200  # held-out dev segments (snapshots.forgetting)
+    forgetting_every: int = 250
+    forgetting_size: int = 100  # held-out dev segments (snapshots.forgetting)
     methods: list[str] = field(default_factory=lambda: list(METHODS))
 
 

@@ -28,7 +28,7 @@ def test_the_plan_covers_every_experiment_and_never_smath(tmp_path: Path):
     assert {spec.cfg.data.segments for spec in p.experiments["scalc"]} == {2000}
     assert all(spec.cfg.metrics.novel_vocab == "train" and spec.cfg.metrics.subword == "content" for spec in p.specs())
     assert len(p.specs()) == 42  # no run twice
-    assert all(spec.cfg.snapshots.forgetting == 200 and not spec.cfg.snapshots.ranking for spec in p.experiments["forgetting"])
+    assert all(spec.cfg.snapshots.forgetting == 100 and not spec.cfg.snapshots.ranking for spec in p.experiments["forgetting"])
     text = describe(p, 2)
     assert "42 loop runs" in text and "expected: about" in text
 
