@@ -570,6 +570,8 @@ def _add_replicate(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--workers", type=int, metavar="N", help="runs at once (default: the cores)")
     p.add_argument("--threads", type=int, metavar="T", help="torch threads per run (default: cores / workers)")
     p.add_argument("--dry-run", action="store_true", help="print the plan and its expected time, run nothing")
+    p.add_argument("--report-only", action="store_true",
+                   help="run nothing: write the page from the complete runs (a claim whose runs are not complete says so)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=_cmd_replicate)
 
@@ -587,7 +589,7 @@ def _cmd_replicate(args: argparse.Namespace) -> None:
     scale = Scale(segments=args.segments, second_segments=args.second_segments,
                   sensitivity_segments=args.sensitivity_segments, probe=args.probe, sensitivity=not args.no_sensitivity)
     print(replicate(scale, args.runs_dir, args.out or DEFAULT_OUT, workers=args.workers, threads=args.threads,
-                    dry_run=args.dry_run, progress=not args.no_progress))
+                    dry_run=args.dry_run, progress=not args.no_progress, run=not args.report_only))
 
 
 # ---------------------------------------------------------------- utility sensitivity (seed 001)

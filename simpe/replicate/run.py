@@ -85,6 +85,15 @@ def _mbr_sensitivity(p: Plan, device: str) -> dict[str, Any]:
     return figures
 
 
+def _cached(path: Path, convert: Any) -> dict[str, Any] | None:
+    """A studies file's figures as an earlier call left them, or None."""
+    try:
+        figures = json.loads(path.read_text(encoding="utf-8"))["figures"]
+    except (OSError, ValueError, KeyError):
+        return None
+    return convert(figures) if convert else figures
+
+
 def _int_keys(figures: dict[str, Any]) -> dict[str, Any]:
     """JSON turned the beam sizes and ks into strings: back to ints."""
     for key in ("search_errors", "top_region", "cut"):
@@ -159,8 +168,12 @@ def _figure(groups: dict[str, Any], out: Path) -> str | None:
 
 
 def replicate(scale: Scale, runs_dir: Path, out: Path, workers: int | None = None, threads: int | None = None,
-              dry_run: bool = False, progress: bool = True, device: str = "cpu", studies: bool = True) -> str:
-    """Plan, run what is missing, judge every claim, write ``out`` and its HTML twin; returns the plan or the page path."""
+              dry_run: bool = False, progress: bool = True, device: str = "cpu", studies: bool = True,
+              run: bool = True) -> str:
+    """Plan, run what is missing, judge every claim, write ``out`` and its HTML twin; returns the plan or the page path.
+
+    ``run=False`` (``--report-only``) runs nothing: the page judges what is complete, and a claim whose runs are not
+    says so (not testable here, with the reason)."""
     from simpe.sweep import cpu_count, execute
 
     p = make_plan(scale, runs_dir)
@@ -170,12 +183,12 @@ def replicate(scale: Scale, runs_dir: Path, out: Path, workers: int | None = Non
         return text
     print(text, flush=True)
     started = time.perf_counter()
-    outcomes = execute(p.specs(), workers=workers, threads=threads, progress=progress)
+    outcomes = execute(p.specs(), workers=workers, threads=threads, progress=progress) if run else []
     failed = [o for o in outcomes if o.status == "failed"]
     for outcome in failed:
         logger.error("run %s failed: %s", outcome.name, outcome.error)
-    figures = _studies(p, device, progress) if studies else None
-    sensitivity = _mbr_sensitivity(p, device) if studies else None
+    figures = _studies(p, device, progress) if studies and run else _cached(p.runs_dir / STUDIES_FILE, _int_keys)
+    sensitivity = _mbr_sensitivity(p, device) if studies and run else _cached(p.runs_dir / SENSITIVITY_FILE, None)
     groups, notes = _groups(p)
     rows = verdicts(Evidence(groups, figures, notes, sensitivity))
     first = groups.get("scalc") or next((g for g in groups.values() if g is not None), None)
