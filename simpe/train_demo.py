@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from simpe.errors import DataError
+from simpe.errors import ConfigError, DataError
 from simpe.textfile import read_lines
 
 logger = logging.getLogger(__name__)
@@ -82,8 +82,6 @@ def decay_start(max_steps: int, decay_steps: int) -> float:
 
 
 def check_config(cfg: TrainConfig) -> None:
-    from simpe.errors import ConfigError
-
     if cfg.decay_steps and not 0 < cfg.decay_steps <= cfg.max_steps:
         raise ConfigError(f"decay_steps={cfg.decay_steps}: must be 0 or between 1 and max_steps ({cfg.max_steps}); "
                           "the decay ends at max_steps, so it needs --max-steps")
@@ -345,7 +343,7 @@ def train(cfg: TrainConfig, resume: bool = False) -> dict[str, Any]:
     state = {"step": 0, "epoch": 0, "batch": 0, "best_bleu": -1.0, "best_step": 0, "bad_evals": 0, "train_seconds": 0.0,
              "history": [], "eval_steps": []}
     if resume and (ckpt_dir / "last.pt").exists():
-        saved = torch.load(ckpt_dir / "last.pt", map_location=device, weights_only=False)
+        saved = load_state(ckpt_dir / "last.pt", device)
         check_resumable(saved.get("config", {}), cfg, saved["state"]["step"])
         model.load_state_dict(saved["model"])
         optimizer.load_state_dict(saved["optimizer"])
@@ -434,7 +432,7 @@ def finalize(cfg: TrainConfig, model: Any, tokenizer: Any, state: dict[str, Any]
     kept = [ckpt_dir / f"step-{step}.pt" for step in state.get("eval_steps", [])]
     kept = [path for path in kept if path.exists()]
     if cfg.average > 1 and len(kept) >= 2:
-        states = [torch.load(path, map_location=device) for path in kept]
+        states = [load_state(path, device) for path in kept]
         mean = {k: (sum(sd[k].float() for sd in states) / len(states)).to(states[0][k].dtype)
                 if states[0][k].is_floating_point() else states[0][k] for k in states[0]}
         model.load_state_dict(mean)
@@ -447,7 +445,7 @@ def finalize(cfg: TrainConfig, model: Any, tokenizer: Any, state: dict[str, Any]
         if bleu > state["best_bleu"]:
             chosen.update(weights=averaged, dev_greedy_bleu=round(bleu, 2))
     if not chosen["weights"].startswith("mean"):
-        model.load_state_dict(torch.load(ckpt_dir / "best.pt", map_location=device))
+        model.load_state_dict(load_state(ckpt_dir / "best.pt", device))
     model.eval()
     model.config.dropout = 0.0
     model.save_pretrained(out, safe_serialization=True)
@@ -482,6 +480,18 @@ def finalize(cfg: TrainConfig, model: Any, tokenizer: Any, state: dict[str, Any]
     (out / "model_card.json").write_text(json.dumps(card, indent=1, ensure_ascii=False) + "\n")
     write_model_card(out, card)
     return card
+
+
+def load_state(path: Path, device: Any) -> Any:
+    """A training checkpoint, read with ``weights_only=True`` (tensors, numbers, strings, containers; never code)."""
+    import torch
+
+    try:
+        return torch.load(path, map_location=device, weights_only=True)
+    except Exception as err:
+        detail = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise ConfigError(f"{path} is not a training checkpoint simpe can read safely ({detail[:160]}); "
+                          "train again without --resume") from None
 
 
 def write_model_card(out: Path, card: dict[str, Any]) -> None:

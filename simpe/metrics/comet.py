@@ -103,10 +103,14 @@ def _check_weights(model, ckpt: Path) -> None:
     """comet loads with strict=False: refuse a checkpoint that lacks some of the model's weights."""
     import torch
 
-    try:
-        state = torch.load(ckpt, map_location="cpu", weights_only=False, mmap=True)
-    except RuntimeError:  # an old, non-zipfile checkpoint cannot be memory-mapped
-        state = torch.load(ckpt, map_location="cpu", weights_only=False)
+    try:  # weights_only: a checkpoint from anywhere is never unpickled with code (comet's own load is weights_only too)
+        try:
+            state = torch.load(ckpt, map_location="cpu", weights_only=True, mmap=True)
+        except RuntimeError:  # an old, non-zipfile checkpoint cannot be memory-mapped
+            state = torch.load(ckpt, map_location="cpu", weights_only=True)
+    except Exception as err:
+        detail = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise ModelError(f"COMET checkpoint {str(ckpt)!r} is not one simpe can read safely ({detail[:160]})") from None
     saved = set(state.get("state_dict", {}))
     missing = [k for k in model.state_dict() if k not in saved and not k.endswith(_HARMLESS_MISSING)]
     if missing:

@@ -373,11 +373,20 @@ class RunDir:
             raise write_error(self.checkpoint_file, err, "free space, then continue with --resume") from None
 
     def load_checkpoint(self) -> dict[str, Any] | None:
+        """The resume state, read with ``torch.load(weights_only=True)``: tensors, numbers, strings and containers only.
+
+        A run folder can come from anyone (a colleague, a cluster): its checkpoint is never unpickled with code, and
+        one that holds anything else (a crafted payload, garbage, a cut file) is refused in one line."""
         import torch
 
         if not self.checkpoint_file.exists():
             return None
-        return torch.load(self.checkpoint_file, map_location="cpu", weights_only=False)
+        try:
+            return torch.load(self.checkpoint_file, map_location="cpu", weights_only=True)
+        except Exception as err:  # UnpicklingError, RuntimeError (not a zip), EOFError...: all one answer
+            detail = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+            raise RunDirError(f"{self.checkpoint_file} is not a checkpoint simpe can read safely ({detail[:160]}); "
+                              "it was not loaded. Start the run again with --overwrite") from None
 
     def rewind(self, segments_done: int) -> list[dict[str, Any]]:
         """Truncate the logs to the first ``segments_done`` segments; return those records.
