@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import re
 import typing
 from dataclasses import dataclass
 from pathlib import Path
@@ -237,6 +238,18 @@ class SnapshotConfig:
             raise ConfigError("snapshots with ranking=false and forgetting=0 measure nothing; enable one, or set snapshots.every=0")
 
 
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._=+,@-]*")
+
+
+def check_name(what: str, name: str) -> str:
+    """A run's name is a folder name and nothing else: letters, digits and ``._=+,@-``, not starting with a dot or
+    a dash, no ``..``, no ``/``: it can never point outside its group folder (``--set adapter=../x`` is refused)."""
+    if not isinstance(name, str) or not NAME.fullmatch(name) or ".." in name or len(name) > 200:
+        raise ConfigError(f"{what} {name!r} is not a valid name: use letters, digits and . _ = + , @ - (not starting with "
+                          "a dot or a dash, no '..', no '/', at most 200 characters)")
+    return name
+
+
 @dataclass
 class RunConfig:
     """One run: one adapter (method configuration) on one stream."""
@@ -258,6 +271,7 @@ class RunConfig:
     snapshots: SnapshotConfig
 
     def __post_init__(self) -> None:
+        check_name("adapter", self.adapter)
         if self.checkpoint_every < 1:
             raise ConfigError(f"checkpoint_every must be >= 1, got {self.checkpoint_every}")
         if self.reset not in RESETS:

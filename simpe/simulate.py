@@ -66,7 +66,10 @@ def load_stream(cfg: RunConfig) -> tuple[Any, list[Segment]]:
 def run_path(cfg: RunConfig) -> Path:
     """The run's folder: ``<runs_dir>/<dataset>-<split>--<model>--<N>seg/<adapter>``."""
     model = model_name(cfg.model) if cfg.model else DEFAULT_MODEL.name
-    return layout.run_path(cfg.runs_dir, cfg.data.name, cfg.data.split, model, cfg.data.segments, cfg.adapter)
+    path = layout.run_path(cfg.runs_dir, cfg.data.name, cfg.data.split, model, cfg.data.segments, cfg.adapter)
+    if not layout.inside(path, cfg.runs_dir) or Path(path).resolve() == Path(cfg.runs_dir).resolve():
+        raise ConfigError(f"the run folder {path} would lie outside the runs folder {cfg.runs_dir}; check the names")
+    return path
 
 
 def probe_set(cfg: RunConfig, dataset: Any, stream: list[Segment]) -> list[Segment]:

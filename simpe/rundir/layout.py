@@ -49,6 +49,23 @@ def mt_file(lang: str) -> str:
     return f"mt.{lang}"
 
 
+def is_run_file(name: str) -> bool:
+    """A name a run folder holds (the files above, their temporary twins, the per-language text files)."""
+    fixed = {CONFIG_FILE, ENV_FILE, LOG_FILE, SEGMENTS_FILE, SNAPSHOTS_FILE, SUMMARY_FILE, STATE_DIR, LOCK_FILE, DONE_FILE,
+             STORE_FILE, MANIFEST_FILE}
+    base = name[: -len(".tmp")] if name.endswith(".tmp") else name
+    return base in fixed or base.startswith(("hyp.", "ref.tok.", "mt.", STORE_FILE))
+
+
+def inside(path: Path, root: Path) -> bool:
+    """``path`` resolves to a place inside ``root`` (symbolic links followed): where simpe may write."""
+    try:
+        Path(path).resolve().relative_to(Path(root).resolve())
+    except ValueError:
+        return False
+    return True
+
+
 def group_name(dataset: str, split: str, model: str, segments: int | None) -> str:
     """The folder shared by runs on the same stream: ``<dataset>-<split>--<model>--<N>seg``."""
     return f"{dataset}-{split}--{model}--{segments if segments else 'all'}seg"

@@ -292,6 +292,13 @@ class RunDir:
             self._lock_file = None
 
     def _clear(self) -> None:
+        """Empty the run folder for --overwrite: only a folder that holds nothing but a run's files (a foreign file or
+        folder, another group's runs, a user's notes: refused, nothing removed)."""
+        foreign = sorted(child.name for child in self.path.iterdir() if not layout.is_run_file(child.name))
+        if foreign:
+            self._unlock()
+            raise RunDirError(f"{self.path} holds files that are not a simpe run's ({', '.join(foreign[:3])}"
+                              f"{', …' if len(foreign) > 3 else ''}); --overwrite removes only a run, so nothing was removed")
         for child in self.path.iterdir():
             if child.name == layout.LOCK_FILE:
                 continue

@@ -17,7 +17,7 @@ import pytest
 import torch
 
 from simpe.cli import main
-from simpe.errors import ModelError
+from simpe.errors import ConfigError, ModelError, RunDirError
 
 REPO = Path(__file__).resolve().parents[2]
 DEMO = REPO / "models" / "demo-en-de"
@@ -243,3 +243,32 @@ def test_safetensors_check_accepts_the_demo_model_and_counts_bytes(models) -> No
     (header_len,) = struct.unpack("<Q", raw[:8])
     header = json.loads(raw[8:8 + header_len])
     assert 8 + header_len + max(v["data_offsets"][1] for k, v in header.items() if k != "__metadata__") == len(raw)
+
+
+# ---------------------------------------------------------------- names are names (no path escapes the runs folder)
+@pytest.mark.parametrize("name", [".", "..", "../../escaped", "/tmp/absolute", "a/b", "x\nrm", "-flag", ".hidden", "a..b"])
+def test_a_run_name_that_is_not_a_name_is_refused_before_anything_is_written(name: str, tmp_path: Path):
+    from simpe.config import load_config
+
+    with pytest.raises(ConfigError, match="is not a valid name"):
+        load_config("full", [f"adapter={name}", f"runs_dir={tmp_path / 'runs'}"])
+    assert not (tmp_path / "runs").exists()
+
+
+def test_overwrite_removes_only_a_run_and_leaves_a_sibling_and_foreign_files(tmp_path: Path):
+    """--overwrite on a folder holding a user's notes beside a run's files: refused, nothing removed; a sibling run and
+    a foreign file in the group folder survive an overwrite of a real run."""
+    from simpe.config import load_config
+    from simpe.simulate import Loop
+
+    overrides = ["data.segments=2", "snapshots.every=0", f"runs_dir={tmp_path}", "device=cpu"]
+    first = Loop(load_config("baseline", overrides), progress=False).run()
+    sibling = Loop(load_config("bias", overrides), progress=False).run()
+    notes = first.parent / "notes.txt"
+    notes.write_text("mine")
+    Loop(load_config("baseline", overrides), progress=False).run(overwrite=True)  # a real run: overwritten
+    assert notes.read_text() == "mine" and (sibling / "DONE").exists() and (first / "DONE").exists()
+    (first / "my-notes.md").write_text("keep me")
+    with pytest.raises(RunDirError, match="holds files that are not a simpe run's \\(my-notes.md\\); --overwrite removes only"):
+        Loop(load_config("baseline", overrides), progress=False).run(overwrite=True)
+    assert (first / "my-notes.md").read_text() == "keep me" and (first / "DONE").exists()
