@@ -103,7 +103,7 @@ def decoded_quality(model: Any, tokenizer: Any, sources: Sequence[str], referenc
     """Mean sentence quality of a decoder's best output; returns {"quality", "outputs", "seconds"}."""
     import torch
 
-    from simpe.model import encode_source
+    from simpe.models import family_of
 
     utility = build_utility(quality, comet)
     decoder.bind(tokenizer)
@@ -112,7 +112,7 @@ def decoded_quality(model: Any, tokenizer: Any, sources: Sequence[str], referenc
     t0 = time.perf_counter()
     with torch.inference_mode():
         for index, (source, reference) in enumerate(zip(sources, references)):
-            result = decoder.decode(model, encode_source(tokenizer, source, device), index=index, source=source)
+            result = decoder.decode(model, family_of(model).encode_source(tokenizer, source, device)[0], index=index, source=source)
             text = tokenizer.decode(list(result.hypotheses[0].tokens), skip_special_tokens=True)
             outputs.append(text)
             values.append(utility.scores([text], reference, source)[0])

@@ -23,7 +23,7 @@ def test_paper_defaults_and_adapter_differences():
 
 def test_overrides_come_last_and_are_typed():
     cfg = load_config("lasso", ["update.lr=0.05", "method.params.penalty=0", "data.segments=12", "model=null"])
-    assert cfg.update.lr == 0.05 and cfg.method.params["penalty"] == 0 and cfg.data.segments == 12 and cfg.model is None
+    assert cfg.update.lr == 0.05 and cfg.method.params["penalty"] == 0 and cfg.data.segments == 12 and cfg.model.path is None
     assert cfg.method.params["budget_embedding"] == 0.025  # params merge key by key
 
 
@@ -78,5 +78,5 @@ def test_every_default_lives_in_defaults_yaml():
     for section in SECTIONS:
         assert dataclasses.asdict(defaults(section)) == data[section]
     assert defaults("update", lr=0.5).lr == 0.5 and defaults("ranking").k == 10
-    with pytest.raises(ConfigError, match="unknown config section 'decoding'; known: method, update"):
+    with pytest.raises(ConfigError, match="unknown config section 'decoding'; known: model, method, update"):
         defaults("decoding")
