@@ -187,7 +187,7 @@ class Loop:
                 "dataset": self.cfg.data.name, "split": self.cfg.data.split, "segments": str(len(self.segments)),
                 "reset": self.cfg.reset, "decoder": self.cfg.decoder.name,
                 "decoder_params": json.dumps(self.cfg.decoder.params, sort_keys=True),
-                **self.loaded.family.store_metadata(self.model.config)}
+                **self.loaded.family.store_metadata()}
 
     # ------------------------------------------------------------ one segment
     def pieces(self, ids: list[int]) -> list[str]:

@@ -105,9 +105,9 @@ def load_store(model: Any, model_name: str, path: Path) -> tuple[dict[str, str],
     if made_for != family.name:
         raise ModelError(f"{path} was made for a {made_for} model, not this {family.name} one; {hint}")
     digest = metadata.get("model_config_sha256")
-    if digest is not None and digest != family.config_hash(model.config):
+    if digest is not None and digest != family.digest:
         raise ModelError(f"{path} was made for a base model whose config hashes to {digest}, this one's is "
-                         f"{family.config_hash(model.config)} (another architecture or vocabulary under the same name); {hint}")
+                         f"{family.digest} (another architecture or vocabulary under the same name); {hint}")
     method = METHODS.build(metadata["method"], **json.loads(metadata.get("method_params") or "{}"))
     method.load_store(model, tensors)
     logger.info("applied %s store %s: %d tensors", metadata["method"], path, len(tensors))

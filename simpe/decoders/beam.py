@@ -161,6 +161,8 @@ def beam_search_many(model: Any, sources: list[Source], beam_size: int, heap: bo
         row_source = next_source
     results = []
     for i in range(n):
+        if not finished[i]:  # no complete hypothesis has probability > 0 (a kNN mixture with lambda 1 gives EOS none):
+            finished[i] = [(NEG_INF, seqs[i][0] + (special.eos,))]  # the best prefix, ended, at its true score -inf
         results.append(([Hypothesis(tokens, score) for score, tokens in finished[i]], expansions[i], steps[i]))
     return results
 

@@ -56,6 +56,8 @@ def _next_tokens(logp: torch.Tensor, special: Any, last: bool, uniforms: list[to
         uniform[row, : counts[row]] = values
     drawn = torch.searchsorted(cumulative, uniform * total, right=True)  # (rows, most)
     drawn = torch.minimum(drawn, torch.searchsorted(cumulative, total, right=False))  # rounding at the top: the last token with weight
+    if last:  # every stop token at probability 0 (a kNN mixture with lambda 1): the sample still ends, at the first one
+        drawn = torch.where(torch.isin(drawn, torch.tensor(stops, device=drawn.device)), drawn, stops[0])
     values = logp.gather(1, drawn).double().tolist()  # (rows, most)
     tokens = drawn.tolist()
     return [row[:count] for row, count in zip(tokens, counts)], [row[:count] for row, count in zip(values, counts)]

@@ -138,6 +138,7 @@ class ModelFamily(ABC):
         the family on ``model`` (``family_of(model)`` finds it). Returns self."""
         self.tokenizer = tokenizer
         self.config = model.config
+        self.digest = self.config_hash(model.config)  # as loaded: the loop changes config fields later (dropout)
         if tokenizer is not None:
             self.check_languages(tokenizer)
         self.prefix = self.decoder_prefix(model.config, tokenizer)
@@ -330,13 +331,14 @@ class ModelFamily(ABC):
 
     # ------------------------------------------------------------------ the store's check
     def config_hash(self, config: Any) -> str:
-        """A short hash of the model's architecture and vocabulary (config.json less its volatile keys)."""
+        """A short hash of the model's architecture and vocabulary (config.json less its volatile keys; ``digest``
+        holds it as the model was loaded)."""
         import hashlib
 
         data = {k: v for k, v in config.to_dict().items() if k not in CONFIG_IGNORED}
         return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
-    def store_metadata(self, config: Any) -> dict[str, str]:
+    def store_metadata(self) -> dict[str, str]:
         """A per-user store's metadata naming its base model's family, a hash of its config and the family's settings.
 
         A Marian store without language settings carries none of them, as stores did before families
@@ -348,7 +350,7 @@ class ModelFamily(ABC):
         settings = self.settings()
         if self.name == LEGACY_FAMILY and not any(settings[k] for k in ("src_lang", "tgt_lang", "prompt_template")):
             return {}
-        return {"model_family": self.name, "model_config_sha256": self.config_hash(config),
+        return {"model_family": self.name, "model_config_sha256": self.digest,
                 "model_settings": json.dumps(settings, sort_keys=True)}
 
     def settings(self) -> dict[str, Any]:

@@ -419,7 +419,7 @@ def test_a_store_on_another_base_is_refused(family_model, tmp_path: Path) -> Non
     method = METHODS.build("bias")
     method.attach(loaded.model, None, HOT)
     metadata = {"format": "simpe-store/1", "method": "bias", "method_params": "{}", "base_model": "tiny-mbart",
-                **loaded.family.store_metadata(loaded.model.config)}
+                **loaded.family.store_metadata()}
     save_file(method.export_store(), str(tmp_path / "bias.safetensors"), metadata=metadata)
     assert metadata["model_family"] == "mbart" and len(metadata["model_config_sha256"]) == 16
     apply_store(fresh(family_model, "mbart").model, "tiny-mbart", tmp_path / "bias.safetensors")  # the same base: applies
