@@ -383,6 +383,9 @@ def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any
     out = copy.deepcopy(data)
     for text in overrides:
         keys, value = parse_override(text)
+        if keys == ["model"] and (value is None or isinstance(value, str)) and isinstance(out.get("model"), dict):
+            out["model"] = {**out["model"], "path": value}  # --set model=PATH: the path only (model_section)
+            continue
         node = out
         for key in keys[:-1]:
             node = node.setdefault(key, {})

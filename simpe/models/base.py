@@ -219,7 +219,10 @@ class ModelFamily(ABC):
         found = [model.get_input_embeddings().weight, self.output_projection(model).weight]
         for part in ("get_encoder", "get_decoder"):
             body = getattr(model, part, None)
-            embed = body().get_input_embeddings() if callable(body) else None
+            try:
+                embed = body().get_input_embeddings() if callable(body) else None
+            except (NotImplementedError, AttributeError):  # a body without its own embedding accessor
+                embed = None
             if embed is not None:
                 found.append(embed.weight)
         return list({id(w): w for w in found}.values())

@@ -16,7 +16,7 @@ from typing import Any
 
 import torch
 
-from simpe.errors import ModelError
+from simpe.errors import ConfigError, ModelError
 from simpe.models.base import FAMILIES, ModelFamily, position_lengths
 
 TOKENIZER_FILES = ("source.spm", "target.spm", "vocab.json")
@@ -63,8 +63,6 @@ class MarianFamily(ModelFamily):
     def check_languages(self, tokenizer: Any) -> None:
         if self.tgt_lang and f">>{self.tgt_lang}<<" not in tokenizer.get_vocab():
             known = sorted(t[2:-2] for t in tokenizer.get_vocab() if t.startswith(">>") and t.endswith("<<"))
-            from simpe.errors import ConfigError
-
             raise ConfigError(f"model.tgt_lang {self.tgt_lang!r}: the tokenizer has no >>{self.tgt_lang}<< token; "
                               f"known: {', '.join(known[:30]) or 'none (a single-target model: leave model.tgt_lang null)'}")
 

@@ -19,6 +19,8 @@ NEVER = {
     "report": {"model", "decoders", "methods", "simulate", "cli"},
     "simulate": {"report", "cli", "sweep"},
     "sweep": {"cli"},
+    "models": {"model", "decoders", "methods", "metrics", "rundir", "simulate", "cli", "update", "ranking", "report", "store",
+               "sweep", "datasets", "score", "select_fixed", "train_demo", "corpus", "profiling"},
 }
 ALLOWED_FLOOR = {"config": {"errors", "paths", "values"}, "registry": {"errors", "values"}, "values": {"errors"},
                  "paths": set(), "textfile": {"errors"}, "errors": set()}

@@ -80,3 +80,17 @@ def test_every_default_lives_in_defaults_yaml():
     assert defaults("update", lr=0.5).lr == 0.5 and defaults("ranking").k == 10
     with pytest.raises(ConfigError, match="unknown config section 'decoding'; known: model, method, update"):
         defaults("decoding")
+
+
+def test_a_bare_model_path_is_the_model_section(tmp_path: Path):
+    """--set model=PATH (and config.yaml of runs made before the model section) mean model.path=PATH, the rest default."""
+    cfg = load_config("full", ["model=models/x", "model.tgt_lang=de"])
+    assert cfg.model.path == "models/x" and cfg.model.family == "auto" and cfg.model.tgt_lang == "de" and cfg.model.dtype == "float32"
+    saved = tmp_path / "config.yaml"
+    save_config(load_config("top"), saved)
+    old = yaml.safe_load(saved.read_text())
+    old["model"] = None  # as runs wrote it before
+    saved.write_text(yaml.safe_dump(old))
+    assert load_saved_config(saved) == load_config("top")
+    with pytest.raises(ConfigError, match="unknown model.dtype 'int4'; known: float32, bfloat16, float16"):
+        load_config("top", ["model.dtype=int4"])
