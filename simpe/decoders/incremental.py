@@ -14,7 +14,7 @@ turn).
 
 Length limit: a hypothesis has at most ``max_len`` target tokens counting its EOS, with
 ``max_len = min(max_len_cap, floor(max_len_a * src_len + max_len_b))`` and ``src_len`` the
-number of source tokens (EOS included). At the last allowed position only a stop token may follow,
+number of source tokens (EOS included; for a causal LM, the prompt's tokens, template included). At the last allowed position only a stop token may follow,
 scored with its true log-probability (unlike ``generate``'s ``forced_eos_token_id``, which
 gives it probability 1).
 
@@ -255,8 +255,3 @@ class Lockstep:
         else:  # same sources row by row: only the self-attention states move
             self.family.self_cache(self.cache).reorder_cache(index)
         self.row_source = list(new_sources)
-
-
-def start_tokens(source: Source, rows: int) -> torch.Tensor:
-    """(rows,) LongTensor of the last target-prefix token on the source's device."""
-    return torch.full((rows,), source.special.start, dtype=torch.long, device=source.device)  # (rows,)

@@ -438,3 +438,26 @@ def test_a_store_on_another_base_is_refused(family_model, tmp_path: Path) -> Non
     with pytest.raises(ModelError, match="was made for a base model whose config hashes to"):
         apply_store(load_model(other, "cpu", FAMILIES.build("mbart", **SETTINGS["mbart"])).model, "tiny-mbart",
                     tmp_path / "bias.safetensors")
+
+
+def test_marian_multi_target_prefix_and_the_demo_models_refusal(demo_model) -> None:
+    """A multi-target Marian model takes a >>id<< source prefix (model.tgt_lang); the demo model is single-target."""
+    family = FAMILIES.build("marian", tgt_lang="deu")
+    assert family.source_text("Click OK.") == ">>deu<< Click OK."
+    with pytest.raises(ConfigError, match=r"the tokenizer has no >>deu<< token; known: none \(a single-target model"):
+        family.check_languages(demo_model.tokenizer)
+    assert FAMILIES.build("marian").source_text("Click OK.") == "Click OK."
+
+
+def test_a_bfloat16_causal_lm_decodes_and_updates(family_model) -> None:
+    """model.dtype=bfloat16 (a large LLM on a GPU): the weights load in bfloat16; scores are float32 log-softmax rows."""
+    folder = family_model("llama")
+    loaded = load_model(folder, "cpu", model_family(folder), dtype="bfloat16")
+    assert next(loaded.model.parameters()).dtype == torch.bfloat16
+    pair = loaded.family.encode_pair(loaded.tokenizer, *PAIRS[0], "cpu")
+    best = BeamDecoder(beam_size=2, max_len_a=0.0, max_len_b=4, max_len_cap=4).decode(loaded.model, pair.input_ids).hypotheses[0]
+    assert best.tokens[-1] in loaded.family.special.stops and best.score < 0
+    method = METHODS.build("bias")
+    method.attach(loaded.model, None, HOT)
+    record = update(loaded.model, method, pair, HOT)
+    assert record["repetitions"] == 2 and record["skipped"] is None
