@@ -377,9 +377,17 @@ def _ranking_config(args: argparse.Namespace):  # -> simpe.config.RankingConfig
     return defaults("ranking", **given)
 
 
+def _model_section(args: argparse.Namespace):  # -> simpe.config.ModelConfig
+    """The model section of adapters/defaults.yaml with the --src-lang ... flags that were given."""
+    from simpe.config import defaults
+
+    return defaults("model", **_model_settings(args))
+
+
 def _cmd_rank(args: argparse.Namespace) -> None:
     from simpe.errors import ConfigError
     from simpe.metrics.utility import check_utility
+    from simpe.model import model_family
     from simpe.ranking.study import read_test_set, run_correlation, run_protocol
 
     cfg = _ranking_config(args)
@@ -402,7 +410,11 @@ def _cmd_rank(args: argparse.Namespace) -> None:
 
         comet = CometScorer(args.comet_model, device="cuda" if args.device == "cuda" else "cpu")
     if args.models:
+        model_cfg = _model_section(args)
+        for model_id in args.models:  # every model's family and settings checked before any loads
+            model_family(model_id, model_cfg.family, model_cfg.family_settings())
         result = run_correlation(args.models, sources, references, cfg, args.out, device=args.device, comet=comet,
+                                 model_settings=model_cfg.family_settings(),
                                  mbr_samples=args.mbr_samples, mbr_utility=args.mbr_utility, mbr_seed=cfg.sample_seed,
                                  overwrite=args.overwrite)
         print(f"{'model':30s} {'mc.kqrg':>8s} {'top.kqrg':>8s} {'beam Q':>8s} {'sample Q':>8s} {'MBR Q':>8s}")
@@ -415,12 +427,11 @@ def _cmd_rank(args: argparse.Namespace) -> None:
             print(f"  {name:16s} {cells}")
         print(f"wrote {args.out / 'correlation.json'}")
         return
-    from simpe.config import defaults
-    from simpe.model import load_model, model_family
+    from simpe.model import load_model
     from simpe.rundir.layout import RANK_RECORDS_FILE, RANK_SUMMARY_FILE
     from simpe.rundir.writer import OutputDir
 
-    model_cfg = defaults("model", **_model_settings(args))
+    model_cfg = _model_section(args)
     family = model_family(args.model, model_cfg.family, model_cfg.family_settings())  # checked before the model loads
     OutputDir(args.out, [RANK_RECORDS_FILE, RANK_SUMMARY_FILE], args.overwrite)  # refuses before the model loads
     loaded = load_model(args.model, args.device, family, model_cfg.dtype, family_name=model_cfg.family,

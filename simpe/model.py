@@ -236,16 +236,19 @@ def load_model(model_id: str | os.PathLike[str] | None = None, device: str = "au
     source = str(model_id) if model_id is not None else str(DEFAULT_MODEL)
     path = Path(source)
     looks_local = _is_local(source)
-    name = check_model(source, family.name if family is not None else family_name)
+    name, config = _checked(source, family.name if family is not None else family_name)
     if not looks_local:
         _check_hub(source)
     try:
         if name is None:
             from transformers import PretrainedConfig
 
-            name = _family_name(PretrainedConfig.get_config_dict(source)[0], f"model {source!r}", family_name)
+            config = PretrainedConfig.get_config_dict(source)[0]
+            name = _family_name(config, f"model {source!r}", family_name)
         if family is None:
             family = FAMILIES.build(name, **(settings or {}))
+            if config is not None:
+                family.check_config(config, f"model {source}")
         tokenizer = family.load_tokenizer(source)
         family.check_languages(tokenizer)  # a language code the tokenizer lacks: refused before the model loads
         model, info = family.load_model(source, dtype)
