@@ -64,7 +64,7 @@ class Special:
     """The token ids a decoder needs: stop tokens, the target prefix, never-generated ids."""
 
     eos: int  # the stop token a reference ends in
-    start: int  # the last token of the target prefix (Marian: the decoder start, pad)
+    start: int  # the last token of the fixed target prefix (Marian: the decoder start, pad; a causal LM has none: its first stop)
     forbidden: tuple[int, ...]  # never generated: pad and a decoder start that is not a stop token
     stops: tuple[int, ...] = ()  # every token that ends a hypothesis (eos first; a chat template's end of turn); () = (eos,)
 
