@@ -74,7 +74,8 @@ def _add_simulate(sub: argparse._SubParsersAction) -> None:
                    help="adapter names under adapters/ (or .yaml paths), run in turn on the same stream (default: baseline)")
     p.add_argument("--dataset", help="dataset name (default from adapters/defaults.yaml: libreoffice)")
     p.add_argument("--split", help="dataset split (default: stream)")
-    p.add_argument("--model", help="model folder or hub id (default: the embedded demo model)")
+    p.add_argument("--model", help="model folder or hub id of any supported family (default: the embedded demo model); "
+                                   "its settings: --set model.src_lang=... model.tgt_lang=... (simpe list: families)")
     p.add_argument("--segments", type=int, help="the first N segments of the stream (default: all)")
     p.add_argument("--device", choices=["auto", "cpu", "cuda"], help="where to run (default: auto)")
     p.add_argument("--comet", help="COMET model (hub id or checkpoint path) scored at the end of each run")
@@ -97,7 +98,7 @@ def _add_simulate(sub: argparse._SubParsersAction) -> None:
 
 
 def _simulate_overrides(args: argparse.Namespace) -> list[str]:
-    flags = {"data.name": args.dataset, "data.split": args.split, "model": args.model, "data.segments": args.segments,
+    flags = {"data.name": args.dataset, "data.split": args.split, "model.path": args.model, "data.segments": args.segments,
              "device": args.device, "comet": args.comet, "metrics.truecaser": args.truecaser,
              "snapshots.every": args.snapshot_every, "runs_dir": args.runs_dir, "reset": args.reset}
     out = [f"{key}={value}" for key, value in flags.items() if value is not None]
@@ -193,7 +194,7 @@ def _cmd_sweep(args: argparse.Namespace) -> None:
     grid = {key: values if isinstance(values, list) else [values] for key, values in (data.get("grid") or {}).items()}
     grid.update(parse_grid(args.grid))
     flags = {"data.name": args.dataset or data.get("dataset"), "data.split": args.split or data.get("split"),
-             "model": args.model or data.get("model"),
+             "model.path": args.model or data.get("model"),
              "data.segments": args.segments if args.segments is not None else data.get("segments"), "runs_dir": args.runs_dir}
     overrides = [*(data.get("set") or []), *(f"{k}={v}" for k, v in flags.items() if v is not None), *args.overrides]
     specs = plan(args.method or data.get("methods") or [], grid, args.seeds or data.get("seeds"), overrides,
@@ -220,13 +221,31 @@ def _add_select_fixed(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--segments", type=int, help="use only the first N segments of the split")
     p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
     p.add_argument("--out", type=Path, help="selection file (default: <model folder>/fixed-selection.json)")
+    _add_model_settings(p)
     p.set_defaults(func=_cmd_select_fixed)
 
 
+def _add_model_settings(p: argparse.ArgumentParser) -> None:
+    """--src-lang, --tgt-lang, --prompt-template, --family, --dtype: the model section's keys (default: adapters/defaults.yaml)."""
+    p.add_argument("--src-lang", help="model.src_lang: the source language code the family's tokenizer or prompt takes")
+    p.add_argument("--tgt-lang", help="model.tgt_lang: the target language code (forced BOS, >>id<<, <2xx>, prompt)")
+    p.add_argument("--prompt-template", help="model.prompt_template: a causal LM's plain prompt, with {source}")
+    p.add_argument("--family", help="model.family: auto (from config.json) or a family name")
+    p.add_argument("--dtype", help="model.dtype: float32, bfloat16 or float16")
+
+
+def _model_settings(args: argparse.Namespace) -> dict:
+    flags = {"src_lang": args.src_lang, "tgt_lang": args.tgt_lang, "prompt_template": args.prompt_template,
+             "family": args.family, "dtype": args.dtype}
+    return {key: value for key, value in flags.items() if value is not None}
+
+
 def _cmd_select_fixed(args: argparse.Namespace) -> None:
+    from simpe.config import defaults
     from simpe.select_fixed import select_fixed
 
-    sel = select_fixed(args.model, args.dataset, args.split, args.budget, args.segments, args.device, args.out)
+    sel = select_fixed(args.model, args.dataset, args.split, args.budget, args.segments, args.device, args.out,
+                       model_cfg=defaults("model", **_model_settings(args)))
     print(f"selected {len(sel['tensors'])} tensors, {sel['selected_parameters']:,} of {sel['model_parameters']:,} parameters")
 
 # ---------------------------------------------------------------- score (metrics)
@@ -336,6 +355,7 @@ def _add_rank(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--device", default="auto", help="auto, cpu or cuda (default: %(default)s)")
     p.add_argument("--threads", type=int, default=0,
                    help="torch CPU threads; 0 = torch's default (on a small machine shared with other jobs, 1 is often fastest)")
+    _add_model_settings(p)
     p.set_defaults(func=_cmd_rank)
 
 
@@ -357,9 +377,17 @@ def _ranking_config(args: argparse.Namespace):  # -> simpe.config.RankingConfig
     return defaults("ranking", **given)
 
 
+def _model_section(args: argparse.Namespace):  # -> simpe.config.ModelConfig
+    """The model section of adapters/defaults.yaml with the --src-lang ... flags that were given."""
+    from simpe.config import defaults
+
+    return defaults("model", **_model_settings(args))
+
+
 def _cmd_rank(args: argparse.Namespace) -> None:
     from simpe.errors import ConfigError
     from simpe.metrics.utility import check_utility
+    from simpe.model import model_family
     from simpe.ranking.study import read_test_set, run_correlation, run_protocol
 
     cfg = _ranking_config(args)
@@ -382,7 +410,11 @@ def _cmd_rank(args: argparse.Namespace) -> None:
 
         comet = CometScorer(args.comet_model, device="cuda" if args.device == "cuda" else "cpu")
     if args.models:
+        model_cfg = _model_section(args)
+        for model_id in args.models:  # every model's family and settings checked before any loads
+            model_family(model_id, model_cfg.family, model_cfg.family_settings())
         result = run_correlation(args.models, sources, references, cfg, args.out, device=args.device, comet=comet,
+                                 model_settings=model_cfg.family_settings(),
                                  mbr_samples=args.mbr_samples, mbr_utility=args.mbr_utility, mbr_seed=cfg.sample_seed,
                                  overwrite=args.overwrite)
         print(f"{'model':30s} {'mc.kqrg':>8s} {'top.kqrg':>8s} {'beam Q':>8s} {'sample Q':>8s} {'MBR Q':>8s}")
@@ -399,8 +431,11 @@ def _cmd_rank(args: argparse.Namespace) -> None:
     from simpe.rundir.layout import RANK_RECORDS_FILE, RANK_SUMMARY_FILE
     from simpe.rundir.writer import OutputDir
 
+    model_cfg = _model_section(args)
+    family = model_family(args.model, model_cfg.family, model_cfg.family_settings())  # checked before the model loads
     OutputDir(args.out, [RANK_RECORDS_FILE, RANK_SUMMARY_FILE], args.overwrite)  # refuses before the model loads
-    loaded = load_model(args.model, args.device)
+    loaded = load_model(args.model, args.device, family, model_cfg.dtype, family_name=model_cfg.family,
+                        settings=model_cfg.family_settings())
     summary = run_protocol(loaded.model, loaded.tokenizer, sources, references, cfg, args.out, comet=comet,
                            meta={"model": str(args.model or loaded.path), "src": str(args.src), "ref": str(args.ref)},
                            overwrite=args.overwrite)
@@ -489,7 +524,7 @@ def _cmd_report(args: argparse.Namespace) -> None:
 
 
 def _add_list(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("list", help="list every registry: datasets, methods, adapters, decoders, metrics, utilities")
+    p = sub.add_parser("list", help="list every registry: datasets, methods, adapters, decoders, metrics, utilities, model families")
     p.set_defaults(func=_cmd_list)
 
 
@@ -500,11 +535,17 @@ def _cmd_list(args: argparse.Namespace) -> None:
     from simpe.methods import METHODS
     from simpe.metrics import METRICS
     from simpe.metrics.utility import utility_names
+    from simpe.models import FAMILIES
 
     listing = {"datasets": DATASETS.names(), "methods": METHODS.names(), "adapters": known_adapters(),
-               "decoders": DECODERS.names(), "metrics": METRICS.names(), "utilities": utility_names()}
+               "decoders": DECODERS.names(), "metrics": METRICS.names(), "utilities": utility_names(),
+               "model families": FAMILIES.names()}
     for kind, names in listing.items():
         print(f"{kind}: {', '.join(names)}")
+    for name in FAMILIES.names():
+        family = FAMILIES.get(name)
+        print(f"  {name:8s} model_type {', '.join(family.model_types)}; settings: {', '.join(family.uses) or 'none'}; "
+              f"e.g. {family.hub_example}")
 
 
 # ---------------------------------------------------------------- per-user stores (store)
@@ -535,6 +576,7 @@ def _add_translate(sub: argparse._SubParsersAction) -> None:
     p.add_argument("-i", "--input", required=True, type=Path, metavar="SRC", help="source segments, one per line")
     p.add_argument("-o", "--output", type=Path, help="write the translations here (default: standard output)")
     p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
+    _add_model_settings(p)
     p.set_defaults(func=_cmd_translate)
 
 
@@ -548,7 +590,8 @@ def _cmd_translate(args: argparse.Namespace) -> None:
         for text in args.params:
             keys, value = parse_override(text)
             params[".".join(keys)] = value
-    lines = translate_file(args.model, args.input, args.adapter, args.decoder, params, args.device)
+    lines = translate_file(args.model, args.input, args.adapter, args.decoder, params, args.device,
+                           model_settings=_model_settings(args))
     text = "".join(line + "\n" for line in lines)
     if args.output:
         args.output.write_text(text, encoding="utf-8")

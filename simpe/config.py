@@ -58,6 +58,39 @@ class UpdateConfig:
             raise ConfigError(f"update.clip_norm must be >= 0, got {self.clip_norm}")
 
 
+FAMILY_AUTO = "auto"  # model.family: the family whose model_type config.json names (simpe.models)
+DTYPE_NAMES = ("float32", "bfloat16", "float16")
+
+
+@dataclass
+class ModelConfig:
+    """The model: a folder or hub id, its family, and the family's settings (checked before it loads).
+
+    family: ``auto`` (from config.json's ``model_type``) or a registered family (``simpe list``);
+    src_lang / tgt_lang: the language codes the family's tokenizer or prompt takes (mbart:
+    en_XX, m2m100: en, NLLB: eng_Latn, t5: the ``<2xx>`` code, marian: a multi-target model's
+    ``>>id<<``, causal: the language names its prompt says); prompt_template: a causal LM's
+    plain prompt (used when its tokenizer has no chat template); dtype: the weights' dtype.
+    """
+
+    path: str | None  # None = the embedded demo model
+    family: str
+    src_lang: str | None
+    tgt_lang: str | None
+    prompt_template: str | None
+    dtype: str
+
+    def __post_init__(self) -> None:
+        if self.dtype not in DTYPE_NAMES:
+            raise ConfigError(f"unknown model.dtype {self.dtype!r}; known: {', '.join(DTYPE_NAMES)}")
+        if not self.family:
+            raise ConfigError(f"model.family must be {FAMILY_AUTO!r} or a family name, got {self.family!r}")
+
+    def family_settings(self) -> dict[str, Any]:
+        """The settings a family's constructor takes (``simpe.models.FAMILIES.build``)."""
+        return {"src_lang": self.src_lang, "tgt_lang": self.tgt_lang, "prompt_template": self.prompt_template}
+
+
 @dataclass
 class MethodConfig:
     """An adaptation method by registered name; ``params`` go to ``METHODS.build``."""
@@ -255,7 +288,7 @@ class RunConfig:
     """One run: one adapter (method configuration) on one stream."""
 
     adapter: str  # the adapter file's name: names the run, its folder and its plot line
-    model: str | None  # folder or hub id; None = the embedded demo model
+    model: ModelConfig
     device: str
     seed: int
     checkpoint_every: int
@@ -370,6 +403,9 @@ def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any
     out = copy.deepcopy(data)
     for text in overrides:
         keys, value = parse_override(text)
+        if keys == ["model"] and (value is None or isinstance(value, str)) and isinstance(out.get("model"), dict):
+            out["model"] = {**out["model"], "path": value}  # --set model=PATH: the path only (model_section)
+            continue
         node = out
         for key in keys[:-1]:
             node = node.setdefault(key, {})
@@ -379,12 +415,21 @@ def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any
     return out
 
 
+def model_section(data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` with a ``model`` given as a bare folder / hub id (``--set model=PATH``, or config.yaml of a
+    run made before the model section) turned into the section: that path, every other key from defaults.yaml."""
+    value = data.get("model")
+    if value is None or isinstance(value, str):
+        data = {**data, "model": {**read_yaml(DEFAULTS_FILE)["model"], "path": value}}
+    return data
+
+
 def load_config(adapter: str, overrides: list[str] | None = None, adapters_dir: Path = ADAPTERS_DIR) -> RunConfig:
     """The ``RunConfig`` of one adapter: defaults, then the adapter file, then overrides."""
     path = adapter_path(adapter, adapters_dir)
     merged = deep_merge(read_yaml(adapters_dir / DEFAULTS_FILE.name), read_yaml(path))
     merged["adapter"] = path.stem
-    return from_dict(RunConfig, apply_overrides(merged, overrides or []))
+    return from_dict(RunConfig, model_section(apply_overrides(model_section(merged), overrides or [])))
 
 
 def load_saved_config(path: Path, overrides: list[str] | None = None) -> RunConfig:
@@ -395,7 +440,8 @@ def load_saved_config(path: Path, overrides: list[str] | None = None) -> RunConf
     before it (``snapshots.ranking: true``, ``snapshots.forgetting: 0``). Free-form mappings
     (``params``) are never filled: a saved run's parameters are complete as saved.
     """
-    return from_dict(RunConfig, apply_overrides(_with_later_keys(read_yaml(path), read_yaml(DEFAULTS_FILE)), overrides or []))
+    saved = _with_later_keys(model_section(read_yaml(path)), read_yaml(DEFAULTS_FILE))
+    return from_dict(RunConfig, model_section(apply_overrides(saved, overrides or [])))
 
 
 def _with_later_keys(saved: dict[str, Any], defaults: dict[str, Any]) -> dict[str, Any]:
@@ -438,7 +484,7 @@ RESUME_IGNORED = ("runs_dir", "device")
 
 
 def _model_key(model: Any) -> Any:
-    """A model setting compared by what it names: a local folder by its resolved path, a hub id as written."""
+    """A model path compared by what it names: a local folder by its resolved path, a hub id as written."""
     if not isinstance(model, str):
         return model
     path = Path(model).expanduser()
@@ -465,7 +511,7 @@ def resume_difference(saved: RunConfig, cfg: RunConfig) -> str | None:
     for data in (old, new):
         for key in RESUME_IGNORED:
             data.pop(key, None)
-        data["model"] = _model_key(data["model"])
+        data["model"]["path"] = _model_key(data["model"]["path"])
     found = _first_difference(old, new, "")
     if found is None:
         return None

@@ -1,11 +1,12 @@
-"""Load a Marian MT model and its tokenizer (local folder or hub id); pick the device; encode inputs.
+"""Load a model of a supported family and its tokenizer (local folder or hub id); pick the device.
 
-The embedded demo model under ``models/`` and ``Helsinki-NLP/opus-mt-en-de`` are loaded by
-the same code: ``MarianMTModel.from_pretrained`` + ``MarianTokenizer.from_pretrained``.
-``encode_source`` / ``encode_pair`` are the one way text becomes the model's input ids (the
-loop, the ranking evaluation and select-fixed use them); ``teacher_forced_logits`` the one way
-a pair is scored for a loss (the online update, demo training). This module does not translate
-or train.
+The family (``simpe.models``: marian, mbart, m2m100, t5, causal) is read from config.json's
+``model_type`` (or named by ``model.family``) and checked, with its settings, before anything
+loads; the embedded demo model under ``models/`` and ``Helsinki-NLP/opus-mt-en-de`` are loaded
+by the same code. The family, bound to the loaded model (``family_of(model)``), is the one way
+text becomes the model's input ids (``encode_source`` / ``encode_pair``);
+``teacher_forced_logits`` the one way a pair is scored for a loss (the online update, demo
+training). This module does not translate or train.
 """
 from __future__ import annotations
 
@@ -17,24 +18,27 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from simpe.errors import ConfigError, ModelError
+from simpe.config import FAMILY_AUTO
+from simpe.errors import ConfigError, ModelError, SimpeError
+from simpe.models import FAMILIES, ModelFamily, Pair, family_for_type, family_of
 from simpe.paths import DEFAULT_MODEL
 
 logger = logging.getLogger(__name__)
 
 DEVICES = ("auto", "cpu", "cuda")
-MAX_TOKENS = 512  # Marian's position limit: longer sides are truncated
+__all__ = ["Pair", "LoadedModel", "load_model", "check_model", "model_family", "teacher_forced_logits", "eval_mode"]
 
 
 @dataclass
 class LoadedModel:
-    """A Marian model, its tokenizer, where it came from, and the device it lives on."""
+    """A model, its tokenizer, where it came from, the device it lives on, and its (bound) family."""
 
-    model: Any  # transformers.MarianMTModel
-    tokenizer: Any  # transformers.MarianTokenizer
+    model: Any  # a transformers model of one of simpe's families (simpe.models)
+    tokenizer: Any
     name: str
     path: Path | None
     device: Any  # torch.device
+    family: ModelFamily
 
     @property
     def model_dir(self) -> Path | None:
@@ -87,9 +91,7 @@ def _check_hub(source: str, timeout: float = 5.0) -> None:
         socket.setdefaulttimeout(None)
 
 
-MODEL_TYPE = "marian"  # config.json's model_type of every model simpe can adapt
-WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
-TOKENIZER_FILES = ("source.spm", "target.spm", "vocab.json")
+WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin", "model.safetensors.index.json", "pytorch_model.bin.index.json")
 
 
 def _is_local(source: str) -> bool:
@@ -97,13 +99,18 @@ def _is_local(source: str) -> bool:
     return Path(source).exists() or source.startswith((".", "/", "~")) or source.count("/") != 1
 
 
-def _check_model_type(config: Any, where: str) -> None:
+def _family_name(config: Any, where: str, family: str = FAMILY_AUTO) -> str:
+    """The family of a config.json mapping: its model_type's, checked against an explicit ``family``."""
     kind = config.get("model_type") if isinstance(config, dict) else None
-    if kind != MODEL_TYPE:
-        arch = ", ".join(config.get("architectures") or []) if isinstance(config, dict) else ""
-        raise ModelError(f"{where} is a {kind or 'unknown'} model{f' ({arch})' if arch else ''}, not a Marian one "
-                         f"(config.json model_type must be {MODEL_TYPE!r}); simpe adapts MarianMTModel checkpoints "
-                         "such as Helsinki-NLP/opus-mt-en-de")
+    arch = tuple(config.get("architectures") or []) if isinstance(config, dict) else ()
+    if family != FAMILY_AUTO:
+        FAMILIES.get(family)  # an unknown name: one line naming the known ones
+        if kind not in FAMILIES.get(family).model_types:
+            detected = family_for_type(kind, where, arch)
+            raise ConfigError(f"model.family is {family!r} but {where} is a {kind} model (family {detected!r}); "
+                              f"use model.family=auto or {detected}")
+        return family
+    return family_for_type(kind, where, arch)
 
 
 def _check_safetensors(path: Path) -> None:
@@ -129,11 +136,11 @@ def _check_safetensors(path: Path) -> None:
 def _check_weights(folder: Path, source: str) -> None:
     present = [name for name in WEIGHT_FILES if (folder / name).is_file()]
     if not present:
-        raise ModelError(f"model folder {source} has no weights ({' or '.join(WEIGHT_FILES)}); "
-                         "it must be written by save_pretrained of a MarianMTModel")
+        raise ModelError(f"model folder {source} has no weights ({' or '.join(WEIGHT_FILES[:2])}); "
+                         "it must be written by save_pretrained of the model")
     if present[0] == "model.safetensors":
         _check_safetensors(folder / "model.safetensors")
-    else:
+    elif present[0] == "pytorch_model.bin":
         import zipfile
 
         if not zipfile.is_zipfile(folder / present[0]):
@@ -146,77 +153,114 @@ def model_folder(model_id: str | os.PathLike[str] | None) -> Path | None:
     return Path(source) if _is_local(source) else None
 
 
-def check_model(model_id: str | os.PathLike[str] | None) -> None:
-    """Refuse, without loading it, a local model folder that is missing, not Marian, or incomplete.
-
-    A hub id is checked when its config is in the local cache (else by ``load_model``).
-    Raises:
-        ModelError: naming the folder and what is wrong (one line).
-    """
+def _read_config(source: str) -> dict[str, Any] | None:
+    """config.json of a local folder, or of a hub id in the local cache (None when it is not there)."""
     import json
 
-    source = str(model_id) if model_id is not None else str(DEFAULT_MODEL)
     path = Path(source).expanduser()
     if not _is_local(source):
         from huggingface_hub import try_to_load_from_cache
 
         cached = try_to_load_from_cache(source, "config.json")
-        if isinstance(cached, str):
-            _check_model_type(json.loads(Path(cached).read_text(encoding="utf-8")), f"model {source!r}")
-        return
+        return json.loads(Path(cached).read_text(encoding="utf-8")) if isinstance(cached, str) else None
+    try:
+        return json.loads((path / "config.json").read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as err:
+        raise ModelError(f"{path / 'config.json'} is not valid JSON ({err}); copy or download the model again") from None
+
+
+def _checked(model_id: str | os.PathLike[str] | None, family: str) -> tuple[str | None, dict[str, Any] | None]:
+    """``check_model``'s work: (the family's name, config.json as a mapping), (None, None) for an uncached hub id."""
+    source = str(model_id) if model_id is not None else str(DEFAULT_MODEL)
+    path = Path(source).expanduser()
+    if not _is_local(source):
+        config = _read_config(source)
+        if config is None:
+            return (None if family == FAMILY_AUTO else FAMILIES.get(family).name), None
+        return _family_name(config, f"model {source!r}", family), config
     if not path.is_dir():
         hint = " (run `make baseline` to train the demo model)" if path.resolve() == DEFAULT_MODEL else ""
         what = "is a file, not a folder" if path.exists() else "does not exist"
         raise ModelError(f"model folder {source} {what}{hint}")
     if not (path / "config.json").is_file():
-        raise ModelError(f"model folder {source} lacks config.json; it must be written by save_pretrained of a MarianMTModel and MarianTokenizer")
-    try:
-        config = json.loads((path / "config.json").read_text(encoding="utf-8"))
-    except (ValueError, UnicodeDecodeError) as err:
-        raise ModelError(f"{path / 'config.json'} is not valid JSON ({err}); copy or download the model again") from None
-    _check_model_type(config, f"model folder {source}")
-    for needed in TOKENIZER_FILES:
-        if not (path / needed).exists():
-            raise ModelError(f"model folder {source} lacks {needed}; it must be written by save_pretrained of a MarianMTModel and MarianTokenizer")
+        raise ModelError(f"model folder {source} lacks config.json; it must be written by save_pretrained of the model and its tokenizer")
+    config = _read_config(source)
+    name = _family_name(config, f"model folder {source}", family)
+    FAMILIES.get(name)().check_folder(path, source)
     _check_weights(path, source)
+    return name, config
 
 
-def load_model(model_id: str | os.PathLike[str] | None = None, device: str = "auto") -> LoadedModel:
-    """Load a ``MarianMTModel`` and ``MarianTokenizer`` from a folder or a hub id.
+def check_model(model_id: str | os.PathLike[str] | None, family: str = FAMILY_AUTO) -> str | None:
+    """Refuse, without loading it, a local model folder that is missing, of no supported family, or incomplete.
+
+    A hub id is checked when its config is in the local cache (else by ``load_model``).
+    Returns:
+        the family's name, or None for a hub id whose config is not cached (known when it loads).
+    Raises:
+        ModelError: naming the folder and what is wrong (one line).
+    """
+    return _checked(model_id, family)[0]
+
+
+def model_family(model_id: str | os.PathLike[str] | None, family: str = FAMILY_AUTO,
+                 settings: dict[str, Any] | None = None) -> ModelFamily | None:
+    """The model's family with its settings (``model`` section: src_lang, tgt_lang, prompt_template), checked
+    before the model loads; None for a hub id whose config is not cached and no explicit family."""
+    name, config = _checked(model_id, family)
+    if name is None:
+        return None
+    built = FAMILIES.build(name, **(settings or {}))
+    if config is not None:
+        built.check_config(config, f"model {model_id or DEFAULT_MODEL}")
+    return built
+
+
+def load_model(model_id: str | os.PathLike[str] | None = None, device: str = "auto", family: ModelFamily | None = None,
+               dtype: str = "float32", family_name: str = FAMILY_AUTO, settings: dict[str, Any] | None = None) -> LoadedModel:
+    """Load a model of a supported family and its tokenizer from a folder or a hub id.
 
     Args:
         model_id: a local folder written by ``save_pretrained`` or a hub id such as
             ``Helsinki-NLP/opus-mt-en-de``; ``None`` is the embedded demo model.
         device: ``auto`` (CUDA when present), ``cpu`` or ``cuda``.
+        family: the family with its settings (``model_family``); None: ``family_name`` (auto: detected)
+            built with ``settings`` (src_lang, tgt_lang, prompt_template; default none).
+        dtype: float32, bfloat16 or float16.
     Raises:
-        ModelError: the folder is missing or incomplete, or the hub cannot be reached.
+        ModelError: the folder is missing or incomplete, of no supported family, or the hub cannot be reached.
     """
     import torch
-    from transformers import MarianMTModel, MarianTokenizer
 
     torch_device = resolve_device(device)
     source = str(model_id) if model_id is not None else str(DEFAULT_MODEL)
     path = Path(source)
     looks_local = _is_local(source)
-    check_model(source)
+    name, config = _checked(source, family.name if family is not None else family_name)
     if not looks_local:
         _check_hub(source)
     try:
-        if not looks_local:
+        if name is None:
             from transformers import PretrainedConfig
 
-            _check_model_type(PretrainedConfig.get_config_dict(source)[0], f"model {source!r}")
-        tokenizer = MarianTokenizer.from_pretrained(source)
-        model, info = MarianMTModel.from_pretrained(source, output_loading_info=True)
-    except ModelError:
+            config = PretrainedConfig.get_config_dict(source)[0]
+            name = _family_name(config, f"model {source!r}", family_name)
+        if family is None:
+            family = FAMILIES.build(name, **(settings or {}))
+            if config is not None:
+                family.check_config(config, f"model {source}")
+        tokenizer = family.load_tokenizer(source)
+        family.check_languages(tokenizer)  # a language code the tokenizer lacks: refused before the model loads
+        model, info = family.load_model(source, dtype)
+    except SimpeError:
         raise
     except Exception as err:  # transformers, safetensors and torch raise many kinds for a damaged checkpoint
         first = str(err).splitlines()[0] if str(err) else type(err).__name__
         if looks_local:
-            raise ModelError(f"cannot load Marian model from {source}: {first}") from None
-        raise ModelError(f"cannot get Marian model {source!r} from the Hugging Face hub ({first}); "
+            raise ModelError(f"cannot load {family.name if family else 'the'} model from {source}: {first}") from None
+        raise ModelError(f"cannot get model {source!r} from the Hugging Face hub ({first}); "
                          + _download_hint(source)) from None
-    missing = [key for key in info["missing_keys"] if not key.endswith("embed_positions.weight")]  # sinusoidal: not saved
+    missing = [key for key in info["missing_keys"] if not family.ignored_missing(key)]
     if missing or info["mismatched_keys"]:
         bad = missing or [str(m[0]) for m in info["mismatched_keys"]]
         raise ModelError(f"model {source} lacks {len(bad)} of its weights or has them in the wrong shape (e.g. {bad[0]}); "
@@ -231,44 +275,8 @@ def load_model(model_id: str | os.PathLike[str] | None = None, device: str = "au
         for param in model.parameters():  # tied weights are one Parameter: they stay tied
             param.data = param.data.clone()
     model.eval()
-    return LoadedModel(model, tokenizer, model_name(source), path if looks_local else None, torch_device)
-
-
-@dataclass
-class Pair:
-    """One tokenised (source, reference) pair on the model's device."""
-
-    input_ids: Any  # (1, src_len) LongTensor
-    labels: Any  # (1, tgt_len) LongTensor, ending in EOS
-    truncated: tuple[str, ...] = ()  # "source" and/or "reference" when that side was cut to MAX_TOKENS
-
-
-def _longer_than_limit(tokenizer: Any, kept: int, **text: str) -> bool:
-    """True when a side that came back at MAX_TOKENS tokens was cut (tokenised again in full: rare, so cheap)."""
-    return kept >= MAX_TOKENS and len(tokenizer(**text)["input_ids"]) > MAX_TOKENS
-
-
-def encode_source(tokenizer: Any, source: str, device: Any) -> Any:
-    """(1, src_len) source ids ending in EOS, on ``device`` (truncated to MAX_TOKENS)."""
-    return tokenizer(source, truncation=True, max_length=MAX_TOKENS, return_tensors="pt")["input_ids"].to(device)
-
-
-def encode_pair(tokenizer: Any, source: str, reference: str, device: Any) -> Pair:
-    """Tokenise one (source, reference) pair for the update, on ``device``."""
-    tgt = tokenizer(text_target=reference, truncation=True, max_length=MAX_TOKENS, return_tensors="pt")["input_ids"]  # (1, tgt_len)
-    src = encode_source(tokenizer, source, device)  # (1, src_len)
-    truncated = tuple(side for side, kept, text in (("source", src.shape[1], {"text": source}),
-                                                    ("reference", tgt.shape[1], {"text_target": reference}))
-                      if _longer_than_limit(tokenizer, kept, **text))
-    return Pair(src, tgt.to(device), truncated)
-
-
-def decoder_inputs(config: Any, labels: Any) -> Any:
-    """(batch, tgt_len) decoder input ids for ``labels`` as Marian makes them: the start token, then
-    the labels shifted right (-100 read as pad)."""
-    from transformers.models.marian.modeling_marian import shift_tokens_right
-
-    return shift_tokens_right(labels, config.pad_token_id, config.decoder_start_token_id)
+    family.attach(model, tokenizer)
+    return LoadedModel(model, tokenizer, model_name(source), path if looks_local else None, torch_device, family)
 
 
 @contextlib.contextmanager
@@ -287,8 +295,8 @@ def eval_mode(model: Any) -> Iterator[None]:
 
 
 def teacher_forced_logits(model: Any, input_ids: Any, labels: Any, attention_mask: Any = None) -> Any:
-    """(batch, tgt_len, vocab) logits of ``labels`` given ``input_ids``: what ``model(..., labels=labels)``
-    computes, without the model's own loss over the vocabulary (the caller computes its loss) and
-    without a key/value cache."""
-    return model(input_ids=input_ids, attention_mask=attention_mask, decoder_input_ids=decoder_inputs(model.config, labels),
-                 use_cache=False).logits
+    """(batch, tgt_len, vocab) logits of ``labels`` given ``input_ids`` (and the family's target prefix or
+    prompt): what ``model(..., labels=labels)`` computes, without the model's own loss over the vocabulary (the
+    caller computes its loss) and without a key/value cache. For a causal LM only the target positions
+    are returned: the prompt is never part of a loss."""
+    return family_of(model).pair_logits(model, input_ids, labels, attention_mask)

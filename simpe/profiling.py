@@ -2,8 +2,9 @@
 
 ``ModelTimer`` hooks the model's own forward and, for the calls that go around it (the
 decoders run the encoder by itself once per source; ``knn`` runs the encoder-decoder without
-the output projection to store a post-edit's states), the encoder-decoder, the encoder, the
-decoder and the output projection; only the outermost call is timed, so nothing is counted twice. The model's
+the output projection to store a post-edit's states), the modules the model's family names
+(``timed_modules``: the base model, the encoder, the decoder and the output projection); only
+the outermost call is timed, so nothing is counted twice. The model's
 forward counts whole: Hugging Face's code around the submodules (``final_logits_bias``, the
 output objects) is the model's work as much as the layers are. A method's forward hook on the
 model's output (``knn``'s interpolation) runs after the timer has stopped: that is the
@@ -17,6 +18,8 @@ from typing import Any
 
 import torch
 
+from simpe.models import family_of
+
 
 class ModelTimer:
     def __init__(self, model: Any) -> None:
@@ -26,7 +29,7 @@ class ModelTimer:
         self._start = 0.0
         self._cuda = next(model.parameters()).device.type == "cuda"
         self._handles = []
-        for module in (model, model.model, model.model.encoder, model.model.decoder, model.lm_head):
+        for module in family_of(model).timed_modules(model):
             self._handles.append(module.register_forward_pre_hook(self._pre))
             # first among the forward hooks, so another hook's work on the output is not counted as the model's;
             # always_call: a forward that raises still ends its timing

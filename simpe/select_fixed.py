@@ -19,9 +19,9 @@ from simpe.config import UpdateConfig, defaults
 from simpe.datasets import DATASETS, stream_hash
 from simpe.errors import ConfigError
 from simpe.methods import METHODS
-from simpe.methods.base import base_parameters
+from simpe.methods.base import base_parameters, embedding_names
 from simpe.methods.fixed import SELECTION_FILE, choose_tensors
-from simpe.model import check_model, encode_pair, load_model
+from simpe.model import load_model, model_family
 from simpe.update import update
 
 logger = logging.getLogger(__name__)
@@ -29,10 +29,11 @@ logger = logging.getLogger(__name__)
 
 def select_fixed(model_id: str | None, dataset: str = "libreoffice", split: str = "dev", budget: float = 0.025,
                  segments: int | None = None, device: str = "auto", out: Path | None = None,
-                 update_cfg: UpdateConfig | None = None, progress: bool = True) -> dict[str, Any]:
+                 update_cfg: UpdateConfig | None = None, progress: bool = True, model_cfg: Any = None) -> dict[str, Any]:
     """Adapt fully over ``split`` and write the ``fixed`` selection; return it.
 
-    update_cfg: the update settings (default: the ``update`` section of adapters/defaults.yaml).
+    update_cfg: the update settings (default: the ``update`` section of adapters/defaults.yaml);
+    model_cfg: the model's family and settings (a ``ModelConfig``; default: the ``model`` section there).
     """
     if not 0 < budget <= 1:
         raise ConfigError(f"budget must be a fraction of the model size in (0, 1], got {budget}")
@@ -40,8 +41,9 @@ def select_fixed(model_id: str | None, dataset: str = "libreoffice", split: str 
         raise ConfigError(f"--segments must be >= 1 (or left out for the whole split), got {segments}; "
                           "a selection from no segments would leave 'fixed' nothing to train")
     data = DATASETS.build(dataset).load(split)[:segments]
-    check_model(model_id)
-    loaded = load_model(model_id, device)
+    model_cfg = model_cfg or defaults("model")
+    family = model_family(model_id, model_cfg.family, model_cfg.family_settings())
+    loaded = load_model(model_id, device, family, model_cfg.dtype)
     if out is None:
         if loaded.path is None:
             raise ConfigError("the model came from the hub: give --out PATH for the selection file")
@@ -59,9 +61,9 @@ def select_fixed(model_id: str | None, dataset: str = "libreoffice", split: str 
 
         iterator = tqdm(data, desc="select-fixed", unit="seg")
     for seg in iterator:
-        update(model, method, encode_pair(tokenizer, seg.source, seg.reference, loaded.device), cfg)
+        update(model, method, loaded.family.encode_pair(tokenizer, seg.source, seg.reference, loaded.device), cfg)
     adapted = {n: p.detach() for n, p in base_parameters(model).items()}
-    chosen = choose_tensors(base, adapted, int(budget * total))
+    chosen = choose_tensors(base, adapted, int(budget * total), embedding_names(model))
     selection = {
         "model": loaded.name, "dataset": dataset, "split": split, "segments": len(data),
         "data_sha256": stream_hash(data), "budget_fraction": budget, "budget_parameters": int(budget * total),

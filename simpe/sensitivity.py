@@ -167,7 +167,7 @@ def analyse(model: Any, tokenizer: Any, sources: Sequence[str], references: Sequ
     from simpe.decoders.sampling import SamplingDecoder
     from simpe.metrics.stopwords import load_stopwords
     from simpe.metrics.utility import COMET, build_utility, check_utility
-    from simpe.model import encode_source
+    from simpe.models.base import family_of
 
     check_utility(utility_name, comet)
     if len(sources) != len(references) or len(sources) < 2:
@@ -190,7 +190,7 @@ def analyse(model: Any, tokenizer: Any, sources: Sequence[str], references: Sequ
     with torch.inference_mode():
         for i in iterator:
             source, reference = sources[i], references[i]
-            ids = encode_source(tokenizer, source, device)
+            ids = family_of(model).encode_source(tokenizer, source, device)[0]
             drawn = sampler.decode(model, ids, index=i).hypotheses
             support = tokenizer.batch_decode([list(h.tokens) for h in drawn], skip_special_tokens=True)
             alternative = tokenizer.decode(list(beam.decode(model, ids).hypotheses[0].tokens), skip_special_tokens=True)

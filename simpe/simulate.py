@@ -35,7 +35,7 @@ from simpe.methods.base import STORE_FORMAT
 from simpe.metrics.online import OnlineScorer, metric_for
 from simpe.metrics.recall import repeated_errors
 from simpe.metrics.text import split_tokens
-from simpe.model import MAX_TOKENS, check_model, encode_pair, encode_source, load_model, model_folder, model_name, resolve_device
+from simpe.model import load_model, model_family, model_folder, model_name, resolve_device
 from simpe.paths import DEFAULT_MODEL
 from simpe.profiling import ModelTimer
 from simpe.ranking import evaluate as ranking
@@ -65,7 +65,7 @@ def load_stream(cfg: RunConfig) -> tuple[Any, list[Segment]]:
 
 def run_path(cfg: RunConfig) -> Path:
     """The run's folder: ``<runs_dir>/<dataset>-<split>--<model>--<N>seg/<adapter>``."""
-    model = model_name(cfg.model) if cfg.model else DEFAULT_MODEL.name
+    model = model_name(cfg.model.path) if cfg.model.path else DEFAULT_MODEL.name
     path = layout.run_path(cfg.runs_dir, cfg.data.name, cfg.data.split, model, cfg.data.segments, cfg.adapter)
     if not layout.inside(path, cfg.runs_dir) or Path(path).resolve() == Path(cfg.runs_dir).resolve():
         raise ConfigError(f"the run folder {path} would lie outside the runs folder {cfg.runs_dir}; check the names")
@@ -136,17 +136,20 @@ class Loop:
         self.forgetting = forgetting_set(cfg, self.dataset)
         if cfg.snapshots.every and cfg.snapshots.ranking:
             ranking.check(cfg.ranking)
-        check_model(cfg.model)
+        # the model's family and its settings (None: a hub id not in the cache, checked when it loads)
+        self.family = model_family(cfg.model.path, cfg.model.family, cfg.model.family_settings())
+        if self.family is not None:
+            self.method.check_family(self.family)
         resolve_device(cfg.device)  # --device cuda without a GPU
         # truecaser, stopwords, vocabularies (novel_vocab=train: the dataset's), SentencePiece model
-        self.scorer = OnlineScorer(cfg.metrics, model_folder(cfg.model), train_vocab=self.dataset.train_vocab(cfg.metrics.lang))
+        self.scorer = OnlineScorer(cfg.metrics, model_folder(cfg.model.path), train_vocab=self.dataset.train_vocab(cfg.metrics.lang))
         self.comet = None
         if cfg.comet:  # loaded now, not after the stream: a bad --comet must not cost a run
             from simpe.metrics.comet import CometScorer
 
             self.comet = CometScorer(cfg.comet, device=str(resolve_device(cfg.device)))
         self.loaded: Any = None
-        self.truncated = 0  # segments cut to the model's MAX_TOKENS
+        self.truncated = 0  # segments cut to the model's maximum length
 
     def check_run_dir(self, resume: bool, overwrite: bool) -> None:
         """Refuse, before the model loads, a run folder that cannot be written or resumed with these settings."""
@@ -170,7 +173,11 @@ class Loop:
             return
         cfg = self.cfg
         torch.manual_seed(cfg.seed)
-        self.loaded = load_model(cfg.model, cfg.device)
+        self.loaded = load_model(cfg.model.path, cfg.device, self.family, cfg.model.dtype,
+                                 family_name=cfg.model.family, settings=cfg.model.family_settings())
+        if self.family is None:  # a hub id whose config was not cached: its family is known now
+            self.family = self.loaded.family
+            self.method.check_family(self.family)
         self.model, self.tokenizer = self.loaded.model, self.loaded.tokenizer
         set_dropout(self.model, cfg.update.dropout)
         self.method.attach(self.model, self.loaded.path, cfg.update)
@@ -192,10 +199,11 @@ class Loop:
 
         return {"format": STORE_FORMAT, "method": self.cfg.method.name,
                 "method_params": json.dumps(self.cfg.method.params, sort_keys=True), "adapter": self.cfg.adapter,
-                "base_model": self.loaded.name, "base_model_path": str(self.cfg.model or ""),  # "": the demo model
+                "base_model": self.loaded.name, "base_model_path": str(self.cfg.model.path or ""),  # "": the demo model
                 "dataset": self.cfg.data.name, "split": self.cfg.data.split, "segments": str(len(self.segments)),
                 "reset": self.cfg.reset, "decoder": self.cfg.decoder.name,
-                "decoder_params": json.dumps(self.cfg.decoder.params, sort_keys=True)}
+                "decoder_params": json.dumps(self.cfg.decoder.params, sort_keys=True),
+                **self.loaded.family.store_metadata()}
 
     # ------------------------------------------------------------ one segment
     def pieces(self, ids: list[int]) -> list[str]:
@@ -205,7 +213,8 @@ class Loop:
     def step(self, index: int, seg: Segment) -> dict[str, Any]:
         """Translate, score, then update on one segment; return its record."""
         start = time.perf_counter()
-        pair = encode_pair(self.tokenizer, seg.source, seg.reference, self.loaded.device)
+        examples = self.method.examples(seg.source)  # in-context methods: earlier post-edits only (reference i is not there)
+        pair = self.loaded.family.encode_pair(self.tokenizer, seg.source, seg.reference, self.loaded.device, examples)
         t0, m0 = time.perf_counter(), self.timer.seconds
         with torch.inference_mode():
             result = self.decoder.decode(self.model, pair.input_ids, index=index, source=seg.source)
@@ -213,6 +222,8 @@ class Loop:
         hypothesis = self.tokenizer.decode(best, skip_special_tokens=True)
         t1, m1 = time.perf_counter(), self.timer.seconds
         extra = {"mt": seg.mt} if seg.mt is not None else {}
+        if examples:
+            extra["examples"] = len(examples)
         if seg.info:
             extra["info"] = dict(seg.info)
         pieces = self.cfg.metrics.subword == "all"
@@ -239,7 +250,7 @@ class Loop:
             if self.truncated == 1:
                 logger.warning("segment %d: the %s is longer than %d tokens and is cut to them for translation and update "
                                "(the model's position limit); further cut segments are counted at the end",
-                               index, " and ".join(pair.truncated), MAX_TOKENS)
+                               index, " and ".join(pair.truncated), self.loaded.family.max_tokens(self.model.config))
         return record
 
     def snapshot(self, segments_done: int) -> dict[str, Any]:
@@ -258,7 +269,7 @@ class Loop:
 
         Its sentences take the positions after the stream's (what a seeded decoder's seeds follow), never a stream's."""
         t0 = time.perf_counter()
-        batch = [encode_source(self.tokenizer, s.source, self.loaded.device) for s in self.forgetting]
+        batch = [self.loaded.family.encode_source(self.tokenizer, s.source, self.loaded.device)[0] for s in self.forgetting]
         results = self.decoder.decode_batch(self.model, batch, start=len(self.segments))
         hyps = [self.tokenizer.decode(list(r.hypotheses[0].tokens) if r.hypotheses else [], skip_special_tokens=True)
                 for r in results]
@@ -322,7 +333,8 @@ class Loop:
                     bar.close()
                     bar = None
                 if self.truncated:
-                    logger.warning("%d segments were cut to %d tokens (records with a 'truncated' key)", self.truncated, MAX_TOKENS)
+                    logger.warning("%d segments were cut to %d tokens (records with a 'truncated' key)", self.truncated,
+                                   self.loaded.family.max_tokens(self.model.config))
                 store = rundir.write_store(self.method.export_store(), self.store_metadata())
                 summary = {**self.summary(records), "store_file_bytes": store.stat().st_size}
                 rundir.finish(summary, records, cfg.metrics.lang)

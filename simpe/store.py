@@ -80,46 +80,73 @@ def export_adapter(run: Path, out: Path | None = None, overwrite: bool = False) 
 
 
 def apply_store(model: Any, model_name: str, path: Path) -> dict[str, str]:
-    """Apply the store at ``path`` to the freshly loaded base ``model`` (named ``model_name``); return its metadata."""
+    """Apply the store at ``path`` to the freshly loaded base ``model`` (``load_store``); return its metadata."""
+    return load_store(model, model_name, path)[0]
+
+
+def load_store(model: Any, model_name: str, path: Path) -> tuple[dict[str, str], Any]:
+    """Apply the store at ``path`` to the freshly loaded base ``model`` (named ``model_name``); return its metadata
+    and the method that applied it (an in-context method gives the prompts' examples from it).
+
+    Refused (one line) on another base: another model name, another family, or another config
+    (architecture, vocabulary: the hash of config.json less its volatile keys). A store written
+    before stores named their family, or a Marian one (``store_base_metadata``), is checked by name and family.
+    """
     from simpe.methods import METHODS
+    from simpe.models import family_of
+    from simpe.models.base import LEGACY_FAMILY
 
     tensors, metadata = read_store(path)
+    family = family_of(model)
+    hint = f"pass --model {metadata.get('base_model_path') or 'models/' + str(metadata.get('base_model'))}"
     if metadata.get("base_model") != model_name:
-        raise ModelError(f"{path} was made for base model {metadata.get('base_model')!r}, not {model_name!r}; "
-                         f"pass --model {metadata.get('base_model_path') or 'models/' + str(metadata.get('base_model'))}")
+        raise ModelError(f"{path} was made for base model {metadata.get('base_model')!r}, not {model_name!r}; {hint}")
+    made_for = metadata.get("model_family", LEGACY_FAMILY)  # a store without it: a Marian one (ModelFamily.store_metadata)
+    if made_for != family.name:
+        raise ModelError(f"{path} was made for a {made_for} model, not this {family.name} one; {hint}")
+    digest = metadata.get("model_config_sha256")
+    if digest is not None and digest != family.digest:
+        raise ModelError(f"{path} was made for a base model whose config hashes to {digest}, this one's is "
+                         f"{family.digest} (another architecture or vocabulary under the same name); {hint}")
     method = METHODS.build(metadata["method"], **json.loads(metadata.get("method_params") or "{}"))
     method.load_store(model, tensors)
     logger.info("applied %s store %s: %d tensors", metadata["method"], path, len(tensors))
-    return metadata
+    return metadata, method
 
 
-def translate_lines(model: Any, tokenizer: Any, decoder: Any, sources: list[str], device: Any) -> list[str]:
-    """Translate ``sources`` one by one with ``decoder`` (the loop's way: segment i decodes with index i)."""
+def translate_lines(model: Any, tokenizer: Any, decoder: Any, sources: list[str], device: Any, method: Any = None) -> list[str]:
+    """Translate ``sources`` one by one with ``decoder`` (the loop's way: segment i decodes with index i); a
+    ``method`` gives each prompt its examples (``icl``; none for the others)."""
     import torch
 
-    from simpe.model import encode_source
+    from simpe.models import family_of
 
+    family = family_of(model)
     model.eval()
     out = []
     with torch.inference_mode():
         for index, source in enumerate(sources):
-            result = decoder.decode(model, encode_source(tokenizer, source, device), index=index, source=source)
+            examples = method.examples(source) if method is not None else []
+            result = decoder.decode(model, family.encode_source(tokenizer, source, device, examples)[0], index=index, source=source)
             best = list(result.hypotheses[0].tokens) if result.hypotheses else []
             out.append(tokenizer.decode(best, skip_special_tokens=True))
     return out
 
 
 def translate_file(model_id: str | None, source: Path, adapter: Path | None = None, decoder: str | None = None,
-                   decoder_params: dict[str, Any] | None = None, device: str = "auto") -> list[str]:
+                   decoder_params: dict[str, Any] | None = None, device: str = "auto",
+                   model_settings: dict[str, Any] | None = None) -> list[str]:
     """``simpe translate``: every line of ``source`` with the base model, or with the per-user store ``adapter`` applied.
 
     Args:
         decoder: a registered decoder (default: the decoder section of adapters/defaults.yaml);
             decoder_params: its parameters (default: those of defaults.yaml when the names match, else none).
+        model_settings: keys of the ``model`` section (family, src_lang, tgt_lang, prompt_template, dtype)
+            over those of defaults.yaml; a store made by a run applies the run's own language settings.
     """
     from simpe.config import defaults
     from simpe.decoders import DECODERS
-    from simpe.model import load_model
+    from simpe.model import load_model, model_family
     from simpe.textfile import read_lines
 
     base = defaults("decoder")
@@ -127,10 +154,18 @@ def translate_file(model_id: str | None, source: Path, adapter: Path | None = No
     params = decoder_params if decoder_params is not None else (base.params if name == base.name else {})
     built = DECODERS.build(name, **params)  # checked before the model loads
     sources = read_lines(Path(source), "source file")
+    given = dict(model_settings or {})
     if adapter is not None:
-        read_store(Path(adapter))  # refuse a bad file before the model loads
-    loaded = load_model(model_id, device)
+        _, metadata = read_store(Path(adapter))  # refuse a bad file before the model loads
+        made = json.loads(metadata.get("model_settings") or "{}")
+        for key in ("src_lang", "tgt_lang", "prompt_template"):  # the run's languages, unless given
+            if made.get(key) is not None:
+                given.setdefault(key, made[key])
+    cfg = defaults("model", **given)
+    family = model_family(model_id, cfg.family, cfg.family_settings())  # settings checked before the model loads
+    loaded = load_model(model_id, device, family, cfg.dtype, family_name=cfg.family, settings=cfg.family_settings())
+    method = None
     if adapter is not None:
-        apply_store(loaded.model, loaded.name, Path(adapter))
+        _, method = load_store(loaded.model, loaded.name, Path(adapter))
     built.bind(loaded.tokenizer)
-    return translate_lines(loaded.model, loaded.tokenizer, built, sources, loaded.device)
+    return translate_lines(loaded.model, loaded.tokenizer, built, sources, loaded.device, method)

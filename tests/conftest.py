@@ -53,3 +53,13 @@ def one_torch_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="session")
+def family_model(tmp_path_factory):
+    """``family_model(kind)``: the folder of a tiny seeded checkpoint of family ``kind`` with its real tokenizer
+    (mbart, m2m100, nllb, t5, llama, qwen2: ``tests/tiny_families.py``), built once per session."""
+    from tiny_families import build
+
+    root = tmp_path_factory.mktemp("families")
+    return lambda kind: build(kind, root)

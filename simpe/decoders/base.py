@@ -50,7 +50,7 @@ class DecodeResult:
 
 
 class Decoder(ABC):
-    """Decode one source sentence with a Marian-style encoder-decoder model."""
+    """Decode one source sentence with a model of any family (``simpe.models``: encoder-decoder or causal LM)."""
 
     name: str = ""  # set by DECODERS.add
     tokenizer: Any = None  # set by bind()
@@ -60,8 +60,9 @@ class Decoder(ABC):
         """Decode one source.
 
         Args:
-            model: a ``transformers`` ``MarianMTModel`` (eval mode, on its device).
-            input_ids: (1, src_len) LongTensor of source token ids ending in EOS.
+            model: a ``transformers`` model of a supported family (eval mode, on its device); its family
+                (``simpe.models.family_of``) gives the target prefix, the stop tokens and the incremental step.
+            input_ids: (1, src_len) LongTensor: the source ids (ending in EOS), or a causal LM's prompt.
             index: the sentence's position in its stream (seeded decoders use seed + index).
             source: the source text, for decoders that score text against it (COMET MBR).
         Returns:

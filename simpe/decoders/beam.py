@@ -23,19 +23,7 @@ from typing import Any
 import torch
 
 from simpe.decoders.base import DECODERS, Decoder, DecodeResult, Hypothesis
-from simpe.decoders.incremental import (
-    NEG_INF,
-    LengthLimit,
-    Source,
-    batched_step,
-    check_int,
-    decoding,
-    encode,
-    new_cache,
-    new_states,
-    stack_sources,
-    step_scores,
-)
+from simpe.decoders.incremental import NEG_INF, LengthLimit, Lockstep, Source, check_int, decoding, encode, step_scores
 from simpe.ties import REL, SCORE_ATOL, margin, rank, top
 
 StepHook = Callable[[int, list[tuple[int, ...]], list[float], torch.Tensor, torch.Tensor, Any], None]
@@ -75,17 +63,19 @@ def _keep_best(finished: list[tuple[float, tuple[int, ...]]], beam_size: int) ->
 
 
 def _beam_step(logp: torch.Tensor, seqs: list[tuple[int, ...]], scores: list[float], finished: list[tuple[float, tuple[int, ...]]],
-               beam_size: int, heap: bool, eos: int, special: Any, last: bool,
+               beam_size: int, heap: bool, special: Any, last: bool,
                overwrite: bool = False) -> tuple[list[tuple[int, int, float]], bool]:
     """One step of one sentence's beam: updates ``finished``; returns (live (row, token, score), done).
     ``overwrite``: ``logp`` is not needed after this step and may be masked in place."""
     allowed = step_scores(logp, special, last=last, overwrite=overwrite)  # (rows, vocab), written here
     live: list[tuple[int, int, float]] = []  # (row, token, score)
     if heap:
-        ends = [score + value for score, value in zip(scores, allowed[:, eos].tolist())]  # float64 sums
-        finished += [(value, seqs[row] + (eos,)) for row, value in enumerate(ends) if value > NEG_INF]
+        for stop in special.stops:  # every stop token ends a candidate (EOS; a chat template's end of turn)
+            ends = [score + value for score, value in zip(scores, allowed[:, stop].tolist())]  # float64 sums
+            finished += [(value, seqs[row] + (stop,)) for row, value in enumerate(ends) if value > NEG_INF]
         _keep_best(finished, beam_size)  # the min-heap of capacity B, kept as a ranked list (the tie rule needs ranks)
-        allowed[:, eos] = NEG_INF
+        for stop in special.stops:
+            allowed[:, stop] = NEG_INF
         for value, row, token in zip(*_best(allowed, scores, beam_size)):
             if value == NEG_INF:
                 break
@@ -94,9 +84,9 @@ def _beam_step(logp: torch.Tensor, seqs: list[tuple[int, ...]], scores: list[flo
         for rank, (value, row, token) in enumerate(zip(*_best(allowed, scores, 2 * beam_size))):
             if value == NEG_INF:
                 break
-            if token == eos:
+            if token in special.stops:
                 if rank < beam_size:
-                    finished.append((value, seqs[row] + (eos,)))
+                    finished.append((value, seqs[row] + (token,)))
             elif len(live) < beam_size:
                 live.append((row, token, value))
         _keep_best(finished, beam_size)
@@ -119,28 +109,27 @@ def beam_search_many(model: Any, sources: list[Source], beam_size: int, heap: bo
     Args:
         on_step: called after each forward pass, per source, with (source index, its live
             prefixes, their scores, their (rows, vocab) next-token log-probabilities, their
-            (rows, layers, 2, heads, head_dim) self-attention states at this position, the
-            cache); the exact top-k search reuses these expansions.
+            (rows, fed, layers, 2, heads, head_dim) self-attention states of the positions just fed (the
+            whole target prefix at step 0, one position after), the cache); the exact top-k search
+            reuses these expansions.
     Returns:
         per source: (hypotheses best first, expansions = decoder rows run, steps).
     """
 
     n = len(sources)
     special = sources[0].special
-    eos = special.eos
-    device = sources[0].hidden.device
-    hidden, src_mask = stack_sources(sources)  # (n, max_src, d_model), (n, max_src) or None for one source
-    cache = new_cache()
+    device = sources[0].device
+    rows_of = Lockstep(model, sources)
     row_source = list(range(n))  # source of each cache row; rows are grouped by source
-    tokens_in = torch.full((n,), special.start, dtype=torch.long, device=device)  # (rows,)
+    tokens_in = None  # step 0 feeds the target prefixes
     seqs: list[list[tuple[int, ...]]] = [[()] for _ in range(n)]
     scores: list[list[float]] = [[0.0] for _ in range(n)]
     finished: list[list[tuple[float, tuple[int, ...]]]] = [[] for _ in range(n)]  # best first
     expansions, steps = [0] * n, [0] * n
     for position in range(max(s.max_len for s in sources)):
         rows = len(row_source)
-        logp, cache = batched_step(model, tokens_in, hidden, src_mask, row_source, cache, position)  # (rows, vocab)
-        states = new_states(cache, position) if on_step is not None else None  # (rows, layers, 2, heads, head_dim)
+        logp = rows_of.step(tokens_in)  # (rows, vocab)
+        states = rows_of.states() if on_step is not None else None  # (rows, fed, layers, 2, heads, head_dim)
         keep: list[int] = []
         next_tokens: list[int] = []
         next_source: list[int] = []
@@ -152,11 +141,11 @@ def beam_search_many(model: Any, sources: list[Source], beam_size: int, heap: bo
                 last_row += 1
             block = slice(first, last_row + 1)
             if on_step is not None:
-                on_step(i, seqs[i], scores[i], logp[block], states[block], cache)
+                on_step(i, seqs[i], scores[i], logp[block], states[block], rows_of.cache)
             expansions[i] += last_row + 1 - first
             steps[i] += 1
             # without a step hook nothing else reads these log-probabilities: they are masked in place
-            live, done = _beam_step(logp[block], seqs[i], scores[i], finished[i], beam_size, heap, eos, special,
+            live, done = _beam_step(logp[block], seqs[i], scores[i], finished[i], beam_size, heap, special,
                                     last=position == sources[i].max_len - 1, overwrite=on_step is None)
             if not done:
                 keep += [first + row for row, _, _ in live]
@@ -167,14 +156,13 @@ def beam_search_many(model: Any, sources: list[Source], beam_size: int, heap: bo
             first = last_row + 1
         if not keep:
             break
-        if next_source != row_source:  # the cross-attention keys/values follow the rows' sources
-            cache.reorder_cache(torch.tensor(keep, dtype=torch.long, device=device))
-        elif keep != list(range(rows)):  # same sources row by row: only the self-attention states move
-            cache.self_attention_cache.reorder_cache(torch.tensor(keep, dtype=torch.long, device=device))
+        rows_of.select(keep, next_source)
         tokens_in = torch.tensor(next_tokens, dtype=torch.long, device=device)  # (live rows,)
         row_source = next_source
     results = []
     for i in range(n):
+        if not finished[i]:  # no complete hypothesis has probability > 0 (a kNN mixture with lambda 1 gives EOS none):
+            finished[i] = [(NEG_INF, seqs[i][0] + (special.eos,))]  # the best prefix, ended, at its true score -inf
         results.append(([Hypothesis(tokens, score) for score, tokens in finished[i]], expansions[i], steps[i]))
     return results
 

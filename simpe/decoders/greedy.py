@@ -11,7 +11,7 @@ from typing import Any
 import torch
 
 from simpe.decoders.base import DECODERS, Decoder, DecodeResult, Hypothesis
-from simpe.decoders.incremental import CachedDecoder, LengthLimit, decoding, encode, start_tokens, step_scores
+from simpe.decoders.incremental import LengthLimit, Lockstep, decoding, encode, step_scores
 from simpe.ties import SCORE_ATOL, top
 
 
@@ -27,9 +27,9 @@ class GreedyDecoder(Decoder):
         t0 = time.perf_counter()
         with decoding(model):
             source = encode(model, input_ids, self.limit)
-            eos = source.special.eos
-            dec = CachedDecoder(model, source)
-            token = start_tokens(source, 1)  # (1,)
+            stops = source.special.stops
+            dec = Lockstep(model, [source])
+            token = None  # step 0 feeds the target prefix
             tokens: list[int] = []
             score = 0.0
             for position in range(source.max_len):
@@ -38,9 +38,9 @@ class GreedyDecoder(Decoder):
                 best = int(top(allowed[0], 1, atol=SCORE_ATOL)[0])  # tied to rounding noise (simpe.ties): the lower id
                 score += float(logp[0, best])
                 tokens.append(best)
-                if best == eos:
+                if best in stops:
                     break
-                token = torch.tensor([best], dtype=torch.long, device=source.hidden.device)  # (1,)
+                token = torch.tensor([best], dtype=torch.long, device=source.device)  # (1,)
         hyp = Hypothesis(tuple(tokens), score)
         return DecodeResult([hyp], exact=None, expansions=len(tokens), seconds=time.perf_counter() - t0)
 

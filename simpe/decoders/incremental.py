@@ -1,15 +1,20 @@
-"""Incremental decoding for Marian encoder-decoder models: shared by every decoder.
+"""Incremental decoding, shared by every decoder, for every model family (``simpe.models``).
 
-The encoder runs once per source; the decoder then advances one target position per call,
-with the model's own key/value cache (``transformers`` 4.57 ``EncoderDecoderCache``), through
-``model(...)`` itself so that anything an adaptation method attaches to the model (an
-extra output bias, hooks, swapped modules) is honoured. Scores are raw
-``log_softmax`` rows; the pad / decoder-start token is never chosen, and its probability
-mass is *not* renormalised away (a hypothesis' score is log P(y|x) under the model).
+The encoder runs once per source (a causal LM has none: its prompt is the target's prefix);
+the decoder then advances one target position per call, with the model's own key/value cache
+(``transformers`` 4.57 ``EncoderDecoderCache`` / ``DynamicCache``), through the family's
+``forward``, i.e. ``model(...)`` itself, so that anything an adaptation method attaches to the
+model (an extra output bias, hooks, swapped modules) is honoured. Step 0 feeds the target
+prefix (the decoder start and any forced BOS, or the prompt); hypotheses never include it and
+their scores do not count it (a forced token has probability 1, as in ``generate``). Scores are
+raw ``log_softmax`` rows; pad and a decoder start that is not a stop token are never chosen,
+and their probability mass is *not* renormalised away (a hypothesis' score is log P(y|x) under
+the model). A hypothesis ends at any of the family's stop tokens (EOS; a chat template's end of
+turn).
 
 Length limit: a hypothesis has at most ``max_len`` target tokens counting its EOS, with
 ``max_len = min(max_len_cap, floor(max_len_a * src_len + max_len_b))`` and ``src_len`` the
-number of source tokens (EOS included). At the last allowed position only EOS may follow,
+number of source tokens (EOS included; for a causal LM, the prompt's tokens, template included). At the last allowed position only a stop token may follow,
 scored with its true log-probability (unlike ``generate``'s ``forced_eos_token_id``, which
 gives it probability 1).
 
@@ -27,6 +32,10 @@ import torch
 
 from simpe.errors import ConfigError
 from simpe.model import eval_mode
+from simpe.models import family_of
+from simpe.models.base import Special
+
+__all__ = ["Special", "LengthLimit", "Lockstep", "Source", "encode", "step_scores", "special_ids"]
 
 NEG_INF = float("-inf")
 
@@ -72,22 +81,11 @@ def check_number(name: str, value: Any, minimum: float, allow_none: bool = False
         raise ConfigError(f"decoder parameter {name} must be a number > {minimum}{extra}, got {value!r}")
 
 
-@dataclass
-class Special:
-    """The model's special token ids."""
-
-    eos: int
-    start: int  # decoder start token (Marian: the pad id)
-    forbidden: tuple[int, ...]  # never generated: pad and decoder start
-
-
 def special_ids(model: Any) -> Special:
-    """EOS, decoder-start and forbidden ids from the model config."""
-    cfg = model.config
-    eos = cfg.eos_token_id[0] if isinstance(cfg.eos_token_id, (list, tuple)) else cfg.eos_token_id
-    start = cfg.decoder_start_token_id if cfg.decoder_start_token_id is not None else cfg.pad_token_id
-    forbidden = tuple(sorted({t for t in (cfg.pad_token_id, start) if t is not None and t != eos}))
-    return Special(int(eos), int(start), forbidden)
+    """The stop, target-start and forbidden ids of ``model``'s family (``simpe.models``)."""
+    special = family_of(model).special
+    assert special is not None
+    return special
 
 
 @contextlib.contextmanager
@@ -99,34 +97,44 @@ def decoding(model: Any) -> Iterator[None]:
 
 @dataclass
 class Source:
-    """One encoded source sentence."""
+    """One encoded source sentence.
 
-    hidden: torch.Tensor  # (1, src_len, d_model) encoder output
+    prefix: the target's first tokens, fed at step 0: the decoder start and any forced BOS
+    (encoder-decoder), or the whole prompt (causal LM, which has no encoder: ``hidden`` is None).
+    Hypotheses never include them, and their scores do not count them.
+    """
+
+    hidden: torch.Tensor | None  # (1, src_len, d_model) encoder output; None for a causal LM
     src_len: int
     max_len: int  # target tokens allowed, EOS included
     special: Special
+    prefix: tuple[int, ...] = ()
+    device: Any = None
 
 
 def encode(model: Any, input_ids: Any, limit: LengthLimit) -> Source:
-    """Run the encoder once.
+    """Run the encoder once (a causal LM: keep the prompt as the target's prefix).
 
     Args:
-        input_ids: (1, src_len) LongTensor (a 1-D tensor or a list of ids is accepted too).
+        input_ids: (1, src_len) LongTensor (a 1-D tensor or a list of ids is accepted too): the source
+            ids, or a causal LM's prompt.
     """
+    family = family_of(model)
     device = next(model.parameters()).device
     ids = torch.as_tensor(input_ids, dtype=torch.long, device=device)  # (1, src_len)
     if ids.dim() == 1:
         ids = ids.unsqueeze(0)
     if ids.dim() != 2 or ids.shape[0] != 1 or ids.shape[1] == 0:
         raise ConfigError(f"decode() takes one source as a (1, src_len) tensor, got shape {tuple(ids.shape)}")
-    mask = torch.ones_like(ids)  # (1, src_len)
-    hidden = model.get_encoder()(input_ids=ids, attention_mask=mask).last_hidden_state  # (1, src_len, d_model)
     src_len = int(ids.shape[1])
-    return Source(hidden, src_len, limit(src_len), special_ids(model))
+    special = special_ids(model)
+    if family.encoder_decoder:
+        return Source(family.encode(model, ids), src_len, limit(src_len), special, family.prefix, device)
+    return Source(None, src_len, limit(src_len), special, tuple(ids[0].tolist()), device)
 
 
 def step_scores(logp: torch.Tensor, special: Special, last: bool, overwrite: bool = False) -> torch.Tensor:
-    """Log-probabilities with forbidden tokens at -inf, and only EOS when ``last``.
+    """Log-probabilities with forbidden tokens at -inf, and only the stop tokens when ``last``.
 
     Args:
         logp: (rows, vocab) raw log-probabilities (not modified, unless ``overwrite``).
@@ -138,7 +146,8 @@ def step_scores(logp: torch.Tensor, special: Special, last: bool, overwrite: boo
     """
     if last:
         out = torch.full_like(logp, NEG_INF)  # (rows, vocab)
-        out[:, special.eos] = logp[:, special.eos]
+        for stop in special.stops:
+            out[:, stop] = logp[:, stop]
         return out
     out = logp if overwrite else logp.clone()  # (rows, vocab)
     for token in special.forbidden:  # one or two ids: a column fill each
@@ -146,50 +155,11 @@ def step_scores(logp: torch.Tensor, special: Special, last: bool, overwrite: boo
     return out
 
 
-class CachedDecoder:
-    """Decoder rows advancing together over one source, with one shared key/value cache.
-
-    ``step(tokens)`` feeds one token per row and returns the next-token log-probabilities;
-    ``select(rows)`` keeps / reorders / repeats rows (beam reordering, dropping finished
-    samples) through ``Cache.reorder_cache``.
-    """
-
-    def __init__(self, model: Any, source: Source) -> None:
-        from transformers.cache_utils import DynamicCache, EncoderDecoderCache
-
-        self.model = model
-        self.source = source
-        self.cache = EncoderDecoderCache(DynamicCache(), DynamicCache())
-        self.rows = 1
-        self.length = 0  # target positions consumed so far (the start token included)
-
-    def step(self, tokens: torch.Tensor) -> torch.Tensor:
-        """Feed one token per row.
-
-        Args:
-            tokens: (rows,) LongTensor on the model's device.
-        Returns:
-            (rows, vocab) float32 log-probabilities of the next token.
-        """
-        from transformers.modeling_outputs import BaseModelOutput
-
-        rows = tokens.shape[0]
-        assert rows == self.rows, (rows, self.rows)
-        hidden = self.source.hidden.expand(rows, -1, -1)  # (rows, src_len, d_model), a view
-        out = self.model(decoder_input_ids=tokens.view(rows, 1), encoder_outputs=BaseModelOutput(last_hidden_state=hidden),
-                         past_key_values=self.cache, use_cache=True, return_dict=True)
-        self.cache = out.past_key_values
-        self.length += 1
-        return torch.log_softmax(out.logits[:, -1, :].float(), dim=-1)  # (rows, vocab)
-
-    def select(self, rows: torch.Tensor) -> None:
-        """Keep the cache rows ``rows`` (a (new_rows,) LongTensor; repeats allowed)."""
-        self.cache.reorder_cache(rows)
-        self.rows = int(rows.shape[0])
-
-
-def stack_sources(sources: list[Source]) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """Encoder outputs of several sources, right-padded: ((n, max_src, d_model), (n, max_src) mask or None for one)."""
+def stack_sources(sources: list[Source]) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+    """Encoder outputs of several sources, right-padded: ((n, max_src, d_model), (n, max_src) mask or None for one;
+    (None, None) for a causal LM)."""
+    if sources[0].hidden is None:
+        return None, None
     if len(sources) == 1:
         return sources[0].hidden, None
     longest = max(s.src_len for s in sources)
@@ -202,41 +172,86 @@ def stack_sources(sources: list[Source]) -> tuple[torch.Tensor, torch.Tensor | N
     return hidden, mask
 
 
-def new_cache() -> Any:
-    """An empty ``EncoderDecoderCache`` for ``batched_step``."""
-    from transformers.cache_utils import DynamicCache, EncoderDecoderCache
+def stack_prefixes(sources: list[Source]) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """The sources' target prefixes, left-padded: ((n, longest) ids, (n, longest) mask, or None when all are as long)."""
+    longest = max(len(s.prefix) for s in sources)
+    device = sources[0].device
+    ids = torch.zeros((len(sources), longest), dtype=torch.long, device=device)  # (n, longest)
+    mask = torch.zeros((len(sources), longest), dtype=torch.long, device=device)  # (n, longest)
+    for i, s in enumerate(sources):
+        ids[i, longest - len(s.prefix):] = torch.tensor(s.prefix, dtype=torch.long, device=device)
+        mask[i, longest - len(s.prefix):] = 1
+    return ids, (None if bool(mask.all()) else mask)
 
-    return EncoderDecoderCache(DynamicCache(), DynamicCache())
 
+class Lockstep:
+    """Decoder rows of one or more sources advancing one target position per call, with one shared cache.
 
-def batched_step(model: Any, tokens_in: torch.Tensor, hidden: torch.Tensor, src_mask: torch.Tensor | None,
-                 row_source: list[int], cache: Any, position: int) -> tuple[torch.Tensor, Any]:
-    """One decoder step for rows of several sources (the batched beam search and sampler).
-
-    Args:
-        tokens_in: (rows,) the last token of each row; row r continues source ``row_source[r]``.
-        hidden, src_mask: ``stack_sources`` of the sources (read at step 0; the cache holds them after).
-        cache: the rows' ``EncoderDecoderCache`` (``new_cache()`` at step 0), reordered by the caller.
-    Returns:
-        ((rows, vocab) float32 log-probabilities of the next token, the updated cache).
+    Step 0 feeds every source's target prefix (``Source.prefix``: the decoder start and any forced
+    BOS, or a causal LM's prompt; prefixes of different lengths left-padded and masked); each later
+    step feeds one token per row. Rows are grouped by source (``row_source``); ``select`` keeps,
+    reorders or repeats rows (beam reordering, dropping finished samples). Every pass goes through
+    the family's ``forward``, i.e. ``model(...)`` itself, so anything an adaptation method attaches
+    to the model (an extra output bias, hooks, swapped modules) is honoured.
     """
-    from transformers.modeling_outputs import BaseModelOutput
 
-    rows = len(row_source)
-    enc = hidden if position == 0 else hidden[:1].expand(rows, -1, -1)  # (rows, max_src, d_model); after step 0 only its shape is read
-    mask = None if src_mask is None else src_mask[torch.tensor(row_source, device=hidden.device)]  # (rows, max_src)
-    out = model(decoder_input_ids=tokens_in.view(rows, 1), encoder_outputs=BaseModelOutput(last_hidden_state=enc),
-                attention_mask=mask, past_key_values=cache, use_cache=True, return_dict=True)
-    return torch.log_softmax(out.logits[:, -1, :].float(), dim=-1), out.past_key_values  # (rows, vocab)
+    def __init__(self, model: Any, sources: list[Source]) -> None:
+        self.model, self.sources = model, sources
+        self.family = family_of(model)
+        self.hidden, self.src_mask = stack_sources(sources)  # (n, max_src, d_model), (n, max_src) or None
+        self.prefixes, self.prefix_mask = stack_prefixes(sources)  # (n, longest), (n, longest) or None
+        self.cache = self.family.new_cache()
+        self.row_source = list(range(len(sources)))
+        self.position = 0  # target positions consumed so far
 
+    @property
+    def rows(self) -> int:
+        return len(self.row_source)
 
-def new_states(cache: Any, position: int) -> torch.Tensor:
-    """(rows, layers, 2, heads, head_dim) self-attention keys/values at ``position`` of an EncoderDecoderCache."""
-    layers = cache.self_attention_cache.layers
-    return torch.stack([torch.stack([layer.keys[:, :, position], layer.values[:, :, position]], dim=1)  # (rows, 2, heads, head_dim)
-                        for layer in layers], dim=1)  # (rows, layers, 2, heads, head_dim)
+    def step(self, tokens: torch.Tensor | None = None) -> torch.Tensor:
+        """Feed the prefixes (step 0, ``tokens`` None) or one token per row.
 
+        Args:
+            tokens: (rows,) LongTensor on the model's device, after step 0.
+        Returns:
+            (rows, vocab) float32 log-probabilities of the next token.
+        """
+        rows = self.rows
+        if self.position == 0:
+            fed, mask, enc = self.prefixes, self.prefix_mask, self.hidden  # (n, longest), ..., (n, max_src, d_model)
+        else:
+            assert tokens is not None and tokens.shape[0] == rows, (None if tokens is None else tokens.shape, rows)
+            fed = tokens.view(rows, 1)  # (rows, 1)
+            mask = None
+            if self.prefix_mask is not None:  # the prompts' padding, then every token fed since
+                index = torch.tensor(self.row_source, device=self.prefix_mask.device)
+                mask = torch.cat([self.prefix_mask[index], self.prefix_mask.new_ones((rows, self.position))], dim=1)
+            enc = None if self.hidden is None else self.hidden[:1].expand(rows, -1, -1)  # only its shape is read now
+        src_mask = None
+        if self.src_mask is not None:
+            src_mask = self.src_mask[torch.tensor(self.row_source, device=self.src_mask.device)]  # (rows, max_src)
+        logits, self.cache = self.family.forward(self.model, fed, self.cache, hidden=enc, src_mask=src_mask, mask=mask)
+        self.position += 1
+        return torch.log_softmax(logits.float(), dim=-1)  # (rows, vocab)
 
-def start_tokens(source: Source, rows: int) -> torch.Tensor:
-    """(rows,) LongTensor of decoder start tokens on the encoder's device."""
-    return torch.full((rows,), source.special.start, dtype=torch.long, device=source.hidden.device)  # (rows,)
+    def states(self) -> torch.Tensor:
+        """(rows, new positions, layers, 2, heads, head_dim) self-attention keys/values of what the last step fed
+        (all the prefix positions after step 0, one position after the others)."""
+        layers = self.family.self_cache(self.cache).layers
+        fed = self.prefixes.shape[1] if self.position == 1 else 1
+        return torch.stack([torch.stack([layer.keys[:, :, -fed:], layer.values[:, :, -fed:]], dim=1)  # (rows, 2, heads, fed, head_dim)
+                            for layer in layers], dim=1).permute(0, 4, 1, 2, 3, 5)  # (rows, fed, layers, 2, heads, head_dim)
+
+    def select(self, keep: list[int], sources: list[int] | None = None) -> None:
+        """Keep the cache rows ``keep`` (repeats allowed); ``sources``: each kept row's source (default: unchanged
+        per row). Rows that stay with their own source's rows only move their self-attention states."""
+        device = self.prefixes.device
+        new_sources = sources if sources is not None else [self.row_source[r] for r in keep]
+        if new_sources == self.row_source and keep == list(range(self.rows)):
+            return
+        index = torch.tensor(keep, dtype=torch.long, device=device)
+        if new_sources != self.row_source:  # the cross-attention keys/values follow the rows' sources
+            self.cache.reorder_cache(index)
+        else:  # same sources row by row: only the self-attention states move
+            self.family.self_cache(self.cache).reorder_cache(index)
+        self.row_source = list(new_sources)

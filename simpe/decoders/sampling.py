@@ -27,7 +27,7 @@ from typing import Any
 import torch
 
 from simpe.decoders.base import DECODERS, Decoder, DecodeResult, Hypothesis
-from simpe.decoders.incremental import LengthLimit, Source, batched_step, check_int, decoding, encode, new_cache, stack_sources
+from simpe.decoders.incremental import LengthLimit, Lockstep, Source, check_int, decoding, encode
 from simpe.ties import SCORE_ATOL, rank
 
 
@@ -42,9 +42,10 @@ def _next_tokens(logp: torch.Tensor, special: Any, last: bool, uniforms: list[to
     """
     weights = logp.exp()  # (rows, vocab) probabilities (logp is normalised: no overflow)
     if last:
-        keep = weights[:, special.eos].clone()  # (rows,)
+        stops = list(special.stops)
+        keep = weights[:, stops].clone()  # (rows, stops)
         weights.zero_()
-        weights[:, special.eos] = keep
+        weights[:, stops] = keep
     elif special.forbidden:
         weights[:, list(special.forbidden)] = 0.0
     cumulative = torch.cumsum(weights.double(), dim=-1)  # (rows, vocab)
@@ -55,6 +56,8 @@ def _next_tokens(logp: torch.Tensor, special: Any, last: bool, uniforms: list[to
         uniform[row, : counts[row]] = values
     drawn = torch.searchsorted(cumulative, uniform * total, right=True)  # (rows, most)
     drawn = torch.minimum(drawn, torch.searchsorted(cumulative, total, right=False))  # rounding at the top: the last token with weight
+    if last:  # every stop token at probability 0 (a kNN mixture with lambda 1): the sample still ends, at the first one
+        drawn = torch.where(torch.isin(drawn, torch.tensor(stops, device=drawn.device)), drawn, stops[0])
     values = logp.gather(1, drawn).double().tolist()  # (rows, most)
     tokens = drawn.tolist()
     return [row[:count] for row, count in zip(tokens, counts)], [row[:count] for row, count in zip(values, counts)]
@@ -84,15 +87,14 @@ def draw_samples_many(model: Any, sources: list[Source], samples: int, seeds: li
 
     n = len(sources)
     special = sources[0].special
-    device = sources[0].hidden.device
+    device = sources[0].device
     longest = max(s.max_len for s in sources)
     tables = []  # per source: (samples, its max_len) uniform numbers (its own length: batching changes nothing)
     for seed, src in zip(seeds, sources):
         generator = torch.Generator(device=device)
         generator.manual_seed(seed)
         tables.append(torch.rand((samples, src.max_len), generator=generator, dtype=torch.float64, device=device))
-    hidden, src_mask = stack_sources(sources)  # (n, max_src, d_model), (n, max_src) or None for one source
-    cache = new_cache()
+    rows_of = Lockstep(model, sources)
     # rows grouped by source: row_source, and per source its rows' prefixes, sample ids and scores
     row_source = list(range(n))
     prefixes: list[list[tuple[int, ...]]] = [[()] for _ in range(n)]
@@ -100,10 +102,10 @@ def draw_samples_many(model: Any, sources: list[Source], samples: int, seeds: li
     scores: list[list[float]] = [[0.0] for _ in range(n)]
     finished: list[dict[int, Hypothesis]] = [{} for _ in range(n)]
     expansions = [0] * n
-    tokens_in = torch.full((n,), special.start, dtype=torch.long, device=device)  # (rows,)
+    tokens_in = None  # step 0 feeds the target prefixes
     for position in range(longest):
         rows = len(row_source)
-        logp, cache = batched_step(model, tokens_in, hidden, src_mask, row_source, cache, position)  # (rows, vocab)
+        logp = rows_of.step(tokens_in)  # (rows, vocab)
         keep: list[int] = []
         next_tokens: list[int] = []
         next_source: list[int] = []
@@ -123,7 +125,7 @@ def draw_samples_many(model: Any, sources: list[Source], samples: int, seeds: li
                 for sample, token, value in zip(ids, drawn[row], values[row]):
                     tally.setdefault(token, [value, []])[1].append(sample)
                 for token, (value, drew) in tally.items():
-                    if token == special.eos:
+                    if token in special.stops:
                         for sample in drew:
                             finished[i][sample] = Hypothesis((*prefix, token), score + value)
                     else:
@@ -137,10 +139,10 @@ def draw_samples_many(model: Any, sources: list[Source], samples: int, seeds: li
             first += block
         if not keep:
             break
-        cache.reorder_cache(torch.tensor(keep, dtype=torch.long, device=device))  # (live rows,) repeats allowed
+        rows_of.select(keep, next_source)  # (live rows,) repeats allowed
         tokens_in = torch.tensor(next_tokens, dtype=torch.long, device=device)  # (live rows,)
         row_source = next_source
-    assert all(len(done) == samples and all(h.tokens[-1] == special.eos for h in done.values()) for done in finished)
+    assert all(len(done) == samples and all(h.tokens[-1] in special.stops for h in done.values()) for done in finished)
     return [([done[j] for j in range(samples)], expanded) for done, expanded in zip(finished, expansions)]
 
 

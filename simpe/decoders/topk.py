@@ -60,8 +60,9 @@ import torch
 
 from simpe.decoders.base import DECODERS, Decoder, DecodeResult, Hypothesis
 from simpe.decoders.beam import beam_search_many
-from simpe.decoders.incremental import NEG_INF, LengthLimit, Source, check_int, check_number, decoding, encode, new_states, stack_sources
+from simpe.decoders.incremental import NEG_INF, LengthLimit, Source, check_int, check_number, decoding, encode, stack_sources
 from simpe.errors import ConfigError
+from simpe.models import family_of
 from simpe.ties import SCORE_ATOL, margin, rank
 
 
@@ -125,7 +126,7 @@ class SentenceSearch:
     def __init__(self, source: Source, k: int, slack: float, max_expansions: int | None) -> None:
         self.source, self.k, self.slack, self.max_expansions = source, k, slack, max_expansions
         self.special = source.special
-        self.device = source.hidden.device
+        self.device = source.device
         self.known = KnownComplete(k)
         self.frontier: list[tuple[float, int, int, int]] = []  # (-score, push order, node, child rank)
         self.pushes = 0
@@ -138,7 +139,7 @@ class SentenceSearch:
         self.cut = False
         # nodes (expanded prefixes), indexed by node id
         self.tokens: list[tuple[int, ...]] = []
-        self.slots: list[tuple[int, ...]] = []  # arena slots of the decoder inputs [start, y_1, ..., y_t]
+        self.slots: list[tuple[int, ...]] = []  # arena slots of the decoder inputs [prefix..., y_1, ..., y_t]
         self.child_tokens: list[np.ndarray] = []  # (children,) sorted by descending score
         self.child_scores: list[np.ndarray] = []  # (children,)
         self.index: dict[tuple[int, ...], int] = {}  # prefix -> node, for the beam's prefixes
@@ -147,10 +148,11 @@ class SentenceSearch:
 
     # ---------------------------------------------------------------- the beam's expansions
     def record_beam_step(self, prefixes: list[tuple[int, ...]], scores: list[float], logp: torch.Tensor,
-                         slots: list[int]) -> None:
-        """Keep one step of the bounding beam search (its states already stored in ``slots``)."""
-        for prefix, slot in zip(prefixes, slots):
-            self._beam_slots[prefix] = (self._beam_slots[prefix[:-1]] if prefix else ()) + (slot,)
+                         slots: list[tuple[int, ...]]) -> None:
+        """Keep one step of the bounding beam search (its states already stored in ``slots``: per row, the
+        slots of the positions it fed: the whole target prefix at step 0, one position after)."""
+        for prefix, fed in zip(prefixes, slots):
+            self._beam_slots[prefix] = (self._beam_slots[prefix[:-1]] if prefix else ()) + fed
         self._beam_rows.append((list(prefixes), list(scores), logp))
 
     def seed_from_beam(self) -> None:
@@ -167,20 +169,22 @@ class SentenceSearch:
     # ---------------------------------------------------------------- nodes
     def add_nodes(self, prefixes: list[tuple[int, ...]], slots: list[tuple[int, ...]], scores: list[float],
                   logp: torch.Tensor, push: bool = True) -> None:
-        """Register expanded prefixes: note their EOS children, keep their sorted children above the bound."""
-        eos = self.special.eos
+        """Register expanded prefixes: note their stop-token (EOS) children, keep their sorted children above the bound."""
+        stops = list(self.special.stops)
         rows = len(prefixes)
         # logp (rows, vocab) float32 is this search's own (a fresh forward, or a beam row the beam is done with): masked in place
         if self.special.forbidden:
             logp[:, list(self.special.forbidden)] = NEG_INF
         last = [i for i, prefix in enumerate(prefixes) if len(prefix) + 1 >= self.source.max_len]
         if last:
-            eos_logp = logp[last, eos].clone()  # (last,)
+            index = torch.tensor(last, device=logp.device)[:, None]  # (last, 1)
+            stop_logp = logp[index, stops].clone()  # (last, stops)
             logp[last] = NEG_INF
-            logp[last, eos] = eos_logp
+            logp[index, stops] = stop_logp
         base = torch.tensor(scores, dtype=torch.float64, device=self.device)  # (rows,) prefix scores
-        for prefix, value in zip(prefixes, (base + logp[:, eos].double()).tolist()):
-            self.known.add(value, prefix + (eos,))
+        for stop in stops:
+            for prefix, value in zip(prefixes, (base + logp[:, stop].double()).tolist()):
+                self.known.add(value, prefix + (stop,))
         threshold = self.floor
         # Select in float32 relative to each prefix score, with a margin for the float32 rounding of
         # (threshold - prefix score); the exact float64 test follows on the few selected children.
@@ -220,7 +224,7 @@ class SentenceSearch:
     def collect(self, room: int) -> list[tuple[int, int, float]]:
         """Take up to ``room`` prefixes to expand next, as (parent node, token, score); finalise the complete
         hypotheses that reach the top with nothing pending; mark the search done (or cut short) when it is."""
-        eos = self.special.eos
+        stops = self.special.stops
         left = room if self.max_expansions is None else min(room, self.max_expansions - self.expansions)
         batch: list[tuple[int, int, float]] = []
         while self.frontier:
@@ -235,12 +239,12 @@ class SentenceSearch:
                 self.done = True
                 return []
             token = int(self.child_tokens[node][child])
-            if token == eos:
+            if token in stops:
                 if batch:  # a pending expansion could still produce something better
                     break
                 heapq.heappop(self.frontier)
                 self._push(node, child + 1)
-                self.results.append((score, self.tokens[node] + (eos,)))
+                self.results.append((score, self.tokens[node] + (token,)))
                 if len(self.results) == self.k:  # go on only for hypotheses tied with the k-th (simpe.ties)
                     self.cutoff = score - margin(score, SCORE_ATOL)
                 continue
@@ -280,8 +284,8 @@ class BatchedSearch:
         self.model, self.sources = model, sources
         self.batch_size, self.max_rows = batch_size, max_rows
         self.max_seconds, self.t0 = max_seconds, t0
-        self.device = sources[0].hidden.device
-        self.decoder = model.get_decoder()
+        self.device = sources[0].device
+        self.family = family_of(model)
         self.searches = [SentenceSearch(src, k, bound_slack, max_expansions) for src in sources]
         self.hidden, self.src_mask = stack_sources(sources)  # (n, max_src, d_model), (n, max_src) or None
         self.arena: KVArena | None = None
@@ -291,52 +295,54 @@ class BatchedSearch:
 
     def record_beam_step(self, i: int, prefixes: list[tuple[int, ...]], scores: list[float], logp: torch.Tensor,
                          states: torch.Tensor, cache: Any) -> None:
-        """beam_search_many's hook: store the states of sentence ``i``'s beam rows and hand them to its search."""
+        """beam_search_many's hook: store the states of sentence ``i``'s beam rows and hand them to its search
+        (``states``: (rows, fed, layers, 2, heads, head_dim); at step 0 the left-padded target prefix)."""
         if self.arena is None:  # the first step: one row per sentence, in order; cross-attention states are fresh
-            self.cross = [(layer.keys, layer.values) for layer in cache.cross_attention_cache.layers]  # each (n, heads, max_src, head_dim)
-            self.arena = KVArena(states, capacity=max(self.capacity, 4 * len(self.sources) * max(s.max_len for s in self.sources)))
-        self.searches[i].record_beam_step(prefixes, scores, logp, self.arena.write(states))
+            self.cross = self.family.cross_layers(cache)  # each (n, heads, max_src, head_dim); none for a causal LM
+            longest = max(len(s.prefix) + s.max_len for s in self.sources)
+            self.arena = KVArena(states[:, 0], capacity=max(self.capacity, 4 * len(self.sources) * longest))
+        fed = states.shape[1]
+        if fed == 1:
+            slots = [(slot,) for slot in self.arena.write(states[:, 0])]
+        else:  # step 0: each row's own prefix positions (the left padding of shorter prefixes dropped)
+            own = len(self.sources[i].prefix)
+            slots = [tuple(self.arena.write(row[fed - own:])) for row in states]
+        self.searches[i].record_beam_step(prefixes, scores, logp, slots)
 
     def expand(self, batch: list[tuple[int, int, int, float]]) -> None:
         """Expand prefixes ``parent + (token,)`` of several sentences, given as (sentence, parent node, token, score)
         grouped by sentence, in one forward pass."""
-        from transformers.cache_utils import DynamicCache, EncoderDecoderCache
-        from transformers.modeling_outputs import BaseModelOutput
-
         assert self.arena is not None
         rows = len(batch)
         parent_slots = [self.searches[i].slots[parent] for i, parent, _, _ in batch]
         lengths = [len(s) for s in parent_slots]
         longest = max(lengths)
-        index = torch.tensor([s + (0,) * (longest - len(s)) for s in parent_slots], dtype=torch.long, device=self.device)  # (rows, longest)
-        mask = torch.tensor([[1] * n + [0] * (longest - n) + [1] for n in lengths], dtype=torch.long, device=self.device)  # (rows, longest + 1)
+        if self.family.pad_before:  # relative positions (T5): the padding before each row's states
+            order = [(0,) * (longest - len(s)) + s for s in parent_slots]
+            rows_mask = [[0] * (longest - n) + [1] * n + [1] for n in lengths]
+        else:
+            order = [s + (0,) * (longest - len(s)) for s in parent_slots]
+            rows_mask = [[1] * n + [0] * (longest - n) + [1] for n in lengths]
+        index = torch.tensor(order, dtype=torch.long, device=self.device)  # (rows, longest)
+        mask = torch.tensor(rows_mask, dtype=torch.long, device=self.device)  # (rows, longest + 1)
         states = self.arena.gather(index)  # (layers, 2, rows, heads, longest, head_dim)
         sentence = torch.tensor([i for i, _, _, _ in batch], dtype=torch.long, device=self.device)  # (rows,)
         only = batch[0][0] if batch[0][0] == batch[-1][0] else None  # rows are grouped by sentence
-        self_cache, cross_cache = DynamicCache(), DynamicCache()
-        for layer, (keys, values) in enumerate(self.cross):
-            self_cache.update(states[layer, 0], states[layer, 1], layer)
-            cross_cache.update(keys[:1], values[:1], layer)  # creates the layer (a copy of one row) ...
-            if only is not None:  # ... then, for rows of one sentence, shares its states (a view) ...
-                cross_cache.layers[layer].keys = keys[only: only + 1].expand(rows, -1, -1, -1)  # (rows, heads, max_src, head_dim)
-                cross_cache.layers[layer].values = values[only: only + 1].expand(rows, -1, -1, -1)
-            else:  # ... or holds each row's sentence's states
-                cross_cache.layers[layer].keys = keys[sentence]  # (rows, heads, max_src, head_dim)
-                cross_cache.layers[layer].values = values[sentence]
-        cache = EncoderDecoderCache(self_cache, cross_cache)
-        tokens = torch.tensor([token for _, _, token, _ in batch], dtype=torch.long, device=self.device)  # (rows,)
-        embeds = self.decoder.embed_tokens(tokens.view(rows, 1))  # (rows, 1, d_model)
-        if any(n != longest for n in lengths):
-            positions = self.decoder.embed_positions((rows, 1), 0, position_ids=torch.tensor(lengths, device=self.device))  # (rows, d_model)
-            shared = self.decoder.embed_positions((1, 1), 0, position_ids=torch.tensor([longest], device=self.device))  # (1, d_model)
-            embeds = embeds + ((positions - shared) / self.decoder.embed_scale).unsqueeze(1).to(embeds.dtype)  # (rows, 1, d_model)
-        enc = self.hidden[:1].expand(rows, -1, -1)  # (rows, max_src, d_model): only its shape is read, the states are cached
+        cross = []
+        for keys, values in self.cross:
+            if only is not None:  # rows of one sentence share its states (a view) ...
+                cross.append((keys[only: only + 1].expand(rows, -1, -1, -1), values[only: only + 1].expand(rows, -1, -1, -1)))
+            else:  # ... or each row holds its sentence's states
+                cross.append((keys[sentence], values[sentence]))  # (rows, heads, max_src, head_dim) each
+        cache = self.family.build_cache([(states[layer, 0], states[layer, 1]) for layer in range(states.shape[0])], cross)
+        tokens = torch.tensor([token for _, _, token, _ in batch], dtype=torch.long, device=self.device).view(rows, 1)  # (rows, 1)
+        enc = None if self.hidden is None else self.hidden[:1].expand(rows, -1, -1)  # (rows, max_src, d_model): shape only
         src_mask = None if self.src_mask is None else self.src_mask[sentence]  # (rows, max_src)
-        out = self.model(decoder_inputs_embeds=embeds, decoder_attention_mask=mask, attention_mask=src_mask,
-                         encoder_outputs=BaseModelOutput(last_hidden_state=enc), past_key_values=cache, use_cache=True,
-                         return_dict=True)
-        slots = self.arena.write(new_states(out.past_key_values, longest))
-        logp = torch.log_softmax(out.logits[:, -1, :].float(), dim=-1)  # (rows, vocab)
+        logits, out_cache = self.family.forward(self.model, tokens, cache, hidden=enc, src_mask=src_mask, mask=mask)
+        new = torch.stack([torch.stack([layer.keys[:, :, -1], layer.values[:, :, -1]], dim=1)  # (rows, 2, heads, head_dim)
+                           for layer in self.family.self_cache(out_cache).layers], dim=1)  # (rows, layers, 2, heads, head_dim)
+        slots = self.arena.write(new)
+        logp = torch.log_softmax(logits.float(), dim=-1)  # (rows, vocab)
         self.rounds += 1
         first = 0
         while first < rows:

@@ -26,6 +26,7 @@ import torch
 from simpe.decoders.base import DECODERS, Decoder, DecodeResult, Hypothesis
 from simpe.decoders.beam import beam_search
 from simpe.decoders.incremental import NEG_INF, LengthLimit, check_int, check_number, decoding, encode, step_scores
+from simpe.models import family_of
 from simpe.ties import SCORE_ATOL, margin, rank
 
 
@@ -45,35 +46,32 @@ class TopKReferenceDecoder(Decoder):
         self.limit = LengthLimit(max_len_a, max_len_b, max_len_cap)
 
     def decode(self, model: Any, input_ids: Any, *, index: int = 0, source: str | None = None) -> DecodeResult:
-        from transformers.cache_utils import DynamicCache, EncoderDecoderCache
-        from transformers.modeling_outputs import BaseModelOutput
-
         t0 = time.perf_counter()
+        family = family_of(model)
         with decoding(model):
             source = encode(model, input_ids, self.limit)
-            special, eos, device = source.special, source.special.eos, source.hidden.device
+            special, stops, device = source.special, source.special.stops, source.device
             beam_hyps, _, _ = beam_search(model, source, self.beam_size or self.k, heap=True)
             gamma = beam_hyps[self.k - 1].score if len(beam_hyps) >= self.k else NEG_INF
             initial_bound = gamma
-            encoder_out = BaseModelOutput(last_hidden_state=source.hidden)
             cross: list[tuple[torch.Tensor, torch.Tensor]] = []
             expansions = 0
 
-            def expand(prefix: tuple[int, ...], legacy: tuple[tuple[torch.Tensor, torch.Tensor], ...]) -> tuple[Any, ...]:
-                """One forward pass for one prefix; returns (self-attention cache, sorted children tokens, scores)."""
+            def expand(prefix: tuple[int, ...], legacy: list[tuple[torch.Tensor, torch.Tensor]]) -> tuple[Any, ...]:
+                """One forward pass for one prefix (the root: the whole target prefix); returns (self-attention
+                states per layer, sorted children tokens, scores)."""
                 nonlocal expansions
                 if not prefix:
-                    cache = EncoderDecoderCache(DynamicCache(), DynamicCache())
+                    cache = family.new_cache()
+                    ids = torch.tensor([source.prefix], dtype=torch.long, device=device)  # (1, P)
                 else:
-                    cache = EncoderDecoderCache.from_legacy_cache(tuple(kv + c for kv, c in zip(legacy, cross)))
-                token = prefix[-1] if prefix else special.start
-                ids = torch.tensor([[token]], dtype=torch.long, device=device)  # (1, 1)
-                out = model(decoder_input_ids=ids, encoder_outputs=encoder_out, past_key_values=cache, use_cache=True,
-                            return_dict=True)
+                    cache = family.build_cache(legacy, cross)
+                    ids = torch.tensor([[prefix[-1]]], dtype=torch.long, device=device)  # (1, 1)
+                logits, out = family.forward(model, ids, cache, hidden=source.hidden)
                 if not prefix:
-                    cross.extend((layer.keys, layer.values) for layer in out.past_key_values.cross_attention_cache.layers)
-                new_legacy = tuple((layer.keys, layer.values) for layer in out.past_key_values.self_attention_cache.layers)
-                logp = torch.log_softmax(out.logits[:, -1, :].float(), dim=-1)  # (1, vocab)
+                    cross.extend(family.cross_layers(out))
+                new_legacy = [(layer.keys, layer.values) for layer in family.self_cache(out).layers]
+                logp = torch.log_softmax(logits.float(), dim=-1)  # (1, vocab)
                 allowed = step_scores(logp, special, last=len(prefix) + 1 >= source.max_len)[0].double()  # (vocab,)
                 values, order = torch.sort(allowed, descending=True)  # (vocab,), (vocab,)
                 expansions += 1
@@ -83,7 +81,7 @@ class TopKReferenceDecoder(Decoder):
             complete: list[tuple[float, tuple[int, ...]]] = []  # every complete hypothesis met above the floor
             floor = gamma - self.bound_slack - margin(gamma, SCORE_ATOL) if gamma > NEG_INF else NEG_INF
             cut = False
-            legacy, order, values = expand((), ())
+            legacy, order, values = expand((), [])
             # stack frames: [prefix, score, cache, children tokens, children log-probs, next child]
             stack: list[list[Any]] = [[(), 0.0, legacy, order, values, 0]]
             while stack:
@@ -98,8 +96,8 @@ class TopKReferenceDecoder(Decoder):
                     continue
                 frame[5] = i + 1
                 token = order[i]
-                if token == eos:
-                    complete.append((child, prefix + (eos,)))
+                if token in stops:
+                    complete.append((child, prefix + (token,)))
                     heapq.heappush(heap, child)
                     if len(heap) > self.k:
                         heapq.heappop(heap)

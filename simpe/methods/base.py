@@ -23,28 +23,31 @@ import torch
 
 from simpe.config import UpdateConfig
 from simpe.errors import ModelError
+from simpe.models import ModelFamily, family_of
 from simpe.registry import Registry
 
 if TYPE_CHECKING:  # simpe.update imports this module
     from simpe.update import Backup
 
-# Parameters that are never adapted: Marian's sinusoidal position tables are fixed, not learned.
-FROZEN_PARAMETER_MARKERS = ("embed_positions",)
-EMBEDDING_PARAMETER = "model.shared.weight"  # the tied source/target/output embedding of Marian
 INDEX_BYTES = 4  # an int32 row index in a sparse per-user store
 STORE_FORMAT = "simpe-store/1"  # the "format" metadata of a per-user store file (simpe.store)
 ROWS_SUFFIX, INDICES_SUFFIX = ":rows", ":indices"  # store keys of the kept rows of a matrix and their int32 indices
 
 
 def base_parameters(model: Any) -> dict[str, torch.nn.Parameter]:
-    """The model's own learnable parameters by name (tied tensors once; fixed positions excluded)."""
+    """The model's own learnable parameters by name: tied tensors once (a tied embedding and output
+    projection are one tensor, counted, stepped and stored once), the family's fixed ones (Marian's
+    sinusoidal positions) and simpe's own additions excluded."""
+    markers = family_of(model).frozen_markers
     return {name: p for name, p in model.named_parameters()
-            if not any(marker in name for marker in FROZEN_PARAMETER_MARKERS) and not name.startswith("simpe_")}
+            if not any(marker in name for marker in markers) and not name.startswith("simpe_")}
 
 
-def is_embedding(name: str, param: torch.Tensor) -> bool:
-    """Embedding matrices (row-selectable in ``lasso``): the shared embedding and any untied ones."""
-    return name.endswith("embed_tokens.weight") or name == EMBEDDING_PARAMETER or name == "lm_head.weight"
+def embedding_names(model: Any) -> set[str]:
+    """The names (in ``base_parameters``) of the embedding matrices (row-selectable in ``lasso``, never chosen by
+    ``fixed``): the family's input embeddings, per-side embeddings and output projection, tied ones once."""
+    weights = {id(w) for w in family_of(model).embedding_weights(model)}
+    return {name for name, p in base_parameters(model).items() if id(p) in weights}
 
 
 class Method(ABC):
@@ -57,7 +60,7 @@ class Method(ABC):
         """Prepare ``model`` for this method: add parameters, choose the trainable set.
 
         Args:
-            model: the MarianMTModel the loop translates with and updates.
+            model: the model the loop translates with and updates (any family: ``simpe.models``).
             model_dir: its folder (None for a hub model), where ``fixed`` finds its selection.
             update: the shared update settings the loop will step with.
         """
@@ -71,6 +74,13 @@ class Method(ABC):
     def select(self, model: Any, model_dir: Path | None) -> dict[str, torch.nn.Parameter]:
         """The parameters the update changes (name -> parameter)."""
         return {}
+
+    def check_family(self, family: ModelFamily) -> None:
+        """Refuse, before the model loads, settings this method cannot apply to ``family`` (one line)."""
+
+    def examples(self, source: str) -> list[tuple[str, str]]:
+        """(source, post-edit) pairs the prompt for ``source`` carries as examples (in-context methods); none by default."""
+        return []
 
     def trainable(self) -> dict[str, torch.nn.Parameter]:
         return self._trainable

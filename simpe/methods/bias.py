@@ -1,7 +1,8 @@
 """``bias``: a second, trainable output-layer bias (one value per target vocabulary entry).
 
-Marian's own ``final_logits_bias`` is a fixed buffer; this adds a new zero-initialised
-parameter to the logits through a forward hook on ``lm_head``, so every decoder and the
+Marian's and mBART's own ``final_logits_bias`` is a fixed buffer, and M2M100, NLLB, T5 and
+causal LMs have no output bias at all; this adds a new zero-initialised parameter to the
+logits through a forward hook on the family's output projection, so every decoder and the
 update see it, and freezes everything else (Michel and Neubig 2018).
 """
 from __future__ import annotations
@@ -11,6 +12,7 @@ from typing import Any
 import torch
 
 from simpe.methods.base import METHODS, Method
+from simpe.models import family_of
 
 OUTPUT_BIAS = "simpe_output_bias"
 
@@ -19,10 +21,11 @@ def attach_output_bias(model: Any) -> torch.nn.Parameter:
     """Add (once) the second output bias to ``model`` and return it."""
     if hasattr(model, OUTPUT_BIAS):
         return getattr(model, OUTPUT_BIAS)
-    vocab = model.lm_head.out_features
-    bias = torch.nn.Parameter(torch.zeros(vocab, device=model.lm_head.weight.device, dtype=model.lm_head.weight.dtype))  # (vocab,)
+    projection = family_of(model).output_projection(model)
+    vocab = projection.out_features
+    bias = torch.nn.Parameter(torch.zeros(vocab, device=projection.weight.device, dtype=projection.weight.dtype))  # (vocab,)
     model.register_parameter(OUTPUT_BIAS, bias)
-    model.lm_head.register_forward_hook(lambda module, inputs, output: output + bias)
+    projection.register_forward_hook(lambda module, inputs, output: output + bias)
     return bias
 
 

@@ -19,7 +19,7 @@ from typing import Any
 import torch
 
 from simpe.errors import ConfigError
-from simpe.methods.base import METHODS, Method, base_parameters, is_embedding
+from simpe.methods.base import METHODS, Method, base_parameters
 from simpe.ties import rank
 
 logger = logging.getLogger(__name__)
@@ -34,12 +34,14 @@ def selection_path(model_dir: Path | None, selection: str | None) -> Path:
     return Path(model_dir) / SELECTION_FILE
 
 
-def choose_tensors(base: dict[str, torch.Tensor], adapted: dict[str, torch.Tensor], budget: int) -> list[dict[str, Any]]:
+def choose_tensors(base: dict[str, torch.Tensor], adapted: dict[str, torch.Tensor], budget: int,
+                   embeddings: set[str] | frozenset[str] = frozenset()) -> list[dict[str, Any]]:
     """Greedy: non-embedding tensors by descending RMS change, while the budget allows (changes that
-    agree to rounding noise, ``simpe.ties``, by name)."""
+    agree to rounding noise, ``simpe.ties``, by name). ``embeddings``: the names never chosen
+    (``simpe.methods.base.embedding_names`` of the model)."""
     scored = []
     for name, before in base.items():
-        if is_embedding(name, before):
+        if name in embeddings:
             continue
         change = float((adapted[name] - before).norm()) / before.numel() ** 0.5
         if change > 0:

@@ -2,8 +2,9 @@
 
 Khandelwal et al. (2021), online from post-edits as in Wang et al. (2022, KoK) and Dai et
 al. (2023, SK-MT). After each segment the post-edit is teacher-forced through the current
-(never changed) model: each target position's decoder output state (the input of
-``lm_head``) becomes a key, the token that follows it the value. At every decoding step,
+(never changed) model: each target position's decoder output state (the input of the
+family's output projection, ``lm_head``; a causal LM's top-block state at the target
+positions, after its prompt) becomes a key, the token that follows it the value. At every decoding step,
 the states of the rows being decoded query the datastore (exact search on torch, squared L2
 distance); the ``k`` nearest entries give p_kNN(y) ∝ Σ_{entries with value y} exp(-d / T),
 and the next-token distribution becomes
@@ -20,8 +21,8 @@ loss see the interpolated distribution without a change to their code, and the e
 search stays exact (log p(y) <= 0 still). With an empty datastore the model is untouched.
 With λ = 1, tokens no entry retrieves get probability 0 (log -inf).
 
-No model parameter changes; the per-user store is the datastore: float32 keys (d_model
-values each) and int32 values.
+No model parameter changes; the per-user store is the datastore: float32 keys (the output
+projection's input size each) and int32 values.
 """
 from __future__ import annotations
 
@@ -32,7 +33,8 @@ import torch
 
 from simpe.errors import ConfigError, ModelError
 from simpe.methods.base import INDEX_BYTES, METHODS, Method
-from simpe.model import decoder_inputs, eval_mode
+from simpe.model import eval_mode
+from simpe.models import family_of
 from simpe.ties import smallest_per_row
 
 KEYS, VALUES = "__knn_keys__", "__knn_values__"  # state_dict entries
@@ -108,9 +110,12 @@ class KnnMethod(Method):
         self.k, self.temperature, self.knn_lambda, self.distance_aware = k, float(temperature), float(knn_lambda), bool(distance_aware)
 
     def select(self, model, model_dir):
-        self.store = Datastore(model.config.d_model, device=model.lm_head.weight.device)
+        family = family_of(model)
+        projection = family.output_projection(model)
+        self.store = Datastore(family.hidden_size(model), device=projection.weight.device)
         self._hidden: torch.Tensor | None = None
-        self._handles = [model.lm_head.register_forward_pre_hook(self._capture),
+        self._storing = False  # after_segment's own forward pass: no interpolation
+        self._handles = [projection.register_forward_pre_hook(self._capture),
                          model.register_forward_hook(self._interpolate)]
         return {}
 
@@ -120,7 +125,7 @@ class KnnMethod(Method):
 
     def _interpolate(self, module: Any, args: tuple[Any, ...], output: Any) -> Any:
         hidden, self._hidden = self._hidden, None
-        if self.store.size == 0 or hidden is None or self.knn_lambda == 0.0:
+        if self.store.size == 0 or hidden is None or self.knn_lambda == 0.0 or self._storing:
             return None
         logits = output.logits  # (rows, tgt_len, vocab)
         rows, length, vocab = logits.shape
@@ -148,11 +153,13 @@ class KnnMethod(Method):
     @torch.no_grad()
     def after_segment(self, pair: Any) -> None:
         labels = pair.labels  # (1, tgt_len)
-        decoder_input_ids = decoder_inputs(self.model.config, labels)  # (1, tgt_len)
-        with eval_mode(self.model):  # the keys are the decoder's states without dropout, whatever mode the update left
-            states = self.model.model(input_ids=pair.input_ids, attention_mask=torch.ones_like(pair.input_ids),
-                                      decoder_input_ids=decoder_input_ids, use_cache=False).last_hidden_state  # (1, tgt_len, d_model)
-        self.store.add(states[0], labels[0])
+        self._storing = True
+        try:
+            with eval_mode(self.model):  # the keys are the decoder's states without dropout, whatever mode the update left
+                states = family_of(self.model).target_states(self.model, pair)  # (tgt_len, hidden)
+        finally:
+            self._storing = False
+        self.store.add(states, labels[0])
 
     # ---- what a per-user store holds: the datastore, no parameter
     def adapted_parameters(self) -> int:
@@ -171,9 +178,10 @@ class KnnMethod(Method):
 
     def load_store(self, model: Any, tensors: dict[str, torch.Tensor]) -> None:
         """Install the hooks on a fresh base model and fill the datastore from the store."""
-        if set(tensors) != {KEYS, VALUES} or tensors[KEYS].dim() != 2 or tensors[KEYS].size(1) != model.config.d_model:
+        size = family_of(model).hidden_size(model)
+        if set(tensors) != {KEYS, VALUES} or tensors[KEYS].dim() != 2 or tensors[KEYS].size(1) != size:
             raise ModelError(f"the store holds {sorted(tensors)} with keys of shape {tuple(tensors[KEYS].shape) if KEYS in tensors else '?'}; "
-                             f"a knn store holds {KEYS} (entries, {model.config.d_model}) and {VALUES}")
+                             f"a knn store holds {KEYS} (entries, {size}) and {VALUES}")
         self.model = model
         self.select(model, None)
         self.load_state_dict(tensors)

@@ -28,7 +28,7 @@ from typing import Any
 import torch
 
 from simpe.errors import ConfigError
-from simpe.methods.base import INDEX_BYTES, METHODS, Method, base_parameters, is_embedding, rows_entry
+from simpe.methods.base import INDEX_BYTES, METHODS, Method, base_parameters, embedding_names, rows_entry
 from simpe.methods.bias import OUTPUT_BIAS, attach_output_bias
 from simpe.ties import rank, top
 
@@ -49,8 +49,9 @@ class LassoMethod(Method):
         total = sum(p.numel() for p in params.values())
         self.budget_tensor = int(self.budget_fractions[0] * total)
         self.budget_rows = int(self.budget_fractions[1] * total)
-        self.tensors = {n: p for n, p in params.items() if not is_embedding(n, p)}
-        self.embeddings = {n: p for n, p in params.items() if is_embedding(n, p)}
+        embeddings = embedding_names(model)
+        self.tensors = {n: p for n, p in params.items() if n not in embeddings}
+        self.embeddings = {n: p for n, p in params.items() if n in embeddings}
         self.base = {n: p.detach().clone() for n, p in params.items()}
         self.kept_tensors: list[str] = []
         self.kept_rows: dict[str, torch.Tensor] = {n: torch.zeros(0, dtype=torch.long) for n in self.embeddings}

@@ -1,11 +1,11 @@
-"""``top``: adapt the topmost encoder layer and the topmost decoder layer only."""
+"""``top``: adapt the topmost encoder layer and the topmost decoder layer only (a causal LM: its top block)."""
 from simpe.methods.base import METHODS, Method, base_parameters
+from simpe.models import family_of
 
 
-def top_layer_prefixes(model) -> tuple[str, str]:
-    enc = len(model.model.encoder.layers) - 1
-    dec = len(model.model.decoder.layers) - 1
-    return f"model.encoder.layers.{enc}.", f"model.decoder.layers.{dec}."
+def top_layer_prefixes(model) -> tuple[str, ...]:
+    """The parameter-name prefixes of the top layers, from the model's family."""
+    return family_of(model).top_layer_prefixes(model)
 
 
 @METHODS.add("top")

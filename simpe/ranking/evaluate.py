@@ -75,7 +75,7 @@ def evaluate(model: Any, tokenizer: Any, sources: Sequence[str], references: Seq
     """Run the ranking evaluation (top region and/or Monte Carlo sampling) on sentence pairs.
 
     Args:
-        model, tokenizer: a MarianMTModel (any mode; put in eval mode for the duration) and its tokenizer.
+        model, tokenizer: a model of a supported family (any mode; put in eval mode for the duration) and its tokenizer.
         sources, references: detokenised segments, equally many.
         comet: for quality=comet, a COMET model, a ``CometScorer``, or a hub id / path.
         on_record: called with each per-sentence record as soon as it is done.
@@ -89,7 +89,7 @@ def evaluate(model: Any, tokenizer: Any, sources: Sequence[str], references: Seq
     from simpe.decoders.incremental import special_ids
     from simpe.decoders.sampling import SamplingDecoder
     from simpe.decoders.topk import TopKDecoder
-    from simpe.model import encode_source
+    from simpe.models import family_of
 
     if len(sources) != len(references):
         raise DataError(f"ranking needs as many references as sources; got {len(sources)} and {len(references)}")
@@ -101,13 +101,15 @@ def evaluate(model: Any, tokenizer: Any, sources: Sequence[str], references: Seq
     beam = BeamDecoder(beam_size=cfg.beam_size, **length)
     sampler = SamplingDecoder(samples=cfg.samples, seed=cfg.sample_seed, **length)
     device = next(model.parameters()).device
-    eos = special_ids(model).eos
+    family = family_of(model)
+    stops = special_ids(model).stops
+    empty = lambda tokens: len(tokens) == 1 and tokens[0] in stops  # noqa: E731 (the stop token alone)
     records: list[dict[str, Any]] = []
     top_rows: list[dict[str, Any]] = []
     mc_rows: list[dict[str, Any]] = []
     with torch.inference_mode():
         for chunk in range(0, len(sources), CHUNK):
-            chunk_ids = [encode_source(tokenizer, source, device) for source in sources[chunk:chunk + CHUNK]]
+            chunk_ids = [family.encode_source(tokenizer, source, device)[0] for source in sources[chunk:chunk + CHUNK]]
             if cfg.top_region:  # the chunk's searches in lockstep, sharing forward passes
                 tops = topk.decode_batch(model, chunk_ids, start=chunk)
                 beams = beam.decode_batch(model, chunk_ids, start=chunk)
@@ -125,7 +127,7 @@ def evaluate(model: Any, tokenizer: Any, sources: Sequence[str], references: Seq
                     qualities = quality(texts, reference, source)
                     beam_text = tokenizer.decode(list(best_beam.tokens), skip_special_tokens=True)
                     row = {**rank_figures(qualities, cfg.gain, cfg.ties), "exact": bool(result.exact), "expansions": result.expansions,
-                           "seconds": result.seconds, "empty": bool(hyps) and hyps[0].tokens == (eos,),
+                           "seconds": result.seconds, "empty": bool(hyps) and empty(hyps[0].tokens),
                            "beam_error": bool(hyps) and best_beam.score < hyps[0].score - BEAM_ERROR_TOL,
                            "beam": {"text": beam_text, "score": best_beam.score,
                                     "quality": quality([beam_text], reference, source)[0]},
@@ -144,7 +146,7 @@ def evaluate(model: Any, tokenizer: Any, sources: Sequence[str], references: Seq
                         entry["count"] += 1
                     row = {**rank_figures(qualities, cfg.gain, cfg.ties), "unique": result.info["unique"] if result.info else None,
                            "mean_quality": sum(qualities) / len(qualities), "seconds": result.seconds,
-                           "empty_share": sum(h.tokens == (eos,) for h in hyps) / len(hyps),
+                           "empty_share": sum(empty(h.tokens) for h in hyps) / len(hyps),
                            "samples": list(distinct.values())}
                     mc_rows.append(row)
                     record["mc"] = row

@@ -103,7 +103,7 @@ def decoded_quality(model: Any, tokenizer: Any, sources: Sequence[str], referenc
     """Mean sentence quality of a decoder's best output; returns {"quality", "outputs", "seconds"}."""
     import torch
 
-    from simpe.model import encode_source
+    from simpe.models import family_of
 
     utility = build_utility(quality, comet)
     decoder.bind(tokenizer)
@@ -112,7 +112,7 @@ def decoded_quality(model: Any, tokenizer: Any, sources: Sequence[str], referenc
     t0 = time.perf_counter()
     with torch.inference_mode():
         for index, (source, reference) in enumerate(zip(sources, references)):
-            result = decoder.decode(model, encode_source(tokenizer, source, device), index=index, source=source)
+            result = decoder.decode(model, family_of(model).encode_source(tokenizer, source, device)[0], index=index, source=source)
             text = tokenizer.decode(list(result.hypotheses[0].tokens), skip_special_tokens=True)
             outputs.append(text)
             values.append(utility.scores([text], reference, source)[0])
@@ -135,11 +135,13 @@ def correlate(rows: Sequence[dict[str, Any]], target: str = "mbr.quality",
 
 def run_correlation(model_ids: Sequence[str], sources: Sequence[str], references: Sequence[str], cfg: RankingConfig,
                     out: Path, device: str = "auto", comet: Any = None, mbr_samples: int = 100, mbr_utility: str | None = None,
-                    mbr_seed: int = 0, overwrite: bool = False) -> dict[str, Any]:
+                    mbr_seed: int = 0, overwrite: bool = False, model_settings: dict[str, Any] | None = None) -> dict[str, Any]:
     """Seed 000 Table 3 for several models: per-model figures, MBR quality, and their correlations.
 
     Args:
         model_ids: model folders or hub ids (``simpe.model.load_model``), at least two.
+        model_settings: the ``model`` section's family settings every model loads with (src_lang, tgt_lang,
+            prompt_template; default none).
         mbr_utility: MBR utility (chrf, chrf++, sbleu, comet); default: ``cfg.quality``.
     Returns:
         ``{"models": [{"model", "mbr.quality", "beam.quality", "mc.kqrg", ...}], "correlation": {...}, ...}``
@@ -161,7 +163,7 @@ def run_correlation(model_ids: Sequence[str], sources: Sequence[str], references
     rows: list[dict[str, Any]] = []
     for model_id, name in zip(model_ids, names):
         logger.info("model %s", model_id)
-        loaded = load_model(model_id, device)
+        loaded = load_model(model_id, device, settings=model_settings)
         summary = run_protocol(loaded.model, loaded.tokenizer, sources, references, cfg, Path(out) / name, comet=comet,
                                meta={"model": str(model_id)}, overwrite=True)
         figures = dict(summary["figures"])

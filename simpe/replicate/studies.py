@@ -25,7 +25,7 @@ from simpe.decoders.beam import BeamDecoder
 from simpe.decoders.heap_beam import HeapBeamDecoder
 from simpe.decoders.topk import TopKDecoder
 from simpe.metrics.utility import build_utility
-from simpe.model import encode_source
+from simpe.models.base import family_of
 from simpe.ranking.measures import kqrg, krg, random_krg
 from simpe.ties import SCORE_ATOL, margin
 
@@ -59,7 +59,7 @@ def decoding_studies(model: Any, tokenizer: Any, sources: Sequence[str], referen
 
     with torch.inference_mode():
         for i, (source, reference) in enumerate(zip(sources, references)):
-            ids = encode_source(tokenizer, source, device)
+            ids = family_of(model).encode_source(tokenizer, source, device)[0]
             best = exact1.decode(model, ids)
             if best.exact:
                 exact_sentences += 1

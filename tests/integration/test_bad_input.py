@@ -2,9 +2,10 @@
 
 The cases run ``simpe.cli.main`` in-process (fast) with the model loader replaced by a guard
 that fails the test if a model is loaded, so "before the model loads" is checked, not assumed.
-The non-Marian folders are real, tiny T5, Pegasus and BART checkpoints written by
-transformers' save_pretrained here (no hub access), next to the demo model's Marian tokenizer
-files, so that only their config tells them apart from a Marian folder.
+The unsupported folders are real, tiny Pegasus and BART checkpoints written by transformers'
+save_pretrained here (no hub access), next to the demo model's Marian tokenizer files, so that
+only their config tells them apart from a Marian folder; a T5 one (a supported family) lacks
+its tokenizer.
 """
 from __future__ import annotations
 
@@ -53,6 +54,8 @@ def models(tmp_path_factory) -> dict[str, Path]:
     for kind in ("t5", "pegasus", "bart"):
         _tiny(kind).save_pretrained(root / kind)
         out[kind] = _with_marian_tokenizer(root / kind)
+    _tiny("t5").save_pretrained(root / "t5_no_tokenizer")  # a supported family, but no tokenizer beside it
+    out["t5_no_tokenizer"] = root / "t5_no_tokenizer"
     for name in ("no_weights", "truncated", "bad_config", "no_spm", "missing_tensor"):
         folder = root / name
         shutil.copytree(DEMO, folder)
@@ -157,9 +160,21 @@ def cases(models: dict[str, Path], data: Path, tmp: Path) -> list[tuple[str, lis
         # item 9 and 4: model folders
         ("model-missing", ["--model", str(tmp / "nomodel")], "does not exist"),
         ("model-file", ["--model", str(models["a_file"])], "is a file, not a folder"),
-        ("model-t5", ["--model", str(models["t5"])], "is a t5 model (T5ForConditionalGeneration), not a Marian one"),
-        ("model-pegasus", ["--model", str(models["pegasus"])], "is a pegasus model (PegasusForConditionalGeneration), not a Marian"),
-        ("model-bart", ["--model", str(models["bart"])], "is a bart model (BartForConditionalGeneration), not a Marian one"),
+        ("model-pegasus", ["--model", str(models["pegasus"])],
+         "is a pegasus model (PegasusForConditionalGeneration), which simpe does not adapt; supported families (config.json "
+         "model_type): causal (llama, mistral, qwen2, qwen3); m2m100 (m2m_100); marian (marian); mbart (mbart); t5 (t5, mt5)"),
+        ("model-bart", ["--model", str(models["bart"])], "is a bart model (BartForConditionalGeneration), which simpe does not adapt"),
+        # the model section: family and settings, checked before the model loads
+        ("family-name", ["--set", "model.family=gpt"], "unknown model family 'gpt'; known: causal, m2m100, marian, mbart, t5"),
+        ("family-mismatch", ["--set", "model.family=mbart"], "model.family is 'mbart' but model folder"),
+        ("family-setting", ["--set", "model.prompt_template=Translate {source}"],
+         "model.prompt_template does not apply to the marian family (it reads: tgt_lang)"),
+        ("model-dtype", ["--set", "model.dtype=int8"], "unknown model.dtype 'int8'; known: float32, bfloat16, float16"),
+        ("model-key", ["--set", "model.language=de"], "unknown key model.language; known: path, family, src_lang"),
+        ("t5-tokenizer-missing", ["--model", str(models["t5_no_tokenizer"]), "--truecaser", "none"], "has no tokenizer files"),
+        ("icl-encoder-decoder", ["--method", "icl"], "method 'icl' puts earlier post-edits into a causal LM's prompt"),
+        ("lora-targets", ["--method", "lora", "--set", "method.params.targets=[q_proj, wi]"],
+         "lora targets must be a non-empty list of q_proj, k_proj, v_proj, out_proj, fc1, fc2 (the marian family's"),
         ("model-no-weights", ["--model", str(models["no_weights"])], "has no weights (model.safetensors or pytorch_model.bin)"),
         ("model-truncated", ["--model", str(models["truncated"])], "model.safetensors is truncated"),
         ("model-bad-config", ["--model", str(models["bad_config"])], "config.json is not valid JSON"),
@@ -173,25 +188,27 @@ def cases(models: dict[str, Path], data: Path, tmp: Path) -> list[tuple[str, lis
         # item 7: select-fixed
         ("select-zero", ["select-fixed", "--segments", "0", "--out", str(tmp / "runs" / "sel.json")], "--segments must be >= 1"),
         ("select-budget", ["select-fixed", "--budget", "0", "--out", str(tmp / "runs" / "sel.json")], "budget must be a fraction"),
-        ("select-t5", ["select-fixed", "--model", str(models["t5"]), "--segments", "2", "--out", str(tmp / "runs" / "sel.json")],
-         "is a t5 model"),
+        ("select-pegasus", ["select-fixed", "--model", str(models["pegasus"]), "--segments", "2", "--out", str(tmp / "runs" / "sel.json")],
+         "is a pegasus model"),
         ("text-ok-but-t5", [*text_ok, "--model", str(models["bart"])], "is a bart model"),
     ] + ([] if torch.cuda.is_available() else [("cuda", ["--device", "cuda"], "torch sees no CUDA GPU")])
 
 
 CASE_IDS = [case[0] for case in cases({k: Path("/x") for k in ("t5", "pegasus", "bart", "no_weights", "truncated", "bad_config",
-                                                             "no_spm", "missing_tensor", "a_file")}, Path("/x"), Path("/x"))]
+                                                             "no_spm", "missing_tensor", "a_file", "t5_no_tokenizer")},
+                                       Path("/x"), Path("/x"))]
 
 
 @pytest.fixture
 def no_model_load(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Fail the test when any Marian model is loaded."""
+    """Fail the test when any model is loaded."""
     import transformers
 
     def guard(*args, **kwargs):
         raise AssertionError("the model was loaded")
 
-    monkeypatch.setattr(transformers.MarianMTModel, "from_pretrained", guard)
+    for cls in (transformers.MarianMTModel, transformers.AutoModelForSeq2SeqLM, transformers.AutoModelForCausalLM):
+        monkeypatch.setattr(cls, "from_pretrained", guard)
 
 
 def run_cli(args: list[str], runs: Path, capsys: pytest.CaptureFixture) -> tuple[int, list[str]]:
@@ -226,11 +243,11 @@ def test_a_marian_folder_lacking_a_tensor_is_refused_when_it_loads(models, tmp_p
     assert not (tmp_path / "runs").exists()
 
 
-@pytest.mark.parametrize("kind", ["t5", "pegasus", "bart"])
+@pytest.mark.parametrize("kind", ["pegasus", "bart"])
 def test_load_model_refuses_other_families(kind: str, models) -> None:
     from simpe.model import load_model
 
-    with pytest.raises(ModelError, match=f"is a {kind} model .*not a Marian one"):
+    with pytest.raises(ModelError, match=f"is a {kind} model .*which simpe does not adapt; supported families"):
         load_model(models[kind], "cpu")
 
 

@@ -16,7 +16,6 @@ from simpe.config import defaults, load_config
 from simpe.decoders import DECODERS
 from simpe.errors import ConfigError, RunDirError
 from simpe.methods import METHODS
-from simpe.model import encode_pair
 from simpe.rundir.reader import read_jsonl
 from simpe.rundir.writer import RunDir
 from simpe.simulate import Loop
@@ -53,7 +52,7 @@ def test_hypothesis_i_is_made_before_reference_i_is_seen(tmp_path: Path):
     method = METHODS.build("full")
     cfg = defaults("update", lr=0.05)
     method.attach(loaded.model, loaded.path, cfg)
-    pair = encode_pair(loaded.tokenizer, SOURCE, REFERENCE, loaded.device)
+    pair = loaded.family.encode_pair(loaded.tokenizer, SOURCE, REFERENCE, loaded.device)
     expected = []
     for _ in range(3):
         expected.append(_translate(loaded.model, loaded.tokenizer, SOURCE))

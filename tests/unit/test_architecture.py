@@ -20,6 +20,8 @@ NEVER = {
     "simulate": {"report", "cli", "sweep"},
     "sweep": {"cli"},
     "replicate": {"cli"},
+    "models": {"model", "decoders", "methods", "metrics", "rundir", "simulate", "cli", "update", "ranking", "report", "store",
+               "sweep", "datasets", "score", "select_fixed", "train_demo", "corpus", "profiling"},
 }
 ALLOWED_FLOOR = {"config": {"errors", "paths", "values"}, "registry": {"errors", "values"}, "values": {"errors"},
                  "paths": set(), "textfile": {"errors"}, "errors": set(), "ties": set()}

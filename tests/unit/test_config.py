@@ -23,7 +23,7 @@ def test_paper_defaults_and_adapter_differences():
 
 def test_overrides_come_last_and_are_typed():
     cfg = load_config("lasso", ["update.lr=0.05", "method.params.penalty=0", "data.segments=12", "model=null"])
-    assert cfg.update.lr == 0.05 and cfg.method.params["penalty"] == 0 and cfg.data.segments == 12 and cfg.model is None
+    assert cfg.update.lr == 0.05 and cfg.method.params["penalty"] == 0 and cfg.data.segments == 12 and cfg.model.path is None
     assert cfg.method.params["budget_embedding"] == 0.025  # params merge key by key
 
 
@@ -78,7 +78,7 @@ def test_every_default_lives_in_defaults_yaml():
     for section in SECTIONS:
         assert dataclasses.asdict(defaults(section)) == data[section]
     assert defaults("update", lr=0.5).lr == 0.5 and defaults("ranking").k == 10
-    with pytest.raises(ConfigError, match="unknown config section 'decoding'; known: method, update"):
+    with pytest.raises(ConfigError, match="unknown config section 'decoding'; known: model, method, update"):
         defaults("decoding")
 
 
@@ -96,3 +96,17 @@ def test_a_run_saved_before_a_key_existed_reads_with_its_default(tmp_path):
     cfg = load_saved_config(path)
     assert (cfg.snapshots.ranking, cfg.snapshots.forgetting) == (True, 0)
     assert cfg.decoder.name == "greedy" and cfg.decoder.params == {}
+
+
+def test_a_bare_model_path_is_the_model_section(tmp_path: Path):
+    """--set model=PATH (and config.yaml of runs made before the model section) mean model.path=PATH, the rest default."""
+    cfg = load_config("full", ["model=models/x", "model.tgt_lang=de"])
+    assert cfg.model.path == "models/x" and cfg.model.family == "auto" and cfg.model.tgt_lang == "de" and cfg.model.dtype == "float32"
+    saved = tmp_path / "config.yaml"
+    save_config(load_config("top"), saved)
+    old = yaml.safe_load(saved.read_text())
+    old["model"] = None  # as runs wrote it before
+    saved.write_text(yaml.safe_dump(old))
+    assert load_saved_config(saved) == load_config("top")
+    with pytest.raises(ConfigError, match="unknown model.dtype 'int4'; known: float32, bfloat16, float16"):
+        load_config("top", ["model.dtype=int4"])

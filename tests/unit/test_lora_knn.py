@@ -10,7 +10,7 @@ from simpe.config import defaults
 from simpe.decoders import DECODERS
 from simpe.errors import ConfigError
 from simpe.methods import METHODS
-from simpe.model import Pair, encode_pair, load_model
+from simpe.model import Pair, load_model
 from simpe.update import update
 
 DEMO_MODEL = Path(__file__).resolve().parents[2] / "models" / "demo-en-de"
@@ -69,11 +69,23 @@ def test_lora_state_dict_round_trips(tiny_marian, one_torch_thread):
 
 
 def test_lora_parameters_are_checked():
-    with pytest.raises(ConfigError, match=r"lora targets must be a non-empty list of q_proj, k_proj, v_proj, out_proj, fc1, fc2; got \['q_proj', 'lm_head'\]"):
-        METHODS.build("lora", targets=["q_proj", "lm_head"])
+    """The targets come from the model's family: checked against it (before the model loads, in the loop)."""
+    from simpe.models import FAMILIES
+
+    marian = FAMILIES.build("marian")
+    with pytest.raises(ConfigError, match=r"lora targets must be a non-empty list of q_proj, k_proj, v_proj, out_proj, fc1, fc2 "
+                                          r"\(the marian family's linear layers\); got \['q_proj', 'lm_head'\]"):
+        METHODS.build("lora", targets=["q_proj", "lm_head"]).check_family(marian)
     with pytest.raises(ConfigError, match="lora rank must be an integer >= 1, got 0"):
         METHODS.build("lora", rank=0)
-    assert METHODS.build("lora", targets=["fc2", "q_proj"]).targets == ["q_proj", "fc2"]
+    with pytest.raises(ConfigError, match="lora targets must be null"):
+        METHODS.build("lora", targets=[])
+    method = METHODS.build("lora", targets=["fc2", "q_proj"])
+    method.check_family(marian)
+    assert method.targets == ["q_proj", "fc2"]
+    default = METHODS.build("lora")
+    default.check_family(FAMILIES.build("t5"))
+    assert default.targets == list(FAMILIES.get("t5").lora_targets)
 
 
 # ---------------------------------------------------------------- knn
@@ -162,7 +174,7 @@ def test_knn_with_lambda_one_reproduces_a_just_seen_post_edit_in_every_decoder(o
     """λ = 1 and a tiny temperature: the same source again gives the post-edit, token for token, whatever the decoder."""
     loaded = load_model(DEMO_MODEL, "cpu")  # its own copy: the session's demo model stays without hooks
     model, tokenizer = loaded.model, loaded.tokenizer
-    pair = encode_pair(tokenizer, SOURCE, POST_EDIT, "cpu")
+    pair = loaded.family.encode_pair(tokenizer, SOURCE, POST_EDIT, "cpu")
     target = tuple(pair.labels[0].tolist())
     beam = DECODERS.build("beam", beam_size=5).bind(tokenizer)
     with torch.inference_mode():

@@ -159,7 +159,7 @@ def test_unknown_method_param_is_an_error():
     with pytest.raises(ConfigError, match="method 'lasso' parameter penalty must be a number, got 'strong'"):
         METHODS.build("lasso", penalty="strong")
     assert METHODS.build("lasso", penalty="1e-3").penalty == 0.001  # YAML reads 1e-3 as a string
-    with pytest.raises(ConfigError, match="unknown method 'sparse'; known: baseline, bias, fixed, full, knn, lasso, lora, top"):
+    with pytest.raises(ConfigError, match="unknown method 'sparse'; known: baseline, bias, fixed, full, icl, knn, lasso, lora, top"):
         METHODS.build("sparse")
 
 
