@@ -88,6 +88,9 @@ def _add_simulate(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--config", type=Path, help="a resolved config.yaml of an earlier run: reproduce it")
     p.add_argument("--runs-dir", help="where run folders go (default: runs)")
     p.add_argument("--resume", action="store_true", help="continue an interrupted run from its last checkpoint")
+    p.add_argument("--resume-anyway", action="store_true",
+                   help="resume even in another environment than the run's (threads, CPU kernel set, torch/transformers "
+                        "versions, device); the change is recorded in env.json and the summary")
     p.add_argument("--overwrite", action="store_true", help="replace an existing run")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--workers", type=int, default=1, metavar="N",
@@ -108,13 +111,14 @@ def _simulate_overrides(args: argparse.Namespace) -> list[str]:
 
 
 def _cmd_simulate(args: argparse.Namespace) -> None:
+    from simpe.errors import ConfigError
     from simpe.simulate import simulate
 
     if args.workers < 1 or (args.threads is not None and args.threads < 1):
-        from simpe.errors import ConfigError
-
         raise ConfigError(f"--workers and --threads must be >= 1, got {args.workers} and {args.threads}")
     if args.workers > 1 and not args.config and len(args.method or []) > 1:
+        if args.resume_anyway:
+            raise ConfigError("--resume-anyway resumes the runs in this process, one at a time: leave out --workers")
         _simulate_parallel(args)
         return
     if args.threads is not None:  # one run at a time in this process: it gets the threads asked for
@@ -122,6 +126,7 @@ def _cmd_simulate(args: argparse.Namespace) -> None:
 
         torch.set_num_threads(args.threads)
     paths = simulate(args.method or ["baseline"], _simulate_overrides(args), resume=args.resume, overwrite=args.overwrite,
+                     resume_anyway=args.resume_anyway,
                      progress=not args.no_progress, config_file=args.config)
     for path in paths:
         print(f"complete: {path}")

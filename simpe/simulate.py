@@ -17,6 +17,7 @@ The loop sees methods, decoders and metrics only through their base classes.
 """
 from __future__ import annotations
 
+import json
 import logging
 import random
 import time
@@ -70,6 +71,27 @@ def run_path(cfg: RunConfig) -> Path:
     if not layout.inside(path, cfg.runs_dir) or Path(path).resolve() == Path(cfg.runs_dir).resolve():
         raise ConfigError(f"the run folder {path} would lie outside the runs folder {cfg.runs_dir}; check the names")
     return path
+
+
+# What decides a run's records beyond its config: a resume under another value of any of these would log records an
+# uninterrupted run does not (docs/reproducibility.md); env.json holds them.
+RECORD_ENV = ("torch_threads", "cpu_capability", "device", "packages.torch", "packages.transformers")
+
+
+def env_changes(saved: dict[str, Any], now: dict[str, Any]) -> list[str]:
+    """``key (the run has A, now B)`` for each RECORD_ENV value that differs; a key the run did not record (older
+    runs have no cpu_capability) is not a difference."""
+    def value(env: dict[str, Any], key: str) -> Any:
+        for part in key.split("."):
+            env = env.get(part) if isinstance(env, dict) else None
+        return env
+
+    changes = []
+    for key in RECORD_ENV:
+        was, is_now = value(saved, key), value(now, key)
+        if was is not None and was != is_now:
+            changes.append(f"{key} (the run has {was!r}, now {is_now!r})")
+    return changes
 
 
 def probe_set(cfg: RunConfig, dataset: Any, stream: list[Segment]) -> list[Segment]:
@@ -151,10 +173,24 @@ class Loop:
         self.loaded: Any = None
         self.truncated = 0  # segments cut to the model's maximum length
 
-    def check_run_dir(self, resume: bool, overwrite: bool) -> None:
-        """Refuse, before the model loads, a run folder that cannot be written or resumed with these settings."""
+    def check_run_dir(self, resume: bool, overwrite: bool, resume_anyway: bool = False) -> None:
+        """Refuse, before the model loads, a run folder that cannot be written or resumed with these settings, or
+        (without ``resume_anyway``) in another environment than the one it ran in (RECORD_ENV)."""
+        self.env_changes: list[str] = []
         if not RunDir.check(self.path, resume, overwrite):
             return
+        env_file = self.path / layout.ENV_FILE
+        if env_file.exists():
+            try:
+                saved_env = json.loads(env_file.read_text(encoding="utf-8"))
+            except ValueError as err:
+                raise RunDirError(f"{env_file} is not JSON ({err}); pass --overwrite to start the run again") from None
+            self.env_changes = env_changes(saved_env if isinstance(saved_env, dict) else {},
+                                           environment(resolve_device(self.cfg.device)))
+            if self.env_changes and not resume_anyway:
+                raise RunDirError(f"{self.path} ran in another environment: {'; '.join(self.env_changes)}; its records "
+                                  "would differ from an uninterrupted run's. Resume where it ran, or pass --resume-anyway "
+                                  "to go on and record the change in env.json and the summary")
         saved_file = self.path / layout.CONFIG_FILE
         if not saved_file.exists():
             return  # interrupted before the config was written: nothing to compare
@@ -278,10 +314,13 @@ class Loop:
                 "forget.size": len(refs), "forget.seconds": time.perf_counter() - t0}
 
     # ------------------------------------------------------------ the run
-    def run(self, resume: bool = False, overwrite: bool = False, stop_after: int | None = None) -> Path:
-        """Run (or resume) the whole stream; ``stop_after`` stops early without DONE (tests)."""
+    def run(self, resume: bool = False, overwrite: bool = False, stop_after: int | None = None,
+            resume_anyway: bool = False) -> Path:
+        """Run (or resume) the whole stream; ``stop_after`` stops early without DONE (tests); ``resume_anyway`` resumes
+        in another environment (threads, kernel set, versions, device) and records the change."""
         cfg = self.cfg
-        self.check_run_dir(resume, overwrite)
+        self.check_run_dir(resume or resume_anyway, overwrite, resume_anyway)
+        resume = resume or resume_anyway
         self.load()
         with RunDir(self.path) as rundir:
             rundir.open(resume=resume, overwrite=overwrite)
@@ -295,6 +334,11 @@ class Loop:
                     self.scorer.replay(record)
                 start = state["segments_done"]
                 logger.info("resuming %s at segment %d of %d", self.path, start, len(self.segments))
+                if self.env_changes:  # --resume-anyway: say so where the run's environment is kept
+                    env = json.loads((self.path / layout.ENV_FILE).read_text(encoding="utf-8"))
+                    env.setdefault("resumed_in_another_environment", []).append({"segment": start, "changes": self.env_changes})
+                    rundir.write_env(env)
+                    logger.warning("resumed in another environment: %s", "; ".join(self.env_changes))
             elif resume:
                 records = rundir.rewind(0)  # no checkpoint yet: start the logs again (a torn first line too)
             if start == 0:
@@ -337,6 +381,9 @@ class Loop:
                                    self.loaded.family.max_tokens(self.model.config))
                 store = rundir.write_store(self.method.export_store(), self.store_metadata())
                 summary = {**self.summary(records), "store_file_bytes": store.stat().st_size}
+                changed = json.loads((self.path / layout.ENV_FILE).read_text(encoding="utf-8")).get("resumed_in_another_environment")
+                if changed:
+                    summary["resumed_in_another_environment"] = changed
                 rundir.finish(summary, records, cfg.metrics.lang)
                 logger.info("%s: %s, %d adapted parameters (%.1f kB per user)", cfg.adapter, _running(summary["corpus"], full=True),
                             summary["adapted_parameters"], summary["store_bytes"] / 1000)
@@ -388,6 +435,7 @@ class Loop:
 
 
 def simulate(adapters: list[str], overrides: list[str] | None = None, resume: bool = False, overwrite: bool = False,
+             resume_anyway: bool = False,
              progress: bool = True, config_file: Path | None = None,
              on_done: Callable[[Path], None] | None = None) -> list[Path]:
     """Run every adapter in turn on the same stream; return the run directories."""
@@ -395,7 +443,7 @@ def simulate(adapters: list[str], overrides: list[str] | None = None, resume: bo
     paths = []
     for cfg in configs:
         loop = Loop(cfg, progress=progress)
-        path = loop.run(resume=resume, overwrite=overwrite)
+        path = loop.run(resume=resume, overwrite=overwrite, resume_anyway=resume_anyway)
         loop.timer.remove()
         paths.append(path)
         if on_done:

@@ -289,3 +289,28 @@ def test_overwrite_removes_only_a_run_and_leaves_a_sibling_and_foreign_files(tmp
     with pytest.raises(RunDirError, match="holds files that are not a simpe run's \\(my-notes.md\\); --overwrite removes only"):
         Loop(load_config("baseline", overrides), progress=False).run(overwrite=True)
     assert (first / "my-notes.md").read_text() == "keep me" and (first / "DONE").exists()
+
+
+def test_a_resume_under_another_thread_count_is_refused_unless_asked_and_then_recorded(tmp_path: Path):
+    """Records depend on the thread count (docs/reproducibility.md): an interrupted 1-thread run resumed with 2 threads
+    is refused in one line naming the difference; --resume-anyway goes on and records it in env.json and the summary."""
+    from simpe.config import load_config
+    from simpe.simulate import Loop
+
+    overrides = ["data.segments=4", "checkpoint_every=2", "snapshots.every=0", f"runs_dir={tmp_path}", "device=cpu"]
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        path = Loop(load_config("full", overrides), progress=False).run(stop_after=3)
+        torch.set_num_threads(2)
+        with pytest.raises(RunDirError, match=r"ran in another environment: torch_threads \(the run has 1, now 2\);.*--resume-anyway"):
+            Loop(load_config("full", overrides), progress=False).run(resume=True)
+        assert not (path / "DONE").exists()
+        Loop(load_config("full", overrides), progress=False).run(resume_anyway=True)
+    finally:
+        torch.set_num_threads(threads)
+    env = json.loads((path / "env.json").read_text())
+    summary = json.loads((path / "summary.json").read_text())
+    change = [{"segment": 2, "changes": ["torch_threads (the run has 1, now 2)"]}]
+    assert env["resumed_in_another_environment"] == change and summary["resumed_in_another_environment"] == change
+    assert (path / "DONE").exists()
