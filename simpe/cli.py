@@ -9,6 +9,7 @@ import argparse
 import logging
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 from simpe import log
 from simpe.errors import SimpeError
@@ -699,8 +700,17 @@ PARSER_BUILDERS = [_add_corpus, _add_train_baseline, _add_score, _add_simulate, 
                    _add_rank, _add_list, _add_export_adapter, _add_translate, _add_replicate, _add_sensitivity]
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """A bad flag, value or subcommand is one line, as every other error of simpe (``simpe: error: ...``, exit 2),
+    with the command's ``--help`` named instead of a usage block (subcommands' parsers are of this class too)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog.split()[0]}: error: {' '.join(self.prog.split()[1:]) + ': ' if ' ' in self.prog else ''}"
+                     f"{message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="simpe", description="Simulated post-editing adaptation harness for NMT.")
+    parser = OneLineParser(prog="simpe", description="Simulated post-editing adaptation harness for NMT.")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug output on the console")
     sub = parser.add_subparsers(dest="command", required=True)
     for add in PARSER_BUILDERS:

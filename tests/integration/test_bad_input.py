@@ -314,3 +314,13 @@ def test_a_resume_under_another_thread_count_is_refused_unless_asked_and_then_re
     change = [{"segment": 2, "changes": ["torch_threads (the run has 1, now 2)"]}]
     assert env["resumed_in_another_environment"] == change and summary["resumed_in_another_environment"] == change
     assert (path / "DONE").exists()
+
+
+@pytest.mark.parametrize("argv, fragment", [(["simulate", "--segments", "ten"], "simulate: argument --segments: invalid int value: 'ten'"),
+                                            (["simulat"], "invalid choice: 'simulat'"),
+                                            (["simulate", "--segmnets", "3"], "unrecognized arguments: --segmnets 3")])
+def test_a_bad_flag_is_one_line(argv: list[str], fragment: str, capsys: pytest.CaptureFixture):
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and err.count("\n") == 1 and err.startswith("simpe: error: ") and fragment in err
