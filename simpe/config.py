@@ -357,6 +357,8 @@ def deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]
 
 def read_yaml(path: Path) -> dict[str, Any]:
     """A YAML file holding a mapping."""
+    if path.is_dir():
+        raise ConfigError(f"config file {path} is a folder; give a config.yaml (a run's: RUN/config.yaml)")
     if not path.is_file():
         raise ConfigError(f"config file {path} does not exist")
     try:

@@ -86,7 +86,10 @@ def read_records(path: Path) -> list[dict[str, str]]:
         DataError: invalid UTF-8, an unterminated last record, or a record without ten fields
             (naming the file and the 1-based record number).
     """
-    raw = bz2.decompress(path.read_bytes()) if path.suffix == ".bz2" else path.read_bytes()
+    try:
+        raw = bz2.decompress(path.read_bytes()) if path.suffix == ".bz2" else path.read_bytes()
+    except (OSError, ValueError, EOFError) as err:  # not bz2 at all, or cut short
+        raise DataError(f"{path} is not a complete bz2 file ({err}); download it again (see the Autodesk data page)") from None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as err:

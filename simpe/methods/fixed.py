@@ -69,7 +69,14 @@ class FixedMethod(Method):
             target = model_dir if model_dir is not None else "MODEL"
             raise ConfigError(f"method 'fixed' needs a tensor selection for this model, and {path} does not exist; "
                               f"make it with `simpe select-fixed --model {target}` (or `make select-fixed`)")
-        data = json.loads(path.read_text())
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            names = [t["name"] for t in data["tensors"]]
+        except (ValueError, KeyError, TypeError) as err:
+            raise ConfigError(f"{path} is not a fixed selection made by `simpe select-fixed` ({type(err).__name__}: {err}); "
+                              "make it again with `simpe select-fixed`") from None
+        if not all(isinstance(n, str) for n in names):
+            raise ConfigError(f"{path} is not a fixed selection made by `simpe select-fixed` (tensor names are not strings)")
         params = base_parameters(model)
         unknown = [t["name"] for t in data["tensors"] if t["name"] not in params]
         if unknown:

@@ -324,3 +324,31 @@ def test_a_bad_flag_is_one_line(argv: list[str], fragment: str, capsys: pytest.C
         main(argv)
     err = capsys.readouterr().err
     assert exit_.value.code == 2 and err.count("\n") == 1 and err.startswith("simpe: error: ") and fragment in err
+
+
+def _one_line(argv: list[str], capsys: pytest.CaptureFixture) -> str:
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("simpe: error: "), err
+    return err
+
+
+def test_a_garbage_fixed_selection_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture):
+    selection = tmp_path / "garbage.json"
+    selection.write_text("garbage{")
+    err = _one_line(["simulate", "--method", "fixed", "--set", f"method.params.selection={selection}", "--segments", "1",
+                     "--runs-dir", str(tmp_path / "runs")], capsys)
+    assert "is not a fixed selection made by `simpe select-fixed`" in err and not (tmp_path / "runs").exists()
+
+
+def test_config_given_a_folder_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture):
+    assert "is a folder; give a config.yaml" in _one_line(["simulate", "--config", str(tmp_path)], capsys)
+
+
+@pytest.mark.parametrize("content", [b"BZh91AY&SY", b"not bz2 at all"], ids=["cut", "not-bz2"])
+def test_a_damaged_autodesk_file_is_one_line(content: bytes, tmp_path: Path, capsys: pytest.CaptureFixture,
+                                            monkeypatch: pytest.MonkeyPatch):
+    (tmp_path / "deu.mt.bz2").write_bytes(content)
+    monkeypatch.setenv("SIMPE_AUTODESK_DIR", str(tmp_path))
+    err = _one_line(["simulate", "--dataset", "autodesk", "--segments", "1", "--runs-dir", str(tmp_path / "runs")], capsys)
+    assert "deu.mt.bz2 is not a complete bz2 file" in err
