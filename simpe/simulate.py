@@ -57,9 +57,9 @@ def load_stream(cfg: RunConfig) -> tuple[Any, list[Segment]]:
     dataset = DATASETS.build(cfg.data.name, **cfg.data.params)
     segments = dataset.load(cfg.data.split, cfg.data.skip_empty)
     if cfg.data.segments is not None:
-        if cfg.data.segments > len(segments):
-            logger.warning("data.segments=%d but %s:%s has only %d segments; using all", cfg.data.segments,
-                           cfg.data.name, cfg.data.split, len(segments))
+        if cfg.data.segments > len(segments):  # the run folder (…--<N>seg) and the summary would disagree
+            raise DataError(f"data.segments is {cfg.data.segments} but {cfg.data.name}:{cfg.data.split} has only "
+                            f"{len(segments)} segments; pass --segments {len(segments)}, or leave --segments out for all")
         segments = segments[: cfg.data.segments]
     return dataset, segments
 

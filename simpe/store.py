@@ -42,7 +42,58 @@ def read_store(path: Path) -> tuple[dict[str, Any], dict[str, str]]:
         raise ConfigError(f"{path} is not a safetensors file ({str(err).splitlines()[0]})") from None
     if metadata.get("format") != STORE_FORMAT:
         raise ConfigError(f"{path} is not a simpe per-user store (metadata format {metadata.get('format')!r}, expected {STORE_FORMAT!r})")
+    _check_store(path, tensors, metadata)
     return tensors, metadata
+
+
+def _check_store(path: Path, tensors: dict[str, Any], metadata: dict[str, str]) -> None:
+    """Refuse (one line) a store whose metadata or values cannot be what a run wrote: a missing or unknown method,
+    metadata that is not JSON where JSON is written, tensors of another method than the metadata's, non-finite values."""
+    import torch
+
+    from simpe.methods import METHODS
+
+    for key in ("method", "base_model"):
+        if not metadata.get(key):
+            raise ConfigError(f"{path} names no {key} in its metadata; a simpe store names its method and base model")
+    if metadata["method"] not in METHODS:
+        raise ConfigError(f"{path} was made by method {metadata['method']!r}, which this simpe does not know; known: {', '.join(METHODS.names())}")
+    for key in JSON_METADATA:
+        if key in metadata:
+            try:
+                value = json.loads(metadata[key])
+            except ValueError:
+                raise ConfigError(f"{path}: metadata {key} is not JSON ({metadata[key][:60]!r})") from None
+            if not isinstance(value, dict):
+                raise ConfigError(f"{path}: metadata {key} must be a JSON object, got {metadata[key][:60]!r}")
+    made_by = _made_by(tensors)
+    if made_by is not None and metadata["method"] not in made_by:
+        raise ConfigError(f"{path} holds the tensors of a {' or '.join(made_by)} store but its metadata names method "
+                          f"{metadata['method']!r}; the file was altered or assembled from two stores")
+    for name, tensor in tensors.items():
+        if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
+            raise ConfigError(f"{path}: tensor {name!r} holds NaN or infinite values; a run never writes them")
+
+
+JSON_METADATA = ("method_params", "decoder_params", "model_settings")  # metadata values a run writes as JSON objects
+
+
+def _made_by(tensors: dict[str, Any]) -> tuple[str, ...] | None:
+    """The methods whose stores hold these tensors, where their names tell (None: dense parameters, any of several)."""
+    from simpe.methods.bias import OUTPUT_BIAS
+    from simpe.methods.icl import MEMORY
+    from simpe.methods.knn import KEYS, VALUES
+
+    names = set(tensors)
+    if names & {KEYS, VALUES}:
+        return ("knn",)
+    if MEMORY in names:
+        return ("icl",)
+    if any("lora_" in name for name in names):
+        return ("lora",)
+    if OUTPUT_BIAS in names:
+        return ("bias",) if names == {OUTPUT_BIAS} else ("lasso", "bias")
+    return None
 
 
 def store_sizes(path: Path, tensors: dict[str, Any]) -> dict[str, int]:
@@ -61,9 +112,17 @@ def export_adapter(run: Path, out: Path | None = None, overwrite: bool = False) 
     """
     from simpe.rundir.reader import load_run, run_store
 
-    record = load_run(Path(run))
+    from simpe.rundir.layout import DONE_FILE, SEGMENTS_FILE
+
+    run = Path(run)
+    if run.is_dir() and (run / SEGMENTS_FILE).is_file() and not (run / DONE_FILE).exists():
+        raise RunDirError(f"run {run} is incomplete (no {DONE_FILE}): export-adapter exports the final state of a "
+                          "complete run; finish it first (simpe simulate with the run's arguments and --resume)")
+    record = load_run(run)
     source = run_store(record.path)
     target = Path(out) if out is not None else Path(f"{record.path.parent.name}--{record.path.name}.safetensors")
+    if target.is_dir():
+        raise ConfigError(f"--out {target} is a folder; give the store's file name (e.g. {target / record.path.name}.safetensors)")
     if target.exists() and not overwrite:
         raise ConfigError(f"{target} exists; pass --overwrite to replace it")
     tensors, metadata = read_store(source)
@@ -73,8 +132,13 @@ def export_adapter(run: Path, out: Path | None = None, overwrite: bool = False) 
         raise RunDirError(f"{source} holds {sizes['data_bytes']} bytes of tensors but the run reports store_bytes {reported}")
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(target.name + ".tmp")
-    shutil.copyfile(source, tmp)
-    tmp.replace(target)
+    try:
+        shutil.copyfile(source, tmp)
+        tmp.replace(target)
+    except OSError as err:
+        raise ConfigError(f"cannot write {target}: {err.strerror or err}") from None
+    finally:
+        tmp.unlink(missing_ok=True)
     return {"path": str(target), "method": metadata["method"], "base_model": metadata["base_model"], **sizes,
             "reported_store_bytes": reported}
 
@@ -108,7 +172,7 @@ def load_store(model: Any, model_name: str, path: Path) -> tuple[dict[str, str],
     if digest is not None and digest != family.digest:
         raise ModelError(f"{path} was made for a base model whose config hashes to {digest}, this one's is "
                          f"{family.digest} (another architecture or vocabulary under the same name); {hint}")
-    method = METHODS.build(metadata["method"], **json.loads(metadata.get("method_params") or "{}"))
+    method = METHODS.build(metadata["method"], **json.loads(metadata.get("method_params") or "{}"))  # checked by read_store
     method.load_store(model, tensors)
     logger.info("applied %s store %s: %d tensors", metadata["method"], path, len(tensors))
     return metadata, method

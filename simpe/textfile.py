@@ -20,7 +20,7 @@ def read_lines(path: str | Path, what: str = "file", rstrip: bool = False) -> li
         what: its role in error messages ("hypotheses file", "stopword list", ...).
         rstrip: also strip trailing whitespace of every line (sacreBLEU does for its inputs).
     Raises:
-        DataError: the file does not exist, is a folder, or is not valid UTF-8.
+        DataError: the file does not exist, is a folder, is not valid UTF-8, or holds a NUL byte.
     """
     path = Path(path)
     try:
@@ -37,6 +37,9 @@ def read_lines(path: str | Path, what: str = "file", rstrip: bool = False) -> li
                         f"{data[err.start:err.start + 1]!r})") from None
     if text.startswith("\ufeff"):
         text = text[1:]
+    if "\x00" in text:  # a binary file, or one written wrongly (UTF-16): no segment holds a NUL
+        raise DataError(f"{what} {str(path)!r} holds a NUL byte (line {text[: text.index(chr(0))].count(chr(10)) + 1}); "
+                        "a UTF-8 text file holds none (is it UTF-16 or binary?)")
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()  # the final newline ends the last line; it does not start a new one

@@ -149,11 +149,13 @@ class Method(ABC):
                 try:
                     param = model.get_parameter(name)
                 except AttributeError:
-                    raise ModelError(f"the store holds {name!r}, which this model lacks; was it made for another base model?") from None
+                    raise ModelError(f"the store holds {name!r}, which this model lacks: was it made for another base model, "
+                                     f"or by another method than {self.name!r}?") from None
                 if key.endswith(ROWS_SUFFIX):
-                    indices = tensors[name + INDICES_SUFFIX].long().to(param.device)  # (rows,)
+                    indices = _row_indices(tensors, name, param.size(0)).to(param.device)  # (rows,)
                     if value.dim() != 2 or value.size(1) != param.size(1) or value.size(0) != indices.numel():
-                        raise ModelError(f"the store's rows of {name} have shape {tuple(value.shape)}; the model's matrix is {tuple(param.shape)}")
+                        raise ModelError(f"the store's rows of {name} have shape {tuple(value.shape)} for {indices.numel()} "
+                                         f"indices; the model's matrix is {tuple(param.shape)}")
                     param[indices] = value.to(param.device, param.dtype)
                 elif value.shape != param.shape:
                     raise ModelError(f"the store's {name} has shape {tuple(value.shape)}, the model's {tuple(param.shape)}; "
@@ -174,6 +176,24 @@ class Method(ABC):
         with torch.no_grad():
             for name, value in state.items():
                 self._trainable[name].copy_(value)
+
+
+def _row_indices(tensors: dict[str, torch.Tensor], name: str, rows: int) -> torch.Tensor:
+    """The int64 row indices a store gives for ``name`` (a matrix of ``rows`` rows), checked: present, integer, 1-D,
+    distinct and in range (an index out of range would write past the matrix or raise deep in torch)."""
+    key = name + INDICES_SUFFIX
+    if key not in tensors:
+        raise ModelError(f"the store holds rows of {name} but no {key}")
+    indices = tensors[key]
+    if indices.dtype.is_floating_point or indices.dtype == torch.bool or indices.dim() != 1:
+        raise ModelError(f"the store's {key} must be a 1-D integer tensor, got {indices.dtype} of shape {tuple(indices.shape)}")
+    indices = indices.long()
+    bad = indices[(indices < 0) | (indices >= rows)]
+    if bad.numel():
+        raise ModelError(f"the store's {key} holds row {int(bad[0])}, outside the model's {rows} rows")
+    if indices.unique().numel() != indices.numel():
+        raise ModelError(f"the store's {key} names a row twice")
+    return indices
 
 
 def rows_entry(name: str, weight: torch.Tensor, indices: torch.Tensor) -> dict[str, torch.Tensor]:

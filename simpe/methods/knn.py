@@ -182,6 +182,16 @@ class KnnMethod(Method):
         if set(tensors) != {KEYS, VALUES} or tensors[KEYS].dim() != 2 or tensors[KEYS].size(1) != size:
             raise ModelError(f"the store holds {sorted(tensors)} with keys of shape {tuple(tensors[KEYS].shape) if KEYS in tensors else '?'}; "
                              f"a knn store holds {KEYS} (entries, {size}) and {VALUES}")
+        keys, values = tensors[KEYS], tensors[VALUES]
+        if values.dim() != 1 or values.numel() != keys.size(0):
+            raise ModelError(f"the knn store holds {keys.size(0)} keys but {values.numel()} values (shape {tuple(values.shape)}); "
+                             "each key has one value")
+        if values.dtype.is_floating_point or values.dtype == torch.bool:
+            raise ModelError(f"the knn store's values must be integer token ids, got {values.dtype}")
+        vocab = model.get_output_embeddings().weight.size(0)
+        if values.numel() and (int(values.min()) < 0 or int(values.max()) >= vocab):
+            raise ModelError(f"the knn store's values hold token id {int(values.min()) if int(values.min()) < 0 else int(values.max())}, "
+                             f"outside this model's {vocab} tokens")
         self.model = model
         self.select(model, None)
         self.load_state_dict(tensors)

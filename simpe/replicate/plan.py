@@ -34,7 +34,7 @@ class Scale:
     second_segments: int | None = None  # sdatabase segments; None: all 1,742
     sensitivity_segments: int = 200
     probe: int = 50  # dev sentences (at most 20 words) for the decoding studies
-    beam_sizes: tuple[int, ...] = (5, 10, 20, 50)
+    beam_sizes: tuple[int, ...] = (5, 10, 20, 50, 100)
     ks: tuple[int, ...] = (5, 10)
     max_expansions: int = 20000
     sensitivity_sentences: int = 100  # dev sentences with a number or a named entity (seed 001's MBR sensitivity)

@@ -236,8 +236,10 @@ def load_run(path: Path, allow_incomplete: bool = False) -> Run:
     if (path / CONFIG_FILE).is_file():
         try:
             loaded = yaml.safe_load((path / CONFIG_FILE).read_text(encoding="utf-8"))
+        except UnicodeDecodeError as err:
+            raise RunDirError(f"{path / CONFIG_FILE} is not valid UTF-8 (byte {err.start})") from None
         except yaml.YAMLError as err:
-            raise RunDirError(f"{path / CONFIG_FILE} is not valid YAML: {err}") from None
+            raise RunDirError(f"{path / CONFIG_FILE} is not valid YAML: {' '.join(str(err).split())}") from None
         config = loaded if isinstance(loaded, dict) else {}
     elif complete:
         raise RunDirError(f"complete run {path} has no {CONFIG_FILE}")
@@ -246,8 +248,10 @@ def load_run(path: Path, allow_incomplete: bool = False) -> Run:
     if (path / SUMMARY_FILE).is_file():
         try:
             summary = json.loads((path / SUMMARY_FILE).read_text(encoding="utf-8"), parse_constant=_reject_constant)
-        except (json.JSONDecodeError, ValueError) as err:
+        except ValueError as err:  # JSONDecodeError, UnicodeDecodeError, a non-finite constant
             raise RunDirError(f"{path / SUMMARY_FILE} is not valid JSON ({err})") from None
+        if not isinstance(summary, dict):
+            raise RunDirError(f"{path / SUMMARY_FILE} is not a JSON object")
     elif complete:
         raise RunDirError(f"complete run {path} has no {SUMMARY_FILE}")
 
@@ -267,7 +271,7 @@ def load_run(path: Path, allow_incomplete: bool = False) -> Run:
         try:
             loaded_env = json.loads((path / ENV_FILE).read_text(encoding="utf-8"))
             env = loaded_env if isinstance(loaded_env, dict) else {}
-        except json.JSONDecodeError:
+        except ValueError:  # JSONDecodeError, UnicodeDecodeError
             logger.warning("%s is not valid JSON; ignored", path / ENV_FILE)
 
     snapshots: list[dict[str, Any]] = []
@@ -276,7 +280,8 @@ def load_run(path: Path, allow_incomplete: bool = False) -> Run:
 
     # what the loop writes: summary adapter/method at the end, config adapter and method.name at the start
     name = str((summary or {}).get("adapter") or config.get("adapter") or path.name)
-    method = str((summary or {}).get("method") or (config.get("method") or {}).get("name") or name)
+    section = config.get("method")
+    method = str((summary or {}).get("method") or (section.get("name") if isinstance(section, dict) else None) or name)
     return Run(path=path, name=name, method=method, config=config, summary=summary,
                segments=segments, snapshots=snapshots, complete=complete, env=env)
 

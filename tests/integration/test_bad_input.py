@@ -85,7 +85,7 @@ def data(tmp_path_factory) -> dict[str, Path]:
         "two.en": "One.\nTwo.\n", "three.de": "Eins.\nZwei.\nDrei.\n", "two.de": "Eins.\nZwei.\n",
         "empty.de": "Eins.\n \n", "wrong_langs.tmx": '<tmx><body><tu><tuv xml:lang="fr"><seg>Un.</seg></tuv>'
                                                      '<tuv xml:lang="es"><seg>Uno.</seg></tuv></tu></body></tmx>',
-        "broken.tmx": "<tmx><body><tu>", "bad.yaml": "update: [1, 2\n",
+        "broken.tmx": "<tmx><body><tu>", "bad.yaml": "update: [1, 2\n", "nul.de": "Eins.\nZw\x00ei.\n",
     }
     for name, text in files.items():
         (root / name).write_text(text, encoding="utf-8")
@@ -154,6 +154,8 @@ def cases(models: dict[str, Path], data: Path, tmp: Path) -> list[tuple[str, lis
         ("latin1", _text(data, "two.en", "latin1.de"), "is not valid UTF-8 (line 1"),
         ("text-missing", _text(data, "two.en", "nope.de"), "does not exist"),
         ("empty-line", _text(data, "two.en", "empty.de"), "segment 2 has an empty or whitespace-only reference"),
+        ("nul-byte", _text(data, "two.en", "nul.de"), "holds a NUL byte (line 2)"),
+        ("segments-beyond-data", ["--segments", "3", *text_ok], "data.segments is 3 but text:"),
         ("tmx-languages", ["--dataset", "tmx", "--set", f"data.params.path={data / 'wrong_langs.tmx'}"],
          "no translation unit has both 'en' and 'de'; languages found: es, fr"),
         ("tmx-malformed", ["--dataset", "tmx", "--set", f"data.params.path={data / 'broken.tmx'}"], "not a well-formed TMX"),
