@@ -110,9 +110,8 @@ def export_adapter(run: Path, out: Path | None = None, overwrite: bool = False) 
 
     Returns ``{"path", "method", "base_model", "file_bytes", "data_bytes", "header_bytes", "reported_store_bytes"}``.
     """
-    from simpe.rundir.reader import load_run, run_store
-
     from simpe.rundir.layout import DONE_FILE, SEGMENTS_FILE
+    from simpe.rundir.reader import load_run, run_store
 
     run = Path(run)
     if run.is_dir() and (run / SEGMENTS_FILE).is_file() and not (run / DONE_FILE).exists():
