@@ -182,8 +182,9 @@ class MetricsConfig:
         if path is None or not path.is_file():
             if missing_ok:
                 return None
-            raise ConfigError(f"metrics.truecaser=model but the model ships no truecase.{self.lang}.model; "
-                              "give a truecaser path with --truecaser PATH or --truecaser none")
+            raise ConfigError(f"metrics.truecaser=model but the model ships no truecase.{self.lang}.model (a hub model "
+                              "does not); pass --truecaser none (R figures on tokens as cased) or --truecaser PATH "
+                              "(a sacremoses truecaser, e.g. the demo model's models/demo-en-de/truecase.de.model)")
         return str(path)
 
 

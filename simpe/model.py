@@ -26,7 +26,7 @@ from simpe.paths import DEFAULT_MODEL
 logger = logging.getLogger(__name__)
 
 DEVICES = ("auto", "cpu", "cuda")
-__all__ = ["Pair", "LoadedModel", "load_model", "check_model", "model_family", "teacher_forced_logits", "eval_mode"]
+__all__ = ["Pair", "LoadedModel", "load_model", "check_model", "check_available", "model_family", "teacher_forced_logits", "eval_mode"]
 
 
 @dataclass
@@ -95,8 +95,11 @@ WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin", "model.safetensors.ind
 
 
 def _is_local(source: str) -> bool:
-    """A folder (or something spelled like one) rather than a hub id ``owner/name``."""
-    return Path(source).exists() or source.startswith((".", "/", "~")) or source.count("/") != 1
+    """A folder (or something spelled like one) rather than a hub id ``owner/name``: it exists, starts like a path,
+    has other than one ``/``, or its ``owner`` part is a folder here (``models/opus-mt-en-de`` with ``models/``
+    present is a folder someone has not copied yet, not the hub's user ``models``)."""
+    return (Path(source).exists() or source.startswith((".", "/", "~")) or source.count("/") != 1
+            or Path(source).parent.is_dir())
 
 
 def _family_name(config: Any, where: str, family: str = FAMILY_AUTO) -> str:
@@ -179,7 +182,9 @@ def _checked(model_id: str | os.PathLike[str] | None, family: str) -> tuple[str 
             return (None if family == FAMILY_AUTO else FAMILIES.get(family).name), None
         return _family_name(config, f"model {source!r}", family), config
     if not path.is_dir():
-        hint = " (run `make baseline` to train the demo model)" if path.resolve() == DEFAULT_MODEL else ""
+        hint = (" (run `make baseline` to train the demo model)" if path.resolve() == DEFAULT_MODEL
+                else f"; to fill it from the hub, run `huggingface-cli download <owner>/{path.name} --local-dir {source}` on a "
+                     "machine with network access and copy the folder here" if source.count("/") == 1 and not path.exists() else "")
         what = "is a file, not a folder" if path.exists() else "does not exist"
         raise ModelError(f"model folder {source} {what}{hint}")
     if not (path / "config.json").is_file():
@@ -189,6 +194,17 @@ def _checked(model_id: str | os.PathLike[str] | None, family: str) -> tuple[str 
     FAMILIES.get(name)().check_folder(path, source)
     _check_weights(path, source)
     return name, config
+
+
+def check_available(model_id: str | os.PathLike[str] | None) -> None:
+    """Refuse, in one line and before any run starts, a model that cannot be had here: a local folder that is
+    missing or incomplete, or a hub id neither in the local cache nor reachable (``load_model`` would fail in
+    every run at once)."""
+    source = str(model_id) if model_id is not None else str(DEFAULT_MODEL)
+    if _is_local(source):
+        _checked(source, FAMILY_AUTO)
+    elif _read_config(source) is None:
+        _check_hub(source)
 
 
 def check_model(model_id: str | os.PathLike[str] | None, family: str = FAMILY_AUTO) -> str | None:

@@ -386,6 +386,11 @@ def execute(specs: list[RunSpec], workers: int | None = None, threads: int | Non
             outcomes[spec.name] = Outcome(spec.name, spec.path, "skipped")
         else:
             todo.append((spec, found == "incomplete"))
+    if todo and not address:  # a model this machine cannot have fails every run: say so once, before Ray starts
+        from simpe.model import check_available
+
+        for model in sorted({str(spec.cfg.model.path or "") for spec, _ in todo}):
+            check_available(model or None)
     if todo:
         if address:  # a cluster: its CPUs, one torch thread per run unless told
             ray = start_ray(address, 0)
