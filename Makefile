@@ -20,7 +20,7 @@ GRID ?=
 
 .DEFAULT_GOAL := help
 .PHONY: help venv simulate test lint test-slow docs corpus baseline select-fixed compare plot report replicate stopwords \
-        bench-loop bench-metrics bench-topk bench-simulate bench-train sweep clean-runs
+        bench-loop bench-metrics bench-topk bench-simulate bench-train bench-scale sweep clean-runs
 
 help: ## list every target with one line each
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "} {printf "  %-14s %s\n", $$1, $$2}'
@@ -102,6 +102,9 @@ sweep: $(STAMP) $(MODEL)/fixed-selection.json ## simpe sweep on Ray: SWEEP=sweep
 	$(PY) -m simpe sweep $(SWEEP) $(if $(SWEEP),$(if $(filter command line,$(origin METHODS)),--method $(METHODS)),--method $(METHODS)) \
 		$(if $(GRID),--grid $(GRID)) $(if $(SWEEP),$(if $(filter command line,$(origin SEGMENTS)),--segments $(SEGMENTS)),--segments $(SEGMENTS)) \
 		--workers $(WORKERS) $(ARGS)
+
+bench-scale: $(STAMP) ## cost as the stream grows: s/segment at the start and end of 4,000-segment runs per method, peak memory, knn's inverted file vs exact search and its recall (hours on 2 cores; ARGS="--segments 1000 --methods knn knn:exact")
+	$(PY) benchmarks/bench_scale.py $(ARGS)
 
 bench-topk: $(STAMP) ## exact top-10 on 50 stream sentences: batched search vs Algorithm 1 reference
 	$(PY) benchmarks/bench_topk.py $(ARGS)

@@ -5,8 +5,9 @@ al. (2023, SK-MT). After each segment the post-edit is teacher-forced through th
 (never changed) model: each target position's decoder output state (the input of the
 family's output projection, ``lm_head``; a causal LM's top-block state at the target
 positions, after its prompt) becomes a key, the token that follows it the value. At every decoding step,
-the states of the rows being decoded query the datastore (exact search on torch, squared L2
-distance); the ``k`` nearest entries give p_kNN(y) ∝ Σ_{entries with value y} exp(-d / T),
+the states of the rows being decoded query the datastore (squared L2 distance; exact search up to
+``exact_entries`` entries, an inverted file beyond unless ``index="exact"``: simpe.methods.datastore);
+the ``k`` nearest entries give p_kNN(y) ∝ Σ_{entries with value y} exp(-d / T),
 and the next-token distribution becomes
 
     p(y) = λ · p_kNN(y) + (1 - λ) · p_model(y)
@@ -32,87 +33,43 @@ from typing import Any
 import torch
 
 from simpe.errors import ConfigError, ModelError
-from simpe.methods.base import INDEX_BYTES, METHODS, Method
+from simpe.methods.base import METHODS, Method
+from simpe.methods.datastore import INDEXES, Datastore
 from simpe.model import eval_mode
 from simpe.models import family_of
-from simpe.ties import smallest_per_row
 
 KEYS, VALUES = "__knn_keys__", "__knn_values__"  # state_dict entries
-
-
-class Datastore:
-    """Growing (key, value) store with exact k-nearest-neighbour search by squared L2 distance."""
-
-    def __init__(self, dim: int, device: Any = "cpu") -> None:
-        self.dim = dim
-        self.keys = torch.zeros((0, dim), dtype=torch.float32, device=device)  # (capacity, dim)
-        self.values = torch.zeros(0, dtype=torch.long, device=device)  # (capacity,) int64, as gather/scatter take them
-        self.norms = torch.zeros(0, dtype=torch.float32, device=device)  # (capacity,) squared key norms
-        self.size = 0
-
-    def add(self, keys: torch.Tensor, values: torch.Tensor) -> None:
-        """Append ``keys`` (n, dim) and their ``values`` (n,) (capacity doubles as it fills)."""
-        n = int(keys.shape[0])
-        if self.size + n > self.keys.shape[0]:
-            capacity = max(2 * self.keys.shape[0], self.size + n, 256)
-            grown = torch.zeros((capacity, self.dim), dtype=torch.float32, device=self.keys.device)  # (capacity, dim)
-            grown[: self.size] = self.keys[: self.size]
-            grown_values = torch.zeros(capacity, dtype=torch.long, device=self.keys.device)  # (capacity,)
-            grown_values[: self.size] = self.values[: self.size]
-            grown_norms = torch.zeros(capacity, dtype=torch.float32, device=self.keys.device)  # (capacity,)
-            grown_norms[: self.size] = self.norms[: self.size]
-            self.keys, self.values, self.norms = grown, grown_values, grown_norms
-        keys = keys.detach().to(self.keys.device, torch.float32)
-        self.keys[self.size: self.size + n] = keys
-        self.values[self.size: self.size + n] = values.to(self.keys.device, torch.long)
-        self.norms[self.size: self.size + n] = (keys * keys).sum(dim=1)
-        self.size += n
-
-    def search(self, queries: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """The ``min(k, size)`` nearest entries of each query.
-
-        Args:
-            queries: (rows, dim) float32.
-        Returns:
-            squared distances (rows, k'), and their values (rows, k') as int64: the nearest entries;
-            of entries tied at the k-th distance, the most recent.
-        """
-        keys, norms = self.keys[: self.size], self.norms[: self.size]  # (n, dim), (n,)
-        # ||q - key||² = ||q||² + (||key||² - 2 q·key): rank by the part that varies over keys (one fused
-        # pass over the store), then add ||q||² to the k nearest only. The product is taken as
-        # keys · queriesᵀ, (n, rows), read here as its (rows, n) transpose: with few query rows, the
-        # store in its own row-major layout is streamed once (1.5× with 1 thread, 2.8× with 2, faster than
-        # queries · keysᵀ at 25k entries on an AMD EPYC with MKL; the search reads the whole store at
-        # every decoding step)
-        partial = torch.addmm(norms[:, None], keys, queries.T, alpha=-2.0).T  # (rows, n)
-        squares = (queries * queries).sum(dim=1, keepdim=True)  # (rows, 1)
-        # entries at equal distance (to rounding noise of terms the size of ||q||² + ||key||², simpe.ties)
-        # are taken the most recent first: the translator's latest post-edit of that context
-        nearest, index = smallest_per_row(partial, k, magnitude=lambda index: norms[index] + squares)  # (rows, k'), (rows, k')
-        nearest = nearest.add_(squares).clamp_(min=0.0)  # (rows, k')
-        return nearest, torch.take(self.values, index)  # (rows, k') int64
-
-    def nbytes(self) -> int:
-        return self.size * (self.dim * 4 + INDEX_BYTES)
 
 
 @METHODS.add("knn")
 class KnnMethod(Method):
     """Online kNN-MT: interpolate the model with a datastore of the post-edits; no parameter changes."""
 
-    def __init__(self, k: int = 2, temperature: float = 100.0, knn_lambda: float = 1.0, distance_aware: bool = True) -> None:
+    def __init__(self, k: int = 2, temperature: float = 100.0, knn_lambda: float = 1.0, distance_aware: bool = True,
+                 index: str = "exact", exact_entries: int = 16384, probe_lists: int = 8) -> None:
+        # index "exact" when not given: what a run configured before the inverted file existed did (its saved config
+        # has no index key); the presets (adapters/knn*.yaml) choose "auto"
         if isinstance(k, bool) or not isinstance(k, int) or k < 1:
             raise ConfigError(f"knn k must be an integer >= 1, got {k!r}")
         if not temperature > 0:
             raise ConfigError(f"knn temperature must be > 0, got {temperature}")
         if not 0.0 <= knn_lambda <= 1.0:
             raise ConfigError(f"knn knn_lambda must be in [0, 1], got {knn_lambda}")
+        if index not in INDEXES:
+            raise ConfigError(f"unknown knn index {index!r}; known: {', '.join(INDEXES)}")
+        for name, value in (("exact_entries", exact_entries), ("probe_lists", probe_lists)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ConfigError(f"knn {name} must be an integer >= 1, got {value!r}")
         self.k, self.temperature, self.knn_lambda, self.distance_aware = k, float(temperature), float(knn_lambda), bool(distance_aware)
+        self.index, self.exact_entries, self.probe_lists = index, exact_entries, probe_lists
+
+    def _datastore(self, dim: int, device: Any) -> Datastore:
+        return Datastore(dim, device=device, index=self.index, exact_entries=self.exact_entries, probe_lists=self.probe_lists)
 
     def select(self, model, model_dir):
         family = family_of(model)
         projection = family.output_projection(model)
-        self.store = Datastore(family.hidden_size(model), device=projection.weight.device)
+        self.store = self._datastore(family.hidden_size(model), projection.weight.device)
         self._hidden: torch.Tensor | None = None
         self._storing = False  # after_segment's own forward pass: no interpolation
         self._handles = [projection.register_forward_pre_hook(self._capture),
@@ -169,8 +126,10 @@ class KnnMethod(Method):
         return self.store.nbytes()
 
     def describe(self) -> dict[str, Any]:
-        return {"trainable_tensors": 0, "datastore_entries": self.store.size, "k": self.k, "temperature": self.temperature,
-                "knn_lambda": self.knn_lambda, "distance_aware": self.distance_aware}
+        return {"trainable_tensors": 0, "datastore_entries": self.store.size, "datastore_memory_bytes": self.store.memory_bytes(),
+                "datastore_lists": 0 if self.store.centroids is None else len(self.store.lists), "k": self.k,
+                "temperature": self.temperature, "knn_lambda": self.knn_lambda, "distance_aware": self.distance_aware,
+                "index": self.index}
 
     def export_store(self) -> dict[str, torch.Tensor]:
         """The datastore: keys (entries, d_model) float32 and values (entries,) int32, ``store_bytes()`` bytes."""
@@ -200,7 +159,7 @@ class KnnMethod(Method):
         return {KEYS: self.store.keys[: self.store.size].clone(), VALUES: self.store.values[: self.store.size].to(torch.int32)}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.store = Datastore(self.store.dim, device=self.store.keys.device)
+        self.store = self._datastore(self.store.dim, self.store.keys.device)
         self.store.add(state[KEYS], state[VALUES])
 
 

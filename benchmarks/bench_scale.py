@@ -1,0 +1,126 @@
+"""Cost as the stream grows: seconds per segment at the start and the end of long runs, peak memory,
+and knn's datastore (exact search against the inverted file, with its recall).
+
+    python benchmarks/bench_scale.py [--segments 4000] [--methods baseline full ... knn knn:exact] [--threads 1]
+
+Each method runs once, in its own process (so its peak resident memory is its own: ``os.wait4``),
+over the first ``--segments`` segments of the LibreOffice ``scalc`` stream, without snapshots.
+Seconds per segment are the loop's own (translate + score + update + prepare, from the records),
+averaged over a window of ``--window`` segments: at the start (after the first 20), at 1,000 when the
+run is longer, and at the end. Beyond the run, the cost at the whole stream (14,972 segments) is
+extrapolated by a straight line through the 1,000 and end windows, and printed as such.
+``knn:exact`` is knn with ``method.params.index=exact`` (exact search at every size).
+The recall of the inverted file is measured on the knn run's own datastore: its last 2,000 keys
+(decoder states of later post-edits) query the entries before them, exact search against the
+inverted file with knn's settings, recall@k = the share of exact search's k nearest the inverted file finds.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import torch
+from record import record
+
+STREAM = 14972  # segments of the scalc stream
+
+
+def run(method: str, segments: int, threads: int, runs: Path) -> dict:
+    adapter, _, variant = method.partition(":")
+    extra = ["--set", f"method.params.index={variant}"] if variant else []
+    command = [sys.executable, "-m", "simpe", "simulate", "--method", adapter, "--segments", str(segments), "--runs-dir",
+               str(runs), "--no-progress", "--threads", str(threads), "--set", "snapshots.every=0", *extra]
+    env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
+    process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    _, status, usage = os.wait4(process.pid, 0)
+    if status != 0:
+        raise SystemExit(f"{method} failed: {process.stderr.read()[-2000:]}")
+    (path,) = [p.parent for p in runs.glob(f"*/{adapter}/DONE")]
+    records = [json.loads(line) for line in (path / "segments.jsonl").read_text(encoding="utf-8").splitlines()]
+    summary = json.loads((path / "summary.json").read_text(encoding="utf-8"))
+    loop = [sum(r["seconds"].get(k, 0.0) for k in ("prepare", "translate", "score", "update")) for r in records]
+    return {"path": path, "loop": loop, "peak_mb": usage.ru_maxrss / 1024, "bleu": summary["corpus"]["bleu"],
+            "facts": summary.get("method_facts") or {}}
+
+
+def window(loop: list[float], end: int, width: int) -> float:
+    part = loop[max(20, end - width): end]
+    return sum(part) / len(part)
+
+
+def recall(store_file: Path, settings: dict, queries: int = 2000, ks: tuple[int, ...] = (2, 8)) -> dict[str, float]:
+    """recall@k of the inverted file against exact search on the run's own keys (the last ``queries`` query the rest)."""
+    from safetensors.torch import load_file
+
+    from simpe.methods.datastore import Datastore
+    from simpe.methods.knn import KEYS
+
+    keys = load_file(str(store_file))[KEYS]
+    queries = min(queries, keys.shape[0] // 4)  # a short run: a quarter of its keys
+    base, probe = keys[:-queries], keys[-queries:]
+    ids = torch.arange(base.shape[0])  # values = entry numbers, so the answers can be compared
+    exact = Datastore(keys.shape[1], index="exact")
+    exact.add(base, ids)
+    ivf = Datastore(keys.shape[1], index="auto", exact_entries=settings["exact_entries"], probe_lists=settings["probe_lists"])
+    ivf.add(base, ids)
+    out = {"entries": float(base.shape[0])}
+    for k in ks:
+        found = 0
+        for start in range(0, queries, 5):  # five rows a step, as a beam of 5 queries
+            _, want = exact.search(probe[start: start + 5], k)
+            _, got = ivf.search(probe[start: start + 5], k)
+            found += sum(len(set(w.tolist()) & set(g.tolist())) for w, g in zip(want, got))
+        out[f"recall@{k}"] = found / (queries * k)
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--segments", type=int, default=4000)
+    parser.add_argument("--methods", nargs="+",
+                        default=["baseline", "full", "bias", "fixed", "top", "lasso", "lora", "knn", "knn:exact"])
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--window", type=int, default=200)
+    args = parser.parse_args()
+    rows, recalls = [], {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for method in args.methods:
+            print(f"bench-scale: {method} over {args.segments} segments ...", flush=True)
+            result = run(method, args.segments, args.threads, Path(tmp) / method.replace(":", "-"))
+            loop, n = result["loop"], len(result["loop"])
+            start, end = window(loop, 20 + args.window, args.window), window(loop, n, args.window)
+            at_1k = window(loop, 1000, args.window) if n >= 1000 + args.window else None
+            slope = (end - at_1k) / (n - 1000) if at_1k is not None else (end - start) / max(1, n - 20 - args.window)
+            whole = end + slope * (STREAM - n)
+            facts = result["facts"]
+            rows.append((method, start, at_1k, end, end / start, whole, whole / start, result["peak_mb"],
+                         facts.get("datastore_memory_bytes"), facts.get("datastore_entries"), result["bleu"]))
+            if method == "knn":
+                recalls = recall(result["path"] / "store.safetensors", {"exact_entries": 16384, "probe_lists": 8})
+    print(f"\nbench-scale: first {args.segments} scalc segments, {args.threads} torch thread(s), no snapshots; "
+          f"s/seg of the loop over windows of {args.window} segments; 'at {STREAM}' is a straight-line extrapolation")
+    print(f"{'method':10s} {'start':>8s} {'at 1000':>8s} {'end':>8s} {'end/start':>9s} {'at ' + str(STREAM):>9s} "
+          f"{'x start':>7s} {'peak MB':>8s} {'store MB':>8s} {'entries':>8s} {'BLEU':>6s}")
+    for method, start, at_1k, end, ratio, whole, whole_ratio, peak, store, entries, bleu in rows:
+        print(f"{method:10s} {start:8.3f} {'-' if at_1k is None else f'{at_1k:.3f}':>8s} {end:8.3f} {ratio:9.2f} {whole:9.3f} "
+              f"{whole_ratio:7.2f} {peak:8.0f} {'-' if store is None else f'{store / 2**20:.1f}':>8s} "
+              f"{'-' if entries is None else entries:>8} {bleu:6.2f}")
+    if recalls:
+        print(f"\nknn inverted file (exact up to 16384 entries, 8 lists probed) on the run's own datastore of "
+              f"{int(recalls['entries'])} entries, its last keys as queries: "
+              + ", ".join(f"{k} {v:.3f}" for k, v in recalls.items() if k != "entries"))
+    figures = {method: f"{start:.3f} → {end:.3f} s/segment over {args.segments} (×{ratio:.2f}); ×{whole_ratio:.2f} "
+                       f"extrapolated to {STREAM}; peak {peak:.0f} MB" for method, start, _, end, ratio, whole, whole_ratio, peak, *_ in rows}
+    if recalls:
+        figures["knn recall"] = ", ".join(f"{k} {v:.3f}" for k, v in recalls.items() if k != "entries")
+    record("bench-scale", figures)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
