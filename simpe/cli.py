@@ -333,7 +333,8 @@ def _add_rank(sub: argparse._SubParsersAction) -> None:
     who = p.add_mutually_exclusive_group()
     who.add_argument("--model", default=None, help="model folder or hub id (default: the embedded demo model)")
     who.add_argument("--models", nargs="+", default=None,
-                     help="two or more models or checkpoints: per-model figures, MBR quality, and their correlation (Table 3)")
+                     help="two or more models, checkpoints or per-user stores (adapted models): per-model figures, MBR quality "
+                          "and their correlation (Table 3)")
     p.add_argument("--src", type=Path, required=True, help="source sentences, one per line")
     p.add_argument("--ref", type=Path, required=True, help="reference translations, aligned with --src")
     p.add_argument("--limit", type=int, default=None, help="only the first N sentence pairs (after --max-words)")
@@ -417,8 +418,13 @@ def _cmd_rank(args: argparse.Namespace) -> None:
         comet = CometScorer(args.comet_model, device="cuda" if args.device == "cuda" else "cpu")
     if args.models:
         model_cfg = _model_section(args)
-        for model_id in args.models:  # every model's family and settings checked before any loads
-            model_family(model_id, model_cfg.family, model_cfg.family_settings())
+        for model_id in args.models:  # every model's family and settings (a store: the file) checked before any loads
+            if str(model_id).endswith(".safetensors"):
+                from simpe.store import read_store
+
+                read_store(Path(model_id))
+            else:
+                model_family(model_id, model_cfg.family, model_cfg.family_settings())
         result = run_correlation(args.models, sources, references, cfg, args.out, device=args.device, comet=comet,
                                  model_settings=model_cfg.family_settings(),
                                  mbr_samples=args.mbr_samples, mbr_utility=args.mbr_utility, mbr_seed=cfg.sample_seed,

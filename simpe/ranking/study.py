@@ -17,6 +17,7 @@ cli.py parses arguments.
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import time
 from collections.abc import Sequence
@@ -133,13 +134,43 @@ def correlate(rows: Sequence[dict[str, Any]], target: str = "mbr.quality",
     return out
 
 
+def _is_store(model_id: Any) -> bool:
+    return str(model_id).endswith(".safetensors") and Path(model_id).is_file()
+
+
+def _store_name(path: Any) -> str:
+    """A store's system name: its run's name for a run's own ``store.safetensors``, else the file's stem."""
+    path = Path(path)
+    return path.parent.name if path.name == "store.safetensors" else path.stem
+
+
+def load_system(model_id: Any, device: str = "auto", model_settings: dict[str, Any] | None = None) -> Any:
+    """A system to rank: a model folder or hub id, or a per-user store (``export-adapter``, a run's
+    ``store.safetensors``): the base model its metadata names, with the store applied (an adapted model)."""
+    from simpe.model import load_model
+
+    if not _is_store(model_id):
+        return load_model(model_id, device, settings=model_settings)
+    from simpe.store import load_store, read_store
+
+    _, metadata = read_store(Path(model_id))
+    if metadata["method"] == "icl":
+        raise ConfigError(f"{model_id} is an icl store: it adapts prompts, which rank does not build; rank a model or another store")
+    made = json.loads(metadata.get("model_settings") or "{}")
+    settings = {**{k: made[k] for k in ("src_lang", "tgt_lang", "prompt_template") if made.get(k) is not None},
+                **(model_settings or {})}
+    loaded = load_model(metadata.get("base_model_path") or None, device, settings=settings or None)
+    load_store(loaded.model, loaded.name, Path(model_id))
+    return loaded
+
+
 def run_correlation(model_ids: Sequence[str], sources: Sequence[str], references: Sequence[str], cfg: RankingConfig,
                     out: Path, device: str = "auto", comet: Any = None, mbr_samples: int = 100, mbr_utility: str | None = None,
                     mbr_seed: int = 0, overwrite: bool = False, model_settings: dict[str, Any] | None = None) -> dict[str, Any]:
     """Seed 000 Table 3 for several models: per-model figures, MBR quality, and their correlations.
 
     Args:
-        model_ids: model folders or hub ids (``simpe.model.load_model``), at least two.
+        model_ids: model folders, hub ids or per-user stores (``load_system``), at least two.
         model_settings: the ``model`` section's family settings every model loads with (src_lang, tgt_lang,
             prompt_template; default none).
         mbr_utility: MBR utility (chrf, chrf++, sbleu, comet); default: ``cfg.quality``.
@@ -149,21 +180,21 @@ def run_correlation(model_ids: Sequence[str], sources: Sequence[str], references
     """
     from simpe.decoders.beam import BeamDecoder
     from simpe.decoders.mbr import MbrDecoder
-    from simpe.model import load_model, model_name
+    from simpe.model import model_name
 
     if len(model_ids) < 2:
         raise ConfigError("a correlation across models needs at least two models (--models A B ...)")
     utility = mbr_utility or cfg.quality
     mbr = MbrDecoder(samples=mbr_samples, seed=mbr_seed, utility=utility, comet_model=comet if utility == "comet" else None,
                      **cfg.length())  # checks the utility before any model loads
-    names = [model_name(m) for m in model_ids]
+    names = [_store_name(m) if _is_store(m) else model_name(m) for m in model_ids]
     if len(set(names)) != len(names):
         names = [f"{i + 1:02d}-{n}" for i, n in enumerate(names)]
     output = OutputDir(out, [CORRELATION_FILE, *names], overwrite)
     rows: list[dict[str, Any]] = []
     for model_id, name in zip(model_ids, names):
         logger.info("model %s", model_id)
-        loaded = load_model(model_id, device, settings=model_settings)
+        loaded = load_system(model_id, device, model_settings)
         summary = run_protocol(loaded.model, loaded.tokenizer, sources, references, cfg, Path(out) / name, comet=comet,
                                meta={"model": str(model_id)}, overwrite=True)
         figures = dict(summary["figures"])

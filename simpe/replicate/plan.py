@@ -41,6 +41,9 @@ class Scale:
     sensitivity_samples: int = 50
     utilities: tuple[str, ...] = ("chrf++", "sbleu")
     sensitivity: bool = True
+    systems: bool = True  # seed 000's Table 3 across systems: the demo model and the scalc runs' adapted states
+    system_samples: int = 100  # Monte Carlo samples per sentence for each system's sampled kQRG
+    mbr_samples: int = 100  # MBR samples per sentence (the paper's 100)
     forgetting_segments: int = 500  # scalc segments of the forgetting runs (0: none)
     forgetting_every: int = 250
     forgetting_size: int = 100  # held-out dev segments (snapshots.forgetting)
@@ -122,6 +125,9 @@ def describe(p: Plan, workers: int) -> str:
     lines.append(f"  {'studies':<12} {s.probe} dev sentences: exact top-1/top-k (k {', '.join(map(str, s.ks))}), "
                  f"beam and min-heap beam at {', '.join(map(str, s.beam_sizes))}; MBR sensitivity of "
                  f"{', '.join(s.utilities)} on {s.sensitivity_sentences} dev sentences ({s.sensitivity_samples} samples each)")
+    if s.systems:
+        lines.append(f"  {'systems':<12} seed 000's Table 3: the demo model and every scalc run's final adapted state, sampled "
+                     f"kQRG ({s.system_samples} samples) and MBR quality ({s.mbr_samples} samples) on the {s.probe} dev sentences")
     runs, studies = p.estimate(workers)
     lines.append(f"  expected: about {runs / 3600:.1f} h of loop runs ({workers} at once) + {studies / 3600:.1f} h of studies "
                  "on a 2-core CPU (complete runs are skipped, so a second call costs only what is missing)")

@@ -18,6 +18,7 @@ from simpe.replicate.plan import Plan, Scale, describe, make_plan
 logger = logging.getLogger(__name__)
 STUDIES_FILE = "studies.json"
 SENSITIVITY_FILE = "sensitivity.json"
+SYSTEMS_FILE = "systems.json"
 
 
 def _groups(p: Plan) -> tuple[dict[str, Any], dict[str, str]]:
@@ -85,6 +86,40 @@ def _mbr_sensitivity(p: Plan, device: str) -> dict[str, Any]:
     return figures
 
 
+def _systems(p: Plan, groups: dict[str, Any], device: str) -> dict[str, Any] | None:
+    """Seed 000's Table 3 across systems: the demo model and the adapted state at the end of every scalc run (its
+    store), ranked on the dev probe of the studies; cached in ``<runs_dir>/systems.json`` for the same settings."""
+    from simpe.config import defaults
+    from simpe.datasets import DATASETS
+    from simpe.paths import DEFAULT_MODEL
+    from simpe.ranking.study import run_correlation
+    from simpe.rundir.layout import STORE_FILE
+
+    s, group = p.scale, groups.get("scalc")
+    if group is None:
+        return None
+    stores = [run.path / STORE_FILE for run in group.methods if (run.path / STORE_FILE).is_file()]
+    settings = {"probe": s.probe, "samples": s.system_samples, "mbr_samples": s.mbr_samples,
+                "systems": [DEFAULT_MODEL.name, *(path.parent.name for path in stores)]}
+    cache = p.runs_dir / SYSTEMS_FILE
+    if cache.exists():
+        saved = json.loads(cache.read_text(encoding="utf-8"))
+        if saved.get("settings") == settings:
+            return saved["figures"]
+    dev = [seg for seg in DATASETS.build("libreoffice").load("dev") if len(seg.source.split()) <= 20][: s.probe]
+    cfg = defaults("ranking", top_region=False, samples=s.system_samples)
+    started = time.perf_counter()
+    result = run_correlation([str(DEFAULT_MODEL), *map(str, stores)], [x.source for x in dev], [x.reference for x in dev],
+                             cfg, p.runs_dir / "systems", device=device, mbr_samples=s.mbr_samples, overwrite=True)
+    keep = ("name", "mc.kqrg", "mc.krg", "mc.mean_quality", "beam.quality", "mbr.quality")
+    figures = {"models": [{k: row.get(k) for k in keep} for row in result["models"]], "correlation": result["correlation"],
+               "settings": settings, "seconds": time.perf_counter() - started}
+    tmp = cache.with_name(cache.name + ".tmp")
+    tmp.write_text(json.dumps({"settings": settings, "figures": figures}, indent=1) + "\n", encoding="utf-8")
+    tmp.replace(cache)
+    return figures
+
+
 def _cached(path: Path, convert: Any) -> dict[str, Any] | None:
     """A studies file's figures as an earlier call left them, or None."""
     try:
@@ -144,6 +179,10 @@ def _total_time(p: Plan, seconds: float) -> str:
             studies += float(result.get("seconds") or 0.0)
     except (OSError, ValueError, KeyError, AttributeError):
         pass
+    try:
+        studies += float(json.loads((p.runs_dir / SYSTEMS_FILE).read_text(encoding="utf-8"))["figures"].get("seconds") or 0.0)
+    except (OSError, ValueError, KeyError, AttributeError):
+        pass
     return (f"{run_seconds / 3600:.1f} h of loop runs summed over the runs (one torch thread each, two at once), "
             f"{studies / 3600:.1f} h of decoding studies; this call took {seconds / 3600:.2f} h of wall time")
 
@@ -190,7 +229,9 @@ def replicate(scale: Scale, runs_dir: Path, out: Path, workers: int | None = Non
     figures = _studies(p, device, progress) if studies and run else _cached(p.runs_dir / STUDIES_FILE, _int_keys)
     sensitivity = _mbr_sensitivity(p, device) if studies and run else _cached(p.runs_dir / SENSITIVITY_FILE, None)
     groups, notes = _groups(p)
-    rows = verdicts(Evidence(groups, figures, notes, sensitivity))
+    systems = (_systems(p, groups, device) if studies and run and p.scale.systems
+               else _cached(p.runs_dir / SYSTEMS_FILE, None))
+    rows = verdicts(Evidence(groups, figures, notes, sensitivity, systems))
     first = groups.get("scalc") or next((g for g in groups.values() if g is not None), None)
     signatures = dict((first.baseline.summary or {}).get("signatures") or {}) if first is not None else {}
     figure = _figure(groups, out)

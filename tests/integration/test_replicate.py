@@ -52,7 +52,7 @@ def tiny(tmp_path_factory):
     root = tmp_path_factory.mktemp("replicate")
     scale = Scale(segments=3, second_segments=3, sensitivity=False, probe=2, beam_sizes=(2, 3), ks=(2, 3),
                   max_expansions=300, methods=["baseline", "full", "lasso"], sensitivity_sentences=3, sensitivity_samples=4,
-                  forgetting_segments=3, forgetting_every=3, forgetting_size=2)
+                  forgetting_segments=3, forgetting_every=3, forgetting_size=2, system_samples=6, mbr_samples=4)
     out = root / "docs" / "replication.md"
     try:
         message = replicate(scale, root / "runs", out, workers=1, threads=1, progress=False)
@@ -72,6 +72,7 @@ def test_a_tiny_replication_judges_every_claim_and_writes_both_pages(tiny):
     assert "BLEU on 2 held-out dev segments after 3 stream segments: baseline" in page  # the forgetting probe ran
     assert "**not testable here**: no COMET model offline" in page  # what cannot run here says so, and what fills it
     assert "`s001-sbleu`" in page and "`s001-chrf++`" in page
+    assert "3 systems: the demo model and its adapted states at the end of the scalc runs (demo-en-de kQRG" in page
     assert (out.parent / "replication" / "figure2.png").stat().st_size > 10_000
     assert "<table>" in (root / "runs" / "replication.html").read_text(encoding="utf-8")
     studies = json.loads((root / "runs" / "studies.json").read_text(encoding="utf-8"))

@@ -97,3 +97,25 @@ def test_store_applies_with_another_decoder_and_refuses_another_base_model(tmp_p
     assert main(["translate", "--adapter", str(tmp_path / "missing.safetensors"), "-i", str(src)]) == 2
     assert capsys.readouterr().err.strip().splitlines()[-1] == (f"simpe: error: adapter file {tmp_path / 'missing.safetensors'} does not exist "
                                                "(make one with `simpe export-adapter RUN --out FILE`)")
+
+
+def test_a_store_is_a_system_to_rank_the_adapted_model(tmp_path: Path, one_torch_thread, capsys):
+    """``rank --models`` takes a run's store as a system: the base model its metadata names, with the store applied."""
+    import torch
+
+    from simpe.cli import main
+    from simpe.paths import DEFAULT_MODEL
+    from simpe.ranking.study import load_system
+
+    loop = _run(tmp_path, "full", segments=3)
+    system = load_system(loop.path / "store.safetensors", "cpu")
+    adapted = dict(loop.model.named_parameters())
+    assert all(torch.equal(p, adapted[n]) for n, p in system.model.named_parameters())
+    src, ref = tmp_path / "t.en", tmp_path / "t.de"
+    src.write_text("Click OK.\nSave the file.\n", encoding="utf-8")
+    ref.write_text("Klicken Sie auf OK.\nSpeichern Sie die Datei.\n", encoding="utf-8")
+    out = tmp_path / "corr"
+    assert main(["rank", "--models", str(DEFAULT_MODEL), str(loop.path / "store.safetensors"), "--src", str(src),
+                 "--ref", str(ref), "--out", str(out), "--no-top", "--samples", "6", "--mbr-samples", "4", "--device", "cpu"]) == 0
+    rows = json.loads((out / "correlation.json").read_text(encoding="utf-8"))["models"]
+    assert [r["name"] for r in rows] == ["demo-en-de", "full"]  # a run's store is named by its run
