@@ -1,6 +1,7 @@
 """Shared fixtures: a seeded tiny Marian model (token ids only) and the shipped demo model."""
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import pytest
@@ -63,3 +64,20 @@ def family_model(tmp_path_factory):
 
     root = tmp_path_factory.mktemp("families")
     return lambda kind: build(kind, root)
+
+
+@pytest.fixture(autouse=True)
+def _restore_root_logger():
+    """Put the root logger's handlers and level back after each test: ``cli.main`` calls ``log.setup``, which binds a
+    console handler to the ``sys.stderr`` of the moment (capsys's, closed after the test), and later tests would then
+    print "--- Logging error --- ValueError: I/O operation on closed file"."""
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    yield
+    for handler in list(root.handlers):
+        if handler not in handlers:
+            root.removeHandler(handler)
+    for handler in handlers:
+        if handler not in root.handlers:
+            root.addHandler(handler)
+    root.setLevel(level)

@@ -2,19 +2,19 @@
 encoder or the encoder-decoder called by itself is timed, and a method's hook on the model's output is not counted."""
 from __future__ import annotations
 
-import time
-
 import pytest
 import torch
 
 from simpe.profiling import ModelTimer
 
 
-def test_outermost_forward_is_timed_once_and_output_hooks_are_not(tiny_marian):
+def test_outermost_forward_is_timed_once_and_output_hooks_are_not(tiny_marian, monkeypatch):
     model = tiny_marian()
     ids = torch.tensor([[5, 6, 7, 0]])
-    slow = 0.3
-    model.register_forward_hook(lambda module, args, output: time.sleep(slow))  # like knn's interpolation
+    # a clock that moves only when the output hook runs (1,000 s a call): no wall-clock bound in the test
+    clock = {"now": 0.0}
+    monkeypatch.setattr("simpe.profiling.time.perf_counter", lambda: clock["now"])
+    model.register_forward_hook(lambda module, args, output: clock.update(now=clock["now"] + 1000.0))  # like knn's hook
     timer = ModelTimer(model)
     with torch.no_grad():
         model(input_ids=ids, decoder_input_ids=ids)  # encoder, decoder and lm_head inside: one call
@@ -23,7 +23,7 @@ def test_outermost_forward_is_timed_once_and_output_hooks_are_not(tiny_marian):
         assert timer.calls == 2
         model.model(input_ids=ids, decoder_input_ids=ids)  # the encoder-decoder without lm_head (knn storing states): one call
         assert timer.calls == 3
-    assert 0 < timer.seconds < slow
+    assert timer.seconds == 0.0  # three timed calls, none of the hook's 3,000 s in them
     # a forward that raises ends its timing: the next call is counted again
     with pytest.raises(IndexError), torch.no_grad():
         model(input_ids=ids, decoder_input_ids=torch.tensor([[10_000]]))
