@@ -627,14 +627,19 @@ def _add_replicate(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--dry-run", action="store_true", help="print the plan and its expected time, run nothing")
     p.add_argument("--report-only", action="store_true",
                    help="run nothing: write the page from the complete runs (a claim whose runs are not complete says so)")
+    p.add_argument("--only", nargs="+", metavar="PART", help="run only these parts (scalc, sdatabase, forgetting, sensitivity, "
+                                                             "studies, mbr-sensitivity, systems); other claims keep their rows "
+                                                             "from docs/replication.json")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=_cmd_replicate)
 
 
 def _cmd_replicate(args: argparse.Namespace) -> None:
     from simpe.errors import ConfigError
-    from simpe.replicate.plan import Scale
+    from simpe.replicate.plan import Scale, parts_to_run
     from simpe.replicate.run import DEFAULT_OUT, replicate
+
+    parts_to_run(args.only)  # an unknown part: one line, before anything runs
 
     for flag, value in (("--segments", args.segments), ("--second-segments", args.second_segments),
                         ("--sensitivity-segments", args.sensitivity_segments), ("--probe", args.probe),
@@ -644,7 +649,7 @@ def _cmd_replicate(args: argparse.Namespace) -> None:
     scale = Scale(segments=args.segments, second_segments=args.second_segments,
                   sensitivity_segments=args.sensitivity_segments, probe=args.probe, sensitivity=not args.no_sensitivity)
     print(replicate(scale, args.runs_dir, args.out or DEFAULT_OUT, workers=args.workers, threads=args.threads,
-                    dry_run=args.dry_run, progress=not args.no_progress, run=not args.report_only))
+                    dry_run=args.dry_run, progress=not args.no_progress, run=not args.report_only, only=args.only))
 
 
 # ---------------------------------------------------------------- utility sensitivity (seed 001)

@@ -485,14 +485,15 @@ def mbr_correlation(ev: Evidence) -> Verdict:
     paper = "Pearson with MBR quality: sampled kQRG 0.977, mean sample quality 0.975, beam quality −0.143"
     rule = "reproduced when sampled kQRG's Pearson correlation with MBR quality is above 0.5 and above beam quality's"
     if not ev.systems:
-        return _missing(claim, source, paper, rule, "the systems study did not run (it needs the scalc runs' stores)")
+        return _missing(claim, source, paper, rule, "the systems study did not run (it needs the forgetting runs' stores)")
     rows, corr, settings = ev.systems["models"], ev.systems["correlation"], ev.systems["settings"]
 
     def pair(key: str) -> str:
         values = corr.get(key) or {}
         return "/".join("–" if values.get(c) is None else f"{values[c]:.3f}" for c in ("pearson", "kendall"))
 
-    figures = (f"{len(rows)} systems: the demo model and its adapted states at the end of the scalc runs ("
+    figures = (f"{len(rows)} systems: the demo model and its adapted states after {settings.get('segments', '?')} scalc "
+               "segments of each method ("
                + ", ".join(f"{r['name']} kQRG {100 * r['mc.kqrg']:.1f}, MBR {100 * r['mbr.quality']:.1f}" for r in rows)
                + f"); Pearson/Kendall with MBR quality: sampled kQRG {pair('mc.kqrg')}, mean sample quality "
                f"{pair('mc.mean_quality')}, beam quality {pair('beam.quality')} ({settings['probe']} dev sentences, "
@@ -537,6 +538,18 @@ CLAIMS: list[tuple[str, Callable[[Evidence], Verdict]]] = [
     ("beyond-forgetting", forgetting),
     ("beyond-repeated", repeated),
 ]
+
+
+# what each claim's evidence comes from (simpe.replicate.plan.PARTS): a call with --only judges a claim anew when every
+# part it needs ran in that call, and otherwise keeps the row an earlier call measured (docs/replication.json)
+NEEDS: dict[str, tuple[str, ...]] = {
+    **{cid: ("scalc",) for cid in ("s002-t1", "s002-t2-full", "s002-t2-lasso", "s002-t3", "s002-t4", "s002-fig2",
+                                   "beyond-repeated")},
+    "s002-t5": ("scalc", "sdatabase"), "s002-sensitivity": ("sensitivity",),
+    **{cid: ("studies",) for cid in ("s003-t3", "s003-beams", "s000-fig1", "s000-lucky")},
+    "s000-random": (), "s000-mbr": ("systems",), "s001-chrf++": ("mbr-sensitivity",), "s001-sbleu": ("mbr-sensitivity",),
+    "s001-comet": (), "beyond-forgetting": ("forgetting",),
+}
 
 
 def verdicts(ev: Evidence, only: list[str] | None = None) -> list[tuple[str, Verdict]]:

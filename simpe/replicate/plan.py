@@ -41,13 +41,31 @@ class Scale:
     sensitivity_samples: int = 50
     utilities: tuple[str, ...] = ("chrf++", "sbleu")
     sensitivity: bool = True
-    systems: bool = True  # seed 000's Table 3 across systems: the demo model and the scalc runs' adapted states
+    systems: bool = True  # seed 000's Table 3 across systems: the demo model and the forgetting runs' adapted states
     system_samples: int = 100  # Monte Carlo samples per sentence for each system's sampled kQRG
     mbr_samples: int = 100  # MBR samples per sentence (the paper's 100)
     forgetting_segments: int = 500  # scalc segments of the forgetting runs (0: none)
     forgetting_every: int = 250
     forgetting_size: int = 100  # held-out dev segments (snapshots.forgetting)
     methods: list[str] = field(default_factory=lambda: list(METHODS))
+
+
+# the parts of the plan, each runnable alone (simpe replicate --only): the four run experiments and the three studies;
+# the systems study ranks the forgetting runs' final states, so it needs those runs
+PARTS = ("scalc", "sdatabase", "forgetting", "sensitivity", "studies", "mbr-sensitivity", "systems")
+DEPENDS = {"systems": ("forgetting",)}
+
+
+def parts_to_run(only: list[str] | None) -> set[str]:
+    """The parts a call runs: all, or ``only`` with what they depend on (unknown names refused)."""
+    from simpe.errors import ConfigError
+
+    if not only:
+        return set(PARTS)
+    unknown = [name for name in only if name not in PARTS]
+    if unknown:
+        raise ConfigError(f"unknown part {unknown[0]!r} of the replication; known: {', '.join(PARTS)}")
+    return set(only) | {dep for name in only for dep in DEPENDS.get(name, ())}
 
 
 @dataclass
@@ -125,9 +143,9 @@ def describe(p: Plan, workers: int) -> str:
     lines.append(f"  {'studies':<12} {s.probe} dev sentences: exact top-1/top-k (k {', '.join(map(str, s.ks))}), "
                  f"beam and min-heap beam at {', '.join(map(str, s.beam_sizes))}; MBR sensitivity of "
                  f"{', '.join(s.utilities)} on {s.sensitivity_sentences} dev sentences ({s.sensitivity_samples} samples each)")
-    if s.systems:
-        lines.append(f"  {'systems':<12} seed 000's Table 3: the demo model and every scalc run's final adapted state, sampled "
-                     f"kQRG ({s.system_samples} samples) and MBR quality ({s.mbr_samples} samples) on the {s.probe} dev sentences")
+    if s.systems and "forgetting" in p.experiments:
+        lines.append(f"  {'systems':<12} seed 000's Table 3: the demo model and every forgetting run's final adapted state, "
+                     f"sampled kQRG ({s.system_samples} samples) and MBR quality ({s.mbr_samples} samples) on the {s.probe} dev sentences")
     runs, studies = p.estimate(workers)
     lines.append(f"  expected: about {runs / 3600:.1f} h of loop runs ({workers} at once) + {studies / 3600:.1f} h of studies "
                  "on a 2-core CPU (complete runs are skipped, so a second call costs only what is missing)")

@@ -11,9 +11,9 @@ from typing import Any
 
 from simpe.errors import SimpeError
 from simpe.paths import REPO_ROOT
-from simpe.replicate.claims import Evidence, verdicts
+from simpe.replicate.claims import NEEDS, Evidence, Verdict, verdicts
 from simpe.replicate.page import write_pages
-from simpe.replicate.plan import Plan, Scale, describe, make_plan
+from simpe.replicate.plan import Plan, Scale, describe, make_plan, parts_to_run
 
 logger = logging.getLogger(__name__)
 STUDIES_FILE = "studies.json"
@@ -87,20 +87,23 @@ def _mbr_sensitivity(p: Plan, device: str) -> dict[str, Any]:
 
 
 def _systems(p: Plan, groups: dict[str, Any], device: str) -> dict[str, Any] | None:
-    """Seed 000's Table 3 across systems: the demo model and the adapted state at the end of every scalc run (its
-    store), ranked on the dev probe of the studies; cached in ``<runs_dir>/systems.json`` for the same settings."""
+    """Seed 000's Table 3 across systems: the demo model and the adapted state at the end of every forgetting run (its
+    store: ``forgetting_segments`` scalc segments of each method), ranked on the dev probe of the studies; cached in
+    ``<runs_dir>/systems.json`` for the same settings."""
     from simpe.config import defaults
     from simpe.datasets import DATASETS
     from simpe.paths import DEFAULT_MODEL
     from simpe.ranking.study import run_correlation
     from simpe.rundir.layout import STORE_FILE
 
-    s, group = p.scale, groups.get("scalc")
+    s, group = p.scale, groups.get("forgetting")
     if group is None:
         return None
-    stores = [run.path / STORE_FILE for run in group.methods if (run.path / STORE_FILE).is_file()]
+    runs = [run for run in group.methods if (run.path / STORE_FILE).is_file()]
+    stores = [run.path / STORE_FILE for run in runs]
+    method = {run.path.name: run.method for run in runs}  # the systems by method: full, not full--forgetting=100
     settings = {"probe": s.probe, "samples": s.system_samples, "mbr_samples": s.mbr_samples,
-                "systems": [DEFAULT_MODEL.name, *(path.parent.name for path in stores)]}
+                "segments": s.forgetting_segments, "systems": [DEFAULT_MODEL.name, *(run.method for run in runs)]}
     cache = p.runs_dir / SYSTEMS_FILE
     if cache.exists():
         saved = json.loads(cache.read_text(encoding="utf-8"))
@@ -112,7 +115,8 @@ def _systems(p: Plan, groups: dict[str, Any], device: str) -> dict[str, Any] | N
     result = run_correlation([str(DEFAULT_MODEL), *map(str, stores)], [x.source for x in dev], [x.reference for x in dev],
                              cfg, p.runs_dir / "systems", device=device, mbr_samples=s.mbr_samples, overwrite=True)
     keep = ("name", "mc.kqrg", "mc.krg", "mc.mean_quality", "beam.quality", "mbr.quality")
-    figures = {"models": [{k: row.get(k) for k in keep} for row in result["models"]], "correlation": result["correlation"],
+    named = [{**row, "name": method.get(row["name"], row["name"])} for row in result["models"]]
+    figures = {"models": [{k: row.get(k) for k in keep} for row in named], "correlation": result["correlation"],
                "settings": settings, "seconds": time.perf_counter() - started}
     tmp = cache.with_name(cache.name + ".tmp")
     tmp.write_text(json.dumps({"settings": settings, "figures": figures}, indent=1) + "\n", encoding="utf-8")
@@ -208,36 +212,128 @@ def _figure(groups: dict[str, Any], out: Path) -> str | None:
 
 def replicate(scale: Scale, runs_dir: Path, out: Path, workers: int | None = None, threads: int | None = None,
               dry_run: bool = False, progress: bool = True, device: str = "cpu", studies: bool = True,
-              run: bool = True) -> str:
+              run: bool = True, only: list[str] | None = None) -> str:
     """Plan, run what is missing, judge every claim, write ``out`` and its HTML twin; returns the plan or the page path.
 
     ``run=False`` (``--report-only``) runs nothing: the page judges what is complete, and a claim whose runs are not
-    says so (not testable here, with the reason)."""
+    says so (not testable here, with the reason). ``only`` (parts of ``PARTS``) runs those parts and what they need;
+    a claim that needs another part keeps the row an earlier call measured (``<out>.json``, with when and at which
+    commit), so the page can be brought up to date a part at a time."""
     from simpe.sweep import cpu_count, execute
 
+    parts = parts_to_run(only)
     p = make_plan(scale, runs_dir)
+    p.experiments = {name: specs for name, specs in p.experiments.items() if name in parts}
     at_once = workers or max(1, cpu_count() // (threads or 1))
     text = describe(p, at_once)
     if dry_run:
         return text
     print(text, flush=True)
+    stamp = Record.stamp()  # the code this call runs, as it starts
     started = time.perf_counter()
-    outcomes = execute(p.specs(), workers=workers, threads=threads, progress=progress) if run else []
+    outcomes = execute(p.specs(), workers=workers, threads=threads, progress=progress) if run and p.specs() else []
     failed = [o for o in outcomes if o.status == "failed"]
     for outcome in failed:
         logger.error("run %s failed: %s", outcome.name, outcome.error)
-    figures = _studies(p, device, progress) if studies and run else _cached(p.runs_dir / STUDIES_FILE, _int_keys)
-    sensitivity = _mbr_sensitivity(p, device) if studies and run else _cached(p.runs_dir / SENSITIVITY_FILE, None)
+    fresh = studies and run
+    figures = (_studies(p, device, progress) if fresh and "studies" in parts
+               else _cached(p.runs_dir / STUDIES_FILE, _int_keys))
+    sensitivity = (_mbr_sensitivity(p, device) if fresh and "mbr-sensitivity" in parts
+                   else _cached(p.runs_dir / SENSITIVITY_FILE, None))
     groups, notes = _groups(p)
-    systems = (_systems(p, groups, device) if studies and run and p.scale.systems
+    systems = (_systems(p, groups, device) if fresh and p.scale.systems and "systems" in parts
                else _cached(p.runs_dir / SYSTEMS_FILE, None))
     rows = verdicts(Evidence(groups, figures, notes, sensitivity, systems))
     first = groups.get("scalc") or next((g for g in groups.values() if g is not None), None)
     signatures = dict((first.baseline.summary or {}).get("signatures") or {}) if first is not None else {}
-    figure = _figure(groups, out)
+    record = Record(out.with_suffix(".json"))
+    rows = record.merge(rows, parts, stamp)
+    facts = _facts(p, groups, time.perf_counter() - started)
+    record.save(rows, stamp, only, facts, signatures)
+    figure = _figure(groups, out) or record.figure(out)
     html_out = runs_dir / "replication.html"
-    write_pages(rows, _facts(p, groups, time.perf_counter() - started), signatures, out, html_out, figure)
+    write_pages(rows, record.page_facts(facts, stamp), signatures or record.signatures, out, html_out, figure)
     return f"{out} and {html_out} ({len(rows)} claims; {len(failed)} runs failed)"
+
+
+class Record:
+    """``docs/replication.json``: every claim's row as last measured, with the call (date, commit, parts) that measured it."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        try:
+            saved = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            saved = {}
+        self.rows: dict[str, dict[str, Any]] = saved.get("rows") or {}
+        self.calls: dict[str, dict[str, Any]] = saved.get("calls") or {}
+        self.signatures: dict[str, str] = saved.get("signatures") or {}
+        self.measured: dict[str, str] = {}
+
+    @staticmethod
+    def stamp() -> str:
+        """``<date> at commit <id>`` (``+changes`` when the work tree differs from it)."""
+        import datetime
+        import subprocess
+
+        def git(*args: str) -> str:
+            try:
+                return subprocess.run(["git", "-C", str(REPO_ROOT), *args], capture_output=True, text=True, timeout=10).stdout.strip()
+            except (OSError, subprocess.SubprocessError):
+                return ""
+
+        commit = git("rev-parse", "--short", "HEAD") or "unknown"
+        changed = any(line and not line.startswith("??") for line in git("status", "--porcelain").splitlines())
+        return f"{datetime.date.today().isoformat()} at commit {commit}{'+changes' if changed else ''}"
+
+    def merge(self, rows: list[tuple[str, Verdict]], parts: set[str], stamp: str) -> list[tuple[str, Verdict]]:
+        """This call's verdict of each claim whose parts all ran in it; an earlier call's row for the others."""
+        out = []
+        for cid, verdict in rows:
+            saved = self.rows.get(cid)
+            if not set(NEEDS.get(cid, ())) <= parts and saved is not None:
+                fields = {k: v for k, v in saved.items() if k != "measured"}
+                out.append((cid, Verdict(**fields)))
+                self.measured[cid] = saved["measured"]
+            else:
+                out.append((cid, verdict))
+                self.measured[cid] = stamp
+        return out
+
+    def save(self, rows: list[tuple[str, Verdict]], stamp: str, only: list[str] | None, facts: dict[str, Any],
+             signatures: dict[str, str]) -> None:
+        import dataclasses
+
+        self.calls[stamp] = {"only": only, "facts": facts}
+        used = set(self.measured.values())
+        self.calls = {k: v for k, v in self.calls.items() if k in used}
+        self.signatures = signatures or self.signatures
+        data = {"generated_by": "simpe replicate (do not edit by hand)", "signatures": self.signatures, "calls": self.calls,
+                "rows": {cid: {**dataclasses.asdict(v), "measured": self.measured[cid]} for cid, v in rows}}
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        tmp.replace(self.path)
+
+    def page_facts(self, facts: dict[str, Any], stamp: str) -> dict[str, Any]:
+        """This call's facts, and which rows each call measured when they are not all this call's."""
+        counts: dict[str, list[str]] = {}
+        for cid, when in self.measured.items():
+            counts.setdefault(when, []).append(cid)
+        if set(counts) == {stamp}:
+            return {**facts, "measured": f"every row: {stamp}"}
+        lines = []
+        for when, cids in sorted(counts.items(), key=lambda item: item[0] != stamp):
+            call = self.calls.get(when, {})
+            what = "the whole plan" if not call.get("only") else "--only " + " ".join(call["only"])
+            took = (call.get("facts") or {}).get("total time", "")
+            lines.append(f"{when} ({what}; {took}): {', '.join(f'`{c}`' for c in cids)}")
+        return {**facts, "measured": "; ".join(lines)}
+
+    @staticmethod
+    def figure(out: Path) -> str | None:
+        """Figure 2 as an earlier call left it beside the page, when this call did not redraw it."""
+        return "replication/figure2.png" if (out.parent / "replication" / "figure2.png").exists() else None
 
 
 DEFAULT_OUT = REPO_ROOT / "docs" / "replication.md"

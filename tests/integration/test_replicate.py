@@ -72,7 +72,7 @@ def test_a_tiny_replication_judges_every_claim_and_writes_both_pages(tiny):
     assert "BLEU on 2 held-out dev segments after 3 stream segments: baseline" in page  # the forgetting probe ran
     assert "**not testable here**: no COMET model offline" in page  # what cannot run here says so, and what fills it
     assert "`s001-sbleu`" in page and "`s001-chrf++`" in page
-    assert "3 systems: the demo model and its adapted states at the end of the scalc runs (demo-en-de kQRG" in page
+    assert "3 systems: the demo model and its adapted states after 3 scalc segments of each method (demo-en-de kQRG" in page
     assert (out.parent / "replication" / "figure2.png").stat().st_size > 10_000
     assert "<table>" in (root / "runs" / "replication.html").read_text(encoding="utf-8")
     studies = json.loads((root / "runs" / "studies.json").read_text(encoding="utf-8"))
@@ -95,3 +95,39 @@ def test_a_claims_figures_are_the_runs_own(tiny):
     assert missing.verdict == NOT_TESTABLE and missing.why == "not run"
     (_, random), = verdicts(Evidence({}, None), only=["s000-random"])
     assert random.verdict == REPRODUCED
+
+
+def test_a_call_with_only_judges_its_parts_and_keeps_the_other_rows(tiny, tmp_path: Path):
+    """--only forgetting: the forgetting claim is judged anew; a scalc claim keeps the row the first call measured, with
+    that call's stamp; the record names both calls."""
+    import ray
+
+    from simpe.replicate.plan import Scale
+    from simpe.replicate.run import replicate
+
+    root, out, _ = tiny
+    record = json.loads(out.with_suffix(".json").read_text(encoding="utf-8"))
+    first = record["rows"]["s002-t1"]["measured"]
+    assert set(record["rows"]) >= {"s002-t1", "beyond-forgetting", "s000-mbr"}
+    page = tmp_path / "docs" / "replication.md"
+    page.parent.mkdir()
+    page.with_suffix(".json").write_text(json.dumps({**record, "rows": {
+        **record["rows"], "s002-t1": {**record["rows"]["s002-t1"], "measured": "2026-01-01 at commit abc1234",
+                                     "why": "kept from before"}},
+        "calls": {**record["calls"], "2026-01-01 at commit abc1234": {"only": None, "facts": {"total time": "1 h"}}}}),
+        encoding="utf-8")
+    scale = Scale(segments=3, second_segments=3, sensitivity=False, probe=2, beam_sizes=(2, 3), ks=(2, 3),
+                  max_expansions=300, methods=["baseline", "full", "lasso"], sensitivity_sentences=3, sensitivity_samples=4,
+                  forgetting_segments=3, forgetting_every=3, forgetting_size=2, system_samples=6, mbr_samples=4)
+    try:
+        replicate(scale, root / "runs", page, workers=1, threads=1, progress=False, only=["forgetting"])
+    finally:
+        ray.shutdown()
+    again = json.loads(page.with_suffix(".json").read_text(encoding="utf-8"))
+    assert again["rows"]["s002-t1"]["why"] == "kept from before"  # scalc did not run in this call
+    assert again["rows"]["s002-t1"]["measured"] == "2026-01-01 at commit abc1234"
+    assert again["rows"]["beyond-forgetting"]["measured"] != "2026-01-01 at commit abc1234"
+    assert set(again["calls"]) == {"2026-01-01 at commit abc1234", again["rows"]["beyond-forgetting"]["measured"]}
+    text = page.read_text(encoding="utf-8")
+    assert "kept from before" in text and "2026-01-01 at commit abc1234 (the whole plan; 1 h): `s002-t1`" in text
+    assert first
