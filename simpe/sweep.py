@@ -19,12 +19,11 @@ incomplete run travels to its task the same way, to be resumed there).
 """
 from __future__ import annotations
 
-import io
 import itertools
+import json
 import logging
 import os
 import shutil
-import tarfile
 import tempfile
 import time
 import traceback
@@ -35,6 +34,7 @@ from typing import Any
 from simpe.config import RunConfig, load_config, load_saved_config, read_yaml, resume_difference
 from simpe.errors import ConfigError
 from simpe.rundir import layout
+from simpe.rundir.transfer import pack, unpack
 
 logger = logging.getLogger(__name__)
 
@@ -170,31 +170,6 @@ def state(spec: RunSpec) -> str:
     return "new"
 
 
-def pack(folder: Path) -> bytes:
-    """A run folder as an uncompressed tar archive (its files under the folder's own name)."""
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w") as tar:
-        tar.add(folder, arcname=folder.name)
-    return buffer.getvalue()
-
-
-def unpack(archive: bytes, target: Path) -> None:
-    """Put a packed run folder at ``target``, replacing what is there only once it is whole."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    incoming = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
-    try:
-        with tarfile.open(fileobj=io.BytesIO(archive), mode="r") as tar:
-            tar.extractall(incoming, filter="data")
-        (folder,) = list(incoming.iterdir())
-        old = target.with_name(f".{target.name}.old")
-        if target.exists():
-            target.rename(old)
-        folder.rename(target)
-        shutil.rmtree(old, ignore_errors=True)
-    finally:
-        shutil.rmtree(incoming, ignore_errors=True)
-
-
 def run_task(adapter: str, overrides: list[str], threads: int, resume: bool, cwd: str, overwrite: bool = False,
              returned: bytes | None = None, return_results: bool = False) -> dict[str, Any]:
     """One run inside a worker (a Ray task or this process): returns its outcome as plain values, never raises.
@@ -242,11 +217,22 @@ def run_task(adapter: str, overrides: list[str], threads: int, resume: bool, cwd
             shutil.rmtree(scratch, ignore_errors=True)
 
 
-# Seconds per segment of each method relative to baseline's (`make bench-loop`, demo model, 2 threads,
-# AMD EPYC): only to start the longest runs first (longest-processing-time order), so that the runs
-# left running alone at the end, with cores idle beside them, are short ones. A method not listed
-# counts as baseline; a wrong figure costs some idle time at the end, never a wrong record.
-RELATIVE_COST = {"baseline": 1.0, "bias": 1.3, "knn": 1.3, "top": 1.4, "fixed": 1.45, "full": 1.5, "lasso": 1.85, "lora": 2.1}
+# Seconds per segment of each method relative to baseline's, as `make bench-loop` last measured them and wrote them to
+# simpe/relative_cost.json: only to start the longest runs first (longest-processing-time order), so that the runs
+# left running alone at the end, with cores idle beside them, are short ones. A method not listed counts as
+# baseline; a wrong figure costs some idle time at the end, never a wrong record.
+COST_FILE = Path(__file__).with_name("relative_cost.json")
+
+
+def _relative_cost() -> dict[str, float]:
+    try:
+        return {str(k): float(v) for k, v in json.loads(COST_FILE.read_text(encoding="utf-8"))["relative"].items()}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        logger.debug("%s is missing or unreadable: every method counts as baseline when the sweep orders its runs", COST_FILE)
+        return {}
+
+
+RELATIVE_COST = _relative_cost()
 
 
 def expected_cost(spec: RunSpec) -> float:
