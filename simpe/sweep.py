@@ -34,6 +34,8 @@ from typing import Any
 from simpe.config import RunConfig, load_config, load_saved_config, read_yaml, resume_difference
 from simpe.errors import ConfigError
 from simpe.rundir import layout
+from simpe.rundir.state import RunState, foreign_message
+from simpe.rundir.state import state as run_state
 from simpe.rundir.transfer import pack, unpack
 
 logger = logging.getLogger(__name__)
@@ -156,18 +158,20 @@ def load_sweep_file(path: Path) -> dict[str, Any]:
 
 
 def state(spec: RunSpec) -> str:
-    """``new``, ``complete`` (DONE with the same settings) or ``incomplete`` (to resume); raises when settings differ."""
+    """``new``, ``complete`` (DONE with the same settings) or ``incomplete`` (to resume), as ``rundir.state`` reads
+    the folder; raises when a complete run's settings differ or the folder holds what is not a run's."""
     path = spec.path
-    if (path / layout.DONE_FILE).exists():
+    found = run_state(path)
+    if found is RunState.FOREIGN:
+        raise ConfigError(foreign_message(path))
+    if found is RunState.COMPLETE:
         saved_file = path / layout.CONFIG_FILE
         if saved_file.exists() and spec.cfg is not None:
             differs = resume_difference(load_saved_config(saved_file), spec.cfg)
             if differs:
                 raise ConfigError(f"{path} is a complete run whose {differs}; remove it or choose another --runs-dir")
         return "complete"
-    if path.exists() and any(path.iterdir()):
-        return "incomplete"
-    return "new"
+    return "incomplete" if found is RunState.INCOMPLETE else "new"
 
 
 def run_task(adapter: str, overrides: list[str], threads: int, resume: bool, cwd: str, overwrite: bool = False,

@@ -37,6 +37,7 @@ from simpe.errors import ConfigError, RunDirError
 from simpe.paths import REPO_ROOT
 from simpe.rundir import layout
 from simpe.rundir.reader import read_jsonl, valid_prefix
+from simpe.rundir.state import RunState, foreign_files, foreign_message, state
 
 PACKAGES = ("torch", "transformers", "sentencepiece", "sacrebleu", "sacremoses", "numpy", "unbabel-comet", "tqdm", "pyyaml")
 
@@ -191,7 +192,10 @@ class RunDir:
         """
         path = Path(path)
         check_writable(path)
-        if not RunDir._holds_run(path):
+        found = state(path)
+        if found is RunState.FOREIGN:
+            raise RunDirError(foreign_message(path))
+        if found is RunState.EMPTY:
             return False
         probe = RunDir(path)
         probe._lock()
@@ -205,11 +209,6 @@ class RunDir:
             return True
         finally:
             probe._unlock()
-
-    @staticmethod
-    def _holds_run(path: Path) -> bool:
-        """True when folder ``path`` holds anything but a lock file."""
-        return path.is_dir() and any(child.name != layout.LOCK_FILE for child in path.iterdir())
 
     # ------------------------------------------------------------ files
     @property
@@ -238,7 +237,10 @@ class RunDir:
     # ------------------------------------------------------------ lifecycle
     def open(self, resume: bool, overwrite: bool) -> None:
         """Create (or reopen for ``resume``) the folder and take its lock."""
-        if self._holds_run(self.path):
+        found = state(self.path)
+        if found is RunState.FOREIGN and not overwrite:  # (with overwrite, _clear refuses it)
+            raise RunDirError(foreign_message(self.path))
+        if found is not RunState.EMPTY:
             self._lock()  # never delete or reuse a folder another process is writing
             if overwrite:
                 self._clear()
@@ -294,11 +296,9 @@ class RunDir:
     def _clear(self) -> None:
         """Empty the run folder for --overwrite: only a folder that holds nothing but a run's files (a foreign file or
         folder, another group's runs, a user's notes: refused, nothing removed)."""
-        foreign = sorted(child.name for child in self.path.iterdir() if not layout.is_run_file(child.name))
-        if foreign:
+        if foreign_files(self.path):
             self._unlock()
-            raise RunDirError(f"{self.path} holds files that are not a simpe run's ({', '.join(foreign[:3])}"
-                              f"{', …' if len(foreign) > 3 else ''}); --overwrite removes only a run, so nothing was removed")
+            raise RunDirError(foreign_message(self.path))
         for child in self.path.iterdir():
             if child.name == layout.LOCK_FILE:
                 continue

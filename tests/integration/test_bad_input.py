@@ -288,7 +288,7 @@ def test_overwrite_removes_only_a_run_and_leaves_a_sibling_and_foreign_files(tmp
     Loop(load_config("baseline", overrides), progress=False).run(overwrite=True)  # a real run: overwritten
     assert notes.read_text() == "mine" and (sibling / "DONE").exists() and (first / "DONE").exists()
     (first / "my-notes.md").write_text("keep me")
-    with pytest.raises(RunDirError, match="holds files that are not a simpe run's \\(my-notes.md\\); --overwrite removes only"):
+    with pytest.raises(RunDirError, match="holds files that are not a simpe run's \\(my-notes.md\\); --overwrite removes only a run"):
         Loop(load_config("baseline", overrides), progress=False).run(overwrite=True)
     assert (first / "my-notes.md").read_text() == "keep me" and (first / "DONE").exists()
 
