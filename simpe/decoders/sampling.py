@@ -173,9 +173,16 @@ class SamplingDecoder(Decoder):
             return []
         t0 = time.perf_counter()
         with decoding(model):
-            encoded = [encode(model, input_ids, self.limit) for input_ids in batch]
-            found = draw_samples_many(model, encoded, self.samples, [self.seed + start + j for j in range(len(batch))])
-        seconds = (time.perf_counter() - t0) / len(batch)
+            return self.decode_sources(model, [encode(model, input_ids, self.limit) for input_ids in batch], start=start, t0=t0)
+
+    def decode_sources(self, model: Any, sources: list[Source], *, start: int = 0, t0: float | None = None) -> list[DecodeResult]:
+        """``decode_batch`` of sources encoded already (``incremental.encode`` with this decoder's length limit).
+        Call inside ``decoding(model)``; ``t0``: when the call's clock started (default: now)."""
+        if not sources:
+            return []
+        t0 = time.perf_counter() if t0 is None else t0
+        found = draw_samples_many(model, sources, self.samples, [self.seed + start + j for j in range(len(sources))])
+        seconds = (time.perf_counter() - t0) / len(sources)
         return [self._result(drawn, expansions, seconds) for drawn, expansions in found]
 
     def _result(self, drawn: list[Hypothesis], expansions: int, seconds: float) -> DecodeResult:
