@@ -25,9 +25,13 @@ Decisions where the seed is silent:
   were exact).
 
 Speed: the exact searches, plain beams and Monte Carlo samples of up to 32 sentences run
-together in lockstep (``decode_batch``; the samples of one sentence share the rows of their
+together in lockstep (``decode_sources``; the samples of one sentence share the rows of their
 common prefixes, decoders/sampling.py), so per-sentence ``seconds`` are the chunk's time per
-sentence.
+sentence. Each sentence is encoded once for the three decoders, and each distinct hypothesis
+decoded to text once (``Detokenizer``). Where a snapshot's time goes, and what it was before:
+``make bench-snapshot`` (docs/benchmarks.md). The forward batches are what they were, so the
+floats, and the records, are too: about 60% of a snapshot is the model's forward passes, whose
+rows (top-k expansions, distinct sample prefixes) the records fix.
 
 ``snapshot`` is what the online loop calls every N segments; ``evaluate`` also returns the
 per-sentence records ``simpe rank`` writes (study.py). ``check`` refuses bad settings before
