@@ -2,6 +2,7 @@
 
     python benchmarks/bench_snapshot.py [--before REV] [--rounds 2] [--model models/demo-en-de]
                                         [--adapter baseline] [--set key=value ...] [--threads 1] [--cprofile N]
+                                        [--device cpu|cuda]
 
 The probe set and the ranking settings are the loop's (``simpe.simulate.probe_set`` and the
 ``ranking`` section of adapters/defaults.yaml, merged with ``--adapter`` and ``--set``): 20 short
@@ -122,7 +123,7 @@ def worker(args: argparse.Namespace) -> int:
     log.quiet()
     job = json.loads(Path(args.job).read_text(encoding="utf-8"))
     cfg = RankingConfig(**job["ranking"])
-    loaded = load_model(job["model"], "cpu")
+    loaded = load_model(job["model"], job["device"])
     model, tokenizer = loaded.model, loaded.tokenizer
     model.eval()
     sources, references = job["sources"], job["references"]
@@ -169,7 +170,7 @@ def _job(args: argparse.Namespace, path: Path) -> dict[str, Any]:
     probe = probe_set(cfg, dataset, segments)
     # the model path absolute: an extracted old tree has no models/ beside it
     job = {"model": str(model_folder(cfg.model.path) or cfg.model.path), "ranking": asdict(cfg.ranking),
-           "sources": [s.source for s in probe], "references": [s.reference for s in probe]}
+           "sources": [s.source for s in probe], "references": [s.reference for s in probe], "device": args.device}
     path.write_text(json.dumps(job), encoding="utf-8")
     return job
 
@@ -223,6 +224,7 @@ def main() -> int:
     parser.add_argument("--adapter", default="baseline")
     parser.add_argument("--model", default=None, help="default: the config's (models/demo-en-de)")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="config override, e.g. ranking.samples=100")
+    parser.add_argument("--device", default="cpu", choices=["cpu", "cuda", "auto"])
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (0: torch's default; default: 1)")
     parser.add_argument("--cprofile", type=int, default=0, metavar="N", help="print cProfile's top N functions of one 'after' snapshot")
     parser.add_argument("--no-phases", action="store_true", help="no timers around the phases (their overhead is ~1%%)")
