@@ -20,7 +20,7 @@ GRID ?=
 
 .DEFAULT_GOAL := help
 .PHONY: help venv simulate test lint test-slow docs corpus baseline select-fixed compare plot report replicate stopwords \
-        bench-loop bench-metrics bench-topk bench-simulate bench-train bench-scale sweep clean-runs
+        bench-loop bench-metrics bench-topk bench-snapshot bench-simulate bench-train bench-scale sweep clean-runs
 
 help: ## list every target with one line each
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "} {printf "  %-14s %s\n", $$1, $$2}'
@@ -108,6 +108,9 @@ bench-scale: $(STAMP) ## cost as the stream grows: s/segment at the start and en
 
 bench-topk: $(STAMP) ## exact top-10 on 50 stream sentences: batched search vs Algorithm 1 reference
 	$(PY) benchmarks/bench_topk.py $(ARGS)
+
+bench-snapshot: $(STAMP) ## one ranking snapshot (20 probe sentences, top-10, 200 samples, chrF) before/after a change side by side, where the time goes, records checked identical
+	$(PY) benchmarks/bench_snapshot.py $(ARGS)
 
 clean-runs: ## delete everything under runs/
 	rm -rf runs/*/

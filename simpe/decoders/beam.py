@@ -195,9 +195,16 @@ class _BeamBase(Decoder):
             return []
         t0 = time.perf_counter()
         with decoding(model):
-            sources = [encode(model, input_ids, self.limit) for input_ids in batch]
-            found = beam_search_many(model, sources, self.beam_size, heap=self.heap)
-        seconds = (time.perf_counter() - t0) / len(batch)
+            return self.decode_sources(model, [encode(model, input_ids, self.limit) for input_ids in batch], t0=t0)
+
+    def decode_sources(self, model: Any, sources: list[Source], *, start: int = 0, t0: float | None = None) -> list[DecodeResult]:
+        """``decode_batch`` of sources encoded already (``incremental.encode`` with this decoder's length limit).
+        Call inside ``decoding(model)``; ``t0``: when the call's clock started (default: now)."""
+        if not sources:
+            return []
+        t0 = time.perf_counter() if t0 is None else t0
+        found = beam_search_many(model, sources, self.beam_size, heap=self.heap)
+        seconds = (time.perf_counter() - t0) / len(sources)
         return [DecodeResult(hyps, exact=None, expansions=expansions, seconds=seconds,
                              info={"steps": steps, "max_len": source.max_len})
                 for (hyps, expansions, steps), source in zip(found, sources)]

@@ -203,6 +203,8 @@ class Lockstep:
         self.cache = self.family.new_cache()
         self.row_source = list(range(len(sources)))
         self.position = 0  # target positions consumed so far
+        self._buffers: dict[tuple[str, int, int], torch.Tensor] = {}  # select's outputs, reused from step to step
+        self._cross_base: list[tuple[torch.Tensor, torch.Tensor]] | None = None  # per layer (n, heads, max_src, head_dim)
 
     @property
     def rows(self) -> int:
@@ -250,8 +252,48 @@ class Lockstep:
         if new_sources == self.row_source and keep == list(range(self.rows)):
             return
         index = torch.tensor(keep, dtype=torch.long, device=device)
-        if new_sources != self.row_source:  # the cross-attention keys/values follow the rows' sources
-            self.cache.reorder_cache(index)
-        else:  # same sources row by row: only the self-attention states move
-            self.family.self_cache(self.cache).reorder_cache(index)
+        moved = new_sources != self.row_source  # the cross-attention keys/values follow the rows' sources
+        if not self._reorder_in_place(index, new_sources if moved else None):
+            if moved:
+                self.cache.reorder_cache(index)
+            else:  # same sources row by row: only the self-attention states move
+                self.family.self_cache(self.cache).reorder_cache(index)
         self.row_source = list(new_sources)
+
+    def _reorder_in_place(self, index: torch.Tensor, sources: list[int] | None) -> bool:
+        """``select``'s reorder, written into buffers kept from step to step (False: not a plain dynamic cache,
+        reorder as transformers does). The same values in the same shapes as ``reorder_cache`` gives, without a
+        fresh allocation per tensor and step (the OS zeroes every fresh page of those large tensors), and the
+        cross-attention states gathered from the sources' own (one row each, kept from step 0: small and
+        cache-resident) rather than from the last step's rows. ``sources``: the rows' sources when they moved."""
+        from transformers.cache_utils import DynamicLayer
+
+        own = self.family.self_cache(self.cache).layers
+        cross = self.cache.cross_attention_cache.layers if self.family.encoder_decoder else []
+        if not all(type(layer) is DynamicLayer and layer.is_initialized for layer in [*own, *cross]):
+            return False
+        if self._cross_base is None:  # rows are still the sources, in order (every row change goes through here)
+            assert self.row_source == list(range(len(self.sources)))
+            self._cross_base = [(layer.keys, layer.values) for layer in cross]
+        for number, layer in enumerate(own):
+            layer.keys = self._gather(("self", number, 0), layer.keys, index)
+            layer.values = self._gather(("self", number, 1), layer.values, index)
+        if sources is not None and cross:
+            by_source = torch.tensor(sources, dtype=torch.long, device=index.device)  # (rows,)
+            for number, (layer, (keys, values)) in enumerate(zip(cross, self._cross_base)):
+                layer.keys = self._gather(("cross", number, 0), keys, by_source)
+                layer.values = self._gather(("cross", number, 1), values, by_source)
+        return True
+
+    def _gather(self, name: tuple[str, int, int], states: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+        """``states.index_select(0, index)`` written into the buffer ``name`` (grown when too small)."""
+        shape = (index.shape[0], *states.shape[1:])
+        size = math.prod(shape)
+        buffer = self._buffers.get(name)
+        if buffer is not None and buffer.untyped_storage().data_ptr() == states.untyped_storage().data_ptr():
+            return states.index_select(0, index)  # a second select with no step between: never read and write one buffer
+        if buffer is None or buffer.numel() < size or buffer.dtype != states.dtype:
+            buffer = self._buffers[name] = torch.empty(size + size // 4, dtype=states.dtype, device=states.device)
+        out = buffer[:size].view(shape)  # (rows, heads, length, head_dim), contiguous
+        torch.index_select(states, 0, index, out=out)
+        return out

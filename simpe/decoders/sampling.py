@@ -31,14 +31,15 @@ from simpe.decoders.incremental import LengthLimit, Lockstep, Source, check_int,
 from simpe.ties import SCORE_ATOL, rank
 
 
-def _next_tokens(logp: torch.Tensor, special: Any, last: bool, uniforms: list[torch.Tensor]
+def _next_tokens(logp: torch.Tensor, special: Any, last: bool, uniform: torch.Tensor, counts: list[int]
                  ) -> tuple[list[list[int]], list[list[float]]]:
     """Draw one next token for each uniform number of each row (inverse CDF); returns (tokens, their raw
     log-probabilities) per row.
 
     Args:
         logp: (rows, vocab) raw log-probabilities; pad/start (and, when ``last``, all but EOS) get weight 0.
-        uniforms: per row, the (n_r,) uniform numbers in [0, 1) of the samples on it.
+        uniform: (rows, most) float64: row r's first ``counts[r]`` entries are the uniform numbers in [0, 1)
+            of the samples on it; the rest is padding (drawn for, and dropped).
     """
     weights = logp.exp()  # (rows, vocab) probabilities (logp is normalised: no overflow)
     if last:
@@ -50,10 +51,6 @@ def _next_tokens(logp: torch.Tensor, special: Any, last: bool, uniforms: list[to
         weights[:, list(special.forbidden)] = 0.0
     cumulative = torch.cumsum(weights.double(), dim=-1)  # (rows, vocab)
     total = cumulative[:, -1:].contiguous()  # (rows, 1)
-    counts = [len(u) for u in uniforms]
-    uniform = torch.zeros((len(counts), max(counts)), dtype=torch.float64, device=logp.device)  # (rows, most)
-    for row, values in enumerate(uniforms):
-        uniform[row, : counts[row]] = values
     drawn = torch.searchsorted(cumulative, uniform * total, right=True)  # (rows, most)
     drawn = torch.minimum(drawn, torch.searchsorted(cumulative, total, right=False))  # rounding at the top: the last token with weight
     if last:  # every stop token at probability 0 (a kNN mixture with lambda 1): the sample still ends, at the first one
@@ -114,9 +111,13 @@ def draw_samples_many(model: Any, sources: list[Source], samples: int, seeds: li
             i = row_source[first]
             block = len(prefixes[i])
             expansions[i] += block
-            column = tables[i][:, position]  # (samples,)
+            # each row's samples' numbers for this position, in one gather (rows padded with their first sample's)
+            counts = [len(ids) for ids in members[i]]
+            most = max(counts)
+            index = torch.tensor([ids + ids[:1] * (most - len(ids)) for ids in members[i]], dtype=torch.long,
+                                 device=device)  # (block, most)
             drawn, values = _next_tokens(logp[first:first + block], special, position == sources[i].max_len - 1,
-                                         [column[ids] for ids in members[i]])
+                                         tables[i][:, position][index], counts)  # (block, most) uniform numbers
             new_prefixes: list[tuple[int, ...]] = []
             new_members: list[list[int]] = []
             new_scores: list[float] = []
@@ -173,9 +174,16 @@ class SamplingDecoder(Decoder):
             return []
         t0 = time.perf_counter()
         with decoding(model):
-            encoded = [encode(model, input_ids, self.limit) for input_ids in batch]
-            found = draw_samples_many(model, encoded, self.samples, [self.seed + start + j for j in range(len(batch))])
-        seconds = (time.perf_counter() - t0) / len(batch)
+            return self.decode_sources(model, [encode(model, input_ids, self.limit) for input_ids in batch], start=start, t0=t0)
+
+    def decode_sources(self, model: Any, sources: list[Source], *, start: int = 0, t0: float | None = None) -> list[DecodeResult]:
+        """``decode_batch`` of sources encoded already (``incremental.encode`` with this decoder's length limit).
+        Call inside ``decoding(model)``; ``t0``: when the call's clock started (default: now)."""
+        if not sources:
+            return []
+        t0 = time.perf_counter() if t0 is None else t0
+        found = draw_samples_many(model, sources, self.samples, [self.seed + start + j for j in range(len(sources))])
+        seconds = (time.perf_counter() - t0) / len(sources)
         return [self._result(drawn, expansions, seconds) for drawn, expansions in found]
 
     def _result(self, drawn: list[Hypothesis], expansions: int, seconds: float) -> DecodeResult:

@@ -420,25 +420,33 @@ class TopKDecoder(Decoder):
             return []
         t0 = time.perf_counter()
         with decoding(model):
-            sources = [encode(model, input_ids, self.limit) for input_ids in batch]
-            search = BatchedSearch(model, sources, self.k, self.batch_size, self.max_rows, self.bound_slack,
-                                   self.max_expansions, self.max_seconds, t0)
-            beams = beam_search_many(model, sources, self.beam_size or self.k, heap=True, on_step=search.record_beam_step)
-            bounds = []
-            for sentence, (beam_hyps, _, _) in zip(search.searches, beams):
-                for hyp in beam_hyps:
-                    sentence.known.add(hyp.score, hyp.tokens)
-                bounds.append(sentence.known.bound)
-            search.run()
+            return self.decode_sources(model, [encode(model, input_ids, self.limit) for input_ids in batch], t0=t0)
+
+    def decode_sources(self, model: Any, sources: list[Source], *, start: int = 0, t0: float | None = None) -> list[DecodeResult]:
+        """``decode_batch`` of sources encoded already (``incremental.encode`` with this decoder's length limit;
+        the ranking evaluation encodes a probe set once for all its decoders). Call inside ``decoding(model)``.
+        ``t0``: when the call's clock (``seconds``, ``max_seconds``) started (default: now)."""
+        if not sources:
+            return []
+        t0 = time.perf_counter() if t0 is None else t0
+        search = BatchedSearch(model, sources, self.k, self.batch_size, self.max_rows, self.bound_slack,
+                               self.max_expansions, self.max_seconds, t0)
+        beams = beam_search_many(model, sources, self.beam_size or self.k, heap=True, on_step=search.record_beam_step)
+        bounds = []
+        for sentence, (beam_hyps, _, _) in zip(search.searches, beams):
+            for hyp in beam_hyps:
+                sentence.known.add(hyp.score, hyp.tokens)
+            bounds.append(sentence.known.bound)
+        search.run()
         total = time.perf_counter() - t0
         results = []
         for sentence, (_, beam_expansions, _), bound in zip(search.searches, beams, bounds):
             hyps, exact, finalised = sentence.finish()
-            results.append(DecodeResult(hyps, exact=exact, expansions=sentence.expansions, seconds=total / len(batch),
+            results.append(DecodeResult(hyps, exact=exact, expansions=sentence.expansions, seconds=total / len(sources),
                                         info={"finalised": finalised, "initial_bound": bound, "batches": sentence.batches,
                                               "beam_expansions": beam_expansions, "reused": sentence.reused,
                                               "max_len": sentence.source.max_len, "nodes": len(sentence.tokens),
-                                              "batch_seconds": total, "batch_sentences": len(batch)}))
+                                              "batch_seconds": total, "batch_sentences": len(sources)}))
         return results
 
     def params(self) -> dict[str, Any]:

@@ -294,7 +294,8 @@ class ModelFamily(ABC):
 
         own = DynamicCache()
         for layer, (keys, values) in enumerate(self_layers):
-            own.update(keys, values, layer)
+            own.update(keys[..., :0, :], values[..., :0, :], layer)  # creates the layer (empty) ...
+            own.layers[layer].keys, own.layers[layer].values = keys, values  # ... then holds the given states, uncopied
         if not self.encoder_decoder:
             return own
         cross = DynamicCache()

@@ -25,9 +25,13 @@ Decisions where the seed is silent:
   were exact).
 
 Speed: the exact searches, plain beams and Monte Carlo samples of up to 32 sentences run
-together in lockstep (``decode_batch``; the samples of one sentence share the rows of their
+together in lockstep (``decode_sources``; the samples of one sentence share the rows of their
 common prefixes, decoders/sampling.py), so per-sentence ``seconds`` are the chunk's time per
-sentence.
+sentence. Each sentence is encoded once for the three decoders, and each distinct hypothesis
+decoded to text once (``Detokenizer``). Where a snapshot's time goes, and what it was before:
+``make bench-snapshot`` (docs/benchmarks.md). The forward batches are what they were, so the
+floats, and the records, are too: about 60% of a snapshot is the model's forward passes, whose
+rows (top-k expansions, distinct sample prefixes) the records fix.
 
 ``snapshot`` is what the online loop calls every N segments; ``evaluate`` also returns the
 per-sentence records ``simpe rank`` writes (study.py). ``check`` refuses bad settings before
@@ -69,6 +73,58 @@ def _quality_fn(cfg: RankingConfig, comet: Any) -> Callable[[list[str], str, str
     return quality
 
 
+class Detokenizer:
+    """Hypotheses to text, as ``tokenizer.batch_decode(..., skip_special_tokens=True)`` gives it, each distinct
+    token sequence decoded once.
+
+    For a slow (Python) tokenizer that keeps ``PreTrainedTokenizer``'s own ``_decode`` and ``convert_ids_to_tokens``
+    (Marian's), the special tokens are dropped here with sets built once and the rest decoded with
+    ``skip_special_tokens=False``: the same text (those two functions drop exactly the ids in ``all_special_ids``
+    and then the tokens in ``all_special_tokens``), without rebuilding both lists for every token (most of
+    the time of decoding a probe set's samples). Any other tokenizer decodes as it always did.
+    """
+
+    def __init__(self, tokenizer: Any) -> None:
+        self.tokenizer = tokenizer
+        self.texts: dict[tuple[int, ...], str] = {}
+        self.drop: set[int] | None = None  # None: decode with the tokenizer's own skip_special_tokens
+        self.keep: set[int] = set()
+        try:
+            from transformers import PreTrainedTokenizer
+        except ImportError:  # pragma: no cover (transformers is a dependency)
+            return
+        kind = type(tokenizer)
+        if (isinstance(tokenizer, PreTrainedTokenizer) and kind._decode is PreTrainedTokenizer._decode
+                and kind.convert_ids_to_tokens is PreTrainedTokenizer.convert_ids_to_tokens):
+            self.special_ids = set(tokenizer.all_special_ids)
+            self.special_tokens = set(tokenizer.all_special_tokens)
+            self.drop, self.keep = set(), set()  # ids found special (dropped) or not
+
+    def _kept(self, tokens: tuple[int, ...]) -> list[int]:
+        assert self.drop is not None
+        kept = []
+        for token in tokens:
+            if token in self.keep:
+                kept.append(token)
+            elif token not in self.drop:
+                special = token in self.special_ids or self.tokenizer.convert_ids_to_tokens(token) in self.special_tokens
+                (self.drop if special else self.keep).add(token)
+                if not special:
+                    kept.append(token)
+        return kept
+
+    def __call__(self, hypotheses: Sequence[Any]) -> list[str]:
+        """The texts of ``hypotheses`` (anything with ``tokens``), in order."""
+        todo = [t for t in dict.fromkeys(h.tokens for h in hypotheses) if t not in self.texts]
+        if todo:
+            if self.drop is None:
+                found = self.tokenizer.batch_decode([list(t) for t in todo], skip_special_tokens=True)
+            else:
+                found = [self.tokenizer.decode(self._kept(t), skip_special_tokens=False) for t in todo]
+            self.texts.update(zip(todo, found))
+        return [self.texts[h.tokens] for h in hypotheses]
+
+
 def evaluate(model: Any, tokenizer: Any, sources: Sequence[str], references: Sequence[str], cfg: RankingConfig,
              comet: Any = None, on_record: Callable[[dict[str, Any]], None] | None = None,
              keep_records: bool = False) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -86,7 +142,7 @@ def evaluate(model: Any, tokenizer: Any, sources: Sequence[str], references: Seq
     import torch
 
     from simpe.decoders.beam import BeamDecoder
-    from simpe.decoders.incremental import special_ids
+    from simpe.decoders.incremental import decoding, encode, special_ids
     from simpe.decoders.sampling import SamplingDecoder
     from simpe.decoders.topk import TopKDecoder
     from simpe.models import family_of
@@ -107,45 +163,55 @@ def evaluate(model: Any, tokenizer: Any, sources: Sequence[str], references: Seq
     records: list[dict[str, Any]] = []
     top_rows: list[dict[str, Any]] = []
     mc_rows: list[dict[str, Any]] = []
-    with torch.inference_mode():
+    texts_of = Detokenizer(tokenizer)
+    with torch.inference_mode(), decoding(model):
         for chunk in range(0, len(sources), CHUNK):
-            chunk_ids = [family.encode_source(tokenizer, source, device)[0] for source in sources[chunk:chunk + CHUNK]]
+            t_chunk = time.perf_counter()
+            # the encoder once per sentence, for all three decoders (they share one length limit)
+            encoded = [encode(model, family.encode_source(tokenizer, source, device)[0], topk.limit)
+                       for source in sources[chunk:chunk + CHUNK]]
             if cfg.top_region:  # the chunk's searches in lockstep, sharing forward passes
-                tops = topk.decode_batch(model, chunk_ids, start=chunk)
-                beams = beam.decode_batch(model, chunk_ids, start=chunk)
+                tops = topk.decode_sources(model, encoded, start=chunk, t0=t_chunk)
+                beams = beam.decode_sources(model, encoded, start=chunk)
             if cfg.sampling:  # every sample of the chunk's sentences in one decoder batch (shared prefixes share rows)
-                drawn = sampler.decode_batch(model, chunk_ids, start=chunk)
-            for offset in range(len(chunk_ids)):
+                drawn = sampler.decode_sources(model, encoded, start=chunk)
+            for offset in range(len(encoded)):
                 index = chunk + offset
                 source, reference = sources[index], references[index]
                 record: dict[str, Any] = {"index": index, "source": source, "reference": reference}
+                # every text of the sentence decoded at once (each distinct token sequence once); qualities in the
+                # groups they always had (a COMET utility embeds a group's new texts in one batch: same groups, same floats)
+                top_hyps = tops[offset].hypotheses if cfg.top_region else []
+                best_beam = beams[offset].hypotheses[0] if cfg.top_region else None
+                samples = drawn[offset].hypotheses if cfg.sampling else []
+                texts = texts_of(top_hyps + ([best_beam] if best_beam is not None else []) + samples)
                 if cfg.top_region:
+                    assert best_beam is not None
                     result = tops[offset]
-                    best_beam = beams[offset].hypotheses[0]
-                    hyps = result.hypotheses
-                    texts = tokenizer.batch_decode([list(h.tokens) for h in hyps], skip_special_tokens=True)
-                    qualities = quality(texts, reference, source)
-                    beam_text = tokenizer.decode(list(best_beam.tokens), skip_special_tokens=True)
-                    row = {**rank_figures(qualities, cfg.gain, cfg.ties), "exact": bool(result.exact), "expansions": result.expansions,
+                    hyps = top_hyps
+                    top_texts, beam_text = texts[:len(hyps)], texts[len(hyps)]
+                    top_q = quality(top_texts, reference, source)
+                    beam_q = quality([beam_text], reference, source)[0]
+                    row = {**rank_figures(top_q, cfg.gain, cfg.ties), "exact": bool(result.exact), "expansions": result.expansions,
                            "seconds": result.seconds, "empty": bool(hyps) and empty(hyps[0].tokens),
                            "beam_error": bool(hyps) and best_beam.score < hyps[0].score - BEAM_ERROR_TOL,
-                           "beam": {"text": beam_text, "score": best_beam.score,
-                                    "quality": quality([beam_text], reference, source)[0]},
+                           "beam": {"text": beam_text, "score": best_beam.score, "quality": beam_q},
                            "hypotheses": [{"text": t, "score": h.score, "quality": q, "length": len(h.tokens)}
-                                          for t, h, q in zip(texts, hyps, qualities)]}
+                                          for t, h, q in zip(top_texts, hyps, top_q)]}
                     top_rows.append(row)
                     record["top"] = row
                 if cfg.sampling:
                     result = drawn[offset]
-                    hyps = result.hypotheses
-                    texts = tokenizer.batch_decode([list(h.tokens) for h in hyps], skip_special_tokens=True)
-                    qualities = quality(texts, reference, source)
+                    hyps = samples
+                    first = len(texts) - len(hyps)
+                    sample_texts = texts[first:]
+                    sample_q = quality(sample_texts, reference, source)
                     distinct: dict[str, dict[str, Any]] = {}
-                    for t, h, q in zip(texts, hyps, qualities):
+                    for t, h, q in zip(sample_texts, hyps, sample_q):
                         entry = distinct.setdefault(t, {"text": t, "score": h.score, "quality": q, "count": 0})
                         entry["count"] += 1
-                    row = {**rank_figures(qualities, cfg.gain, cfg.ties), "unique": result.info["unique"] if result.info else None,
-                           "mean_quality": sum(qualities) / len(qualities), "seconds": result.seconds,
+                    row = {**rank_figures(sample_q, cfg.gain, cfg.ties), "unique": result.info["unique"] if result.info else None,
+                           "mean_quality": sum(sample_q) / len(sample_q), "seconds": result.seconds,
                            "empty_share": sum(empty(h.tokens) for h in hyps) / len(hyps),
                            "samples": list(distinct.values())}
                     mc_rows.append(row)
