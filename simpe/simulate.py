@@ -17,9 +17,11 @@ The loop sees methods, decoders and metrics only through their base classes.
 """
 from __future__ import annotations
 
+import ctypes
 import json
 import logging
 import random
+import sys
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -45,6 +47,29 @@ from simpe.rundir.writer import RunDir, environment
 from simpe.update import set_dropout, update
 
 logger = logging.getLogger(__name__)
+
+
+def reuse_freed_memory() -> None:
+    """Have glibc's malloc keep freed memory for the next allocation instead of handing it back (Linux, glibc).
+
+    Every update step allocates the trainable tensors' gradients (40 MB for the demo model's ``full``)
+    and frees them. With glibc's defaults, blocks from 128 KiB up to the largest freed so far are
+    mapped and unmapped each time and a free heap top over twice that is returned to the system, so
+    every step pays the page faults of fresh memory in backward and the unmapping after the step:
+    ~20 ms and ~5 ms per 40 MB allocated and freed on the demo machine, ~0.05 ms each kept. Blocks up
+    to 32 MiB (glibc's largest threshold) then come from the heap, and up to 1 GiB of free heap is kept.
+    The process's peak memory is the same; it is kept between steps. Once per process; nothing elsewhere.
+    """
+    if sys.platform != "linux":
+        return
+    try:
+        mallopt = ctypes.CDLL(None).mallopt  # glibc's; another C library may lack it
+    except (OSError, AttributeError):
+        return
+    mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
+    m_trim_threshold, m_mmap_threshold = -1, -3  # malloc.h
+    mallopt(m_mmap_threshold, 32 << 20)
+    mallopt(m_trim_threshold, 1 << 30)
 
 
 def load_stream(cfg: RunConfig) -> tuple[Any, list[Segment]]:
@@ -209,6 +234,7 @@ class Loop:
             return
         cfg = self.cfg
         torch.manual_seed(cfg.seed)
+        reuse_freed_memory()
         self.loaded = load_model(cfg.model.path, cfg.device, self.family, cfg.model.dtype,
                                  family_name=cfg.model.family, settings=cfg.model.family_settings())
         if self.family is None:  # a hub id whose config was not cached: its family is known now
