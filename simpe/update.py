@@ -100,17 +100,19 @@ class Backup:
     def outputs(self, tensors: list[torch.Tensor], grads: list[torch.Tensor]) -> list[torch.Tensor]:
         """Buffers for a step to write the new values of ``tensors`` into (for ``swap_in``), given their
         gradients: each gradient itself where it can hold them (its own dense storage, laid out as the
-        tensor), a spare buffer (``spares``) otherwise. A step ``θ - lr·g`` written over ``g`` reads ``g``
+        tensor) when it is large (``FUSE_MIN`` values: for a small one the checks cost more than they save),
+        a spare buffer (``spares``) otherwise. A step ``θ - lr·g`` written over ``g`` reads ``g``
         while it is still in cache and writes where it just read (into a spare it streams a third
         tensor); the gradient's storage becomes the weight. The gradients are overwritten: only for a
         step that reads nothing of them afterwards. A gradient whose storage another gradient or tensor uses
         as well is never written (another step would read what this one wrote)."""
         storages: dict[int, int] = {}  # storage address -> how many of the gradients and tensors use it
-        for t in [*grads, *tensors]:
+        for t in [*grads, *tensors]:  # (a small gradient sharing a large one's storage keeps that one unwritten too)
             address = t.untyped_storage().data_ptr()
             storages[address] = storages.get(address, 0) + 1
-        return [grad if _own_dense_storage(grad, tensor) and storages[grad.untyped_storage().data_ptr()] == 1
-                else self._buffer(tensor) for tensor, grad in zip(tensors, grads)]
+        return [grad if grad.numel() >= FUSE_MIN and _own_dense_storage(grad, tensor)
+                and storages[grad.untyped_storage().data_ptr()] == 1 else self._buffer(tensor)
+                for tensor, grad in zip(tensors, grads)]
 
     def swap_in(self, tensors: list[torch.Tensor], new: list[torch.Tensor], finite: bool = False) -> None:
         """Make ``new`` (from ``spares``) the values of ``tensors``, the same Parameter objects (tied
@@ -190,7 +192,8 @@ def _first_non_finite(names: list[str], params: list[torch.Tensor]) -> str | Non
 
 
 CLIP_EPS = 1e-6  # added to a gradient's norm before the clip norm is divided by it
-FUSE_MIN = 4096  # plain SGD: gradients of this many values or more get their norm and step one after the other
+FUSE_MIN = 4096  # fused plain SGD: gradients of this many values or more get their norm and step one after the other
+FUSE_BYTES = 16 << 20  # ... when the gradients hold this many bytes or more: fewer stay in cache from one pass to the next
 
 
 def clip_scales(norms: torch.Tensor, clip_norm: float) -> list[float]:
@@ -229,14 +232,18 @@ def clip_and_step(method: Method, names: list[str], params: list[torch.Tensor], 
     or NaN, its name (then no tensor has changed).
 
     A method with a step of its own (``lasso``: its budget compares every step's norm) gets every norm first, then
-    ``Method.apply_step``. The plain SGD step (``Method.apply_step`` not overridden) is fused with the clipping:
+    ``Method.apply_step``, and so does plain SGD on gradients small enough to stay in cache between the two passes
+    (under ``FUSE_BYTES``: there a Python call per tensor costs more than the pass it saves). Plain SGD (``Method.apply_step``
+    not overridden) on more is fused with the clipping:
     each large gradient's norm, then at once its step, which reads the gradient again while it is still in cache
     (norms of every gradient first stream them all twice; 1.3 ms a step of 40 MB, a third of it, on the demo model).
     The same factors, norms (the same kernel per tensor as ``torch._foreach_norm``) and step, bit for bit;
     a gradient found not finite midway leaves the weights as they were: the step writes into the gradients or
     spare buffers (``Backup.outputs``), which become the weights only at the end (``Backup.swap_in``).
     """
-    if type(method).apply_step is not Method.apply_step:
+    fuse = (type(method).apply_step is Method.apply_step
+            and sum(grad.numel() * grad.element_size() for grad in grads) >= FUSE_BYTES)
+    if not fuse:
         stacked = torch.stack(torch._foreach_norm(grads))  # (tensors,)
         if not bool(torch.isfinite(stacked).all()):
             return _non_finite_gradient(names, grads)

@@ -152,9 +152,10 @@ def _sgd_case(nan_at: int | None = None, shared_grad: bool = False):
     return [f"t{i}" for i in range(4)], params, grads
 
 
-def test_the_fused_sgd_step_is_the_plain_step_with_every_norm_first() -> None:
+def test_the_fused_sgd_step_is_the_plain_step_with_every_norm_first(monkeypatch) -> None:
     """Plain SGD (the norm of each large gradient, then its step at once) gives the weights the generic path gives
     (every norm, then Method.apply_step), bit for bit, also when gradients share a storage (then none is written)."""
+    monkeypatch.setattr("simpe.update.FUSE_BYTES", 0)  # fused for these few kB too
     for shared in (False, True):
         names, params, grads = _sgd_case(shared_grad=shared)
         keep, original = [g.clone() for g in grads], [p.detach().clone() for p in params]
@@ -172,7 +173,8 @@ def test_the_fused_sgd_step_is_the_plain_step_with_every_norm_first() -> None:
 
 
 @pytest.mark.parametrize("nan_at", [0, 1, 3])  # a small one (found first), the first large one, the last large one
-def test_a_non_finite_gradient_found_midway_leaves_the_weights_as_they_were(nan_at: int) -> None:
+def test_a_non_finite_gradient_found_midway_leaves_the_weights_as_they_were(nan_at: int, monkeypatch) -> None:
+    monkeypatch.setattr("simpe.update.FUSE_BYTES", 0)
     names, params, grads = _sgd_case(nan_at=nan_at)
     before = [p.detach().clone() for p in params]
     backup = Backup({id(p): n for n, p in zip(names, params)})
