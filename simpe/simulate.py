@@ -17,9 +17,12 @@ The loop sees methods, decoders and metrics only through their base classes.
 """
 from __future__ import annotations
 
+import ctypes
+import gc
 import json
 import logging
 import random
+import sys
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -45,6 +48,29 @@ from simpe.rundir.writer import RunDir, environment
 from simpe.update import set_dropout, update
 
 logger = logging.getLogger(__name__)
+
+
+def reuse_freed_memory() -> None:
+    """Have glibc's malloc keep freed memory for the next allocation instead of handing it back (Linux, glibc).
+
+    Every update step allocates the trainable tensors' gradients (40 MB for the demo model's ``full``)
+    and frees them. With glibc's defaults, blocks from 128 KiB up to the largest freed so far are
+    mapped and unmapped each time and a free heap top over twice that is returned to the system, so
+    every step pays the page faults of fresh memory in backward and the unmapping after the step:
+    ~20 ms and ~5 ms per 40 MB allocated and freed on the demo machine, ~0.05 ms each kept. Blocks up
+    to 32 MiB (glibc's largest threshold) then come from the heap, and up to 1 GiB of free heap is kept.
+    The process's peak memory is the same; it is kept between steps. Once per process; nothing elsewhere.
+    """
+    if sys.platform != "linux":
+        return
+    try:
+        mallopt = ctypes.CDLL(None).mallopt  # glibc's; another C library may lack it
+    except (OSError, AttributeError):
+        return
+    mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
+    m_trim_threshold, m_mmap_threshold = -1, -3  # malloc.h
+    mallopt(m_mmap_threshold, 32 << 20)
+    mallopt(m_trim_threshold, 1 << 30)
 
 
 def load_stream(cfg: RunConfig) -> tuple[Any, list[Segment]]:
@@ -209,6 +235,7 @@ class Loop:
             return
         cfg = self.cfg
         torch.manual_seed(cfg.seed)
+        reuse_freed_memory()
         self.loaded = load_model(cfg.model.path, cfg.device, self.family, cfg.model.dtype,
                                  family_name=cfg.model.family, settings=cfg.model.family_settings())
         if self.family is None:  # a hub id whose config was not cached: its family is known now
@@ -354,6 +381,12 @@ class Loop:
                         cfg.decoder.params, self.loaded.device)
             logger.debug("method facts: %s", self.method.describe())
             bar = self._progress(start)
+            # What is alive now (the model, the tokenizer, the libraries' objects: ~400k on the demo model) lives
+            # through the run: frozen, a full collection of the cyclic GC does not walk it (80-190 ms each time,
+            # landing in whichever part of a segment allocated last). Thawed at the end, so nothing stays frozen.
+            frozen = gc.get_freeze_count() == 0  # a caller's own freeze is left alone
+            if frozen:
+                gc.freeze()
             try:
                 for index in range(start, len(self.segments)):
                     if stop_after is not None and index >= stop_after:
@@ -388,6 +421,8 @@ class Loop:
                 logger.info("%s: %s, %d adapted parameters (%.1f kB per user)", cfg.adapter, _running(summary["corpus"], full=True),
                             summary["adapted_parameters"], summary["store_bytes"] / 1000)
             finally:
+                if frozen:
+                    gc.unfreeze()
                 if bar is not None:
                     bar.close()
                 log.remove_file()

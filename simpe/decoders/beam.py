@@ -16,6 +16,7 @@ lower.
 """
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from typing import Any
@@ -24,7 +25,7 @@ import torch
 
 from simpe.decoders.base import DECODERS, Decoder, DecodeResult, Hypothesis
 from simpe.decoders.incremental import NEG_INF, LengthLimit, Lockstep, Source, check_int, decoding, encode, step_scores
-from simpe.ties import REL, SCORE_ATOL, margin, rank, top
+from simpe.ties import REL, SCORE_ATOL, margin, rank, tied, top
 
 StepHook = Callable[[int, list[tuple[int, ...]], list[float], torch.Tensor, torch.Tensor, Any], None]
 
@@ -42,18 +43,52 @@ def _best(allowed: torch.Tensor, scores: list[float], k: int) -> tuple[list[floa
     vocab = allowed.shape[1]
     per_row = min(k, vocab)
     values, tokens = torch.topk(allowed, min(k + 1, vocab), dim=1)  # (rows, per_row + 1) sorted
+    # one transfer of the few values to Python; the search then runs on floats there (a torch op on
+    # a (rows, k) table costs as much as on a long one: about as much as the topk above, per op)
+    value_rows, token_rows = values.tolist(), tokens.tolist()
     if per_row < vocab:  # a row whose k-th and (k+1)-th tokens tie: its k best chosen with the tie rule
-        after, at = values[:, per_row], values[:, per_row - 1]  # (rows,) each
-        cut = (at - after <= torch.maximum(at.abs(), after.abs()) * REL + SCORE_ATOL) & torch.isfinite(after)  # (rows,)
-        for row in cut.nonzero().flatten().tolist():
-            tokens[row, :per_row] = top(allowed[row], per_row, atol=SCORE_ATOL)
-            values[row, :per_row] = allowed[row, tokens[row, :per_row]]
-    values, tokens = values[:, :per_row], tokens[:, :per_row]
-    cand = [(score + value, row, token)
-            for row, (score, row_values, row_tokens) in enumerate(zip(scores, values.tolist(), tokens.tolist()))
-            for value, token in zip(row_values, row_tokens)]
-    order = rank([c[0] for c in cand], key=[(c[1], c[2]) for c in cand], atol=SCORE_ATOL)[:k]
-    return [cand[i][0] for i in order], [cand[i][1] for i in order], [cand[i][2] for i in order]
+        for row, row_values in enumerate(value_rows):
+            if _may_tie(row_values[per_row - 1], row_values[per_row]):
+                chosen = top(allowed[row], per_row, atol=SCORE_ATOL)  # (per_row,)
+                token_rows[row][:per_row] = chosen.tolist()
+                value_rows[row][:per_row] = allowed[row, chosen].tolist()
+    cand_scores, cand_keys = [], []
+    for row, (score, row_values, row_tokens) in enumerate(zip(scores, value_rows, token_rows)):
+        for value, token in zip(row_values[:per_row], row_tokens[:per_row]):
+            cand_scores.append(score + value)
+            cand_keys.append((row, token))
+    order = _ranked_head(cand_scores, cand_keys, k)
+    return [cand_scores[i] for i in order], [cand_keys[i][0] for i in order], [cand_keys[i][1] for i in order]
+
+
+# float32 rounding of the three operations of the tie test, bounded: 5 units of 2**-24 relative, widened to 1e-6
+_GATE = 1.0 + 1e-6
+
+
+def _may_tie(at: float, after: float) -> bool:
+    """Whether a row's k-th and (k+1)-th values (``at`` >= ``after``, float32 read as floats) may be tied by
+    ``simpe.ties``' rule as ``top`` evaluates it in float32 (``at - after <= max(|at|, |after|) * REL + SCORE_ATOL``,
+    ``after`` finite). Taken with the float32 rounding of that test as margin, so every row ``top`` would
+    call tied is caught; a row caught that ``top`` finds untied keeps its own topk order (a row's values are
+    the same, and tokens of exactly equal values are ordered by ``_ranked_head``'s key)."""
+    return math.isfinite(after) and at - after <= (max(abs(at), abs(after)) * REL + SCORE_ATOL) * _GATE
+
+
+def _ranked_head(values: list[float], keys: list[Any], k: int) -> list[int]:
+    """``simpe.ties.rank(values, key=keys, atol=SCORE_ATOL)[:k]``, ranking only as far as the first ``k`` reach:
+    sorted best first, split where neighbours are not tied (``simpe.ties.tied``), each tied group by key, then
+    index; the groups past the k-th item are never split or ordered."""
+    items = sorted(range(len(values)), key=lambda i: -values[i])
+    result: list[int] = []
+    start = 0
+    for j in range(1, len(items) + 1):
+        if j == len(items) or not tied(values[items[j - 1]], values[items[j]], SCORE_ATOL):
+            group = items[start:j]
+            result += sorted(group, key=lambda i: (keys[i], i)) if len(group) > 1 else group
+            if len(result) >= k:
+                break
+            start = j
+    return result[:k]
 
 
 def _keep_best(finished: list[tuple[float, tuple[int, ...]]], beam_size: int) -> None:

@@ -96,14 +96,17 @@ class Method(ABC):
             backup: the update's ``simpe.update.Backup``. Every tensor the step changes goes through
                 it, so the update can check those afterwards and undo the step (a non-finite weight
                 or loss after it): either ``backup.before_change(tensors)`` before changing them in
-                place, or new values written into ``backup.spares(tensors)`` and handed to
-                ``backup.swap_in(tensors, spares)``.
+                place, or new values written into ``backup.spares(tensors)`` (or ``backup.outputs(tensors,
+                grads)``, which lends the gradients' own buffers) and handed to ``backup.swap_in(tensors, spares)``.
+            The gradients are the step's own: it may overwrite them (``backup.outputs``); nothing reads them after.
         A method that constrains where the weights may go (``lasso``'s proximal step and budget)
-        overrides this.
+        overrides this. A method that does not gets this step fused with the clipping
+        (``simpe.update.clip_and_step``: each gradient's norm, then its step, the same arithmetic).
         """
-        # The new weights go into spare buffers, and the old ones stay where they are as the backup
-        # for a rollback: one pass writes the step, where stepping in place needs a copy first.
-        new = backup.spares(params)
+        # The new weights go into the gradients' own buffers where they can take them (else spare
+        # buffers), and the old ones stay where they are as the backup for a rollback: one pass
+        # writes the step, where stepping in place needs a copy first. Nothing reads the gradients after.
+        new = backup.outputs(params, grads)
         for param, grad, scale, out in zip(params, grads, scales, new):  # scale: the clipping, the gradient is not rewritten
             torch.add(param, grad, alpha=-lr * scale, out=out)
         # Finite weights stay finite under a step whose entries are all below 2**100 in magnitude

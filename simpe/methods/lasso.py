@@ -84,13 +84,17 @@ class LassoMethod(Method):
                                    if len(now) or len(gone)])  # the embedding rows it changes, not whole matrices
         for name in plain:  # plain SGD, no penalty
             step[name][0].add_(step[name][1], alpha=-step[name][2])
-        for name in previous - kept.keys():  # out of the budget now: back to the base values exactly
-            self.tensors[name].copy_(self.base[name])
-        for name, factor in kept.items():  # θ ← θ0 + factor · (θ - lr·g - θ0), the proximal step of the group lasso
-            offset = offsets.get(name)
-            if offset is None:
-                offset = self._offset(self.tensors[name], self.base[name], *step[name][1:3])
-            torch.add(offset.mul_(factor), self.base[name], out=self.tensors[name])
+        # (the tensors are many and mostly small: each operation below is one foreach call over them, which runs
+        # the same per-tensor kernel as a loop of calls would, without a Python round trip per tensor)
+        gone = [name for name in self.tensors if name in previous and name not in kept]
+        if gone:  # out of the budget now: back to the base values exactly
+            torch._foreach_copy_([self.tensors[n] for n in gone], [self.base[n] for n in gone])
+        offsets.update(self._offsets([name for name in kept if name not in offsets], step))
+        if kept:  # θ ← θ0 + factor · (θ - lr·g - θ0), the proximal step of the group lasso
+            new = [offsets[name] for name in kept]
+            torch._foreach_mul_(new, list(kept.values()))
+            torch._foreach_add_(new, [self.base[name] for name in kept])
+            torch._foreach_copy_([self.tensors[name] for name in kept], new)
         self.kept_tensors = sorted(kept)
         for name, (now, gone, factors) in rows.items():
             weight, base = self.embeddings[name], self.base[name]
@@ -102,6 +106,23 @@ class LassoMethod(Method):
                 weight[now] = offset.mul_(factors[now].unsqueeze(1)).add_(base[now])
             self.kept_rows[name] = now.cpu()
 
+    def _offsets(self, names, step):
+        """{name: (θ - rate·g) - θ0} of the named tensors outside the embeddings, as ``_offset`` computes each
+        (new tensors; the weights are not changed), in a few foreach calls: one per step size."""
+        stepped, by_rate = {}, {}
+        for name in names:
+            if name in step:
+                by_rate.setdefault(step[name][2], []).append(name)
+            else:
+                stepped[name] = self.tensors[name].clone()
+        for rate, group in by_rate.items():  # torch.add(θ, g, alpha=-rate) per tensor
+            stepped.update(zip(group, torch._foreach_add([self.tensors[n] for n in group], [step[n][1] for n in group],
+                                                         alpha=-rate)))
+        offsets = {name: stepped[name] for name in names}
+        if offsets:
+            torch._foreach_sub_(list(offsets.values()), [self.base[name] for name in offsets])
+        return offsets
+
     def _offset(self, param, base, grad, rate):
         """(θ - rate·g) - θ0, the offset after the SGD step of size ``rate`` (a new tensor; ``param`` is not changed)."""
         stepped = param.clone() if grad is None else torch.add(param, grad, alpha=-rate)
@@ -109,13 +130,10 @@ class LassoMethod(Method):
 
     def _choose_tensors(self, step, shrink, previous):
         """Tensors outside the embeddings, one group each: ({kept name: shrink factor}, {name: offset measured})."""
-        offsets, norms = {}, {}
-        for name in self.tensors:
-            if name in previous:  # it holds an offset already: measure the stepped one exactly (below, in one pass)
-                grad, rate = step[name][1:3] if name in step else (None, 0.0)
-                offsets[name] = self._offset(self.tensors[name], self.base[name], grad, rate)
-            else:  # at its base values: the offset is the step alone
-                norms[name] = step[name][3] if name in step else 0.0
+        # the tensors holding an offset already: measure the stepped one exactly (below, in one pass)
+        offsets = self._offsets([name for name in self.tensors if name in previous], step)
+        # at their base values: the offset is the step alone
+        norms = {name: step[name][3] if name in step else 0.0 for name in self.tensors if name not in previous}
         if offsets:
             norms.update(zip(offsets, torch.stack(torch._foreach_norm(list(offsets.values()))).tolist()))
         shrunk = {}

@@ -14,7 +14,7 @@ from simpe.methods import METHODS
 from simpe.model import Pair
 from simpe.rundir.reader import read_jsonl, valid_prefix
 from simpe.rundir.writer import RunDir, strict_json
-from simpe.update import update
+from simpe.update import FUSE_MIN, Backup, clip_and_step, clip_scale, clip_scales, update
 
 
 def test_strict_json_writes_non_finite_numbers_as_null_and_flags_them() -> None:
@@ -100,9 +100,9 @@ def test_a_step_that_makes_the_model_non_finite_is_rolled_back(tiny_marian, name
 
 
 def test_the_sgd_step_swaps_in_new_weights_with_the_in_place_result(tiny_marian) -> None:
-    """full's step writes the new weights into spare buffers and makes them the parameters' values:
-    the same Parameter objects (tied embeddings stay tied), the same numbers as stepping in place,
-    and steps after it keep reusing the two buffers."""
+    """full's step writes the new weights into the gradients' buffers (or spare ones) and makes them the
+    parameters' values: the same Parameter objects (tied embeddings stay tied), the same numbers as
+    stepping in place, step after step."""
     model = tiny_marian(seed=3)
     method = METHODS.build("full")
     cfg = defaults("update", lr=0.05, clip_norm=1.0, max_repeats=1)
@@ -128,6 +128,60 @@ def test_the_sgd_step_swaps_in_new_weights_with_the_in_place_result(tiny_marian)
     for n in names:
         torch.testing.assert_close(params[n].detach(), ref_params[n].detach(), rtol=0, atol=1e-6)
     assert not torch.equal(shared, tiny_marian(seed=3).model.shared.weight)  # it moved
+
+
+def test_the_clipping_factor_of_one_norm_is_the_float32_one_of_the_tensor_formula() -> None:
+    """clip_scale (Python, one norm at a time, for the fused SGD step) equals clip_scales (float32 tensor) bit for bit."""
+    generator = torch.Generator().manual_seed(0)
+    norms = torch.cat([torch.exp(torch.randn(20000, generator=generator) * 6), torch.rand(20000, generator=generator) + 0.5,
+                       torch.tensor([0.0, 1e-6, 1.0, 0.999999, 1e30, 3e38])])  # (n,) float32
+    for clip_norm in (0.0, 1.0, 0.05, 3.3):
+        assert [clip_scale(n, clip_norm) for n in norms.tolist()] == clip_scales(norms, clip_norm)
+
+
+def _sgd_case(nan_at: int | None = None, shared_grad: bool = False):
+    """Four tensors, two small and two of FUSE_MIN values, with gradients (one NaN-filled at ``nan_at``)."""
+    generator = torch.Generator().manual_seed(1)
+    shapes = [(8,), (FUSE_MIN,), (4, 4), (FUSE_MIN // 4, 4)]
+    params = [torch.nn.Parameter(torch.randn(shape, generator=generator)) for shape in shapes]
+    grads = [torch.randn(shape, generator=generator) * 3 for shape in shapes]
+    if nan_at is not None:
+        grads[nan_at][0] = float("nan")
+    if shared_grad:
+        grads[3] = grads[1].view(FUSE_MIN // 4, 4)  # one storage, two gradients
+    return [f"t{i}" for i in range(4)], params, grads
+
+
+def test_the_fused_sgd_step_is_the_plain_step_with_every_norm_first(monkeypatch) -> None:
+    """Plain SGD (the norm of each large gradient, then its step at once) gives the weights the generic path gives
+    (every norm, then Method.apply_step), bit for bit, also when gradients share a storage (then none is written)."""
+    monkeypatch.setattr("simpe.update.FUSE_BYTES", 0)  # fused for these few kB too
+    for shared in (False, True):
+        names, params, grads = _sgd_case(shared_grad=shared)
+        keep, original = [g.clone() for g in grads], [p.detach().clone() for p in params]
+        stacked = torch.stack(torch._foreach_norm(keep))
+        scales = clip_scales(stacked, 1.0)
+        expected = [torch.add(p.detach(), g, alpha=-0.1 * s) for p, g, s in zip(params, keep, scales)]
+        backup = Backup({id(p): n for n, p in zip(names, params)})
+        with torch.no_grad():
+            assert clip_and_step(METHODS.build("full"), names, params, grads, 0.1, 1.0, backup) is None
+        assert all(torch.equal(p.detach(), e) for p, e in zip(params, expected))
+        if shared:
+            assert torch.equal(grads[1], keep[1]) and torch.equal(grads[3], keep[3])  # not written over
+        backup.restore()  # and the step can be undone, bit for bit
+        assert all(torch.equal(p.detach(), o) for p, o in zip(params, original))
+
+
+@pytest.mark.parametrize("nan_at", [0, 1, 3])  # a small one (found first), the first large one, the last large one
+def test_a_non_finite_gradient_found_midway_leaves_the_weights_as_they_were(nan_at: int, monkeypatch) -> None:
+    monkeypatch.setattr("simpe.update.FUSE_BYTES", 0)
+    names, params, grads = _sgd_case(nan_at=nan_at)
+    before = [p.detach().clone() for p in params]
+    backup = Backup({id(p): n for n, p in zip(names, params)})
+    with torch.no_grad():
+        assert clip_and_step(METHODS.build("full"), names, params, grads, 0.1, 1.0, backup) == f"t{nan_at}"
+    assert all(torch.equal(p.detach(), b) for p, b in zip(params, before))
+    assert backup.tensors == [] and backup.first_non_finite() is None  # nothing to undo
 
 
 def test_resume_difference_names_the_setting_and_ignores_where_and_on_what(tmp_path: Path) -> None:

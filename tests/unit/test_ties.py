@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from simpe import ties
-from simpe.decoders.beam import _best, _keep_best
+from simpe.decoders.beam import _best, _keep_best, _may_tie, _ranked_head
 from simpe.methods.fixed import choose_tensors
 from simpe.methods.knn import Datastore
 
@@ -161,6 +161,22 @@ def test_beam_candidates_tied_to_the_noise_are_ranked_by_row_then_token():
         # the per-row cut: 4 best of a row whose 4th and 5th tokens tie (-9.0): the lower id (4) is taken
         _, rows4, tokens4 = _best(table[:1].clone(), [0.0], 5)
         assert tokens4 == [0, 1, 2, 3, 4]
+
+
+def test_the_beam_ranks_its_first_candidates_as_the_tie_rule_ranks_them_all():
+    """_ranked_head (the first k only) is ties.rank(...)[:k]; _may_tie catches every row cut the float32 test calls tied."""
+    rng = random.Random(5)
+    for _ in range(300):
+        n = rng.randint(1, 40)
+        values = [rng.choice([-1.0, -1.5, -2.0, float("-inf")]) * (1 + rng.choice([0, 1e-7, -1e-7, 1e-3])) for _ in range(n)]
+        keys = [(rng.randint(0, 4), rng.randint(0, 9)) for _ in range(n)]
+        for k in (1, 3, 10, 50):
+            assert _ranked_head(values, keys, k) == ties.rank(values, key=keys, atol=ties.SCORE_ATOL)[:k]
+    at = torch.tensor([rng.uniform(-30, 0) for _ in range(20000)])  # (n,) float32
+    after = at - at.abs() * torch.tensor([rng.uniform(0.9e-5, 1.1e-5) for _ in range(20000)]) - rng.choice([0.0, 1e-6])
+    cut = (at - after <= torch.maximum(at.abs(), after.abs()) * ties.REL + ties.SCORE_ATOL) & torch.isfinite(after)  # (n,)
+    gate = [_may_tie(a, b) for a, b in zip(at.tolist(), after.tolist())]
+    assert all(g for c, g in zip(cut.tolist(), gate) if c) and sum(gate) - int(cut.sum()) < 200
 
 
 def test_finished_beam_hypotheses_tied_to_the_noise_are_ranked_by_tokens():
