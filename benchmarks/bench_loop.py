@@ -68,7 +68,27 @@ def main() -> int:
           "wall includes loading the model and writing the run")
     record("bench-loop", {name: f"{tot:.4f} s/segment, {100 * sum(outside.values()):.1f}% outside the model"
                           for name, tr, up, tot, outside, wall, bleu in rows})
+    write_relative_cost({name: tot for name, tr, up, tot, *_ in rows}, f"{args.segments} segments, beam {args.beam_size}, {device}")
     return 0
+
+
+def write_relative_cost(seconds: dict[str, float], how: str) -> None:
+    """Each measured method's s/segment over baseline's into simpe/relative_cost.json (the sweep's run order),
+    keeping the entries of methods not measured this time."""
+    from simpe.sweep import COST_FILE
+
+    if "baseline" not in seconds:
+        print(f"(no baseline measured: {COST_FILE} left as it is)")
+        return
+    try:
+        relative = json.loads(COST_FILE.read_text(encoding="utf-8"))["relative"]
+    except (OSError, ValueError, KeyError):
+        relative = {}
+    relative.update({name: round(value / seconds["baseline"], 2) for name, value in seconds.items()})
+    data = {"written_by": "benchmarks/bench_loop.py (make bench-loop): seconds per segment of each method over baseline's",
+            "measured": f"{time.strftime('%Y-%m-%d')}, {how}", "relative": dict(sorted(relative.items(), key=lambda kv: kv[1]))}
+    COST_FILE.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+    print(f"relative costs written to {COST_FILE}")
 
 
 if __name__ == "__main__":
