@@ -84,13 +84,14 @@ class Plan:
                 seen.setdefault(spec.path, spec)
         return list(seen.values())
 
-    def estimate(self, workers: int) -> tuple[float, float]:
-        """(seconds of the loop runs, of the studies) expected on this kind of machine with ``workers`` at once."""
+    def estimate(self, workers: int, with_studies: bool = True) -> tuple[float, float]:
+        """(seconds of the loop runs, of the studies, 0 without ``with_studies``) expected on this kind of machine
+        with ``workers`` at once."""
         runs = sum(_segments(spec) * RELATIVE_COST.get(spec.cfg.method.name, 1.0) * SECONDS_PER_SEGMENT
                    for spec in self.specs())
         studies = self.scale.probe * (SECONDS_PER_PROBE["exact"] * (1 + len(self.scale.ks))
                                       + SECONDS_PER_PROBE["beam"] * sum(self.scale.beam_sizes) / 5 * 2)
-        return runs / max(1, workers), studies
+        return runs / max(1, workers), (studies if with_studies else 0.0)
 
 
 def _segments(spec: RunSpec) -> int:
@@ -132,21 +133,25 @@ def make_plan(scale: Scale, runs_dir: Path) -> Plan:
     return Plan(scale, Path(runs_dir), experiments)
 
 
-def describe(p: Plan, workers: int) -> str:
-    """The plan as text: runs per experiment, segments, and the expected time (``--dry-run``)."""
-    lines = [f"simpe replicate: {len(p.specs())} loop runs under {p.runs_dir}/, plus the decoding studies"]
+def describe(p: Plan, workers: int, parts: set[str] | frozenset[str] = frozenset(PARTS)) -> str:
+    """The plan as text: runs per experiment, segments, the studies among ``parts``, and the expected time (``--dry-run``)."""
+    studies = bool({"studies", "mbr-sensitivity"} & set(parts))
+    lines = [f"simpe replicate: {len(p.specs())} loop runs under {p.runs_dir}/" + (", plus the decoding studies" if studies else "")]
     for name, specs in p.experiments.items():
         segments = sorted({_segments(s) for s in specs})
         lines.append(f"  {name:<12} {len(specs):>3} runs x {'/'.join(map(str, segments))} segments: "
                      + ", ".join(s.name for s in specs))
     s = p.scale
-    lines.append(f"  {'studies':<12} {s.probe} dev sentences: exact top-1/top-k (k {', '.join(map(str, s.ks))}), "
-                 f"beam and min-heap beam at {', '.join(map(str, s.beam_sizes))}; MBR sensitivity of "
-                 f"{', '.join(s.utilities)} on {s.sensitivity_sentences} dev sentences ({s.sensitivity_samples} samples each)")
-    if s.systems and "forgetting" in p.experiments:
+    if "studies" in parts:
+        lines.append(f"  {'studies':<12} {s.probe} dev sentences: exact top-1/top-k (k {', '.join(map(str, s.ks))}), "
+                     f"beam and min-heap beam at {', '.join(map(str, s.beam_sizes))}")
+    if "mbr-sensitivity" in parts:
+        lines.append(f"  {'mbr-sens.':<12} MBR sensitivity of {', '.join(s.utilities)} on {s.sensitivity_sentences} dev sentences "
+                     f"({s.sensitivity_samples} samples each)")
+    if s.systems and "systems" in parts and "forgetting" in p.experiments:
         lines.append(f"  {'systems':<12} seed 000's Table 3: the demo model and every forgetting run's final adapted state, "
                      f"sampled kQRG ({s.system_samples} samples) and MBR quality ({s.mbr_samples} samples) on the {s.probe} dev sentences")
-    runs, studies = p.estimate(workers)
+    runs, studies = p.estimate(workers, studies)
     lines.append(f"  expected: about {runs / 3600:.1f} h of loop runs ({workers} at once) + {studies / 3600:.1f} h of studies "
                  "on a 2-core CPU (complete runs are skipped, so a second call costs only what is missing)")
     return "\n".join(lines)

@@ -225,7 +225,7 @@ def replicate(scale: Scale, runs_dir: Path, out: Path, workers: int | None = Non
     p = make_plan(scale, runs_dir)
     p.experiments = {name: specs for name, specs in p.experiments.items() if name in parts}
     at_once = workers or max(1, cpu_count() // (threads or 1))
-    text = describe(p, at_once)
+    text = describe(p, at_once, parts if studies else parts - {"studies", "mbr-sensitivity", "systems"})
     if dry_run:
         return text
     print(text, flush=True)

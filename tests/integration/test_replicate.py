@@ -30,7 +30,19 @@ def test_the_plan_covers_every_experiment_and_never_smath(tmp_path: Path):
     assert len(p.specs()) == 42  # no run twice
     assert all(spec.cfg.snapshots.forgetting == 100 and not spec.cfg.snapshots.ranking for spec in p.experiments["forgetting"])
     text = describe(p, 2)
-    assert "42 loop runs" in text and "expected: about" in text
+    assert "42 loop runs" in text and "expected: about" in text and "plus the decoding studies" in text
+
+
+def test_a_call_with_only_some_parts_describes_only_those(tmp_path: Path):
+    from simpe.replicate.plan import parts_to_run
+
+    p = make_plan(Scale(), tmp_path)
+    parts = parts_to_run(["forgetting"])
+    p.experiments = {name: specs for name, specs in p.experiments.items() if name in parts}
+    text = describe(p, 2, parts)
+    assert "8 loop runs" in text and "decoding studies" not in text and "exact top-1" not in text
+    assert "MBR sensitivity" not in text and "+ 0.0 h of studies" in text
+    assert "exact top-1" in describe(p, 2, parts | {"studies"})
 
 
 def test_sdatabase_is_the_reserved_splits_database_module_only():
