@@ -118,7 +118,7 @@ def main() -> int:
                        f"extrapolated to {STREAM}; peak {peak:.0f} MB" for method, start, _, end, ratio, whole, whole_ratio, peak, *_ in rows}
     if recalls:
         figures["knn recall"] = ", ".join(f"{k} {v:.3f}" for k, v in recalls.items() if k != "entries")
-    record("bench-scale", figures)
+    record("bench-scale", figures, threads=args.threads)
     return 0
 
 

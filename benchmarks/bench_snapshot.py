@@ -281,7 +281,7 @@ def main() -> int:
         print(f"after: {after:.2f} s per snapshot (median of {args.rounds})")
     from record import record
 
-    record("bench-snapshot", figures)
+    record("bench-snapshot", figures, threads=args.threads or None)
     return status
 
 

@@ -22,7 +22,7 @@ DATA = REPO / "docs" / "benchmarks.json"
 PAGE = REPO / "docs" / "benchmark-results.md"
 
 
-def _machine() -> dict[str, Any]:
+def _machine(threads: int | None = None) -> dict[str, Any]:
     import torch
 
     cpu = platform.processor() or platform.machine()
@@ -32,16 +32,19 @@ def _machine() -> dict[str, Any]:
     except OSError:
         pass
     return {"cpu": cpu, "cores": os.cpu_count(), "kernels": torch.backends.cpu.get_cpu_capability(),
-            "threads": torch.get_num_threads(), "torch": torch.__version__,
+            "threads": threads or torch.get_num_threads(), "torch": torch.__version__,
             "gpu": torch.cuda.get_device_name() if torch.cuda.is_available() else None}
 
 
-def record(target: str, figures: dict[str, str]) -> None:
-    """Replace ``target``'s row with ``figures`` (name -> text with units) and re-render the page."""
+def record(target: str, figures: dict[str, str], threads: int | None = None) -> None:
+    """Replace ``target``'s row with ``figures`` (name -> text with units) and re-render the page.
+
+    ``threads``: the torch threads the figures were measured with, where that is not this process's own
+    (a benchmark that measures in worker processes)."""
     rows = json.loads(DATA.read_text(encoding="utf-8")) if DATA.exists() else {}
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
     rows[target] = {"command": f"make {target} ARGS=\"{' '.join(sys.argv[1:])}\"" if sys.argv[1:] else f"make {target}",
-                    "date": datetime.date.today().isoformat(), "machine": _machine(),
+                    "date": datetime.date.today().isoformat(), "machine": _machine(threads),
                     "load_average": None if load is None else round(load, 2), "figures": figures}
     DATA.write_text(json.dumps(rows, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     PAGE.write_text(render(rows), encoding="utf-8")
