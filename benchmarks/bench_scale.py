@@ -100,6 +100,8 @@ def main() -> int:
             facts = result["facts"]
             rows.append((method, start, at_1k, end, end / start, whole, whole / start, result["peak_mb"],
                          facts.get("datastore_memory_bytes"), facts.get("datastore_entries"), result["bleu"]))
+            print(f"  {method}: {start:.3f} s/segment at the start, {end:.3f} at the end (x{end / start:.2f}), "
+                  f"x{whole / start:.2f} extrapolated to {STREAM}; peak {result['peak_mb']:.0f} MB", flush=True)
             if method == "knn":
                 recalls = recall(result["path"] / "store.safetensors", {"exact_entries": 16384, "probe_lists": 8})
     print(f"\nbench-scale: first {args.segments} scalc segments, {args.threads} torch thread(s), no snapshots; "
