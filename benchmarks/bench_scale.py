@@ -86,6 +86,8 @@ def main() -> int:
                         default=["baseline", "full", "bias", "fixed", "top", "lasso", "lora", "knn", "knn:exact"])
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--window", type=int, default=200)
+    parser.add_argument("--keep", action="store_true",
+                        help="keep the figures of methods this call does not run from the last call's row in docs/benchmark-results.md")
     args = parser.parse_args()
     rows, recalls = [], {}
     with tempfile.TemporaryDirectory() as tmp:
@@ -120,6 +122,11 @@ def main() -> int:
                        f"extrapolated to {STREAM}; peak {peak:.0f} MB" for method, start, _, end, ratio, whole, whole_ratio, peak, *_ in rows}
     if recalls:
         figures["knn recall"] = ", ".join(f"{k} {v:.3f}" for k, v in recalls.items() if k != "entries")
+    if args.keep:  # the other methods' figures of the last call stay in the row (each names its own run length)
+        from record import DATA
+
+        previous = json.loads(DATA.read_text(encoding="utf-8")).get("bench-scale", {}) if DATA.exists() else {}
+        figures = {**{name: text for name, text in previous.get("figures", {}).items() if name not in figures}, **figures}
     record("bench-scale", figures, threads=args.threads)
     return 0
 

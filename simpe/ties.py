@@ -115,14 +115,16 @@ def top(values: torch.Tensor, n: int, tiebreak: torch.Tensor | None = None, atol
 
 
 def smallest_per_row(values: torch.Tensor, k: int, magnitude: Callable[[torch.Tensor], torch.Tensor] | None = None,
-                     later_first: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
+                     later_first: bool = True, order: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """The ``k`` smallest of each row of ``values`` (rows, n): (values, indices), ascending except
     where a tie at the cut was resolved.
 
     Entries tied at the cut are taken by index, the latest first (``later_first``) or the earliest.
     ``magnitude``, if given, maps (rows, w) indices to the magnitude each value's rounding is
     relative to (for a difference of large terms, such as a partial squared distance, the terms'
-    size, not the difference's); otherwise the values' own magnitude.
+    size, not the difference's); otherwise the values' own magnitude. ``order`` (rows, n), if given,
+    non-negative integers: what "later" means for tied entries in place of the column index (the
+    entry each column holds, when the columns are not in entry order).
     """
     rows, total = values.shape
     k = min(k, total)
@@ -141,8 +143,10 @@ def smallest_per_row(values: torch.Tensor, k: int, magnitude: Callable[[torch.Te
         if window < total and bool((group[:, k - 1] == group[:, -1]).any()):
             window = min(total, 2 * window)  # a group at the cut may go on past the window
             continue
-        order_key = idx if not later_first else (total - 1 - idx)
-        composite = group * total + order_key  # (rows, window): by group, then by index
+        position = idx if order is None else order.gather(1, idx)  # (rows, window)
+        span = total if order is None else int(order.max()) + 1
+        order_key = position if not later_first else (span - 1 - position)
+        composite = group * span + order_key  # (rows, window): by group, then by index
         pick = composite.argsort(dim=1)[:, :k]  # (rows, k)
         return vals.gather(1, pick), idx.gather(1, pick)
     return vals[:, :k], idx[:, :k]

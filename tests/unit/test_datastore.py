@@ -2,7 +2,8 @@
 
 Invariants checked on seeded clustered data: the lists partition the entries (each exactly once)
 as the store grows, through a retraining at twice the size; the distances returned are the true
-squared distances of the entries returned; probing every list gives exact search's answer; an
+squared distances of the entries returned; a row reads only its own lists (its answer does not depend
+on the other rows of the step), and each list holds its entries' keys; probing every list gives exact search's answer; an
 IVF search never returns an entry nearer than exact search's nearest. The recall of the default
 probe on a real datastore of the demo model is measured by ``make bench-scale``, not here.
 """
@@ -71,3 +72,14 @@ def test_a_store_loaded_at_once_is_indexed_and_partitioned():
     loaded.add(keys, torch.arange(2048))  # one add: trained on all 2,048
     assert _partition(loaded) == _partition(grown) == list(range(2048))
     assert loaded.memory_bytes() > loaded.nbytes() > 0
+
+
+def test_each_row_reads_its_own_lists_alone_and_the_lists_keep_their_keys():
+    store = _filled(3000, probe_lists=2)
+    queries = _clustered(12, seed=3)
+    d_all, v_all = store.search(queries, 3)
+    for row in range(12):  # a row's neighbours do not depend on the other rows of its step
+        d_one, v_one = store.search(queries[row: row + 1], 3)
+        assert torch.equal(v_one[0], v_all[row]) and torch.allclose(d_one[0], d_all[row])
+    for members, keys, norms in zip(store.lists, store.list_keys, store.list_norms):
+        assert torch.equal(keys, store.keys[members]) and torch.equal(norms, store.norms[members])

@@ -203,3 +203,15 @@ def test_knn_neighbours_at_equal_distance_take_the_latest_post_edit():
         moved.add(twin * (1 + step * ULP32 * (-1) ** step), torch.tensor([7]))
         moved.add(other, torch.tensor([8]))
         assert moved.search(query, 1)[1].tolist() == [[8]]
+
+
+def test_smallest_per_row_breaks_ties_by_the_order_given_not_the_column():
+    # columns hold entries 7, 2, 9, 4 (an inverted file's lists, not in entry order); entries 2, 9 and 4 tie
+    values = torch.tensor([[5.0, 1.0, 1.0 + 1e-7, 1.0]])
+    entries = torch.tensor([[7, 2, 9, 4]])
+    _, latest = ties.smallest_per_row(values, 2, order=entries)  # the most recent first: entries 9, then 4
+    assert entries.gather(1, latest).tolist() == [[9, 4]]
+    _, earliest = ties.smallest_per_row(values, 2, order=entries, later_first=False)
+    assert entries.gather(1, earliest).tolist() == [[2, 4]]
+    _, by_column = ties.smallest_per_row(values, 2)  # without it: the later columns, 3 and 2
+    assert sorted(by_column.tolist()[0]) == [2, 3]
