@@ -7,7 +7,8 @@ Each method runs once, in its own process (so its peak resident memory is its ow
 over the first ``--segments`` segments of the LibreOffice ``scalc`` stream, without snapshots.
 Seconds per segment are the loop's own (translate + score + update + prepare, from the records),
 averaged over a window of ``--window`` segments: at the start (after the first 20), at 1,000 when the
-run is longer, and at the end. Beyond the run, the cost at the whole stream (14,972 segments) is
+run is longer, and at the end; and per word of source + post-edit over the same windows, since the
+stream's segments differ in length from one part of the stream to another. Beyond the run, the cost at the whole stream (14,972 segments) is
 extrapolated by a straight line through the 1,000 and end windows, and printed as such.
 ``knn:exact`` is knn with ``method.params.index=exact`` (exact search at every size).
 The recall of the inverted file is measured on the knn run's own datastore: its last 2,000 keys
@@ -44,13 +45,22 @@ def run(method: str, segments: int, threads: int, runs: Path) -> dict:
     records = [json.loads(line) for line in (path / "segments.jsonl").read_text(encoding="utf-8").splitlines()]
     summary = json.loads((path / "summary.json").read_text(encoding="utf-8"))
     loop = [sum(r["seconds"].get(k, 0.0) for k in ("prepare", "translate", "score", "update")) for r in records]
-    return {"path": path, "loop": loop, "peak_mb": usage.ru_maxrss / 1024, "bleu": summary["corpus"]["bleu"],
+    words = [len(r["source"].split()) + len(r["reference"].split()) for r in records]
+    return {"path": path, "loop": loop, "words": words, "peak_mb": usage.ru_maxrss / 1024, "bleu": summary["corpus"]["bleu"],
             "facts": summary.get("method_facts") or {}}
 
 
 def window(loop: list[float], end: int, width: int) -> float:
     part = loop[max(20, end - width): end]
     return sum(part) / len(part)
+
+
+def per_word(loop: list[float], words: list[int], end: int, width: int) -> float:
+    """Milliseconds of the loop per word (source + post-edit) over the window ending at ``end``: the stream's
+    segments differ in length (the baseline itself costs 0.12 to 0.33 s/segment from one window of 200 to
+    another), so this is the figure that says whether a method's cost grows with the stream."""
+    start = max(20, end - width)
+    return 1000 * sum(loop[start:end]) / max(1, sum(words[start:end]))
 
 
 def recall(store_file: Path, settings: dict, queries: int = 2000, ks: tuple[int, ...] = (2, 8)) -> dict[str, float]:
@@ -89,7 +99,7 @@ def main() -> int:
     parser.add_argument("--keep", action="store_true",
                         help="keep the figures of methods this call does not run from the last call's row in docs/benchmark-results.md")
     args = parser.parse_args()
-    rows, recalls = [], {}
+    rows, recalls, word_ratios = [], {}, {}
     with tempfile.TemporaryDirectory() as tmp:
         for method in args.methods:
             print(f"bench-scale: {method} over {args.segments} segments ...", flush=True)
@@ -102,8 +112,11 @@ def main() -> int:
             facts = result["facts"]
             rows.append((method, start, at_1k, end, end / start, whole, whole / start, result["peak_mb"],
                          facts.get("datastore_memory_bytes"), facts.get("datastore_entries"), result["bleu"]))
+            word_start, word_end = per_word(loop, result["words"], 20 + args.window, args.window), per_word(loop, result["words"], n, args.window)
+            word_ratios[method] = word_end / word_start
             print(f"  {method}: {start:.3f} s/segment at the start, {end:.3f} at the end (x{end / start:.2f}), "
-                  f"x{whole / start:.2f} extrapolated to {STREAM}; peak {result['peak_mb']:.0f} MB", flush=True)
+                  f"x{whole / start:.2f} extrapolated to {STREAM}; per word {word_start:.2f} -> {word_end:.2f} ms "
+                  f"(x{word_end / word_start:.2f}); peak {result['peak_mb']:.0f} MB", flush=True)
             if method == "knn":
                 recalls = recall(result["path"] / "store.safetensors", {"exact_entries": 16384, "probe_lists": 8})
     print(f"\nbench-scale: first {args.segments} scalc segments, {args.threads} torch thread(s), no snapshots; "
@@ -118,8 +131,9 @@ def main() -> int:
         print(f"\nknn inverted file (exact up to 16384 entries, 8 lists probed) on the run's own datastore of "
               f"{int(recalls['entries'])} entries, its last keys as queries: "
               + ", ".join(f"{k} {v:.3f}" for k, v in recalls.items() if k != "entries"))
-    figures = {method: f"{start:.3f} → {end:.3f} s/segment over {args.segments} (×{ratio:.2f}); ×{whole_ratio:.2f} "
-                       f"extrapolated to {STREAM}; peak {peak:.0f} MB" for method, start, _, end, ratio, whole, whole_ratio, peak, *_ in rows}
+    figures = {method: f"{start:.3f} → {end:.3f} s/segment over {args.segments} (×{ratio:.2f}; per word ×{word_ratios[method]:.2f}); "
+                       f"×{whole_ratio:.2f} extrapolated to {STREAM}; peak {peak:.0f} MB"
+               for method, start, _, end, ratio, whole, whole_ratio, peak, *_ in rows}
     if recalls:
         figures["knn recall"] = ", ".join(f"{k} {v:.3f}" for k, v in recalls.items() if k != "entries")
     if args.keep:  # the other methods' figures of the last call stay in the row (each names its own run length)
