@@ -7,8 +7,9 @@ gradient skips the update (logged in the record) and the run goes on; a step tha
 trainable weight, or the loss measured after it, non-finite is rolled back (the weights are
 restored bit for bit from a copy taken before the step) and ends the update. Which parameters
 move is the method's business (``Method.trainable``), and so is the step itself
-(``Method.apply_step``: SGD, or ``lasso``'s constrained step); this module never touches others. After
-the steps the method sees the pair once (``Method.after_segment``: ``knn`` stores it).
+(``Method.apply_step``: SGD, or ``lasso``'s constrained step); this module never touches others. What a
+method does with the pair after the update (``Method.after_segment``: ``knn`` stores it) is the loop's
+call (``simpe.simulate``), not this module's.
 """
 from __future__ import annotations
 
@@ -326,6 +327,5 @@ def update(model: Any, method: Method, pair: Pair, cfg: UpdateConfig) -> dict[st
     finally:
         if cfg.dropout > 0 and params:
             model.eval()
-    method.after_segment(pair)
     record["seconds_backward"] = backward_seconds
     return record

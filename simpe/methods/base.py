@@ -15,7 +15,7 @@ A method's parameters are its constructor's keyword arguments (checked by
 """
 from __future__ import annotations
 
-from abc import ABC
+from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -71,9 +71,10 @@ class Method(ABC):
         for param in self._trainable.values():
             param.requires_grad_(True)
 
+    @abstractmethod
     def select(self, model: Any, model_dir: Path | None) -> dict[str, torch.nn.Parameter]:
-        """The parameters the update changes (name -> parameter)."""
-        return {}
+        """The parameters the update changes (name -> parameter): every method says which, none for a method
+        that changes no parameter (``baseline``, ``knn``, ``icl``). It may add parameters of its own first (``bias``)."""
 
     def check_family(self, family: ModelFamily) -> None:
         """Refuse, before the model loads, settings this method cannot apply to ``family`` (one line)."""
