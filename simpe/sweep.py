@@ -34,13 +34,15 @@ from typing import Any
 from simpe.config import RunConfig, load_config, load_saved_config, read_yaml, resume_difference
 from simpe.errors import ConfigError
 from simpe.rundir import layout
+from simpe.rundir.reader import BASELINE_METHOD
 from simpe.rundir.state import RunState, foreign_message
 from simpe.rundir.state import state as run_state
 from simpe.rundir.transfer import pack, unpack
 
 logger = logging.getLogger(__name__)
 
-BASELINE = "baseline"
+# the method every other run of a group is compared with: one definition, the run reader's (which groups runs by it)
+BASELINE = BASELINE_METHOD
 # grid keys that change what an adapted run learns but not the baseline (which never updates)
 ADAPTATION_KEYS = ("method.", "update.", "seed")
 SWEEP_FILE_KEYS = ("methods", "grid", "seeds", "dataset", "split", "model", "segments", "set", "baseline")
