@@ -278,7 +278,10 @@ def _add_score(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--ids", metavar="IDS", help="document id of each segment, one per line (tab-separated doc and segment id as "
                                                  "data/*/SPLIT.ids), for --scope document")
     p.add_argument("--novel-vocab", metavar="train|PATH", help="training vocabulary ('<count> <word>' lines as rk.rb -v, or one word "
-                                                               "per line; 'train': data/libreoffice/vocab.train.LANG): adds novel:r0 ...")
+                                                               "per line; 'train': the train vocabulary of --dataset): adds novel:r0 ...")
+    p.add_argument("--dataset", default="libreoffice", metavar="NAME",
+                   help="the data the hypotheses translate: whose train vocabulary '--novel-vocab train' means (default: "
+                        "%(default)s, data/libreoffice/vocab.train.LANG; a dataset with no train vocabulary is refused there)")
     p.add_argument("--rare-threshold", type=int, default=None, metavar="N",
                    help="novel words: vocabulary words seen at most N times still count (rk.rb -R; default: metrics.rare_threshold)")
     p.add_argument("--subword-model", metavar="SPM", help="SentencePiece model: adds the subword variants subword:r0 ...")
@@ -303,6 +306,8 @@ def _cmd_score(args: argparse.Namespace) -> None:
     from simpe.errors import ConfigError
     from simpe.score import format_cumulative, format_table, score_files
 
+    if args.dataset not in DATASETS.names():
+        raise ConfigError(f"unknown dataset {args.dataset!r}; known: {', '.join(DATASETS.names())}")
     base = defaults("metrics")
     lang = args.lang or base.lang
     truecaser = TRUECASER_OF_MODEL if args.truecaser is None else None if args.truecaser.lower() == "none" else args.truecaser
@@ -316,7 +321,8 @@ def _cmd_score(args: argparse.Namespace) -> None:
     report = score_files(args.input, args.refs, args.src, cfg=cfg, comet=args.comet,
                          comet_batch_size=args.comet_batch_size, device=args.device,
                          subword_model=args.subword_model, cumulative=args.cumulative,
-                         train_vocab=DATASETS.build("libreoffice").train_vocab(lang), doc_ids=args.ids, mt_path=args.mt)
+                         train_vocab=_train_vocab(args.dataset, lang) if args.novel_vocab == "train" else None,
+                         doc_ids=args.ids, mt_path=args.mt)
     if args.format == "json":
         print(json.dumps(report, ensure_ascii=False, indent=1))
     else:
@@ -324,6 +330,19 @@ def _cmd_score(args: argparse.Namespace) -> None:
         if args.cumulative:
             print()
             print(format_cumulative(report))
+
+
+def _train_vocab(dataset: str, lang: str):
+    """The train vocabulary of ``dataset`` (None when it has none: resolve_vocab then says so), or one line when
+    the dataset cannot be opened without its own parameters (a file-based dataset has no train split)."""
+    from simpe.datasets import DATASETS
+    from simpe.errors import ConfigError, SimpeError
+
+    try:
+        return DATASETS.build(dataset).train_vocab(lang)
+    except SimpeError:  # text, tsv, tmx: files of the user's, no train split
+        raise ConfigError(f"--novel-vocab train: dataset {dataset!r} has no train vocabulary; give a vocabulary file "
+                          "(--novel-vocab PATH) or --dataset libreoffice") from None
 
 
 # ---------------------------------------------------------------- rank (ranking)

@@ -135,3 +135,15 @@ def test_invalid_utf8_names_the_line(files, tmp_path, capsys):
     assert main(["score", "-i", str(bad), "-r", ref]) == 2
     err = capsys.readouterr().err
     assert "bad.de' is not valid UTF-8 (line 3" in err and err.count("\n") == 1
+
+
+def test_novel_vocab_train_is_the_train_vocabulary_of_the_dataset_named(files, capsys):
+    hyp, ref = files
+    report = run_json(capsys, "-i", hyp, "-r", ref, "--novel-vocab", "train", "--dataset", "libreoffice")
+    assert "vocab:vocab.train.de." in report["signatures"]["novel:r"]  # data/libreoffice/vocab.train.de, hashed
+    for dataset, fragments in (("nope", ["'nope'", "known: autodesk, libreoffice, text, tmx, tsv"]),
+                               ("text", ["dataset 'text' has no train vocabulary", "--novel-vocab PATH"]),
+                               ("autodesk", ["needs a dataset with a train vocabulary"])):
+        assert main(["score", "-i", hyp, "-r", ref, "--novel-vocab", "train", "--dataset", dataset]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and all(fragment in err[0] for fragment in fragments), (dataset, err)
