@@ -83,3 +83,19 @@ def test_each_row_reads_its_own_lists_alone_and_the_lists_keep_their_keys():
         assert torch.equal(v_one[0], v_all[row]) and torch.allclose(d_one[0], d_all[row])
     for members, keys, norms in zip(store.lists, store.list_keys, store.list_norms):
         assert torch.equal(keys, store.keys[members]) and torch.equal(norms, store.norms[members])
+
+
+def test_datastore_search_is_the_exact_nearest_neighbours():
+    from simpe.methods.knn import Datastore
+
+    generator = torch.Generator().manual_seed(0)
+    keys = torch.randn(300, 16, generator=generator)
+    store = Datastore(16)
+    store.add(keys[:100], torch.arange(100))
+    store.add(keys[100:], torch.arange(100, 300))  # grows past its first capacity
+    queries = torch.randn(7, 16, generator=generator)
+    dist, values = store.search(queries, k=4)
+    brute = ((queries[:, None, :].double() - keys[None, :, :].double()) ** 2).sum(-1)  # (7, 300)
+    expected, index = torch.topk(brute, k=4, dim=1, largest=False)
+    assert torch.equal(values, index) and values.dtype == torch.int64  # the values are the keys' positions here
+    torch.testing.assert_close(dist.double(), expected, rtol=1e-5, atol=1e-4)

@@ -7,21 +7,14 @@ from types import SimpleNamespace
 
 import pytest
 import torch
+from method_pairs import HOT, PAIR, snapshot
 
 from simpe.config import defaults
 from simpe.errors import ConfigError
 from simpe.methods import METHODS
 from simpe.methods.base import base_parameters
 from simpe.methods.bias import OUTPUT_BIAS
-from simpe.model import Pair
 from simpe.update import update
-
-PAIR = Pair(torch.tensor([[5, 6, 7, 8, 0]]), torch.tensor([[9, 10, 11, 0]]))  # (1, src_len), (1, tgt_len)
-HOT = defaults("update", lr=0.5, ppl_threshold=1.0, max_repeats=3)  # never satisfied: always three steps
-
-
-def snapshot(model) -> dict[str, torch.Tensor]:
-    return {n: p.detach().clone() for n, p in model.named_parameters()}
 
 
 def changed(before, model) -> set[str]:
