@@ -35,7 +35,6 @@ from simpe.datasets import DATASETS, Segment, stream_hash
 from simpe.decoders import DECODERS
 from simpe.errors import ConfigError, DataError, RunDirError
 from simpe.methods import METHODS
-from simpe.methods.base import STORE_FORMAT
 from simpe.metrics.online import OnlineScorer, metric_for
 from simpe.metrics.recall import repeated_errors
 from simpe.metrics.text import split_tokens
@@ -45,6 +44,7 @@ from simpe.profiling import ModelTimer
 from simpe.ranking import evaluate as ranking
 from simpe.rundir import layout
 from simpe.rundir.writer import RunDir, environment
+from simpe.storefile import StoreMetadata
 from simpe.update import set_dropout, update
 
 logger = logging.getLogger(__name__)
@@ -256,17 +256,15 @@ class Loop:
         self.method.load_state_dict(self.base_state)
         return True
 
-    def store_metadata(self) -> dict[str, str]:
-        """The per-user store's metadata: what made it and for which base model (safetensors metadata: strings)."""
-        import json
-
-        return {"format": STORE_FORMAT, "method": self.cfg.method.name,
-                "method_params": json.dumps(self.cfg.method.params, sort_keys=True), "adapter": self.cfg.adapter,
-                "base_model": self.loaded.name, "base_model_path": str(self.cfg.model.path or ""),  # "": the demo model
-                "dataset": self.cfg.data.name, "split": self.cfg.data.split, "segments": str(len(self.segments)),
-                "reset": self.cfg.reset, "decoder": self.cfg.decoder.name,
-                "decoder_params": json.dumps(self.cfg.decoder.params, sort_keys=True),
-                **self.loaded.family.store_metadata()}
+    def store_metadata(self) -> StoreMetadata:
+        """The per-user store's metadata: what made it and for which base model (``simpe.storefile``)."""
+        family = self.loaded.family.store_metadata()  # empty for a Marian store without language settings
+        return StoreMetadata(method=self.cfg.method.name, method_params=dict(self.cfg.method.params), adapter=self.cfg.adapter,
+                             base_model=self.loaded.name, base_model_path=str(self.cfg.model.path or ""),  # "": the demo model
+                             dataset=self.cfg.data.name, split=self.cfg.data.split, segments=len(self.segments),
+                             reset=self.cfg.reset, decoder=self.cfg.decoder.name, decoder_params=dict(self.cfg.decoder.params),
+                             model_family=family.get("model_family"), model_config_sha256=family.get("model_config_sha256"),
+                             model_settings=json.loads(family["model_settings"]) if "model_settings" in family else None)
 
     # ------------------------------------------------------------ one segment
     def pieces(self, ids: list[int]) -> list[str]:

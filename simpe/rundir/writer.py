@@ -38,6 +38,7 @@ from simpe.paths import REPO_ROOT
 from simpe.rundir import layout
 from simpe.rundir.reader import read_jsonl, valid_prefix
 from simpe.rundir.state import RunState, foreign_files, foreign_message, state
+from simpe.storefile import StoreMetadata, encode_store
 
 PACKAGES = ("torch", "transformers", "sentencepiece", "sacrebleu", "sacremoses", "numpy", "unbabel-comet", "tqdm", "pyyaml")
 
@@ -417,12 +418,10 @@ class RunDir:
     def write_lines(self, name: str, lines: Iterable[str]) -> None:
         write_text_atomic(self.path / name, "".join(line + "\n" for line in lines))
 
-    def write_store(self, tensors: dict[str, Any], metadata: dict[str, str]) -> Path:
-        """Write the per-user store (safetensors: ``tensors`` and string ``metadata``) atomically; return its path."""
-        from safetensors.torch import save
-
+    def write_store(self, tensors: dict[str, Any], metadata: StoreMetadata) -> Path:
+        """Write the per-user store (``simpe.storefile``: ``tensors`` and ``metadata``) atomically; return its path."""
         path = self.path / layout.STORE_FILE
-        write_bytes_atomic(path, save(tensors, metadata=metadata))
+        write_bytes_atomic(path, encode_store(tensors, metadata))
         return path
 
     def finish(self, summary: dict[str, Any], records: list[dict[str, Any]], lang: str) -> None:
