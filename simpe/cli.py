@@ -439,7 +439,7 @@ def _cmd_rank(args: argparse.Namespace) -> None:
         model_cfg = _model_section(args)
         for model_id in args.models:  # every model's family and settings (a store: the file) checked before any loads
             if str(model_id).endswith(".safetensors"):
-                from simpe.store import read_store
+                from simpe.storefile import read_store
 
                 read_store(Path(model_id))
             else:
@@ -613,7 +613,7 @@ def _add_translate(sub: argparse._SubParsersAction) -> None:
 
 def _cmd_translate(args: argparse.Namespace) -> None:
     from simpe.config import parse_override
-    from simpe.store import translate_file
+    from simpe.translate import translate_file
 
     params = None
     if args.params:

@@ -151,6 +151,7 @@ class MetricsConfig:
     rare_threshold: int  # novel words: a vocabulary word with count <= this still counts (rk.rb -R)
     subword: str | None  # null | all (every piece) | content (pieces of content words): "subword:r0" ...
     sbleu: str  # nakov (BLEU+1 as cdec's NakovBleuScorer, seed 002) | exp (sacreBLEU sentence_bleu)
+    logged: list  # metrics logged per segment with their statistics: METRICS names (checked by simpe.metrics.online)
 
     def __post_init__(self) -> None:
         if not self.lang:

@@ -35,7 +35,6 @@ from simpe.datasets import DATASETS, Segment, stream_hash
 from simpe.decoders import DECODERS
 from simpe.errors import ConfigError, DataError, RunDirError
 from simpe.methods import METHODS
-from simpe.methods.base import STORE_FORMAT
 from simpe.metrics.online import OnlineScorer, metric_for
 from simpe.metrics.recall import repeated_errors
 from simpe.metrics.text import split_tokens
@@ -44,7 +43,9 @@ from simpe.paths import DEFAULT_MODEL
 from simpe.profiling import ModelTimer
 from simpe.ranking import evaluate as ranking
 from simpe.rundir import layout
+from simpe.rundir.record import SegmentRecord
 from simpe.rundir.writer import RunDir, environment
+from simpe.storefile import StoreMetadata
 from simpe.update import set_dropout, update
 
 logger = logging.getLogger(__name__)
@@ -256,24 +257,22 @@ class Loop:
         self.method.load_state_dict(self.base_state)
         return True
 
-    def store_metadata(self) -> dict[str, str]:
-        """The per-user store's metadata: what made it and for which base model (safetensors metadata: strings)."""
-        import json
-
-        return {"format": STORE_FORMAT, "method": self.cfg.method.name,
-                "method_params": json.dumps(self.cfg.method.params, sort_keys=True), "adapter": self.cfg.adapter,
-                "base_model": self.loaded.name, "base_model_path": str(self.cfg.model.path or ""),  # "": the demo model
-                "dataset": self.cfg.data.name, "split": self.cfg.data.split, "segments": str(len(self.segments)),
-                "reset": self.cfg.reset, "decoder": self.cfg.decoder.name,
-                "decoder_params": json.dumps(self.cfg.decoder.params, sort_keys=True),
-                **self.loaded.family.store_metadata()}
+    def store_metadata(self) -> StoreMetadata:
+        """The per-user store's metadata: what made it and for which base model (``simpe.storefile``)."""
+        family = self.loaded.family.store_metadata()  # empty for a Marian store without language settings
+        return StoreMetadata(method=self.cfg.method.name, method_params=dict(self.cfg.method.params), adapter=self.cfg.adapter,
+                             base_model=self.loaded.name, base_model_path=str(self.cfg.model.path or ""),  # "": the demo model
+                             dataset=self.cfg.data.name, split=self.cfg.data.split, segments=len(self.segments),
+                             reset=self.cfg.reset, decoder=self.cfg.decoder.name, decoder_params=dict(self.cfg.decoder.params),
+                             model_family=family.get("model_family"), model_config_sha256=family.get("model_config_sha256"),
+                             model_settings=json.loads(family["model_settings"]) if "model_settings" in family else None)
 
     # ------------------------------------------------------------ one segment
     def pieces(self, ids: list[int]) -> list[str]:
         special = set(self.tokenizer.all_special_ids)
         return self.tokenizer.convert_ids_to_tokens([i for i in ids if i not in special])
 
-    def step(self, index: int, seg: Segment) -> dict[str, Any]:
+    def step(self, index: int, seg: Segment) -> SegmentRecord:
         """Translate, score, then update on one segment; return its record."""
         start = time.perf_counter()
         examples = self.method.examples(seg.source)  # in-context methods: earlier post-edits only (reference i is not there)
@@ -284,11 +283,6 @@ class Loop:
         best = list(result.hypotheses[0].tokens) if result.hypotheses else []
         hypothesis = self.tokenizer.decode(best, skip_special_tokens=True)
         t1, m1 = time.perf_counter(), self.timer.seconds
-        extra = {"mt": seg.mt} if seg.mt is not None else {}
-        if examples:
-            extra["examples"] = len(examples)
-        if seg.info:
-            extra["info"] = dict(seg.info)
         pieces = self.cfg.metrics.subword == "all"
         scored = self.scorer.add(hypothesis, seg.reference, self.pieces(best) if pieces else None,
                                  self.pieces(pair.labels[0].tolist()) if pieces else None, doc_id=seg.doc_id)
@@ -299,17 +293,17 @@ class Loop:
         if upd["skipped"]:
             logger.warning("segment %d: update skipped (%s)", index, upd["skipped"])
         backward = upd.pop("seconds_backward")
-        record = {
-            "index": index, "doc_id": seg.doc_id, "seg_id": seg.seg_id,
-            "source": seg.source, "reference": seg.reference, "hypothesis": hypothesis, **extra,
-            "hyp_score": result.hypotheses[0].score if result.hypotheses else None,
-            **scored, "update": upd,
+        record = SegmentRecord(
+            index=index, doc_id=seg.doc_id, seg_id=seg.seg_id, source=seg.source, reference=seg.reference, hypothesis=hypothesis,
+            mt=seg.mt, examples=len(examples) if examples else None, info=dict(seg.info) if seg.info else None,
+            hyp_score=result.hypotheses[0].score if result.hypotheses else None,
+            **scored, update=upd,
             # phases of the loop; *_model: time inside model forward passes (ModelTimer), backward: inside autograd
-            "seconds": {"prepare": t0 - start, "translate": t1 - t0, "score": t2 - t1, "update": t3 - t2,
-                        "translate_model": m1 - m0, "update_model": m3 - m2, "backward": backward},
-        }
+            seconds={"prepare": t0 - start, "translate": t1 - t0, "score": t2 - t1, "update": t3 - t2,
+                     "translate_model": m1 - m0, "update_model": m3 - m2, "backward": backward},
+        )
         if pair.truncated:
-            record["truncated"] = list(pair.truncated)
+            record.truncated = list(pair.truncated)
             self.truncated += 1
             if self.truncated == 1:
                 logger.warning("segment %d: the %s is longer than %d tokens and is cut to them for translation and update "
@@ -395,9 +389,8 @@ class Loop:
                     reset = self.begin_segment(index)
                     record = self.step(index, self.segments[index])
                     if cfg.reset != "none":
-                        record["reset"] = reset
-                    rundir.append_segment(record)
-                    records.append(record)
+                        record.reset = reset
+                    records.append(rundir.append_segment(record))
                     done = index + 1
                     if cfg.snapshots.every and done % cfg.snapshots.every == 0:
                         rundir.append_snapshot(self.snapshot(done))
@@ -405,7 +398,7 @@ class Loop:
                         rundir.save_checkpoint({"segments_done": done, "method": self.method.state_dict(),
                                                 "torch_rng": torch.get_rng_state()})
                     if bar is not None:
-                        bar.set_postfix_str(_running(record["cumulative"]), refresh=False)
+                        bar.set_postfix_str(_running(record.cumulative), refresh=False)
                         bar.update(1)
                 if bar is not None:
                     bar.close()

@@ -25,13 +25,12 @@ from simpe.config import UpdateConfig
 from simpe.errors import ModelError
 from simpe.models import ModelFamily, family_of
 from simpe.registry import Registry
+from simpe.storefile import INDICES_SUFFIX, ROWS_SUFFIX  # the store's keys of kept rows (simpe.storefile owns the format)
 
 if TYPE_CHECKING:  # simpe.update imports this module
     from simpe.update import Backup
 
 INDEX_BYTES = 4  # an int32 row index in a sparse per-user store
-STORE_FORMAT = "simpe-store/1"  # the "format" metadata of a per-user store file (simpe.store)
-ROWS_SUFFIX, INDICES_SUFFIX = ":rows", ":indices"  # store keys of the kept rows of a matrix and their int32 indices
 
 
 def base_parameters(model: Any) -> dict[str, torch.nn.Parameter]:
@@ -198,13 +197,6 @@ def _row_indices(tensors: dict[str, torch.Tensor], name: str, rows: int) -> torc
     if indices.unique().numel() != indices.numel():
         raise ModelError(f"the store's {key} names a row twice")
     return indices
-
-
-def rows_entry(name: str, weight: torch.Tensor, indices: torch.Tensor) -> dict[str, torch.Tensor]:
-    """Store entries of the rows ``indices`` of matrix ``name``: the rows and their int32 indices."""
-    indices = indices.flatten().cpu()  # (rows,)
-    return {name + ROWS_SUFFIX: weight.detach()[indices.to(weight.device)].cpu().contiguous(),  # (rows, dim)
-            name + INDICES_SUFFIX: indices.to(torch.int32).contiguous()}
 
 
 METHODS: Registry[Method] = Registry("method")

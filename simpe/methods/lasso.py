@@ -28,8 +28,9 @@ from typing import Any
 import torch
 
 from simpe.errors import ConfigError
-from simpe.methods.base import INDEX_BYTES, METHODS, Method, base_parameters, embedding_names, rows_entry
+from simpe.methods.base import INDEX_BYTES, METHODS, Method, base_parameters, embedding_names
 from simpe.methods.bias import OUTPUT_BIAS, attach_output_bias
+from simpe.storefile import rows_entry
 from simpe.ties import rank, top
 
 

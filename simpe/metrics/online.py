@@ -22,9 +22,10 @@ names every setting they depend on. Their variants:
   SentencePiece model (so they are recomputed from the logged tokens on resume).
 - ``metrics.scope: document`` restarts every occurrence count when the document id changes.
 
-Every value comes from the metric stack (``simpe.metrics.base``): sacreBLEU's BLEU, chrF
-and TER statistics under ``stats`` (each metric's declared layout), SBLEU and the R values
-under ``metrics``. ``logged_stats`` is the one place that says where a metric's per-segment
+Every value comes from the metric stack (``simpe.metrics.base``): the statistics of every
+metric of ``metrics.logged`` (default sacreBLEU's BLEU, chrF and TER; any registered metric:
+adding one is its file and a name in the list) under ``stats`` (each metric's declared
+layout), their segment scores, SBLEU and the R values under ``metrics``. ``logged_stats`` is the one place that says where a metric's per-segment
 statistics sit in a record, and ``metric_for`` gives the ``Metric`` that scores them, for
 every reader of the logs (compare's bootstrap, plots).
 
@@ -45,13 +46,14 @@ from simpe.config import NOVEL_VOCAB_OF_DATASET, MetricsConfig
 from simpe.errors import ConfigError, DataError
 from simpe.metrics.base import METRICS, Metric
 from simpe.metrics.recall import RecallCounter, RecallMetric, load_vocab, r_signature, ratio, vocab_digest
-from simpe.metrics.sacre import BleuMetric, ChrfMetric, SbleuMetric, TerMetric
+from simpe.metrics.sacre import SbleuMetric
 from simpe.metrics.stopwords import load_stopwords, stopwords_digest, stopwords_path
 from simpe.metrics.text import ContentWords, TextPipeline, split_tokens
 
 logger = logging.getLogger(__name__)
 
-CORPUS_METRICS = ("bleu", "chrf", "ter")  # logged under "stats" with their sufficient statistics
+SENTENCE_SCORE = {"bleu": "sbleu"}  # a logged metric whose segment score is another one (BLEU of one segment: SBLEU)
+NOT_LOGGED = {"sbleu": "always logged, from bleu's statistics", "comet": "logged by --comet"}  # never in metrics.logged
 _R_NAME = re.compile(r"^(novel:|subword:)?r(\d+|0\+1|0\.\.\d+)$")
 
 
@@ -67,6 +69,22 @@ def metric_for(name: str) -> Metric:
     return METRICS.build(name)
 
 
+def logged_metrics(cfg: MetricsConfig) -> dict[str, Metric]:
+    """The metrics of ``metrics.logged`` by name, built from ``METRICS``; one line for an unknown or repeated name."""
+    names = cfg.logged
+    known = [name for name in METRICS.names() if name not in NOT_LOGGED]
+    for name in names:
+        if name in NOT_LOGGED:
+            raise ConfigError(f"metrics.logged cannot hold {name!r}: it is {NOT_LOGGED[name]}; known: {', '.join(known)}")
+        if not isinstance(name, str) or name not in known:
+            raise ConfigError(f"unknown metrics.logged metric {name!r}; known: {', '.join(known)}")
+    if len(set(names)) != len(names):
+        raise ConfigError(f"metrics.logged names a metric twice: {names}")
+    if "bleu" not in names:
+        raise ConfigError(f"metrics.logged must hold bleu (the loop's sbleu comes from its statistics), got {names}")
+    return {name: METRICS.build(name) for name in names}
+
+
 def signature_label(kind: str) -> str:
     """The label of a key of a summary's ``signatures``: a metric's label, or ``R``, ``novel:R``, ``subword:R``."""
     if kind == "r" or kind.endswith(":r"):
@@ -77,11 +95,12 @@ def signature_label(kind: str) -> str:
 def logged_stats(record: Mapping[str, Any], name: str) -> list[float] | None:
     """Per-segment statistics of metric ``name`` in a segments.jsonl record, laid out as its ``stat_names``.
 
-    BLEU, chrF and TER: ``stats[name]``; R values: ``metrics[name]`` ([matched, types]);
-    SBLEU: ``[metrics["sbleu"], 1]``. None when the record does not hold them.
+    The logged metrics (``metrics.logged``: BLEU, chrF, TER by default): ``stats[name]``; R values:
+    ``metrics[name]`` ([matched, types]); SBLEU: ``[metrics["sbleu"], 1]``. None when the record does not hold them.
     """
-    if name in CORPUS_METRICS:
-        value = (record.get("stats") or {}).get(name)
+    stats = record.get("stats") or {}
+    if name in stats:
+        value = stats[name]
     else:
         value = (record.get("metrics") or {}).get(name)
         if name == "sbleu" or name == "comet":
@@ -109,7 +128,7 @@ class OnlineScorer:
         self.pipeline = TextPipeline(cfg.lang, self.truecaser)
         self.stopwords = load_stopwords(cfg.stopwords)
         self.content_types = ContentWords(self.stopwords, cfg.stopword_case, cfg.token_filter)
-        self.corpus: dict[str, Metric] = {"bleu": BleuMetric(), "chrf": ChrfMetric(), "ter": TerMetric()}
+        self.corpus: dict[str, Metric] = logged_metrics(cfg)  # metrics.logged, in order
         self.sbleu = SbleuMetric(cfg.sbleu)
         self.words = RecallCounter(cfg.r_max_k)
         self.novel = None
@@ -139,7 +158,7 @@ class OnlineScorer:
 
     def metric_names(self) -> list[str]:
         """Names under ``cumulative`` (and ``summary()["corpus"]``), in order."""
-        return [*CORPUS_METRICS, "sbleu", *self.r_metric_names()]
+        return [*self.corpus, "sbleu", *self.r_metric_names()]
 
     # ------------------------------------------------------------ scoring
     def add(self, hypothesis: str, reference: str, hyp_pieces: list[str] | None = None,
@@ -159,11 +178,9 @@ class OnlineScorer:
         hyp_tokens = " ".join(self.pipeline.tokens(hypothesis))
         ref_tokens = " ".join(self.pipeline.tokens(reference))
         stats = {name: metric.segment_stats(hypothesis, reference) for name, metric in self.corpus.items()}
-        metrics: dict[str, Any] = {
-            "sbleu": self.sbleu.score_of_bleu_stats(stats["bleu"]),
-            "chrf": self.corpus["chrf"].score_from_stats(stats["chrf"]),
-            "ter": self.corpus["ter"].score_from_stats(stats["ter"]),
-        }
+        metrics: dict[str, Any] = {"sbleu": self.sbleu.score_of_bleu_stats(stats["bleu"])}
+        metrics.update({name: metric.score_from_stats(stats[name]) for name, metric in self.corpus.items()
+                        if name not in SENTENCE_SCORE})
         # Types from the joined strings, split as rk.rb splits them: exactly what replay() and the script see.
         hyp_types = self.content_types(split_tokens(hyp_tokens))
         ref_types = self.content_types(split_tokens(ref_tokens))
@@ -193,7 +210,7 @@ class OnlineScorer:
         return {piece for word in types for piece in self.spm.encode(word, out_type=str)}
 
     def _accumulate(self, stats: Mapping[str, list], sbleu: float) -> None:
-        for name in CORPUS_METRICS:
+        for name in self.corpus:
             total = self.totals[name]
             for j, value in enumerate(stats[name]):
                 total[j] += value
@@ -231,7 +248,7 @@ class OnlineScorer:
     # ------------------------------------------------------------ running values
     def cumulative(self) -> dict[str, float | None]:
         """Every metric over the segments seen so far (BLEU/chrF/TER/SBLEU 0-100, R as fractions, None if undefined)."""
-        values: dict[str, float | None] = {name: self.corpus[name].score_from_stats(self.totals[name]) for name in CORPUS_METRICS}
+        values: dict[str, float | None] = {name: metric.score_from_stats(self.totals[name]) for name, metric in self.corpus.items()}
         values["sbleu"] = self.sbleu_sum / self.num_segments if self.num_segments else None
         for counter in self.recall_counters():
             for name, (num, den) in counter.totals.items():
@@ -258,7 +275,7 @@ class OnlineScorer:
         return signatures
 
     def signatures(self) -> dict[str, str]:
-        """Signatures of ``bleu``, ``chrf``, ``ter``, ``sbleu`` (sacreBLEU's manner) and of the R metrics (``r`` ...)."""
+        """Signatures of the logged metrics (``bleu``, ``chrf``, ``ter``), ``sbleu`` (sacreBLEU's manner) and of the R metrics (``r`` ...)."""
         return {**{name: metric.signature() for name, metric in self.corpus.items()}, "sbleu": self.sbleu.signature(),
                 **self.r_signatures()}
 
@@ -266,7 +283,7 @@ class OnlineScorer:
         """{"corpus": {"bleu","chrf","ter","sbleu","r0","r1","r0+1", ...variants}, "signatures": {"bleu", "chrf", "ter", "sbleu", "r", ...}}"""
         corpus = self.cumulative()
         if not self.num_segments:
-            corpus.update({name: None for name in CORPUS_METRICS})
+            corpus.update({name: None for name in self.corpus})
         return {"corpus": corpus, "signatures": self.signatures()}
 
 

@@ -17,7 +17,6 @@ cli.py parses arguments.
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import time
 from collections.abc import Sequence
@@ -151,15 +150,14 @@ def load_system(model_id: Any, device: str = "auto", model_settings: dict[str, A
 
     if not _is_store(model_id):
         return load_model(model_id, device, settings=model_settings)
-    from simpe.store import load_store, read_store
+    from simpe.store import load_store
+    from simpe.storefile import read_store
 
     _, metadata = read_store(Path(model_id))
-    if metadata["method"] == "icl":
+    if metadata.method == "icl":
         raise ConfigError(f"{model_id} is an icl store: it adapts prompts, which rank does not build; rank a model or another store")
-    made = json.loads(metadata.get("model_settings") or "{}")
-    settings = {**{k: made[k] for k in ("src_lang", "tgt_lang", "prompt_template") if made.get(k) is not None},
-                **(model_settings or {})}
-    loaded = load_model(metadata.get("base_model_path") or None, device, settings=settings or None)
+    settings = {**metadata.language_settings(), **(model_settings or {})}
+    loaded = load_model(metadata.base_model_path or None, device, settings=settings or None)
     load_store(loaded.model, loaded.name, Path(model_id))
     return loaded
 

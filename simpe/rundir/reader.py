@@ -19,6 +19,7 @@ import yaml
 
 from simpe.errors import RunDirError
 from simpe.rundir.layout import CONFIG_FILE, DONE_FILE, ENV_FILE, LOCK_FILE, SEGMENTS_FILE, SNAPSHOTS_FILE, STORE_FILE, SUMMARY_FILE, is_run_dir
+from simpe.rundir.record import SegmentRecord, check_schema
 
 logger = logging.getLogger(__name__)
 
@@ -255,17 +256,6 @@ def load_run(path: Path, allow_incomplete: bool = False) -> Run:
     elif complete:
         raise RunDirError(f"complete run {path} has no {SUMMARY_FILE}")
 
-    segments = read_jsonl(path / SEGMENTS_FILE, tolerate_torn_tail=not complete)
-    if not segments:
-        raise RunDirError(f"run {path} has logged no segments")
-    for position, record in enumerate(segments):
-        if record.get("index") != position:
-            raise RunDirError(f"{path / SEGMENTS_FILE}: record {position} has index {record.get('index')!r}; "
-                              f"expected the segments in stream order from 0")
-    if complete and summary is not None and summary.get("segments") not in (None, len(segments)):
-        raise RunDirError(f"run {path}: summary.json says {summary['segments']} segments, "
-                          f"{SEGMENTS_FILE} holds {len(segments)}")
-
     env: dict[str, Any] = {}
     if (path / ENV_FILE).is_file():
         try:
@@ -273,6 +263,19 @@ def load_run(path: Path, allow_incomplete: bool = False) -> Run:
             env = loaded_env if isinstance(loaded_env, dict) else {}
         except ValueError:  # JSONDecodeError, UnicodeDecodeError
             logger.warning("%s is not valid JSON; ignored", path / ENV_FILE)
+    check_schema(env, path / ENV_FILE)  # a run of a newer record schema is refused; one without it is schema 1
+
+    segments = read_jsonl(path / SEGMENTS_FILE, tolerate_torn_tail=not complete)
+    if not segments:
+        raise RunDirError(f"run {path} has logged no segments")
+    for position, record in enumerate(segments):
+        SegmentRecord.from_dict(record, f"{path / SEGMENTS_FILE}: record {position}")  # the types of what it holds
+        if record.get("index") != position:
+            raise RunDirError(f"{path / SEGMENTS_FILE}: record {position} has index {record.get('index')!r}; "
+                              f"expected the segments in stream order from 0")
+    if complete and summary is not None and summary.get("segments") not in (None, len(segments)):
+        raise RunDirError(f"run {path}: summary.json says {summary['segments']} segments, "
+                          f"{SEGMENTS_FILE} holds {len(segments)}")
 
     snapshots: list[dict[str, Any]] = []
     if (path / SNAPSHOTS_FILE).is_file():

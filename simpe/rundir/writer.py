@@ -37,7 +37,9 @@ from simpe.errors import ConfigError, RunDirError
 from simpe.paths import REPO_ROOT
 from simpe.rundir import layout
 from simpe.rundir.reader import read_jsonl, valid_prefix
+from simpe.rundir.record import SCHEMA_KEY, SCHEMA_VERSION, SegmentRecord
 from simpe.rundir.state import RunState, foreign_files, foreign_message, state
+from simpe.storefile import StoreMetadata, encode_store
 
 PACKAGES = ("torch", "transformers", "sentencepiece", "sacrebleu", "sacremoses", "numpy", "unbabel-comet", "tqdm", "pyyaml")
 
@@ -335,7 +337,8 @@ class RunDir:
         write_text_atomic(self.path / name, strict_json(data, indent=1) + "\n")
 
     def write_env(self, env: dict[str, Any]) -> None:
-        self.write_json(layout.ENV_FILE, env)
+        """env.json: ``env`` and the schema version of the run's segment records (``simpe.rundir.record``)."""
+        self.write_json(layout.ENV_FILE, {**env, SCHEMA_KEY: SCHEMA_VERSION})
 
     def _append(self, handle: Any, path: Path, record: dict[str, Any]) -> None:
         """Write one line; when that fails, cut the file back to the line's start and report it in one line."""
@@ -353,8 +356,11 @@ class RunDir:
                 pass  # a torn last line is dropped on resume anyway
             raise write_error(path, err, "free space, then continue with --resume") from None
 
-    def append_segment(self, record: dict[str, Any]) -> None:
-        self._append(self._segments, self.segments_file, record)
+    def append_segment(self, record: SegmentRecord) -> dict[str, Any]:
+        """Append one segment record to segments.jsonl; return it as written (before non-finite numbers become null)."""
+        data = record.to_dict()
+        self._append(self._segments, self.segments_file, data)
+        return data
 
     def append_snapshot(self, record: dict[str, Any]) -> None:
         self._append(self._snapshots, self.snapshots_file, record)
@@ -417,12 +423,10 @@ class RunDir:
     def write_lines(self, name: str, lines: Iterable[str]) -> None:
         write_text_atomic(self.path / name, "".join(line + "\n" for line in lines))
 
-    def write_store(self, tensors: dict[str, Any], metadata: dict[str, str]) -> Path:
-        """Write the per-user store (safetensors: ``tensors`` and string ``metadata``) atomically; return its path."""
-        from safetensors.torch import save
-
+    def write_store(self, tensors: dict[str, Any], metadata: StoreMetadata) -> Path:
+        """Write the per-user store (``simpe.storefile``: ``tensors`` and ``metadata``) atomically; return its path."""
         path = self.path / layout.STORE_FILE
-        write_bytes_atomic(path, save(tensors, metadata=metadata))
+        write_bytes_atomic(path, encode_store(tensors, metadata))
         return path
 
     def finish(self, summary: dict[str, Any], records: list[dict[str, Any]], lang: str) -> None:

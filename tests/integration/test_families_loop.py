@@ -15,7 +15,9 @@ from tiny_families import SETTINGS
 from simpe.config import load_config
 from simpe.rundir.reader import read_jsonl
 from simpe.simulate import Loop
-from simpe.store import export_adapter, read_store, translate_file, translate_lines
+from simpe.store import export_adapter
+from simpe.storefile import read_store
+from simpe.translate import translate_file, translate_lines
 
 REPO = Path(__file__).resolve().parents[2]
 TRUECASER = REPO / "models" / "demo-en-de" / "truecase.de.model"
@@ -62,7 +64,7 @@ def test_a_short_run_with_snapshots_and_its_store(kind: str, adapter: str, famil
     assert snapshots[0]["probe_size"] == 2 and snapshots[0]["top.krg"] is not None and snapshots[0]["mc.krg"] is not None
     assert all(r["update"]["skipped"] is None for r in records)
     metadata = _reproduces(tmp_path, loop, kind, folder, adapter)
-    assert metadata["model_family"] == loop.loaded.family.name and json.loads(metadata["model_settings"])["tgt_lang"] == \
+    assert metadata.model_family == loop.loaded.family.name and metadata.model_settings["tgt_lang"] == \
         SETTINGS[kind].get("tgt_lang")
 
 

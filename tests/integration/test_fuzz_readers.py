@@ -174,11 +174,11 @@ def test_fuzz_run_records(run_folder: Path, tmp_path: Path, name: str):
 
 
 def test_fuzz_store(run_folder: Path, tmp_path: Path):
-    from simpe.store import read_store
+    from simpe.storefile import read_store
 
     store = tmp_path / "knn.safetensors"
     shutil.copy(run_folder / "store.safetensors", store)
-    json.loads(json.dumps(read_store(store)[1]))  # the unmutated store reads
+    json.loads(json.dumps(read_store(store)[1].to_strings()))  # the unmutated store reads
     out = fuzz(store, read_store)
     assert out["refused"] > 0, out
 

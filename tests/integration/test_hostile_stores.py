@@ -7,7 +7,6 @@ to the real demo model. ``export-adapter`` is tried on an existing folder and on
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -16,10 +15,10 @@ from safetensors.torch import save_file
 
 from simpe.cli import main
 from simpe.config import load_config
-from simpe.methods.base import INDICES_SUFFIX, ROWS_SUFFIX, STORE_FORMAT
 from simpe.methods.bias import OUTPUT_BIAS
 from simpe.methods.knn import KEYS, VALUES
 from simpe.simulate import Loop
+from simpe.storefile import INDICES_SUFFIX, ROWS_SUFFIX, STORE_FORMAT
 
 EMBEDDING = "model.shared.weight"  # the demo model's tied embedding matrix (8,000 x 256)
 
@@ -115,8 +114,10 @@ def test_export_adapter_on_an_incomplete_run_names_what_to_do(complete_run: Path
 
 
 def test_a_store_a_run_wrote_still_passes_the_checks(complete_run: Path):
-    from simpe.store import read_store
+    from simpe.storefile import StoreMetadata, read_store
 
-    tensors, metadata = read_store(complete_run / "store.safetensors")
-    assert metadata["method"] == "bias" and json.loads(metadata["method_params"]) == {}
+    path = complete_run / "store.safetensors"
+    tensors, metadata = read_store(path)
+    assert metadata.method == "bias" and metadata.method_params == {} and metadata.segments == 2
+    assert StoreMetadata.from_strings(path, metadata.to_strings()) == metadata  # the typed metadata round-trips
     assert set(tensors) == {OUTPUT_BIAS}

@@ -14,7 +14,9 @@ from simpe.errors import ConfigError, ModelError
 from simpe.model import load_model
 from simpe.rundir.reader import read_jsonl
 from simpe.simulate import Loop
-from simpe.store import apply_store, export_adapter, read_store, translate_file, translate_lines
+from simpe.store import apply_store, export_adapter
+from simpe.storefile import read_store
+from simpe.translate import translate_file, translate_lines
 
 METHODS = ["baseline", "full", "bias", "fixed", "top", "lasso", "lora", "knn"]
 
@@ -40,7 +42,7 @@ def _check_store_reproduces_the_run(tmp_path: Path, adapter: str, segments: int)
     assert info["data_bytes"] == summary["store_bytes"] == info["file_bytes"] - 8 - header_len
     assert info["header_bytes"] == 8 + header_len
     tensors, metadata = read_store(path)
-    assert metadata["method"] == adapter and metadata["base_model"] == "demo-en-de"
+    assert metadata.method == adapter and metadata.base_model == "demo-en-de"
     if adapter != "knn":  # knn stores a datastore (keys, values), not parameters
         assert sum(t.numel() for t in tensors.values() if t.is_floating_point()) == summary["adapted_parameters"]
     # a fresh base model with the store applied translates every stream source as the adapted model does

@@ -176,7 +176,7 @@ def test_the_progress_shows_each_running_run_and_a_line_as_each_ends(local_ray, 
 
 
 def test_a_run_folder_is_followed_line_by_line(tmp_path: Path):
-    from simpe.sweep import _Tail
+    from simpe.sweep.executor import _Tail
 
     tail = _Tail(tmp_path)
     assert tail.read() == (0, "")

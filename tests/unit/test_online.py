@@ -216,3 +216,31 @@ def test_summary_of_an_empty_stream():
     summary = OnlineScorer(config()).summary()
     assert summary["corpus"] == {"bleu": None, "chrf": None, "ter": None, "sbleu": None, "r0": None, "r1": None, "r0+1": None}
     assert set(summary["signatures"]) == {"bleu", "chrf", "ter", "sbleu", "r"}
+
+
+def test_a_logged_metric_is_a_name_in_metrics_logged(stream):
+    """``metrics.logged`` adds any registered metric: its statistics, segment score and running value are logged and
+    its running value is sacreBLEU's corpus score of the prefix; a resumed scorer continues it exactly."""
+    hyps, refs = stream
+    cfg = config(logged=["bleu", "chrf", "ter", "chrf++"])
+    scorer = OnlineScorer(cfg)
+    records = [json.loads(json.dumps(scorer.add(h, r))) for h, r in zip(hyps[:12], refs[:12])]
+    assert list(records[0]["stats"]) == ["bleu", "chrf", "ter", "chrf++"]
+    assert list(records[0]["metrics"])[:4] == ["sbleu", "chrf", "ter", "chrf++"]
+    assert records[-1]["cumulative"]["chrf++"] == pytest.approx(CHRF(word_order=2).corpus_score(hyps[:12], [refs[:12]]).score)
+    assert scorer.metric_names()[:5] == ["bleu", "chrf", "ter", "chrf++", "sbleu"]
+    resumed = OnlineScorer(cfg)
+    for record in records[:6]:
+        resumed.replay(record)
+    assert [resumed.add(h, r)["cumulative"] for h, r in zip(hyps[6:12], refs[6:12])] == [r["cumulative"] for r in records[6:]]
+
+
+def test_metrics_logged_is_checked_in_one_line():
+    with pytest.raises(ConfigError, match=r"unknown metrics.logged metric 'meteor'; known: .*chrf\+\+"):
+        OnlineScorer(config(logged=["bleu", "meteor"]))
+    with pytest.raises(ConfigError, match="metrics.logged cannot hold 'sbleu'"):
+        OnlineScorer(config(logged=["bleu", "sbleu"]))
+    with pytest.raises(ConfigError, match="metrics.logged must hold bleu"):
+        OnlineScorer(config(logged=["chrf"]))
+    with pytest.raises(ConfigError, match="names a metric twice"):
+        OnlineScorer(config(logged=["bleu", "ter", "ter"]))

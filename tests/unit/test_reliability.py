@@ -13,6 +13,7 @@ from simpe.errors import RunDirError
 from simpe.methods import METHODS
 from simpe.model import Pair
 from simpe.rundir.reader import read_jsonl, valid_prefix
+from simpe.rundir.record import SegmentRecord
 from simpe.rundir.writer import RunDir, strict_json
 from simpe.update import FUSE_MIN, Backup, clip_and_step, clip_scale, clip_scales, update
 
@@ -47,21 +48,21 @@ def test_valid_prefix_stops_at_the_first_bad_line_even_mid_file(tmp_path: Path) 
 def test_rewind_keeps_the_valid_records_and_cuts_the_rest(tmp_path: Path) -> None:
     with RunDir(tmp_path / "run") as run:
         run.open(resume=False, overwrite=False)
-        for index in range(3):
-            run.append_segment({"index": index, "x": index / 3})
+        written = [run.append_segment(SegmentRecord(index, "s", "r", "h", hyp_score=index / 3)) for index in range(3)]
         with open(run.segments_file, "ab") as handle:
-            handle.write(b'{"index": 3, "x": 0.')  # torn
+            handle.write(b'{"index": 3, "hyp_score": 0.')  # torn
         assert [r["index"] for r in run.rewind(2)] == [0, 1]
-        assert run.segments_file.read_text(encoding="utf-8") == '{"index": 0, "x": 0.0}\n{"index": 1, "x": 0.3333333333333333}\n'
+        assert run.segments_file.read_text(encoding="utf-8") == "".join(json.dumps(r) + "\n" for r in written[:2])
         with pytest.raises(RunDirError, match="has 2 valid records but the checkpoint says 3"):
             run.rewind(3)
 
 
 def test_done_is_written_only_when_every_record_reads_back(tmp_path: Path) -> None:
-    records = [{"index": 0, "hyp_tokens": "a", "ref_tokens": "b", "hypothesis": "a"}]
+    record = SegmentRecord(0, "s", "b", "a", hyp_tokens="a", ref_tokens="b")
+    records = [record.to_dict()]
     with RunDir(tmp_path / "run") as run:
         run.open(resume=False, overwrite=False)
-        run.append_segment(records[0])
+        run.append_segment(record)
         with open(run.segments_file, "ab") as handle:
             handle.write(b'{"index": 1, "hyp')  # a fragment no record in memory accounts for
         with pytest.raises(RunDirError, match="line 2 is not valid JSON"):

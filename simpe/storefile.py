@@ -1,0 +1,182 @@
+"""The per-user store's file format, in one place: its tensor keys, its typed metadata, reading and checking.
+
+A store is a safetensors file: the tensors a method's ``export_store`` returns (dense adapted
+tensors; ``NAME:rows`` + ``NAME:indices`` for kept rows of a matrix, ``rows_entry``; a method's
+own tensors, such as ``bias``'s ``simpe_output_bias``) and string metadata, the fields of
+``StoreMetadata``: a JSON object's values as safetensors stores them (every value a string;
+``method_params``, ``decoder_params`` and ``model_settings`` are JSON objects written as strings,
+``segments`` a decimal number). ``format`` is ``STORE_FORMAT``; a file with another is refused.
+
+``read_store`` refuses (one line, ``ConfigError``) anything a run cannot have written: not
+safetensors, another format, no method or base model, an unknown method, a JSON field that is not
+a JSON object, tensors of another method than the metadata names, non-finite values. Methods
+own only which tensors they export and how they apply them (``Method.export_store`` /
+``load_store``); ``simpe.store`` exports and applies stores, ``simpe.translate`` translates with one.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from simpe.errors import ConfigError
+
+STORE_FORMAT = "simpe-store/1"  # the "format" metadata of a per-user store file
+ROWS_SUFFIX, INDICES_SUFFIX = ":rows", ":indices"  # store keys of the kept rows of a matrix and their int32 indices
+JSON_METADATA = ("method_params", "decoder_params", "model_settings")  # metadata values written as JSON objects
+
+
+@dataclass(frozen=True)
+class StoreMetadata:
+    """What made a store and for which base model; ``to_strings`` is the file's metadata, ``from_strings`` reads it back.
+
+    ``None`` fields are absent from the file: a store crafted by hand, or made before families
+    (a Marian store without language settings names no family, config hash or settings: its
+    bytes are what they were, and it is recognised as ``simpe.models.base.LEGACY_FAMILY`` by that absence).
+    """
+
+    method: str
+    base_model: str
+    method_params: dict[str, Any] = field(default_factory=dict)
+    adapter: str | None = None  # the preset the run was made with
+    base_model_path: str | None = None  # "" : the demo model
+    dataset: str | None = None
+    split: str | None = None
+    segments: int | None = None
+    reset: str | None = None
+    decoder: str | None = None
+    decoder_params: dict[str, Any] | None = None
+    model_family: str | None = None
+    model_config_sha256: str | None = None
+    model_settings: dict[str, Any] | None = None
+    format: str = STORE_FORMAT
+
+    @property
+    def family(self) -> str:
+        """The family the store was made for (``LEGACY_FAMILY``, Marian, when it names none)."""
+        from simpe.models.base import LEGACY_FAMILY
+
+        return self.model_family or LEGACY_FAMILY
+
+    def language_settings(self) -> dict[str, Any]:
+        """The run's language settings (src_lang, tgt_lang, prompt_template) where the store names them."""
+        made = self.model_settings or {}
+        return {k: made[k] for k in ("src_lang", "tgt_lang", "prompt_template") if made.get(k) is not None}
+
+    def to_strings(self) -> dict[str, str]:
+        """The safetensors metadata (string values, in the order runs have always written them)."""
+        out: dict[str, str] = {"format": self.format}
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if f.name == "format" or value is None:
+                continue
+            out[f.name] = json.dumps(value, sort_keys=True) if f.name in JSON_METADATA else str(value)
+        return out
+
+    @classmethod
+    def from_strings(cls, path: Path, metadata: dict[str, str]) -> StoreMetadata:
+        """Read and check the metadata of the store at ``path`` (one line naming the file for anything a run never writes)."""
+        if metadata.get("format") != STORE_FORMAT:
+            raise ConfigError(f"{path} is not a simpe per-user store (metadata format {metadata.get('format')!r}, expected {STORE_FORMAT!r})")
+        for key in ("method", "base_model"):
+            if not metadata.get(key):
+                raise ConfigError(f"{path} names no {key} in its metadata; a simpe store names its method and base model")
+        values: dict[str, Any] = {}
+        for f in dataclasses.fields(cls):
+            if f.name not in metadata:
+                continue
+            text = metadata[f.name]
+            if f.name in JSON_METADATA:
+                try:
+                    value = json.loads(text)
+                except ValueError:
+                    raise ConfigError(f"{path}: metadata {f.name} is not JSON ({text[:60]!r})") from None
+                if not isinstance(value, dict):
+                    raise ConfigError(f"{path}: metadata {f.name} must be a JSON object, got {text[:60]!r}")
+                values[f.name] = value
+            elif f.name == "segments":
+                if not text.isdigit():
+                    raise ConfigError(f"{path}: metadata segments must be a number of segments, got {text[:60]!r}")
+                values[f.name] = int(text)
+            else:
+                values[f.name] = text
+        return cls(**values)
+
+
+def encode_store(tensors: dict[str, Any], metadata: StoreMetadata) -> bytes:
+    """The bytes of a store file (safetensors) holding ``tensors`` and ``metadata``."""
+    from safetensors.torch import save
+
+    return save(tensors, metadata=metadata.to_strings())
+
+
+def read_store(path: Path) -> tuple[dict[str, Any], StoreMetadata]:
+    """The tensors (name -> CPU tensor) and checked metadata of a store file; one-line errors for anything else."""
+    from safetensors import SafetensorError
+    from safetensors.torch import load_file, safe_open
+
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"adapter file {path} does not exist (make one with `simpe export-adapter RUN --out FILE`)")
+    try:
+        with safe_open(str(path), framework="pt") as handle:
+            strings = handle.metadata() or {}
+        tensors = load_file(str(path))
+    except (SafetensorError, OSError, ValueError) as err:
+        raise ConfigError(f"{path} is not a safetensors file ({str(err).splitlines()[0]})") from None
+    metadata = StoreMetadata.from_strings(path, strings)
+    _check_tensors(path, tensors, metadata)
+    return tensors, metadata
+
+
+def _check_tensors(path: Path, tensors: dict[str, Any], metadata: StoreMetadata) -> None:
+    """Refuse (one line) an unknown method, tensors of another method than the metadata's, non-finite values."""
+    import torch
+
+    from simpe.methods import METHODS
+
+    if metadata.method not in METHODS:
+        raise ConfigError(f"{path} was made by method {metadata.method!r}, which this simpe does not know; known: {', '.join(METHODS.names())}")
+    made_by = _made_by(tensors)
+    if made_by is not None and metadata.method not in made_by:
+        raise ConfigError(f"{path} holds the tensors of a {' or '.join(made_by)} store but its metadata names method "
+                          f"{metadata.method!r}; the file was altered or assembled from two stores")
+    for name, tensor in tensors.items():
+        if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
+            raise ConfigError(f"{path}: tensor {name!r} holds NaN or infinite values; a run never writes them")
+
+
+def _made_by(tensors: dict[str, Any]) -> tuple[str, ...] | None:
+    """The methods whose stores hold these tensors, where their names tell (None: dense parameters, any of several)."""
+    from simpe.methods.bias import OUTPUT_BIAS
+    from simpe.methods.icl import MEMORY
+    from simpe.methods.knn import KEYS, VALUES
+
+    names = set(tensors)
+    if names & {KEYS, VALUES}:
+        return ("knn",)
+    if MEMORY in names:
+        return ("icl",)
+    if any("lora_" in name for name in names):
+        return ("lora",)
+    if OUTPUT_BIAS in names:
+        return ("bias",) if names == {OUTPUT_BIAS} else ("lasso", "bias")
+    return None
+
+
+def store_sizes(path: Path, tensors: dict[str, Any]) -> dict[str, int]:
+    """``file_bytes``, ``data_bytes`` (the tensors) and ``header_bytes`` (the rest: length prefix + JSON header)."""
+    file_bytes = Path(path).stat().st_size
+    data_bytes = sum(t.numel() * t.element_size() for t in tensors.values())
+    return {"file_bytes": file_bytes, "data_bytes": data_bytes, "header_bytes": file_bytes - data_bytes}
+
+
+def rows_entry(name: str, weight: Any, indices: Any) -> dict[str, Any]:
+    """Store entries of the rows ``indices`` of matrix ``name``: the rows and their int32 indices."""
+    import torch
+
+    indices = indices.flatten().cpu()  # (rows,)
+    return {name + ROWS_SUFFIX: weight.detach()[indices.to(weight.device)].cpu().contiguous(),  # (rows, dim)
+            name + INDICES_SUFFIX: indices.to(torch.int32).contiguous()}

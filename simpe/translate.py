@@ -1,0 +1,62 @@
+"""``simpe translate``: translate a file with a base model, or with a per-user store applied (``simpe.store``)."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+
+def translate_lines(model: Any, tokenizer: Any, decoder: Any, sources: list[str], device: Any, method: Any = None) -> list[str]:
+    """Translate ``sources`` one by one with ``decoder`` (the loop's way: segment i decodes with index i); a
+    ``method`` gives each prompt its examples (``icl``; none for the others)."""
+    import torch
+
+    from simpe.models import family_of
+
+    family = family_of(model)
+    model.eval()
+    out = []
+    with torch.inference_mode():
+        for index, source in enumerate(sources):
+            examples = method.examples(source) if method is not None else []
+            result = decoder.decode(model, family.encode_source(tokenizer, source, device, examples)[0], index=index, source=source)
+            best = list(result.hypotheses[0].tokens) if result.hypotheses else []
+            out.append(tokenizer.decode(best, skip_special_tokens=True))
+    return out
+
+
+def translate_file(model_id: str | None, source: Path, adapter: Path | None = None, decoder: str | None = None,
+                   decoder_params: dict[str, Any] | None = None, device: str = "auto",
+                   model_settings: dict[str, Any] | None = None) -> list[str]:
+    """``simpe translate``: every line of ``source`` with the base model, or with the per-user store ``adapter`` applied.
+
+    Args:
+        decoder: a registered decoder (default: the decoder section of adapters/defaults.yaml);
+            decoder_params: its parameters (default: those of defaults.yaml when the names match, else none).
+        model_settings: keys of the ``model`` section (family, src_lang, tgt_lang, prompt_template, dtype)
+            over those of defaults.yaml; a store made by a run applies the run's own language settings.
+    """
+    from simpe.config import defaults
+    from simpe.decoders import DECODERS
+    from simpe.model import load_model, model_family
+    from simpe.store import load_store
+    from simpe.storefile import read_store
+    from simpe.textfile import read_lines
+
+    base = defaults("decoder")
+    name = decoder or base.name
+    params = decoder_params if decoder_params is not None else (base.params if name == base.name else {})
+    built = DECODERS.build(name, **params)  # checked before the model loads
+    sources = read_lines(Path(source), "source file")
+    given = dict(model_settings or {})
+    if adapter is not None:
+        _, metadata = read_store(Path(adapter))  # refuse a bad file before the model loads
+        for key, value in metadata.language_settings().items():  # the run's languages, unless given
+            given.setdefault(key, value)
+    cfg = defaults("model", **given)
+    family = model_family(model_id, cfg.family, cfg.family_settings())  # settings checked before the model loads
+    loaded = load_model(model_id, device, family, cfg.dtype, family_name=cfg.family, settings=cfg.family_settings())
+    method = None
+    if adapter is not None:
+        _, method = load_store(loaded.model, loaded.name, Path(adapter))
+    built.bind(loaded.tokenizer)
+    return translate_lines(loaded.model, loaded.tokenizer, built, sources, loaded.device, method)
