@@ -5,3 +5,6 @@ from simpe.methods.base import METHODS, Method
 @METHODS.add("baseline")
 class BaselineMethod(Method):
     """No trainable parameters: the loop translates and scores only."""
+
+    def select(self, model):
+        return {}

@@ -60,6 +60,7 @@ def test_lora_state_dict_round_trips(tiny_marian, one_torch_thread):
     method = METHODS.build("lora", rank=2)
     method.attach(model, None, HOT)
     update(model, method, PAIR, HOT)
+    method.after_segment(PAIR)
     state, adapted = method.state_dict(), logits(model)
     fresh_model = tiny_marian(seed=3)
     fresh = METHODS.build("lora", rank=2)
@@ -99,8 +100,11 @@ def test_knn_changes_no_parameter_and_grows_by_each_post_edit(tiny_marian, one_t
     before = snapshot(model)
     sizes = []
     for labels in ([9, 10, 11, 0], [12, 13, 0], [9, 10, 11, 14, 15, 0]):
-        record = update(model, method, Pair(PAIR.input_ids, torch.tensor([labels])), HOT)
+        pair = Pair(PAIR.input_ids, torch.tensor([labels]))
+        record = update(model, method, pair, HOT)
         assert record["repetitions"] == 0  # nothing to step
+        assert method.store.size == sum(sizes[-1:])  # the update does not store: the loop calls after_segment
+        method.after_segment(pair)
         sizes.append(method.store.size)
     assert sizes == [4, 7, 13]  # by the post-edit's length (its EOS included) each segment
     assert all(torch.equal(before[n], p) for n, p in model.named_parameters()) and set(before) == {n for n, _ in model.named_parameters()}
@@ -146,6 +150,7 @@ def test_knn_state_dict_round_trips(tiny_marian, one_torch_thread):
     method = METHODS.build("knn", knn_lambda=0.5, distance_aware=False)
     method.attach(model, None, HOT)
     update(model, method, PAIR, HOT)
+    method.after_segment(PAIR)
     state, adapted = method.state_dict(), logits(model)
     assert state["__knn_values__"].dtype == torch.int32  # the store's format: int32 values, whatever the search uses
     assert state["__knn_values__"].dtype == torch.int32  # the store's format: int32 values, whatever the search uses
@@ -182,6 +187,7 @@ def test_knn_with_lambda_one_reproduces_a_just_seen_post_edit_in_every_decoder(o
     method = METHODS.build("knn", k=8, temperature=1e-4, knn_lambda=1.0, distance_aware=False)
     method.attach(model, None, defaults("update"))
     update(model, method, pair, defaults("update"))
+    method.after_segment(pair)
     assert {"beam", "greedy", "heap_beam", "mbr", "sampling", "topk", "topk_dfs"} <= set(DECODERS.names())
     for name in DECODERS.names():
         decoder = DECODERS.build(name, **SMALL.get(name, {})).bind(tokenizer)
