@@ -255,7 +255,7 @@ def selections(family_model, tmp_path_factory):
     def get(kind: str) -> Path:
         if kind not in made:
             made[kind] = root / f"{kind}.json"
-            select_fixed(str(family_model(kind)), segments=2, device="cpu", out=made[kind], progress=False,
+            select_fixed(str(family_model(kind)), "libreoffice", "dev", 0.025, 2, "cpu", out=made[kind], progress=False,
                          model_cfg=defaults("model", **SETTINGS[kind]))
         return made[kind]
 
