@@ -16,45 +16,17 @@ import platform
 import random
 import shlex
 import time
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
+from simpe.config import TrainConfig, defaults
 from simpe.errors import ConfigError, DataError
 from simpe.textfile import read_lines
 
 logger = logging.getLogger(__name__)
 
 SPECIALS = ("</s>", "<unk>")  # ids 0 and 1, as in the OPUS-MT vocabularies; <pad> is last
-
-
-@dataclass
-class TrainConfig:
-    data_dir: str = "data/libreoffice"
-    dataset: str = "libreoffice"  # libreoffice: the files in data_dir; another registered dataset: its train/dev/stream splits
-    out_dir: str = "models/demo-en-de"
-    vocab_size: int = 8000
-    d_model: int = 256
-    encoder_layers: int = 6  # the seed paper's model has 6 encoder and 3 decoder layers; the decoder dominates
-    decoder_layers: int = 3  # beam-search time, so a deeper encoder costs simulate little (docs/data.md, "The embedded demo model")
-    heads: int = 4
-    ffn_dim: int = 1024
-    dropout: float = 0.1
-    label_smoothing: float = 0.1
-    max_len: int = 128
-    batch_tokens: int = 2500
-    lr: float = 7e-4
-    warmup_steps: int = 800
-    max_minutes: float = 90.0  # of training (evaluations excluded); 0: no limit
-    max_steps: int = 0  # 0: no limit; checked, like max_minutes, at evaluations
-    decay_steps: int = 0  # the last N of max_steps: the learning rate falls linearly to 0 (0: inverse square root to the end)
-    eval_every: int = 500
-    eval_segments: int = 400
-    patience: int = 6
-    average: int = 5  # also try the mean of the last N evaluation checkpoints; keep it when its dev BLEU is higher
-    seed: int = 1
-    device: str = "auto"
-    threads: int = 0  # 0: torch's default
 
 
 # Settings that may change when a run is resumed: where it runs and how long it may go on.
@@ -115,7 +87,7 @@ def reproduce_command(cfg: TrainConfig, steps: int | None = None) -> str:
     """
     if steps is not None:
         cfg = replace(cfg, max_steps=steps, max_minutes=0.0)
-    default = asdict(TrainConfig())
+    default = asdict(defaults("train"))
     args = [f"--{k.replace('_', '-')} {shlex.quote(str(v))}" for k, v in asdict(cfg).items()
             if v != default[k] and k not in ("out_dir", "device", "threads")]
     return " ".join(["python -m simpe train-baseline", *args])

@@ -62,3 +62,18 @@ def test_defaults_yaml_builds_its_decoder_and_method():
     assert DEFAULTS["decoder"]["name"] in DECODERS.names() and DEFAULTS["method"]["name"] in METHODS.names()
     DECODERS.build(DEFAULTS["decoder"]["name"], **DEFAULTS["decoder"]["params"])
     METHODS.build(DEFAULTS["method"]["name"], **DEFAULTS["method"]["params"])
+
+
+def test_the_train_section_trains_the_shipped_demo_model_again():
+    """``simpe train-baseline`` with no flag has the settings the shipped model's card records (where it ran aside)."""
+    import dataclasses
+    import json
+
+    from simpe.config import defaults
+    from simpe.paths import DEFAULT_MODEL
+
+    card = json.loads((DEFAULT_MODEL / "model_card.json").read_text(encoding="utf-8"))
+    where = ("out_dir", "device", "threads")
+    ours = {k: v for k, v in dataclasses.asdict(defaults("train")).items() if k not in where}
+    assert ours == {k: v for k, v in card["config"].items() if k not in where}
+    assert ours["max_steps"] == 11000 and ours["decay_steps"] == 2500 and ours["max_minutes"] == 0.0
