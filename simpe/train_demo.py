@@ -86,7 +86,9 @@ def reproduce_command(cfg: TrainConfig, steps: int | None = None) -> str:
     (up to the last bits of floats on another CPU or thread count).
     """
     if steps is not None:
-        cfg = replace(cfg, max_steps=steps, max_minutes=0.0)
+        # a decay that had not begun when training stopped (time or patience) took no part: off, so steps suffice
+        decay = 0 if cfg.decay_steps and cfg.max_steps - cfg.decay_steps >= steps else cfg.decay_steps
+        cfg = replace(cfg, max_steps=steps, max_minutes=0.0, decay_steps=decay)
     default = asdict(defaults("train"))
     args = [f"--{k.replace('_', '-')} {shlex.quote(str(v))}" for k, v in asdict(cfg).items()
             if v != default[k] and k not in ("out_dir", "device", "threads")]

@@ -64,7 +64,8 @@ def test_resume_continues_exactly_and_refuses_other_settings(tmp_path: Path):
     assert "## Notes\n\n- Goal not reached.\n- What would reach it.\n" in (tmp_path / "whole" / "README.md").read_text()
     # a time budget becomes the steps it gave: the same weights on any machine
     assert reproduce_command(replace(defaults("train"), max_minutes=5.0), steps=700) == \
-        "python -m simpe train-baseline --max-minutes 0.0 --max-steps 700"
+        "python -m simpe train-baseline --max-steps 700 --decay-steps 0"  # the decay (from step 8500) had not begun
+    assert reproduce_command(defaults("train"), steps=11000) == "python -m simpe train-baseline"
     assert reproduce_command(defaults("train")) == "python -m simpe train-baseline"  # the defaults: the shipped model's settings
 
 
