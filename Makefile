@@ -79,7 +79,7 @@ test-slow: $(STAMP) ## run the slow tests too
 corpus: $(STAMP) ## build data/libreoffice (splits, train vocabulary) from Debian's LibreOffice 7.4 packages, plus GNOME help and gettext catalogs of other Debian packages in train (needs apt-get)
 	$(PY) -m simpe corpus libreoffice
 
-baseline: $(STAMP) ## train a demo model into models/demo-en-de (default: 90 minutes of training; the shipped one's command is in its model card; ARGS="--resume ..." goes on)
+baseline: $(STAMP) ## train the demo model into models/demo-en-de (the defaults, the train section of defaults.yaml, are the shipped model's: 11,000 steps; ARGS="--resume ..." goes on)
 	@test -f data/libreoffice/train.en || $(MAKE) corpus
 	$(PY) -m simpe train-baseline $(ARGS)
 

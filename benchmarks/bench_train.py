@@ -18,8 +18,9 @@ import torch
 from record import record
 from transformers import MarianMTModel, MarianTokenizer
 
+from simpe.config import defaults
 from simpe.paths import DEFAULT_MODEL
-from simpe.train_demo import TrainConfig, _batches, _collate, make_optimizer, marian_config, split_pairs, train_step
+from simpe.train_demo import _batches, _collate, make_optimizer, marian_config, split_pairs, train_step
 
 
 def main() -> int:
@@ -30,7 +31,7 @@ def main() -> int:
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
-    cfg = TrainConfig()
+    cfg = defaults("train")
     tok = MarianTokenizer(str(DEFAULT_MODEL / "source.spm"), str(DEFAULT_MODEL / "target.spm"), str(DEFAULT_MODEL / "vocab.json"))
     src, tgt = (side[:8000] for side in split_pairs(cfg, "train"))
     enc_src, enc_tgt = tok(src)["input_ids"], tok(text_target=tgt)["input_ids"]

@@ -49,20 +49,21 @@ def _cmd_corpus(args: argparse.Namespace) -> None:
 
 
 def _add_train_baseline(sub: argparse._SubParsersAction) -> None:
-    from simpe.train_demo import TrainConfig
+    from simpe.config import defaults
 
     p = sub.add_parser("train-baseline", help="train the embedded demo Marian model (make baseline)")
-    for field, default in vars(TrainConfig()).items():
+    for field, default in vars(defaults("train")).items():
         p.add_argument("--" + field.replace("_", "-"), type=type(default), default=default, help=f"(default: {default})")
     p.add_argument("--resume", action="store_true", help="continue from OUT_DIR/checkpoints/last.pt")
     p.set_defaults(func=_cmd_train_baseline)
 
 
 def _cmd_train_baseline(args: argparse.Namespace) -> None:
-    from simpe.train_demo import TrainConfig, train
+    from simpe.config import defaults
+    from simpe.train_demo import train
 
-    fields = vars(TrainConfig())
-    cfg = TrainConfig(**{k: getattr(args, k) for k in fields})
+    fields = vars(defaults("train"))
+    cfg = defaults("train", **{k: getattr(args, k) for k in fields})
     card = train(cfg, resume=args.resume)
     s = card["scores_beam5"]["stream_first_1000"]
     print(f"saved {cfg.out_dir}: stream[:1000] beam-5 BLEU {s['bleu']['score']} chrF {s['chrf']['score']} TER {s['ter']['score']}")

@@ -276,6 +276,38 @@ class SnapshotConfig:
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._=+,@-]*")
 
 
+@dataclass
+class TrainConfig:
+    """``simpe train-baseline``'s settings (the ``train`` section): the demo model's architecture, data and schedule.
+    The defaults train the shipped model again (models/demo-en-de: 11,000 steps, the last 2,500 decaying to 0)."""
+
+    data_dir: str
+    dataset: str  # libreoffice: the files in data_dir; another registered dataset: its train/dev/stream splits
+    out_dir: str
+    vocab_size: int
+    d_model: int
+    encoder_layers: int  # the seed paper's model has 6 encoder and 3 decoder layers; the decoder dominates
+    decoder_layers: int  # beam-search time, so a deeper encoder costs simulate little (docs/data.md, "The embedded demo model")
+    heads: int
+    ffn_dim: int
+    dropout: float
+    label_smoothing: float
+    max_len: int
+    batch_tokens: int
+    lr: float
+    warmup_steps: int
+    max_minutes: float  # of training (evaluations excluded); 0: no limit
+    max_steps: int  # 0: no limit; checked, like max_minutes, at evaluations
+    decay_steps: int  # the last N of max_steps: the learning rate falls linearly to 0 (0: inverse square root to the end)
+    eval_every: int
+    eval_segments: int
+    patience: int
+    average: int  # also try the mean of the last N evaluation checkpoints; keep it when its dev BLEU is higher
+    seed: int
+    device: str
+    threads: int  # 0: torch's default
+
+
 def check_name(what: str, name: str) -> str:
     """A run's name is a folder name and nothing else: letters, digits and ``._=+,@-``, not starting with a dot or
     a dash, no ``..``, no ``/``: it can never point outside its group folder (``--set adapter=../x`` is refused)."""
@@ -317,6 +349,8 @@ class RunConfig:
 
 
 SECTIONS: dict[str, type] = {name: hint for name, hint in typing.get_type_hints(RunConfig).items() if dataclasses.is_dataclass(hint)}
+TOOL_SECTIONS: dict[str, type] = {"train": TrainConfig}  # sections of defaults.yaml that are not a run's
+SECTIONS.update(TOOL_SECTIONS)
 
 
 def from_dict(cls: type, data: Any, where: str = "") -> Any:
@@ -431,7 +465,7 @@ def model_section(data: dict[str, Any]) -> dict[str, Any]:
 def load_config(adapter: str, overrides: list[str] | None = None, adapters_dir: Path = ADAPTERS_DIR) -> RunConfig:
     """The ``RunConfig`` of one adapter: defaults, then the adapter file, then overrides."""
     path = adapter_path(adapter, adapters_dir)
-    merged = deep_merge(read_yaml(adapters_dir / DEFAULTS_FILE.name), read_yaml(path))
+    merged = _run_sections(deep_merge(read_yaml(adapters_dir / DEFAULTS_FILE.name), read_yaml(path)))
     merged["adapter"] = path.stem
     return from_dict(RunConfig, model_section(apply_overrides(model_section(merged), overrides or [])))
 
@@ -444,8 +478,13 @@ def load_saved_config(path: Path, overrides: list[str] | None = None) -> RunConf
     before it (``snapshots.ranking: true``, ``snapshots.forgetting: 0``). Free-form mappings
     (``params``) are never filled: a saved run's parameters are complete as saved.
     """
-    saved = _with_later_keys(model_section(read_yaml(path)), read_yaml(DEFAULTS_FILE))
+    saved = _with_later_keys(model_section(read_yaml(path)), _run_sections(read_yaml(DEFAULTS_FILE)))
     return from_dict(RunConfig, model_section(apply_overrides(saved, overrides or [])))
+
+
+def _run_sections(data: dict[str, Any]) -> dict[str, Any]:
+    """The config tree without the sections that are not a run's (``train``)."""
+    return {key: value for key, value in data.items() if key not in TOOL_SECTIONS}
 
 
 def _with_later_keys(saved: dict[str, Any], defaults: dict[str, Any]) -> dict[str, Any]:

@@ -27,10 +27,12 @@ from simpe.update import update
 logger = logging.getLogger(__name__)
 
 
-def select_fixed(model_id: str | None, dataset: str = "libreoffice", split: str = "dev", budget: float = 0.025,
-                 segments: int | None = None, device: str = "auto", out: Path | None = None,
-                 update_cfg: UpdateConfig | None = None, progress: bool = True, model_cfg: Any = None) -> dict[str, Any]:
+def select_fixed(model_id: str | None, dataset: str, split: str, budget: float, segments: int | None, device: str,
+                 out: Path | None = None, update_cfg: UpdateConfig | None = None, progress: bool = True,
+                 model_cfg: Any = None) -> dict[str, Any]:
     """Adapt fully over ``split`` and write the ``fixed`` selection; return it.
+
+    dataset, split, budget, segments, device: no defaults here; ``simpe select-fixed``'s flags own them.
 
     update_cfg: the update settings (default: the ``update`` section of adapters/defaults.yaml);
     model_cfg: the model's family and settings (a ``ModelConfig``; default: the ``model`` section there).

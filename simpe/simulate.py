@@ -288,7 +288,7 @@ class Loop:
                                  self.pieces(pair.labels[0].tolist()) if pieces else None, doc_id=seg.doc_id)
         t2, m2 = time.perf_counter(), self.timer.seconds
         upd = update(self.model, self.method, pair, self.cfg.update)  # reference i is seen only here
-        self.method.after_segment(pair)  # and here (knn stores it, icl keeps it as an example), timed with the update
+        self.method.after_segment(pair)  # knn stores the post-edit, icl remembers the pair
         t3, m3 = time.perf_counter(), self.timer.seconds
         if upd["skipped"]:
             logger.warning("segment %d: update skipped (%s)", index, upd["skipped"])

@@ -16,45 +16,17 @@ import platform
 import random
 import shlex
 import time
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
+from simpe.config import TrainConfig, defaults
 from simpe.errors import ConfigError, DataError
 from simpe.textfile import read_lines
 
 logger = logging.getLogger(__name__)
 
 SPECIALS = ("</s>", "<unk>")  # ids 0 and 1, as in the OPUS-MT vocabularies; <pad> is last
-
-
-@dataclass
-class TrainConfig:
-    data_dir: str = "data/libreoffice"
-    dataset: str = "libreoffice"  # libreoffice: the files in data_dir; another registered dataset: its train/dev/stream splits
-    out_dir: str = "models/demo-en-de"
-    vocab_size: int = 8000
-    d_model: int = 256
-    encoder_layers: int = 6  # the seed paper's model has 6 encoder and 3 decoder layers; the decoder dominates
-    decoder_layers: int = 3  # beam-search time, so a deeper encoder costs simulate little (docs/data.md, "The embedded demo model")
-    heads: int = 4
-    ffn_dim: int = 1024
-    dropout: float = 0.1
-    label_smoothing: float = 0.1
-    max_len: int = 128
-    batch_tokens: int = 2500
-    lr: float = 7e-4
-    warmup_steps: int = 800
-    max_minutes: float = 90.0  # of training (evaluations excluded); 0: no limit
-    max_steps: int = 0  # 0: no limit; checked, like max_minutes, at evaluations
-    decay_steps: int = 0  # the last N of max_steps: the learning rate falls linearly to 0 (0: inverse square root to the end)
-    eval_every: int = 500
-    eval_segments: int = 400
-    patience: int = 6
-    average: int = 5  # also try the mean of the last N evaluation checkpoints; keep it when its dev BLEU is higher
-    seed: int = 1
-    device: str = "auto"
-    threads: int = 0  # 0: torch's default
 
 
 # Settings that may change when a run is resumed: where it runs and how long it may go on.
@@ -114,8 +86,10 @@ def reproduce_command(cfg: TrainConfig, steps: int | None = None) -> str:
     (up to the last bits of floats on another CPU or thread count).
     """
     if steps is not None:
-        cfg = replace(cfg, max_steps=steps, max_minutes=0.0)
-    default = asdict(TrainConfig())
+        # a decay that had not begun when training stopped (time or patience) took no part: off, so steps suffice
+        decay = 0 if cfg.decay_steps and cfg.max_steps - cfg.decay_steps >= steps else cfg.decay_steps
+        cfg = replace(cfg, max_steps=steps, max_minutes=0.0, decay_steps=decay)
+    default = asdict(defaults("train"))
     args = [f"--{k.replace('_', '-')} {shlex.quote(str(v))}" for k, v in asdict(cfg).items()
             if v != default[k] and k not in ("out_dir", "device", "threads")]
     return " ".join(["python -m simpe train-baseline", *args])
@@ -298,10 +272,68 @@ def machine_description(device: Any) -> str:
     return f"{cpu}, {torch.get_num_threads()} torch threads"
 
 
+def _tokenizer_and_model(cfg: TrainConfig, out: Path, train_src: list[str], train_tgt: list[str], resume: bool,
+                         device: Any) -> tuple[Any, Any]:
+    """The tokenizer (SentencePiece trained on the train split, with the truecaser, unless a resumed run has them)
+    and a fresh MarianMTModel of ``cfg``'s shape on ``device``."""
+    from transformers import GenerationConfig, MarianMTModel, MarianTokenizer
+
+    if not (resume and (out / "vocab.json").exists()):
+        logger.info("training SentencePiece (%d pieces) on %d train pairs", cfg.vocab_size, len(train_src))
+        train_sentencepiece(cfg, train_src + train_tgt, out)
+        logger.info("training the German truecaser")
+        train_truecaser(train_tgt, "de", out / "truecase.de.model")
+    tokenizer = MarianTokenizer(str(out / "source.spm"), str(out / "target.spm"), str(out / "vocab.json"),
+                                source_lang="en", target_lang="de", model_max_length=512)
+    pad_id = tokenizer.pad_token_id
+    model = MarianMTModel(marian_config(cfg, tokenizer)).to(device)
+    model.generation_config = GenerationConfig(
+        num_beams=5, max_length=256, bad_words_ids=[[pad_id]], pad_token_id=pad_id, eos_token_id=tokenizer.eos_token_id,
+        decoder_start_token_id=pad_id, forced_eos_token_id=tokenizer.eos_token_id)
+    n_params = sum(p.numel() for p in model.parameters())
+    logger.info("model: %d parameters (%.2fM), vocabulary %d, device %s", n_params, n_params / 1e6, len(tokenizer.encoder),
+                device)
+    return tokenizer, model
+
+
+def _evaluate(cfg: TrainConfig, model: Any, tokenizer: Any, dev: tuple[list[str], list[str]], state: dict[str, Any],
+              ckpt_dir: Path, dev_bleu: Any, window: float, train_loss: float, tokens_seen: int) -> bool:
+    """One evaluation: dev greedy BLEU into ``state["history"]``, the best and the last ``cfg.average`` checkpoints
+    kept; whether training stops here (patience, time budget or steps reached)."""
+    import torch
+
+    hyps = translate(model, tokenizer, dev[0], beam_size=1)
+    bleu = dev_bleu.corpus_score(hyps, dev[1])
+    state["history"].append({"step": state["step"], "epoch": state["epoch"], "dev_greedy_bleu": round(bleu, 2),
+                             "minutes": round(state["train_seconds"] / 60, 1), "train_loss": round(train_loss, 3),
+                             "tgt_tokens_per_s": round(tokens_seen / max(window, 1e-9))})
+    if bleu > state["best_bleu"]:
+        state.update(best_bleu=bleu, best_step=state["step"], bad_evals=0)
+        torch.save(model.state_dict(), ckpt_dir / "best.pt")
+    else:
+        state["bad_evals"] += 1
+    torch.save(model.state_dict(), ckpt_dir / f"step-{state['step']}.pt")
+    state["eval_steps"].append(state["step"])
+    for old in state["eval_steps"][:-max(cfg.average, 1)]:
+        (ckpt_dir / f"step-{old}.pt").unlink(missing_ok=True)
+    state["eval_steps"] = state["eval_steps"][-max(cfg.average, 1):]
+    logger.info("eval step %d: dev greedy BLEU %.2f (best %.2f at %d), %.1f min trained", state["step"], bleu,
+                state["best_bleu"], state["best_step"], state["train_seconds"] / 60)
+    if state["bad_evals"] >= cfg.patience:
+        logger.info("early stopping: no dev improvement in %d evaluations", cfg.patience)
+        return True
+    if 0 < cfg.max_minutes <= state["train_seconds"] / 60:
+        logger.info("time budget of %.0f minutes reached", cfg.max_minutes)
+        return True
+    if 0 < cfg.max_steps <= state["step"]:
+        logger.info("%d steps reached", cfg.max_steps)
+        return True
+    return False
+
+
 def train(cfg: TrainConfig, resume: bool = False) -> dict[str, Any]:
     """Train the demo model end to end (see the module docstring); returns the model card dict."""
     import torch
-    from transformers import GenerationConfig, MarianMTModel, MarianTokenizer
 
     from simpe.model import resolve_device
 
@@ -317,21 +349,9 @@ def train(cfg: TrainConfig, resume: bool = False) -> dict[str, Any]:
     train_src, train_tgt = split_pairs(cfg, "train")
     dev_src, dev_tgt = split_pairs(cfg, "dev")
 
-    if not (resume and (out / "vocab.json").exists()):
-        logger.info("training SentencePiece (%d pieces) on %d train pairs", cfg.vocab_size, len(train_src))
-        train_sentencepiece(cfg, train_src + train_tgt, out)
-        logger.info("training the German truecaser")
-        train_truecaser(train_tgt, "de", out / "truecase.de.model")
-    tokenizer = MarianTokenizer(str(out / "source.spm"), str(out / "target.spm"), str(out / "vocab.json"),
-                                source_lang="en", target_lang="de", model_max_length=512)
-    vocab_size = len(tokenizer.encoder)
+    tokenizer, model = _tokenizer_and_model(cfg, out, train_src, train_tgt, resume, device)
     pad_id = tokenizer.pad_token_id
-    model = MarianMTModel(marian_config(cfg, tokenizer)).to(device)
-    model.generation_config = GenerationConfig(
-        num_beams=5, max_length=256, bad_words_ids=[[pad_id]], pad_token_id=pad_id, eos_token_id=tokenizer.eos_token_id,
-        decoder_start_token_id=pad_id, forced_eos_token_id=tokenizer.eos_token_id)
     n_params = sum(p.numel() for p in model.parameters())
-    logger.info("model: %d parameters (%.2fM), vocabulary %d, device %s", n_params, n_params / 1e6, vocab_size, device)
 
     enc_src = tokenizer(train_src, truncation=False)["input_ids"]
     enc_tgt = tokenizer(text_target=train_tgt, truncation=False)["input_ids"]
@@ -354,6 +374,7 @@ def train(cfg: TrainConfig, resume: bool = False) -> dict[str, Any]:
                     state["train_seconds"] / 60)
     ckpt_dir.mkdir(parents=True, exist_ok=True)
     eval_idx = list(range(min(cfg.eval_segments, len(dev_src))))
+    dev = ([dev_src[i] for i in eval_idx], [dev_tgt[i] for i in eval_idx])  # the evaluations' sources and references
     tokens_seen, loss_sum, loss_steps, window_start = 0, 0.0, 0, time.time()
     stop = (0 < cfg.max_minutes <= state["train_seconds"] / 60 or state["bad_evals"] >= cfg.patience
             or 0 < cfg.max_steps <= state["step"])
@@ -382,33 +403,8 @@ def train(cfg: TrainConfig, resume: bool = False) -> dict[str, Any]:
             if state["step"] % cfg.eval_every == 0:
                 window = time.time() - window_start
                 state["train_seconds"] += window
-                hyps = translate(model, tokenizer, [dev_src[i] for i in eval_idx], beam_size=1)
-                bleu = dev_bleu.corpus_score(hyps, [dev_tgt[i] for i in eval_idx])
-                state["history"].append({"step": state["step"], "epoch": state["epoch"], "dev_greedy_bleu": round(bleu, 2),
-                                         "minutes": round(state["train_seconds"] / 60, 1),
-                                         "train_loss": round(loss_sum / max(loss_steps, 1), 3),
-                                         "tgt_tokens_per_s": round(tokens_seen / max(window, 1e-9))})
-                if bleu > state["best_bleu"]:
-                    state.update(best_bleu=bleu, best_step=state["step"], bad_evals=0)
-                    torch.save(model.state_dict(), ckpt_dir / "best.pt")
-                else:
-                    state["bad_evals"] += 1
-                torch.save(model.state_dict(), ckpt_dir / f"step-{state['step']}.pt")
-                state["eval_steps"].append(state["step"])
-                for old in state["eval_steps"][:-max(cfg.average, 1)]:
-                    (ckpt_dir / f"step-{old}.pt").unlink(missing_ok=True)
-                state["eval_steps"] = state["eval_steps"][-max(cfg.average, 1):]
-                logger.info("eval step %d: dev greedy BLEU %.2f (best %.2f at %d), %.1f min trained", state["step"], bleu,
-                            state["best_bleu"], state["best_step"], state["train_seconds"] / 60)
-                if state["bad_evals"] >= cfg.patience:
-                    logger.info("early stopping: no dev improvement in %d evaluations", cfg.patience)
-                    stop = True
-                elif 0 < cfg.max_minutes <= state["train_seconds"] / 60:
-                    logger.info("time budget of %.0f minutes reached", cfg.max_minutes)
-                    stop = True
-                elif 0 < cfg.max_steps <= state["step"]:
-                    logger.info("%d steps reached", cfg.max_steps)
-                    stop = True
+                stop = _evaluate(cfg, model, tokenizer, dev, state, ckpt_dir, dev_bleu, window, loss_sum / max(loss_steps, 1),
+                                 tokens_seen)
                 save_atomic({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "state": state,
                              "rng": torch.get_rng_state(), "config": asdict(cfg)}, ckpt_dir / "last.pt")
                 tokens_seen, loss_sum, loss_steps, window_start = 0, 0.0, 0, time.time()

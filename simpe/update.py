@@ -6,10 +6,11 @@ perplexity is <= ``ppl_threshold``, at most ``max_repeats`` times. A non-finite 
 gradient skips the update (logged in the record) and the run goes on; a step that leaves a
 trainable weight, or the loss measured after it, non-finite is rolled back (the weights are
 restored bit for bit from a copy taken before the step) and ends the update. Which parameters
-move is the method's business (``Method.trainable``), and so is the step itself
-(``Method.apply_step``: SGD, or ``lasso``'s constrained step); this module never touches others. What a
-method does with the pair after the update (``Method.after_segment``: ``knn`` stores it) is the loop's
-call (``simpe.simulate``), not this module's.
+move is the method's business (``Method.select``), and so is the step itself
+(``Method.step``: SGD, or ``lasso``'s constrained step); this module never touches others. How a step
+is undone (``Backup``: spare buffers swapped in for SGD, copies of what a method's own step says it
+changes) is this module's alone: a method never sees it. The loop, not the update, then shows the
+method the pair (``Method.after_segment``: ``knn`` stores it).
 """
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ from typing import Any
 import torch
 
 from simpe.config import UpdateConfig
-from simpe.methods.base import Method
+from simpe.methods.base import Gradients, Method
 from simpe.model import Pair, teacher_forced_logits
 
 
@@ -59,9 +60,9 @@ def _restore(params: list[torch.Tensor], backup: list[torch.Tensor]) -> None:
 class Backup:
     """The values of the tensors a step changes, as before it, to undo that step bit for bit.
 
-    A method's ``apply_step`` either changes tensors in place, handing them to ``before_change``
-    first (which copies them, or only the rows it will change: ``lasso``, which changes a few
-    groups of its budget and a few embedding rows), or writes
+    A method's own ``step`` changes tensors in place, after ``before_change`` copied them (or only the
+    rows it will change: ``lasso``, which changes a few groups of its budget and a few embedding rows,
+    as its hints ``changed_tensors`` / ``changed_rows`` say); plain SGD (``_sgd_step``) writes
     every new value into a spare buffer (``spares``) and hands the buffers to ``swap_in``, which
     makes them the weights and keeps the old storage as the backup (plain SGD: the step writes
     the new weights once and copies nothing). The buffers are kept per tensor from step to step
@@ -227,29 +228,62 @@ def _non_finite_gradient(names: list[str], grads: list[torch.Tensor]) -> str:
     return next((name for name, grad in zip(names, grads) if not bool(torch.isfinite(grad).all())), "?")
 
 
+def _sgd_step(params: list[torch.Tensor], grads: list[torch.Tensor], lr: float, scales: list[float], norms: list[float],
+              backup: Backup) -> None:
+    """``Method.step``'s plain SGD, θ ← θ - lr·scale·g, written so that it can be undone without a copy.
+
+    The new weights go into the gradients' own buffers where they can take them (else spare buffers,
+    ``Backup.outputs``), and the old ones stay where they are as the backup for a rollback (``Backup.swap_in``):
+    one pass writes the step, where stepping in place needs a copy first. Nothing reads the gradients after.
+    """
+    new = backup.outputs(params, grads)
+    for param, grad, scale, out in zip(params, grads, scales, new):  # scale: the clipping, the gradient is not rewritten
+        torch.add(param, grad, alpha=-lr * scale, out=out)
+    # Finite weights stay finite under a step whose entries are all below 2**100 in magnitude
+    # (|lr·scale·g_i| <= lr·scale·||g||, the norms): float32 rounds to infinity only from
+    # 2**128·(1 - 2**-25) up, 2**103 beyond the largest finite value. The gradients are finite
+    # (the update skips the step otherwise), so the update need not scan the new weights.
+    backup.swap_in(params, new, finite=lr * max(norms, default=0.0) < 2.0 ** 100)
+
+
+def _method_step(method: Method, grads: Gradients, lr: float, backup: Backup) -> None:
+    """A method's own ``step``, in place, after a copy of what it says it changes (its hints ``changed_tensors``
+    and ``changed_rows``: ``lasso`` changes a few groups of its budget and a few embedding rows)."""
+    trainable = method.trainable()
+    tensors = method.changed_tensors(grads, lr)
+    rows = method.changed_rows(grads, lr)
+    backup.before_change([trainable[name] for name in tensors], rows=[(trainable[name], index) for name, index in rows.items()])
+    method.step(grads, lr)
+
+
 def clip_and_step(method: Method, names: list[str], params: list[torch.Tensor], grads: list[torch.Tensor], lr: float,
                   clip_norm: float, backup: Backup) -> str | None:
     """Clip each gradient's step (``clip_scales``) and take the method's step; None, or, when a gradient holds inf
     or NaN, its name (then no tensor has changed).
 
     A method with a step of its own (``lasso``: its budget compares every step's norm) gets every norm first, then
-    ``Method.apply_step``, and so does plain SGD on gradients small enough to stay in cache between the two passes
-    (under ``FUSE_BYTES``: there a Python call per tensor costs more than the pass it saves). Plain SGD (``Method.apply_step``
-    not overridden) on more is fused with the clipping:
+    ``Method.step`` (``_method_step``), and so does plain SGD (``_sgd_step``) on gradients small enough to stay in cache
+    between the two passes (under ``FUSE_BYTES``: there a Python call per tensor costs more than the pass it saves).
+    Plain SGD (``Method.step`` not overridden) on more is fused with the clipping:
     each large gradient's norm, then at once its step, which reads the gradient again while it is still in cache
     (norms of every gradient first stream them all twice; 1.3 ms a step of 40 MB, a third of it, on the demo model).
     The same factors, norms (the same kernel per tensor as ``torch._foreach_norm``) and step, bit for bit;
     a gradient found not finite midway leaves the weights as they were: the step writes into the gradients or
     spare buffers (``Backup.outputs``), which become the weights only at the end (``Backup.swap_in``).
     """
-    fuse = (type(method).apply_step is Method.apply_step
-            and sum(grad.numel() * grad.element_size() for grad in grads) >= FUSE_BYTES)
+    own_step = type(method).step is not Method.step
+    fuse = not own_step and sum(grad.numel() * grad.element_size() for grad in grads) >= FUSE_BYTES
     if not fuse:
         stacked = torch.stack(torch._foreach_norm(grads))  # (tensors,)
         if not bool(torch.isfinite(stacked).all()):
             return _non_finite_gradient(names, grads)
         scales = clip_scales(stacked, clip_norm)
-        method.apply_step(names, params, grads, lr, scales, [s * n for s, n in zip(scales, stacked.tolist())], backup)
+        norms = [s * n for s, n in zip(scales, stacked.tolist())]
+        if own_step:
+            _method_step(method, Gradients(dict(zip(names, grads)), dict(zip(names, scales)), dict(zip(names, norms))),
+                         lr, backup)
+        else:
+            _sgd_step(params, grads, lr, scales, norms, backup)
         return None
     scales, norms = [1.0] * len(grads), [0.0] * len(grads)
     small = [i for i, grad in enumerate(grads) if grad.numel() < FUSE_MIN]  # one foreach call for the many small ones
@@ -266,8 +300,8 @@ def clip_and_step(method: Method, names: list[str], params: list[torch.Tensor], 
             if not math.isfinite(norm):  # the gradients before it are finite and written over; those from it on are not
                 return _non_finite_gradient(names[i:], grads[i:])
             scales[i], norms[i] = clip_scale(norm, clip_norm), norm
-        torch.add(param, grad, alpha=-lr * scales[i], out=out)  # Method.apply_step's step
-    # finite weights stay finite under this step: see Method.apply_step
+        torch.add(param, grad, alpha=-lr * scales[i], out=out)  # _sgd_step's step
+    # finite weights stay finite under this step: see _sgd_step
     backup.swap_in(params, new, finite=lr * max((s * n for s, n in zip(scales, norms)), default=0.0) < 2.0 ** 100)
     return None
 

@@ -1,14 +1,14 @@
 """The adaptation-method contract and its registry.
 
-A method decides which parameters the online update may change (its trainable set),
+A method decides which parameters the online update may change (``select``: its trainable set),
 may add parameters of its own (the ``bias`` term), may take its own kind of step
-(``lasso``'s SGD step, proximal step and budget projection), and says what a compact
+(``step``: ``lasso``'s SGD step, proximal step and budget projection), and says what a compact
 per-user store of the adapted state holds and how many bytes it takes, and writes and
 applies that store (``export_store`` / ``load_store``: the tensors of a safetensors file,
 dense trainable tensors by default, embedding rows with their indices where a method keeps
 rows). The update
-itself (SGD, clipping, repetitions) is shared: ``simpe.update``, and its settings reach a
-method through ``attach`` (``lasso``'s proximal step uses the update's learning rate).
+itself (gradients, clipping, repetitions, the undo of a bad step) is shared: ``simpe.update``, and its
+settings reach a method through ``attach``.
 
 A method's parameters are its constructor's keyword arguments (checked by
 ``METHODS.build``); ``adapters/<name>.yaml`` sets them under ``method.params``.
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 
@@ -26,9 +26,6 @@ from simpe.errors import ModelError
 from simpe.models import ModelFamily, family_of
 from simpe.registry import Registry
 from simpe.storefile import INDICES_SUFFIX, ROWS_SUFFIX  # the store's keys of kept rows (simpe.storefile owns the format)
-
-if TYPE_CHECKING:  # simpe.update imports this module
-    from simpe.update import Backup
 
 INDEX_BYTES = 4  # an int32 row index in a sparse per-user store
 
@@ -49,9 +46,30 @@ def embedding_names(model: Any) -> set[str]:
     return {name for name, p in base_parameters(model).items() if id(p) in weights}
 
 
+class Gradients(dict):
+    """The gradients of one step, name -> tensor (the trainable tensors that got one), and their clipping.
+
+    The clipping is a factor on the step, not a rescaled gradient: a step of size ``lr`` moves tensor
+    ``name`` by ``-lr * scales[name] * self[name]`` (``scales[name]`` is 1.0 when it is not clipped).
+    ``norms[name]`` is the L2 norm of the clipped gradient, ``scales[name] * ||self[name]||``.
+    The gradients are the step's own: it may overwrite them.
+    """
+
+    def __init__(self, grads: dict[str, torch.Tensor], scales: dict[str, float], norms: dict[str, float]) -> None:
+        super().__init__(grads)
+        self.scales, self.norms = scales, norms
+
+
 class Method(ABC):
-    """One adaptation method. Lifecycle: ``attach(model)``, then per segment the shared
-    update computes the gradients of ``trainable()`` and calls ``apply_step`` with them."""
+    """One adaptation method. Lifecycle: ``attach(model)`` (which calls ``select``), then per segment the
+    shared update (``simpe.update``) computes the gradients of the selected tensors and calls ``step``.
+
+    To write one: ``select(model)`` (required) returns the tensors the update may change; ``step(grads, lr)``
+    (optional) changes them in place, plain SGD by default. The update takes care of the rest: gradients,
+    clipping, repetitions, and undoing a step that leaves a weight or the loss non-finite. A step that changes
+    other tensors than those with a gradient, or only some rows of a matrix, says so beforehand through the
+    hints ``changed_tensors`` / ``changed_rows`` (the update copies exactly those, to undo the step).
+    """
 
     name: str = ""  # set by METHODS.add
 
@@ -60,20 +78,39 @@ class Method(ABC):
 
         Args:
             model: the model the loop translates with and updates (any family: ``simpe.models``).
-            model_dir: its folder (None for a hub model), where ``fixed`` finds its selection.
-            update: the shared update settings the loop will step with.
+            model_dir: its folder (None for a hub model), where ``fixed`` finds its selection (``self.model_dir``).
+            update: the shared update settings the loop will step with (``self.update``).
         """
-        self.model = model
-        self.update = update
+        self.model, self.model_dir, self.update = model, model_dir, update
         model.requires_grad_(False)
-        self._trainable = self.select(model, model_dir)
+        self._trainable = self.select(model)
         for param in self._trainable.values():
             param.requires_grad_(True)
 
     @abstractmethod
-    def select(self, model: Any, model_dir: Path | None) -> dict[str, torch.nn.Parameter]:
-        """The parameters the update changes (name -> parameter): every method says which, none for a method
-        that changes no parameter (``baseline``, ``knn``, ``icl``). It may add parameters of its own first (``bias``)."""
+    def select(self, model: Any) -> dict[str, torch.nn.Parameter]:
+        """The parameters the update may change (name -> parameter); a method may add its own to ``model``
+        (``bias``). ``self.model_dir`` and ``self.update`` are set."""
+
+    def step(self, grads: Gradients, lr: float) -> None:
+        """One step on the tensors that got a gradient, in place: plain SGD, θ ← θ - lr·scale·g.
+
+        A method that constrains where the weights may go (``lasso``'s proximal step and budget) overrides
+        this. One that does not gets the update's own SGD step instead, fused with the clipping (the same
+        arithmetic, bit for bit; ``simpe.update.clip_and_step``).
+        """
+        trainable = self.trainable()
+        for name, grad in grads.items():
+            trainable[name].add_(grad, alpha=-lr * grads.scales[name])
+
+    # ---- hints for the update's undo: what ``step`` changes (asked just before it, with the same arguments)
+    def changed_tensors(self, grads: Gradients, lr: float) -> list[str]:
+        """The trainable tensors ``step`` changes, whole (by default those with a gradient)."""
+        return list(grads)
+
+    def changed_rows(self, grads: Gradients, lr: float) -> dict[str, torch.Tensor]:
+        """Of matrices ``step`` changes only in part (and not in ``changed_tensors``): name -> (n,) row indices."""
+        return {}
 
     def check_family(self, family: ModelFamily) -> None:
         """Refuse, before the model loads, settings this method cannot apply to ``family`` (one line)."""
@@ -85,38 +122,8 @@ class Method(ABC):
     def trainable(self) -> dict[str, torch.nn.Parameter]:
         return self._trainable
 
-    def apply_step(self, names: list[str], params: list[torch.Tensor], grads: list[torch.Tensor], lr: float,
-                   scales: list[float], norms: list[float], backup: Backup) -> None:
-        """One step on the trainable tensors that got a gradient: plain SGD, θ ← θ - lr·scale·g.
-
-        Args:
-            names, params, grads: the tensors with a gradient, aligned (the gradients as computed).
-            scales: per tensor, the clipping factor (1.0: not clipped): the step is -lr·scale·g.
-            norms: per tensor, the L2 norm of the clipped gradient, scale·||g||.
-            backup: the update's ``simpe.update.Backup``. Every tensor the step changes goes through
-                it, so the update can check those afterwards and undo the step (a non-finite weight
-                or loss after it): either ``backup.before_change(tensors)`` before changing them in
-                place, or new values written into ``backup.spares(tensors)`` (or ``backup.outputs(tensors,
-                grads)``, which lends the gradients' own buffers) and handed to ``backup.swap_in(tensors, spares)``.
-            The gradients are the step's own: it may overwrite them (``backup.outputs``); nothing reads them after.
-        A method that constrains where the weights may go (``lasso``'s proximal step and budget)
-        overrides this. A method that does not gets this step fused with the clipping
-        (``simpe.update.clip_and_step``: each gradient's norm, then its step, the same arithmetic).
-        """
-        # The new weights go into the gradients' own buffers where they can take them (else spare
-        # buffers), and the old ones stay where they are as the backup for a rollback: one pass
-        # writes the step, where stepping in place needs a copy first. Nothing reads the gradients after.
-        new = backup.outputs(params, grads)
-        for param, grad, scale, out in zip(params, grads, scales, new):  # scale: the clipping, the gradient is not rewritten
-            torch.add(param, grad, alpha=-lr * scale, out=out)
-        # Finite weights stay finite under a step whose entries are all below 2**100 in magnitude
-        # (|lr·scale·g_i| <= lr·scale·||g||, the norms): float32 rounds to infinity only from
-        # 2**128·(1 - 2**-25) up, 2**103 beyond the largest finite value. The gradients are finite
-        # (the update skips the step otherwise), so the update need not scan the new weights.
-        backup.swap_in(params, new, finite=lr * max(norms, default=0.0) < 2.0 ** 100)
-
     def after_segment(self, pair: Any) -> None:
-        """Called once per segment, after the update's steps, with its (source, post-edit) pair
+        """Called by the loop once per segment, after the update, with its (source, post-edit) pair
         (a ``simpe.model.Pair``): ``knn`` adds the post-edit to its datastore here."""
 
     # ---- what a per-user store holds

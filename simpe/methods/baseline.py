@@ -6,5 +6,5 @@ from simpe.methods.base import METHODS, Method
 class BaselineMethod(Method):
     """No trainable parameters: the loop translates and scores only."""
 
-    def select(self, model, model_dir):
+    def select(self, model):
         return {}

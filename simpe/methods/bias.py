@@ -33,7 +33,7 @@ def attach_output_bias(model: Any) -> torch.nn.Parameter:
 class BiasMethod(Method):
     """A second, trainable output bias; everything else frozen."""
 
-    def select(self, model, model_dir):
+    def select(self, model):
         return {OUTPUT_BIAS: attach_output_bias(model)}
 
     def load_store(self, model, tensors):

@@ -63,10 +63,10 @@ class FixedMethod(Method):
     def __init__(self, selection: str | None = None) -> None:
         self.selection = selection
 
-    def select(self, model, model_dir):
-        path = selection_path(model_dir, self.selection)
+    def select(self, model):
+        path = selection_path(self.model_dir, self.selection)
         if not path.is_file():
-            target = model_dir if model_dir is not None else "MODEL"
+            target = self.model_dir if self.model_dir is not None else "MODEL"
             raise ConfigError(f"method 'fixed' needs a tensor selection for this model, and {path} does not exist; "
                               f"make it with `simpe select-fixed --model {target}` (or `make select-fixed`)")
         try:

@@ -6,5 +6,5 @@ from simpe.methods.base import METHODS, Method, base_parameters
 class FullMethod(Method):
     """Every learnable parameter."""
 
-    def select(self, model, model_dir):
+    def select(self, model):
         return base_parameters(model)

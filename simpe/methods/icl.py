@@ -87,7 +87,7 @@ class IclMethod(Method):
             raise ConfigError(f"method 'icl' puts earlier post-edits into a causal LM's prompt; the {family.name} family is "
                               "encoder-decoder and takes no examples (use knn, or a fine-tuning method, there)")
 
-    def select(self, model, model_dir):
+    def select(self, model):
         from simpe.models import family_of
 
         self.check_family(family_of(model))
@@ -131,7 +131,7 @@ class IclMethod(Method):
         if set(tensors) != {MEMORY}:
             raise ModelError(f"the store holds {sorted(tensors)}; an icl store holds {MEMORY}")
         self.model = model
-        self.select(model, None)
+        self.select(model)
         self.load_state_dict(tensors)
 
     def state_dict(self) -> dict[str, Any]:

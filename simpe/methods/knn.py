@@ -66,7 +66,7 @@ class KnnMethod(Method):
     def _datastore(self, dim: int, device: Any) -> Datastore:
         return Datastore(dim, device=device, index=self.index, exact_entries=self.exact_entries, probe_lists=self.probe_lists)
 
-    def select(self, model, model_dir):
+    def select(self, model):
         family = family_of(model)
         projection = family.output_projection(model)
         self.store = self._datastore(family.hidden_size(model), projection.weight.device)
@@ -152,7 +152,7 @@ class KnnMethod(Method):
             raise ModelError(f"the knn store's values hold token id {int(values.min()) if int(values.min()) < 0 else int(values.max())}, "
                              f"outside this model's {vocab} tokens")
         self.model = model
-        self.select(model, None)
+        self.select(model)
         self.load_state_dict(tensors)
 
     def state_dict(self) -> dict[str, Any]:

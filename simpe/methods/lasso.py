@@ -7,7 +7,7 @@ proximal step shrinks each group's offset δ_g = θ_g - θ0_g by the group lasso
 to its base value exactly. Groups are whole tensors outside the embeddings and rows
 inside embedding matrices; the second output bias (``bias``) is always kept and is not
 penalised. Budgets are fractions of the model's parameter count. The step size ``lr`` of the
-proximal step is the shared update's (``update.lr``), handed to ``apply_step``. The step is
+proximal step is the shared update's (``update.lr``), handed to ``step``. The step is
 computed only where it changes something (the groups in the budget before or after it): the
 rest of the model is never read or written, which keeps lasso's step cheaper than full's.
 
@@ -45,7 +45,7 @@ class LassoMethod(Method):
         self.penalty = penalty
         self.budget_fractions = (budget_nonembedding, budget_embedding)
 
-    def select(self, model, model_dir):
+    def select(self, model):
         params = base_parameters(model)
         total = sum(p.numel() for p in params.values())
         self.budget_tensor = int(self.budget_fractions[0] * total)
@@ -56,11 +56,43 @@ class LassoMethod(Method):
         self.base = {n: p.detach().clone() for n, p in params.items()}
         self.kept_tensors: list[str] = []
         self.kept_rows: dict[str, torch.Tensor] = {n: torch.zeros(0, dtype=torch.long) for n in self.embeddings}
+        self._planned = None  # (the gradients, the plan of their step): see _plan
         bias = attach_output_bias(model)
         return {**params, OUTPUT_BIAS: bias}
 
     @torch.no_grad()
-    def apply_step(self, names, params, grads, lr, scales, norms, backup) -> None:
+    def _plan(self, grads, lr):
+        """The step's plan, made once per step (the update asks the hints, then steps, with the same ``grads``):
+        (name -> (tensor, gradient, step size lr·scale, step norm lr·scale·||g||, unclipped gradient norm ||g||),
+        the shrink lr·penalty, the tensors kept before, the tensors kept after with their shrink factors, the
+        offsets measured, the rows chosen)."""
+        if self._planned is not None and self._planned[0] is grads:
+            return self._planned[1]
+        trainable = self.trainable()
+        shrink = lr * self.penalty  # the proximal step of an SGD step of size lr
+        step = {name: (trainable[name], grad, lr * grads.scales[name], lr * grads.norms[name],
+                       grads.norms[name] / grads.scales[name] if grads.scales[name] > 0 else 0.0)
+                for name, grad in grads.items()}
+        previous = set(self.kept_tensors)
+        kept, offsets = self._choose_tensors(step, shrink, previous)
+        rows = self._choose_rows(step, shrink) if self.embeddings else {}
+        plan = (step, previous, kept, offsets, rows)
+        self._planned = (grads, plan)
+        return plan
+
+    def changed_tensors(self, grads, lr):
+        """The bias term and the tensors in the budget before or after the step."""
+        step, previous, kept, _, _ = self._plan(grads, lr)
+        plain = [name for name in step if name not in self.tensors and name not in self.embeddings]  # the bias term
+        return plain + sorted(previous | kept.keys())
+
+    def changed_rows(self, grads, lr):
+        """The embedding rows in the budget before or after the step, not whole matrices."""
+        rows = self._plan(grads, lr)[4]
+        return {name: torch.cat([now, gone]) for name, (now, gone, _) in rows.items() if len(now) or len(gone)}
+
+    @torch.no_grad()
+    def step(self, grads, lr) -> None:
         """The SGD step, the proximal step and the budget, computed where they change something.
 
         The same result as stepping every tensor, shrinking every offset and resetting the groups
@@ -72,19 +104,11 @@ class LassoMethod(Method):
         float bits; the budget compares them with ``simpe.ties``' tolerance, so the groups kept
         are the same.)
         """
-        shrink = lr * self.penalty  # the proximal step of an SGD step of size lr
-        # name -> (tensor, gradient, step size lr·scale, step norm lr·scale·||g||, unclipped gradient norm ||g||)
-        step = {name: (param, grad, lr * scale, lr * norm, norm / scale if scale > 0 else 0.0)
-                for name, param, grad, scale, norm in zip(names, params, grads, scales, norms)}
-        plain = [name for name in names if name not in self.tensors and name not in self.embeddings]  # the bias term
-        previous = set(self.kept_tensors)
-        kept, offsets = self._choose_tensors(step, shrink, previous)
-        rows = self._choose_rows(step, shrink) if self.embeddings else {}
-        backup.before_change([step[n][0] for n in plain] + [self.tensors[n] for n in sorted(previous | kept.keys())],
-                             rows=[(self.embeddings[n], torch.cat([now, gone])) for n, (now, gone, _) in rows.items()
-                                   if len(now) or len(gone)])  # the embedding rows it changes, not whole matrices
-        for name in plain:  # plain SGD, no penalty
-            step[name][0].add_(step[name][1], alpha=-step[name][2])
+        step, previous, kept, offsets, rows = self._plan(grads, lr)
+        self._planned = None
+        for name in step:  # plain SGD, no penalty: the bias term
+            if name not in self.tensors and name not in self.embeddings:
+                step[name][0].add_(step[name][1], alpha=-step[name][2])
         # (the tensors are many and mostly small: each operation below is one foreach call over them, which runs
         # the same per-tensor kernel as a loop of calls would, without a Python round trip per tensor)
         gone = [name for name in self.tensors if name in previous and name not in kept]

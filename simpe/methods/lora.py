@@ -50,7 +50,7 @@ class LoraMethod(Method):
                               f"linear layers); got {targets!r}")
         self.targets = sorted(set(targets), key=known.index)
 
-    def select(self, model: Any, model_dir):
+    def select(self, model: Any):
         from peft import LoraConfig, inject_adapter_in_model
 
         self.check_family(family_of(model))
@@ -62,7 +62,7 @@ class LoraMethod(Method):
 
     def load_store(self, model: Any, tensors: dict[str, Any]) -> None:
         """Inject the (zero-B) adapters into a fresh base model, then set them from the store."""
-        self.select(model, None)
+        self.select(model)
         super().load_store(model, tensors)
 
     def describe(self) -> dict[str, Any]:

@@ -12,6 +12,6 @@ def top_layer_prefixes(model) -> tuple[str, ...]:
 class TopMethod(Method):
     """The topmost encoder layer and the topmost decoder layer."""
 
-    def select(self, model, model_dir):
+    def select(self, model):
         prefixes = top_layer_prefixes(model)
         return {n: p for n, p in base_parameters(model).items() if n.startswith(prefixes)}

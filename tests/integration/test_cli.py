@@ -16,7 +16,7 @@ def simpe(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.parametrize("args, message", [
-    (["simulate", "--method", "sparse"], "simpe: error: unknown method 'sparse'; known: baseline, bias, fixed, fixed-25, full, icl, knn, knn-vanilla, lasso, lasso-25, lora, top (or a path to a .yaml file)"),  # noqa: E501
+    (["simulate", "--method", "sparse"], "simpe: error: unknown method 'sparse'; known: baseline, bias, fixed, fixed-25, full, icl, knn, knn-vanilla, lasso, lasso-25, lora, norms, top (or a path to a .yaml file)"),  # noqa: E501
     (["simulate", "--dataset", "wmt"], "simpe: error: unknown dataset 'wmt'; known: autodesk, libreoffice, text, tmx, tsv"),
     (["simulate", "--set", "update.optimiser=adam"], "simpe: error: unknown key update.optimiser; known: optimizer, lr, clip_norm, max_repeats, ppl_threshold, dropout, label_smoothing"),  # noqa: E501
     (["simulate", "--set", "update.optimizer=adam"], "simpe: error: unknown update.optimizer 'adam'; known: sgd"),
@@ -48,8 +48,8 @@ def test_list_prints_every_registry():
     assert result.returncode == 0
     out = result.stdout
     assert "datasets: autodesk, libreoffice, text, tmx, tsv" in out
-    assert "methods: baseline, bias, fixed, full, icl, knn, lasso, lora, top" in out
-    assert "adapters: baseline, bias, fixed, fixed-25, full, icl, knn, knn-vanilla, lasso, lasso-25, lora, top" in out
+    assert "methods: baseline, bias, fixed, full, icl, knn, lasso, lora, norms, top" in out
+    assert "adapters: baseline, bias, fixed, fixed-25, full, icl, knn, knn-vanilla, lasso, lasso-25, lora, norms, top" in out
     assert "decoders: beam, greedy, heap_beam, mbr, sampling, topk, topk_dfs" in out
     assert "metrics: bleu, chrf, chrf++, comet, sbleu, ter" in out
     assert "utilities: bleu, chrf, chrf++, sbleu, ter, comet" in out

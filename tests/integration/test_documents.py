@@ -110,12 +110,13 @@ def test_simulate_autodesk_as_distributed_from_the_environment_folder(tmp_path: 
 
 @pytest.mark.slow
 def test_train_baseline_on_the_autodesk_train_split(tmp_path: Path, monkeypatch):
-    from simpe.train_demo import TrainConfig, split_pairs, train
+    from simpe.config import defaults
+    from simpe.train_demo import split_pairs, train
 
     _big_corpus(tmp_path / "autodesk")
     monkeypatch.setenv("SIMPE_AUTODESK_DIR", str(tmp_path / "autodesk"))
-    cfg = TrainConfig(dataset="autodesk", out_dir=str(tmp_path / "model"), vocab_size=60, d_model=16, encoder_layers=1, decoder_layers=1, heads=2,
-                      ffn_dim=32, batch_tokens=400, eval_every=5, eval_segments=10, patience=1, max_minutes=0.2,
+    cfg = defaults("train", dataset="autodesk", out_dir=str(tmp_path / "model"), vocab_size=60, d_model=16, encoder_layers=1, decoder_layers=1, heads=2,
+                      ffn_dim=32, batch_tokens=400, eval_every=5, eval_segments=10, patience=1, max_minutes=0.2, max_steps=0, decay_steps=0,
                       warmup_steps=5, threads=1)
     train_src, _ = split_pairs(cfg, "train")
     stream_src, _ = split_pairs(cfg, "stream")

@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 import torch
 
+from simpe.config import defaults
 from simpe.errors import ConfigError
-from simpe.train_demo import TrainConfig, reproduce_command, train, write_model_card
+from simpe.train_demo import reproduce_command, train, write_model_card
 
 WORDS = [("file", "Datei"), ("open", "öffnen"), ("the", "die"), ("cell", "Zelle"), ("sheet", "Tabelle"),
          ("select", "wählen"), ("column", "Spalte"), ("row", "Zeile"), ("insert", "einfügen"), ("delete", "löschen")]
@@ -29,9 +30,10 @@ def _weights(out: Path) -> dict[str, torch.Tensor]:
 
 def test_resume_continues_exactly_and_refuses_other_settings(tmp_path: Path):
     _corpus(tmp_path / "data")
-    cfg = TrainConfig(data_dir=str(tmp_path / "data"), out_dir=str(tmp_path / "whole"), vocab_size=40, d_model=16,
+    cfg = defaults("train", data_dir=str(tmp_path / "data"), out_dir=str(tmp_path / "whole"), vocab_size=40, d_model=16,
                       encoder_layers=2, decoder_layers=1, heads=2, ffn_dim=32, batch_tokens=200, eval_every=5,
-                      eval_segments=10, patience=100, max_minutes=0.0, max_steps=20, warmup_steps=5, average=3, threads=1)
+                      eval_segments=10, patience=100, max_minutes=0.0, max_steps=20, decay_steps=0, warmup_steps=5, average=3,
+                   threads=1)
     whole = train(cfg)
     assert [h["step"] for h in whole["history"]] == [5, 10, 15, 20]
     parted = replace(cfg, out_dir=str(tmp_path / "parted"), max_steps=10)
@@ -54,22 +56,23 @@ def test_resume_continues_exactly_and_refuses_other_settings(tmp_path: Path):
     # the card's command is the one command that trains it again (the output folder and machine aside)
     assert whole["command"] == (
         f"python -m simpe train-baseline --data-dir {tmp_path / 'data'} --vocab-size 40 --d-model 16 --encoder-layers 2 "
-        "--decoder-layers 1 --heads 2 --ffn-dim 32 --batch-tokens 200 --warmup-steps 5 --max-minutes 0.0 --max-steps 20 "
-        "--eval-every 5 --eval-segments 10 --patience 100 --average 3")
+        "--decoder-layers 1 --heads 2 --ffn-dim 32 --batch-tokens 200 --warmup-steps 5 --max-steps 20 --decay-steps 0 "
+        "--eval-every 5 --eval-segments 10 --average 3")
     # the card renders hand-written notes of this model (a trained model has none)
     assert "## Notes" not in (tmp_path / "whole" / "README.md").read_text()
     write_model_card(tmp_path / "whole", {**whole, "notes": ["Goal not reached.", "What would reach it."]})
     assert "## Notes\n\n- Goal not reached.\n- What would reach it.\n" in (tmp_path / "whole" / "README.md").read_text()
     # a time budget becomes the steps it gave: the same weights on any machine
-    assert reproduce_command(replace(TrainConfig(), max_minutes=5.0), steps=700) == \
-        "python -m simpe train-baseline --max-minutes 0.0 --max-steps 700"
-    assert reproduce_command(TrainConfig()) == "python -m simpe train-baseline"
+    assert reproduce_command(replace(defaults("train"), max_minutes=5.0), steps=700) == \
+        "python -m simpe train-baseline --max-steps 700 --decay-steps 0"  # the decay (from step 8500) had not begun
+    assert reproduce_command(defaults("train"), steps=11000) == "python -m simpe train-baseline"
+    assert reproduce_command(defaults("train")) == "python -m simpe train-baseline"  # the defaults: the shipped model's settings
 
 
 def test_decay_steps_schedule_and_when_it_may_change_on_resume():
     from simpe.train_demo import check_config, check_resumable, learning_rate
 
-    plain = TrainConfig(lr=1e-3, warmup_steps=100, max_steps=1000)
+    plain = defaults("train", lr=1e-3, warmup_steps=100, max_steps=1000, decay_steps=0)
     decayed = replace(plain, decay_steps=200)
     # warmup, then lr * sqrt(warmup / (step + 1)) until step 800, then linearly to 0 at step 1000
     assert learning_rate(plain, 99) == pytest.approx(1e-3)
@@ -80,7 +83,7 @@ def test_decay_steps_schedule_and_when_it_may_change_on_resume():
     assert learning_rate(decayed, 900) == pytest.approx(start / 2)
     assert learning_rate(decayed, 999) == pytest.approx(start / 200)
     with pytest.raises(ConfigError, match="decay_steps=5: must be 0 or between 1 and max_steps \\(0\\)"):
-        check_config(TrainConfig(decay_steps=5))
+        check_config(defaults("train", max_steps=0, decay_steps=5))
     # a decay may be added, moved or lengthened while the steps taken so far had the same rates ...
     saved = {**vars(plain), "decay_steps": 0}
     check_resumable(saved, decayed, step=800)

@@ -165,12 +165,13 @@ def test_score_reports_the_raw_mt_distance_to_the_post_edit(tmp_path: Path, caps
 
 def test_train_baseline_reads_the_train_and_dev_splits_of_the_dataset(tmp_path: Path, monkeypatch):
     from simpe.cli import build_parser
-    from simpe.train_demo import TrainConfig, split_pairs
+    from simpe.config import defaults
+    from simpe.train_demo import split_pairs
 
     write_corpus(tmp_path)
     monkeypatch.setenv("SIMPE_AUTODESK_DIR", str(tmp_path))
     args = build_parser().parse_args(["train-baseline", "--dataset", "autodesk"])
-    cfg = TrainConfig(dataset=args.dataset)
+    cfg = defaults("train", dataset=args.dataset)
     assert split_pairs(cfg, "train")[0] == ["Click OK.", "Save the file.", "Save the file.", "Open the drawing.", "Close the window."]
     assert split_pairs(cfg, "dev") == (["Undo the change.", "Redo the change."],
                                        ["Machen Sie die Änderung rückgängig.", "Wiederholen Sie die Änderung."])

@@ -74,7 +74,7 @@ def test_every_default_lives_in_defaults_yaml():
         for field in dataclasses.fields(cls):
             assert field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING, (cls, field.name)
     data = yaml.safe_load(DEFAULTS_FILE.read_text())
-    assert set(data) == {f.name for f in dataclasses.fields(RunConfig)} - {"adapter"}
+    assert set(data) == {f.name for f in dataclasses.fields(RunConfig)} - {"adapter"} | {"train"}  # train: simpe train-baseline
     for section in SECTIONS:
         assert dataclasses.asdict(defaults(section)) == data[section]
     assert defaults("update", lr=0.5).lr == 0.5 and defaults("ranking").k == 10

@@ -255,7 +255,7 @@ def selections(family_model, tmp_path_factory):
     def get(kind: str) -> Path:
         if kind not in made:
             made[kind] = root / f"{kind}.json"
-            select_fixed(str(family_model(kind)), segments=2, device="cpu", out=made[kind], progress=False,
+            select_fixed(str(family_model(kind)), "libreoffice", "dev", 0.025, 2, "cpu", out=made[kind], progress=False,
                          model_cfg=defaults("model", **SETTINGS[kind]))
         return made[kind]
 
@@ -292,7 +292,7 @@ def test_every_method_on_every_family(kind: str, family_model, selections) -> No
             examples = method.examples(source)
             pair = loaded.family.encode_pair(loaded.tokenizer, source, reference, "cpu", examples)
             record = update(loaded.model, method, pair, HOT)
-            method.after_segment(pair)  # the loop's call after the update (knn stores the pair, icl keeps it)
+            method.after_segment(pair)  # as the loop does
             assert record["skipped"] is None, (name, record)
         trainable = set(method.trainable())
         moved = {n for n, p in loaded.model.named_parameters() if n in before and not torch.equal(before[n], p.detach())}

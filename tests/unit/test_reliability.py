@@ -155,7 +155,7 @@ def _sgd_case(nan_at: int | None = None, shared_grad: bool = False):
 
 def test_the_fused_sgd_step_is_the_plain_step_with_every_norm_first(monkeypatch) -> None:
     """Plain SGD (the norm of each large gradient, then its step at once) gives the weights the generic path gives
-    (every norm, then Method.apply_step), bit for bit, also when gradients share a storage (then none is written)."""
+    (every norm, then the unfused SGD step, update._sgd_step), bit for bit, also when gradients share a storage (then none is written)."""
     monkeypatch.setattr("simpe.update.FUSE_BYTES", 0)  # fused for these few kB too
     for shared in (False, True):
         names, params, grads = _sgd_case(shared_grad=shared)
