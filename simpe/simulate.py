@@ -10,8 +10,8 @@ settings and the decoder is bound to the tokenizer. ``simpe.rundir`` writes the 
 With ``reset: document`` the adapted state returns to the base model's before the first
 segment of every document (a change of ``doc_id``), as adaptive translation servers work
 per project. At the end the run writes its final adapted state as the method's per-user
-store (``store.safetensors``; ``simpe export-adapter`` hands it out, ``simpe translate
---adapter`` applies it).
+store (``store.safetensors``; ``simpe export-store`` hands it out, ``simpe translate
+--store`` applies it).
 
 The loop sees methods, decoders and metrics only through their base classes.
 """

@@ -1,11 +1,11 @@
-"""Per-user stores as files: ``simpe export-adapter`` and ``simpe translate [--adapter FILE]``.
+"""Per-user stores as files: ``simpe export-store`` and ``simpe translate [--store FILE]``.
 
 A store is a safetensors file: the tensors a method's ``export_store`` returns (dense
 adapted tensors; ``NAME:rows`` + ``NAME:indices`` for kept embedding rows; the ``bias``
 method's second output bias as ``simpe_output_bias``) and string metadata naming the
 format, the method and its parameters, the base model and the run that made it. A run
 writes its final adapted state as its store (``store.safetensors`` in the run folder);
-``export_adapter`` checks it against the run's summary and copies it out; ``apply_store``
+``export_store`` checks it against the run's summary and copies it out; ``apply_store``
 builds the named method and lets it apply the store to a freshly loaded base model
 (``Method.load_store``), so ``translate`` reproduces the adapted model's outputs at the
 end of the run with any decoder. The file's size is the store bytes the run reports plus
@@ -33,7 +33,7 @@ def read_store(path: Path) -> tuple[dict[str, Any], dict[str, str]]:
 
     path = Path(path)
     if not path.is_file():
-        raise ConfigError(f"adapter file {path} does not exist (make one with `simpe export-adapter RUN --out FILE`)")
+        raise ConfigError(f"store file {path} does not exist (make one with `simpe export-store RUN --out FILE`)")
     try:
         with safe_open(str(path), framework="pt") as handle:
             metadata = handle.metadata() or {}
@@ -103,10 +103,10 @@ def store_sizes(path: Path, tensors: dict[str, Any]) -> dict[str, int]:
     return {"file_bytes": file_bytes, "data_bytes": data_bytes, "header_bytes": file_bytes - data_bytes}
 
 
-def export_adapter(run: Path, out: Path | None = None, overwrite: bool = False) -> dict[str, Any]:
+def export_store(run: Path, out: Path | None = None, overwrite: bool = False) -> dict[str, Any]:
     """Copy a complete run's store to ``out`` and report its sizes.
 
-    ``out`` defaults to ``<group>--<adapter>.safetensors`` in the current folder (a file to ship, outside runs/).
+    ``out`` defaults to ``<group>--<preset>.safetensors`` in the current folder (a file to ship, outside runs/).
 
     Returns ``{"path", "method", "base_model", "file_bytes", "data_bytes", "header_bytes", "reported_store_bytes"}``.
     """
@@ -115,7 +115,7 @@ def export_adapter(run: Path, out: Path | None = None, overwrite: bool = False) 
 
     run = Path(run)
     if run.is_dir() and (run / SEGMENTS_FILE).is_file() and not (run / DONE_FILE).exists():
-        raise RunDirError(f"run {run} is incomplete (no {DONE_FILE}): export-adapter exports the final state of a "
+        raise RunDirError(f"run {run} is incomplete (no {DONE_FILE}): export-store exports the final state of a "
                           "complete run; finish it first (simpe simulate with the run's arguments and --resume)")
     record = load_run(run)
     source = run_store(record.path)
@@ -196,13 +196,13 @@ def translate_lines(model: Any, tokenizer: Any, decoder: Any, sources: list[str]
     return out
 
 
-def translate_file(model_id: str | None, source: Path, adapter: Path | None = None, decoder: str | None = None,
+def translate_file(model_id: str | None, source: Path, store: Path | None = None, decoder: str | None = None,
                    decoder_params: dict[str, Any] | None = None, device: str = "auto",
                    model_settings: dict[str, Any] | None = None) -> list[str]:
-    """``simpe translate``: every line of ``source`` with the base model, or with the per-user store ``adapter`` applied.
+    """``simpe translate``: every line of ``source`` with the base model, or with the per-user store ``store`` applied.
 
     Args:
-        decoder: a registered decoder (default: the decoder section of adapters/defaults.yaml);
+        decoder: a registered decoder (default: the decoder section of presets/defaults.yaml);
             decoder_params: its parameters (default: those of defaults.yaml when the names match, else none).
         model_settings: keys of the ``model`` section (family, src_lang, tgt_lang, prompt_template, dtype)
             over those of defaults.yaml; a store made by a run applies the run's own language settings.
@@ -218,8 +218,8 @@ def translate_file(model_id: str | None, source: Path, adapter: Path | None = No
     built = DECODERS.build(name, **params)  # checked before the model loads
     sources = read_lines(Path(source), "source file")
     given = dict(model_settings or {})
-    if adapter is not None:
-        _, metadata = read_store(Path(adapter))  # refuse a bad file before the model loads
+    if store is not None:
+        _, metadata = read_store(Path(store))  # refuse a bad file before the model loads
         made = json.loads(metadata.get("model_settings") or "{}")
         for key in ("src_lang", "tgt_lang", "prompt_template"):  # the run's languages, unless given
             if made.get(key) is not None:
@@ -228,7 +228,7 @@ def translate_file(model_id: str | None, source: Path, adapter: Path | None = No
     family = model_family(model_id, cfg.family, cfg.family_settings())  # settings checked before the model loads
     loaded = load_model(model_id, device, family, cfg.dtype, family_name=cfg.family, settings=cfg.family_settings())
     method = None
-    if adapter is not None:
-        _, method = load_store(loaded.model, loaded.name, Path(adapter))
+    if store is not None:
+        _, method = load_store(loaded.model, loaded.name, Path(store))
     built.bind(loaded.tokenizer)
     return translate_lines(loaded.model, loaded.tokenizer, built, sources, loaded.device, method)

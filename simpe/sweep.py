@@ -34,13 +34,13 @@ from typing import Any
 from simpe.config import RunConfig, load_config, load_saved_config, read_yaml, resume_difference
 from simpe.errors import ConfigError
 from simpe.rundir import layout
+from simpe.rundir.reader import BASELINE
 from simpe.rundir.state import RunState, foreign_message
 from simpe.rundir.state import state as run_state
 from simpe.rundir.transfer import pack, unpack
 
 logger = logging.getLogger(__name__)
 
-BASELINE = "baseline"
 # grid keys that change what an adapted run learns but not the baseline (which never updates)
 ADAPTATION_KEYS = ("method.", "update.", "seed")
 SWEEP_FILE_KEYS = ("methods", "grid", "seeds", "dataset", "split", "model", "segments", "set", "baseline")
@@ -108,7 +108,7 @@ def plan(methods: list[str], grid: dict[str, list[Any]] | None = None, seeds: li
     are not method, update or seed settings) when ``methods`` does not name it.
     """
     if not methods:
-        raise ConfigError("a sweep needs at least one --method")
+        raise ConfigError("a sweep needs at least one --preset")
     grid = {key: [str(v) for v in values] for key, values in (grid or {}).items()}
     for key, values in grid.items():
         if not values:

@@ -11,7 +11,7 @@ itself (SGD, clipping, repetitions) is shared: ``simpe.update``, and its setting
 method through ``attach`` (``lasso``'s proximal step uses the update's learning rate).
 
 A method's parameters are its constructor's keyword arguments (checked by
-``METHODS.build``); ``adapters/<name>.yaml`` sets them under ``method.params``.
+``METHODS.build``); ``presets/<name>.yaml`` sets them under ``method.params``.
 """
 from __future__ import annotations
 

@@ -15,7 +15,7 @@ from tiny_families import SETTINGS
 from simpe.config import load_config
 from simpe.rundir.reader import read_jsonl
 from simpe.simulate import Loop
-from simpe.store import export_adapter, read_store, translate_file, translate_lines
+from simpe.store import export_store, read_store, translate_file, translate_lines
 
 REPO = Path(__file__).resolve().parents[2]
 TRUECASER = REPO / "models" / "demo-en-de" / "truecase.de.model"
@@ -41,7 +41,7 @@ def _reproduces(tmp_path: Path, loop: Loop, kind: str, folder: Path, adapter: st
     """export-adapter, then translate --adapter on a fresh base: the adapted model's outputs."""
     sources = [r["source"] for r in read_jsonl(loop.path / "segments.jsonl")]
     adapted = translate_lines(loop.model, loop.tokenizer, loop.decoder, sources, loop.loaded.device, loop.method)
-    info = export_adapter(loop.path, tmp_path / f"{kind}-{adapter}.safetensors")
+    info = export_store(loop.path, tmp_path / f"{kind}-{adapter}.safetensors")
     _, metadata = read_store(Path(info["path"]))
     src = tmp_path / f"{kind}.src"
     src.write_text("".join(s + "\n" for s in sources), encoding="utf-8")
