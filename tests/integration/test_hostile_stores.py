@@ -3,7 +3,7 @@
 The stores are crafted here with safetensors the way a run writes them (simpe.simulate's metadata), then
 altered one way each: counts that disagree, an index outside the matrix, a NaN, metadata that is not
 JSON, tensors of another method than the metadata names. ``simpe translate --adapter`` applies them
-to the real demo model. ``export-adapter`` is tried on an existing folder and on an incomplete run.
+to the real demo model. ``export-store`` is tried on an existing folder and on an incomplete run.
 """
 from __future__ import annotations
 
@@ -67,7 +67,7 @@ def test_a_crafted_store_is_one_line_exit_2(case_id: str, tmp_path: Path, capsys
     src = tmp_path / "src.en"
     src.write_text("Click OK.\n", encoding="utf-8")
     capsys.readouterr()
-    code = main(["translate", "--adapter", str(store), "-i", str(src), "--device", "cpu"])
+    code = main(["translate", "--store", str(store), "-i", str(src), "--device", "cpu"])
     lines = capsys.readouterr().err.strip().splitlines()
     assert code == 2, lines
     assert len(lines) == 1 and lines[0].startswith("simpe: error: "), lines
