@@ -4,6 +4,7 @@ flag table is the parsers' own."""
 from __future__ import annotations
 
 import importlib.util
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -102,3 +103,25 @@ def test_docs_cli_md_is_the_parsers_flag_table():
     assert "| simulate | `--preset` | PRESET |" in table and "| translate | `--store` | FILE |" in table
     assert "| export-adapter | | | old spelling of `simpe export-store`" in table
     assert "| score | `--refs` | REF | old spelling of -r/--ref" in table
+
+
+def _make_n(*argv: str) -> subprocess.CompletedProcess:
+    """``make -n`` (print, run nothing) with the venv and the fixed selection taken as made."""
+    return subprocess.run(["make", "-n", "-o", ".venv/.installed", "-o", "models/demo-en-de/fixed-selection.json", *argv],
+                          cwd=REPO_ROOT, capture_output=True, text=True, check=True)
+
+
+def test_make_presets_and_the_old_methods_variable():
+    new = _make_n("simulate", "PRESETS=full lasso")
+    assert new.stderr == "" and " --preset full lasso " in new.stdout.splitlines()[0]
+    old = _make_n("simulate", "METHODS=full lasso")
+    assert old.stderr.splitlines() == ["Makefile:12: METHODS is deprecated (kept for one release); use PRESETS"]
+    assert old.stdout.splitlines()[0] == new.stdout.splitlines()[0]
+    assert " --preset full " in _make_n("sweep", "SWEEP=sweeps/x.yaml", "METHODS=full").stdout.splitlines()[0]
+    assert "--preset" not in _make_n("sweep", "SWEEP=sweeps/x.yaml").stdout.splitlines()[0]  # the file's own presets
+
+
+def test_make_baseline_is_the_old_name_of_make_demo_model():
+    lines = _make_n("baseline").stdout.splitlines()
+    assert lines[0] == """echo "make: warning: 'make baseline' is deprecated (kept for one release); use 'make demo-model'" >&2"""
+    assert "-m simpe train-demo-model" in _make_n("demo-model").stdout
