@@ -469,12 +469,12 @@ class Loop:
         }
 
 
-def simulate(adapters: list[str], overrides: list[str] | None = None, resume: bool = False, overwrite: bool = False,
+def simulate(presets: list[str], overrides: list[str] | None = None, resume: bool = False, overwrite: bool = False,
              resume_anyway: bool = False,
              progress: bool = True, config_file: Path | None = None,
              on_done: Callable[[Path], None] | None = None) -> list[Path]:
-    """Run every adapter in turn on the same stream; return the run directories."""
-    configs = [load_saved_config(config_file, overrides)] if config_file else [load_config(a, overrides) for a in adapters]
+    """Run every preset in turn on the same stream; return the run directories."""
+    configs = [load_saved_config(config_file, overrides)] if config_file else [load_config(p, overrides) for p in presets]
     paths = []
     for cfg in configs:
         loop = Loop(cfg, progress=progress)

@@ -1,7 +1,7 @@
 """The names of everything under ``runs/``: one place for every file and folder name.
 
 A group folder ``runs/<dataset>-<split>--<model>--<N>seg/`` holds the runs of several
-adapters on one stream (one folder each) and the outputs derived from them (``compare/``,
+presets on one stream (one folder each) and the outputs derived from them (``compare/``,
 ``plots/``, ``report.html``). The writer (writer.py) and the reader (reader.py) take every name from here;
 docs/run-format.md describes the files.
 """
