@@ -83,9 +83,10 @@ def _add_train_demo_model(sub: argparse._SubParsersAction, name: str = "train-de
     p = sub.add_parser(name, help=f"deprecated: use {old_of}" if old_of else "train the embedded demo Marian model (make demo-model)")
     _mark_old(p, old_of)
     for field, default in vars(TrainConfig()).items():
-        flag = "--train-seed" if field == "seed" else "--" + field.replace("_", "-")  # named by what it seeds
-        p.add_argument(flag, dest=field, type=type(default), default=default, help=f"(default: {default})")
-    p.add_argument("--seed", dest="seed", type=int, action=DeprecatedFlag, new="--train-seed")
+        flags = {"seed": ["--train-seed"], "out_dir": ["-o", "--out"]}.get(field, ["--" + field.replace("_", "-")])
+        p.add_argument(*flags, dest=field, type=type(default), default=default, help=f"(default: {default})")
+    p.add_argument("--seed", dest="seed", type=int, action=DeprecatedFlag, new="--train-seed")  # named by what it seeds
+    p.add_argument("--out-dir", dest="out_dir", type=str, action=DeprecatedFlag, new="-o/--out")
     p.add_argument("--resume", action="store_true", help="continue from OUT_DIR/checkpoints/last.pt")
     p.set_defaults(func=_cmd_train_demo_model)
 
@@ -386,7 +387,9 @@ def _add_rank(sub: argparse._SubParsersAction) -> None:
     # every ranking setting defaults to the ranking section of presets/defaults.yaml
     p.add_argument("--k", type=int, help="top-region size (default: ranking.k)")
     p.add_argument("--quality", help="Q: a utility (bleu, sbleu, chrf, chrf++, ter, comet; default: ranking.quality)")
-    p.add_argument("--comet-model", default=None, help="COMET model (hub id, folder or .ckpt) for --quality/--mbr-utility comet")
+    p.add_argument("--comet", dest="comet_model", default=None, metavar="MODEL",
+                   help="COMET model (hub id, folder or .ckpt) for --quality/--mbr-utility comet")
+    p.add_argument("--comet-model", dest="comet_model", action=DeprecatedFlag, new="--comet")
     p.add_argument("--samples", type=int, help="Monte Carlo samples per sentence (default: ranking.samples)")
     p.add_argument("--sample-seed", type=int, help="sampling seed; sentence i uses seed + i (default: ranking.sample_seed)")
     p.add_argument("--seed", dest="sample_seed", type=int, action=DeprecatedFlag, new="--sample-seed")

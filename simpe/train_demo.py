@@ -506,7 +506,7 @@ def write_model_card(out: Path, card: dict[str, Any]) -> None:
         "`MarianMTModel.from_pretrained('models/demo-en-de')`.",
         "",
         f"- command: `{card['command']}` (the steps this model trained for, whatever the time budget was; "
-        "writes to `--out-dir`, default `models/demo-en-de`; an interrupted run goes on with `--resume`)",
+        "writes to `-o/--out`, default `models/demo-en-de`; an interrupted run goes on with `--resume`)",
         f"- data: `{data}` train split ({card['train_pairs']} pairs up to {cfg['max_len']} tokens); "
         f"sha256 train.en `{card['data']['train.en'][:16]}…`, train.de `{card['data']['train.de'][:16]}…`",
         f"- seed: {cfg['seed']}",

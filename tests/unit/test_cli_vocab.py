@@ -24,6 +24,8 @@ OLD_FLAGS = [  # (argv, namespace key, value, the new spelling named)
     (["translate", "-i", "doc.en", "--adapter", "u.safetensors"], "store", Path("u.safetensors"), "--store"),
     (["translate", "-i", "doc.en", "--output", "doc.de"], "out", Path("doc.de"), "-o/--out"),
     (["train-demo-model", "--seed", "3"], "seed", 3, "--train-seed"),
+    (["train-demo-model", "--out-dir", "m"], "out_dir", "m", "-o/--out"),
+    (["rank", "--src", "s", "-r", "r", "--out", "o", "--comet-model", "c"], "comet_model", "c", "--comet"),
 ]
 
 
