@@ -7,7 +7,12 @@ STAMP := $(VENV)/.installed
 
 DATASET ?= libreoffice
 SPLIT ?= stream
-METHODS ?= baseline full bias fixed top lasso
+PRESETS ?= baseline full bias fixed top lasso
+ifneq ($(origin METHODS),undefined)
+$(warning METHODS is deprecated (kept for one release); use PRESETS)
+PRESETS := $(METHODS)
+endif
+PRESETS_GIVEN := $(filter command line,$(origin PRESETS) $(origin METHODS))
 SEGMENTS ?= 500
 MODEL ?= models/demo-en-de
 MODEL_NAME := $(notdir $(MODEL))
@@ -19,12 +24,12 @@ SWEEP ?=
 GRID ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help venv simulate test lint test-slow docs corpus baseline select-fixed compare plot report replicate stopwords \
+.PHONY: help venv simulate test lint test-slow docs cli-doc corpus demo-model baseline select-fixed compare plot report replicate stopwords \
         bench-loop bench-metrics bench-topk bench-snapshot bench-simulate bench-train bench-scale sweep clean-runs
 
 help: ## list every target with one line each
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "} {printf "  %-14s %s\n", $$1, $$2}'
-	@echo "  variables: DATASET=$(DATASET) METHODS=\"$(METHODS)\" SEGMENTS=$(SEGMENTS) MODEL=$(MODEL) WORKERS=$(WORKERS) RUNS=$(RUNS) SWEEP=... GRID=... ARGS=..."
+	@echo "  variables: DATASET=$(DATASET) PRESETS=\"$(PRESETS)\" SEGMENTS=$(SEGMENTS) MODEL=$(MODEL) WORKERS=$(WORKERS) RUNS=$(RUNS) SWEEP=... GRID=... ARGS=..."
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -35,16 +40,16 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP) ## create the repo's virtualenv (.venv) with torch 2.13.0 CPU and every dependency
 
-simulate: $(STAMP) $(MODEL)/fixed-selection.json ## run METHODS on the first SEGMENTS segments of DATASET (default: six methods, 500 libreoffice stream segments; DATASET=autodesk reads $SIMPE_AUTODESK_DIR or data/autodesk/), WORKERS at a time
-	$(PY) -m simpe simulate --dataset $(DATASET) --split $(SPLIT) --model $(MODEL) --segments $(SEGMENTS) --method $(METHODS) --workers $(WORKERS) --runs-dir $(RUNS) $(ARGS)
+simulate: $(STAMP) $(MODEL)/fixed-selection.json ## run PRESETS on the first SEGMENTS segments of DATASET (default: six presets, 500 libreoffice stream segments; DATASET=autodesk reads $SIMPE_AUTODESK_DIR or data/autodesk/), WORKERS at a time
+	$(PY) -m simpe simulate --dataset $(DATASET) --split $(SPLIT) --model $(MODEL) --segments $(SEGMENTS) --preset $(PRESETS) --workers $(WORKERS) --runs-dir $(RUNS) $(ARGS)
 	@echo "runs: $(GROUP)/"
 	@# the report, compare and plot set methods against the baseline: they need two runs
-	@if [ $(words $(METHODS)) -gt 1 ]; then \
+	@if [ $(words $(PRESETS)) -gt 1 ]; then \
 	  $(PY) -m simpe report $(GROUP) && \
 	  echo "compare with: make compare DATASET=$(DATASET) SEGMENTS=$(SEGMENTS)  (table in $(GROUP)/compare/)" && \
 	  echo "plot with:    make plot DATASET=$(DATASET) SEGMENTS=$(SEGMENTS)     (figures in $(GROUP)/plots/)" && \
 	  echo "report (open in a browser): $(GROUP)/report.html"; \
-	else echo "one method: no report (simpe report, compare and plot set methods against the baseline)"; fi
+	else echo "one preset: no report (simpe report, compare and plot set methods against the baseline)"; fi
 
 $(MODEL)/fixed-selection.json:
 	$(MAKE) select-fixed MODEL=$(MODEL)
@@ -70,6 +75,9 @@ test: lint ## run the linter, then the test suite (CPU, a few minutes)
 docs: $(STAMP) ## build the manual (docs/) as a static site in site/ (mkdocs, strict: a broken link fails); open site/index.html
 	$(VENV)/bin/mkdocs build --strict  # not --quiet: strict counts the warnings quiet would hide
 
+cli-doc: $(STAMP) ## rewrite the flag table of docs/cli.md from the argparse parsers (a test fails while it is stale)
+	$(PY) scripts/write_cli_doc.py
+
 lint: $(STAMP) ## ruff (pyflakes, pycodestyle, isort, bugbear) over simpe/, tests/, benchmarks/, scripts/
 	$(VENV)/bin/ruff check simpe tests benchmarks scripts
 
@@ -79,9 +87,13 @@ test-slow: $(STAMP) ## run the slow tests too
 corpus: $(STAMP) ## build data/libreoffice (splits, train vocabulary) from Debian's LibreOffice 7.4 packages, plus GNOME help and gettext catalogs of other Debian packages in train (needs apt-get)
 	$(PY) -m simpe corpus libreoffice
 
-baseline: $(STAMP) ## train the demo model into models/demo-en-de (the defaults, the train section of defaults.yaml, are the shipped model's: 11,000 steps; ARGS="--resume ..." goes on)
+demo-model: $(STAMP) ## train the demo model into models/demo-en-de (the defaults, the train section of defaults.yaml, are the shipped model's: 11,000 steps; ARGS="--resume ..." goes on)
 	@test -f data/libreoffice/train.en || $(MAKE) corpus
-	$(PY) -m simpe train-baseline $(ARGS)
+	$(PY) -m simpe train-demo-model $(ARGS)
+
+baseline: # old name of demo-model, kept for one release
+	@echo "make: warning: 'make baseline' is deprecated (kept for one release); use 'make demo-model'" >&2
+	@$(MAKE) --no-print-directory demo-model
 
 stopwords: $(STAMP) ## regenerate stopwords/*.txt from the stopwordsiso package
 	$(PY) scripts/make_stopwords.py
@@ -95,11 +107,11 @@ bench-train: $(STAMP) ## training throughput (target tokens/s) of demo-model arc
 bench-metrics: $(STAMP) ## time every cumulative metric curve for 10,000 segments
 	$(PY) benchmarks/bench_metrics.py $(ARGS)
 
-bench-simulate: $(STAMP) $(MODEL)/fixed-selection.json ## wall time of METHODS one after another vs WORKERS parallel Ray tasks, records checked identical (ARGS="--segments 500")
-	$(PY) benchmarks/bench_simulate.py --methods $(METHODS) --workers $(WORKERS) $(ARGS)
+bench-simulate: $(STAMP) $(MODEL)/fixed-selection.json ## wall time of PRESETS one after another vs WORKERS parallel Ray tasks, records checked identical (ARGS="--segments 500")
+	$(PY) benchmarks/bench_simulate.py --methods $(PRESETS) --workers $(WORKERS) $(ARGS)
 
-sweep: $(STAMP) $(MODEL)/fixed-selection.json ## simpe sweep on Ray: SWEEP=sweeps/x.yaml, or METHODS="full lasso" GRID="update.lr=0.01,0.02" SEGMENTS=N
-	$(PY) -m simpe sweep $(SWEEP) $(if $(SWEEP),$(if $(filter command line,$(origin METHODS)),--method $(METHODS)),--method $(METHODS)) \
+sweep: $(STAMP) $(MODEL)/fixed-selection.json ## simpe sweep on Ray: SWEEP=sweeps/x.yaml, or PRESETS="full lasso" GRID="update.lr=0.01,0.02" SEGMENTS=N
+	$(PY) -m simpe sweep $(SWEEP) $(if $(SWEEP),$(if $(PRESETS_GIVEN),--preset $(PRESETS)),--preset $(PRESETS)) \
 		$(if $(GRID),--grid $(GRID)) $(if $(SWEEP),$(if $(filter command line,$(origin SEGMENTS)),--segments $(SEGMENTS)),--segments $(SEGMENTS)) \
 		--workers $(WORKERS) $(ARGS)
 

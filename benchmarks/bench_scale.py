@@ -34,7 +34,7 @@ STREAM = 14972  # segments of the scalc stream
 def run(method: str, segments: int, threads: int, runs: Path) -> dict:
     adapter, _, variant = method.partition(":")
     extra = ["--set", f"method.params.index={variant}"] if variant else []
-    command = [sys.executable, "-m", "simpe", "simulate", "--method", adapter, "--segments", str(segments), "--runs-dir",
+    command = [sys.executable, "-m", "simpe", "simulate", "--preset", adapter, "--segments", str(segments), "--runs-dir",
                str(runs), "--no-progress", "--threads", str(threads), "--set", "snapshots.every=0", *extra]
     env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
     process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)

@@ -1,11 +1,11 @@
 """One ranking snapshot as the loop takes it, before and after a change, side by side, with where the time goes.
 
     python benchmarks/bench_snapshot.py [--before REV] [--rounds 2] [--model models/demo-en-de]
-                                        [--adapter baseline] [--set key=value ...] [--threads 1] [--cprofile N]
+                                        [--preset baseline] [--set key=value ...] [--threads 1] [--cprofile N]
                                         [--device cpu|cuda]
 
 The probe set and the ranking settings are the loop's (``simpe.simulate.probe_set`` and the
-``ranking`` section of adapters/defaults.yaml, merged with ``--adapter`` and ``--set``): 20 short
+``ranking`` section of presets/defaults.yaml, merged with ``--preset`` and ``--set``): 20 short
 dev sentences, exact top-10, a plain beam, 200 Monte Carlo samples each, chrF. Each timing is
 one snapshot (``simpe.ranking.evaluate.evaluate``, as ``snapshot`` runs it) in a fresh worker
 process, after a warm-up snapshot of two sentences: the code of this checkout ("after") and
@@ -165,7 +165,7 @@ def _job(args: argparse.Namespace, path: Path) -> dict[str, Any]:
     from simpe.simulate import load_stream, probe_set
 
     overrides = list(args.set) + ([f"model={args.model}"] if args.model else [])
-    cfg = load_config(args.adapter, overrides)
+    cfg = load_config(args.preset, overrides)
     dataset, segments = load_stream(cfg)
     probe = probe_set(cfg, dataset, segments)
     # the model path absolute: an extracted old tree has no models/ beside it
@@ -218,10 +218,14 @@ def _phase_table(runs: dict[str, list[dict[str, Any]]]) -> list[str]:
 
 
 def main() -> int:
+    sys.path.insert(0, str(REPO))
+    from simpe.cli import DeprecatedFlag
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--before", default=BEFORE, help=f"git revision timed beside this checkout (default {BEFORE}; none: skip)")
     parser.add_argument("--rounds", type=int, default=2, help="before/after pairs, alternating (default 2)")
-    parser.add_argument("--adapter", default="baseline")
+    parser.add_argument("--preset", default="baseline", help="a preset under presets/ (default: %(default)s)")
+    parser.add_argument("--adapter", dest="preset", action=DeprecatedFlag, new="--preset")
     parser.add_argument("--model", default=None, help="default: the config's (models/demo-en-de)")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="config override, e.g. ranking.samples=100")
     parser.add_argument("--device", default="cpu", choices=["cpu", "cuda", "auto"])

@@ -4,7 +4,7 @@
 
 Each architecture (d_model:encoder_layers:decoder_layers:ffn_dim) trains ``--steps`` steps
 (after 5 warm-up steps) on the same batches of the train split, tokenised with the demo
-model's vocabulary, exactly as ``simpe train-baseline`` steps (AdamW, label smoothing,
+model's vocabulary, exactly as ``simpe train-demo-model`` steps (AdamW, label smoothing,
 clipping).
 """
 from __future__ import annotations

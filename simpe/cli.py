@@ -17,19 +17,48 @@ from simpe.errors import SimpeError
 logger = logging.getLogger("simpe")
 
 
+# ---------------------------------------------------------------- old spellings (kept for one release)
+def deprecated(old: str, new: str) -> None:
+    """The one line an old spelling prints (stderr) before it does what the new one does."""
+    print(f"simpe: warning: {old} is deprecated (kept for one release); use {new}", file=sys.stderr)
+
+
+class DeprecatedFlag(argparse.Action):
+    """An old flag: stores into the new flag's ``dest`` and prints one line naming the new spelling.
+    Hidden from ``--help``; docs/cli.md lists it under the old spellings."""
+
+    def __init__(self, option_strings, dest, new: str = "", **kwargs):
+        self.new = new
+        super().__init__(option_strings, dest, **{"help": argparse.SUPPRESS, **kwargs})
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        deprecated(option_string, self.new)
+        setattr(namespace, self.dest, values)
+
+
+def _add_old_command(sub: argparse._SubParsersAction, add, old: str, new: str) -> None:
+    """Register the subcommand ``old`` as ``add`` builds ``new``, marked to print one line when it is used."""
+    add(sub, name=old, old_of=new)
+
+
+def _mark_old(p: argparse.ArgumentParser, old_of: str | None) -> None:
+    if old_of:
+        p.set_defaults(deprecated_command=old_of)
+
+
 # ---------------------------------------------------------------- corpus / baseline
 def _add_corpus(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("corpus", help="build corpora: the LibreOffice splits, or pairs from gettext catalogs")
     csub = p.add_subparsers(dest="corpus_command", required=True)
     lo = csub.add_parser("libreoffice", help="build data/libreoffice from Debian's LibreOffice 7.4 packages "
                                                    "(train also gets GNOME help and gettext catalogs of other Debian packages)")
-    lo.add_argument("--out", type=Path, default=Path("data/libreoffice"), help="output folder (default: %(default)s)")
+    lo.add_argument("-o", "--out", type=Path, default=Path("data/libreoffice"), help="output folder (default: %(default)s)")
     lo.add_argument("--cache", type=Path, default=Path("data/cache"), help="where .deb files are downloaded and unpacked (default: %(default)s)")
     lo.add_argument("--installed", action="store_true", help="read an installed LibreOffice under /usr instead of downloading its packages "
                                                                 "(the other packages are still downloaded)")
     gt = csub.add_parser("gettext", help="aligned (msgid, msgstr) pairs from .po/.mo files")
     gt.add_argument("paths", nargs="+", type=Path, help=".po or .mo files, or folders searched for them")
-    gt.add_argument("--out", type=Path, required=True, help="output prefix: writes PREFIX.src and PREFIX.tgt (one segment per line)")
+    gt.add_argument("-o", "--out", type=Path, required=True, help="output prefix: writes PREFIX.src and PREFIX.tgt (one segment per line)")
     p.set_defaults(func=_cmd_corpus)
 
 
@@ -48,17 +77,21 @@ def _cmd_corpus(args: argparse.Namespace) -> None:
         print(f"{count} pairs -> {args.out}.src / {args.out}.tgt")
 
 
-def _add_train_baseline(sub: argparse._SubParsersAction) -> None:
+def _add_train_demo_model(sub: argparse._SubParsersAction, name: str = "train-demo-model", old_of: str | None = None) -> None:
     from simpe.config import defaults
 
-    p = sub.add_parser("train-baseline", help="train the embedded demo Marian model (make baseline)")
+    p = sub.add_parser(name, help=f"deprecated: use {old_of}" if old_of else "train the embedded demo Marian model (make demo-model)")
+    _mark_old(p, old_of)
     for field, default in vars(defaults("train")).items():
-        p.add_argument("--" + field.replace("_", "-"), type=type(default), default=default, help=f"(default: {default})")
+        flags = {"seed": ["--train-seed"], "out_dir": ["-o", "--out"]}.get(field, ["--" + field.replace("_", "-")])
+        p.add_argument(*flags, dest=field, type=type(default), default=default, help=f"(default: {default})")
+    p.add_argument("--seed", dest="seed", type=int, action=DeprecatedFlag, new="--train-seed")  # named by what it seeds
+    p.add_argument("--out-dir", dest="out_dir", type=str, action=DeprecatedFlag, new="-o/--out")
     p.add_argument("--resume", action="store_true", help="continue from OUT_DIR/checkpoints/last.pt")
-    p.set_defaults(func=_cmd_train_baseline)
+    p.set_defaults(func=_cmd_train_demo_model)
 
 
-def _cmd_train_baseline(args: argparse.Namespace) -> None:
+def _cmd_train_demo_model(args: argparse.Namespace) -> None:
     from simpe.config import defaults
     from simpe.train_demo import train
 
@@ -71,10 +104,11 @@ def _cmd_train_baseline(args: argparse.Namespace) -> None:
 
 # ---------------------------------------------------------------- simulate (loop)
 def _add_simulate(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("simulate", help="run the online simulated post-editing loop for one or more methods")
-    p.add_argument("--method", nargs="+", default=None, metavar="ADAPTER",
-                   help="adapter names under adapters/ (or .yaml paths), run in turn on the same stream (default: baseline)")
-    p.add_argument("--dataset", help="dataset name (default from adapters/defaults.yaml: libreoffice)")
+    p = sub.add_parser("simulate", help="run the online simulated post-editing loop for one or more presets")
+    p.add_argument("--preset", nargs="+", default=None, metavar="PRESET",
+                   help="preset names under presets/ (or .yaml paths), run in turn on the same stream (default: baseline)")
+    p.add_argument("--method", dest="preset", nargs="+", action=DeprecatedFlag, new="--preset")
+    p.add_argument("--dataset", help="dataset name (default from presets/defaults.yaml: libreoffice)")
     p.add_argument("--split", help="dataset split (default: stream)")
     p.add_argument("--model", help="model folder or hub id of any supported family (default: the embedded demo model); "
                                    "its settings: --set model.src_lang=... model.tgt_lang=... (simpe list: families)")
@@ -82,7 +116,7 @@ def _add_simulate(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--device", choices=["auto", "cpu", "cuda"], help="where to run (default: auto)")
     p.add_argument("--comet", help="COMET model (hub id or checkpoint path) scored at the end of each run")
     p.add_argument("--truecaser", help="truecaser model path, or 'none' (default: the one shipped with the model)")
-    p.add_argument("--snapshot-every", type=int, help="ranking snapshot every N segments; 0 = off (default: snapshots.every of adapters/defaults.yaml)")
+    p.add_argument("--snapshot-every", type=int, help="ranking snapshot every N segments; 0 = off (default: snapshots.every of presets/defaults.yaml)")
     p.add_argument("--skip-empty", action="store_true", help="skip segments with an empty source or reference (counted warning) instead of failing")
     p.add_argument("--reset", choices=["none", "document"], help="return to the base model at each document boundary (default: none)")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
@@ -118,7 +152,7 @@ def _cmd_simulate(args: argparse.Namespace) -> None:
 
     if args.workers < 1 or (args.threads is not None and args.threads < 1):
         raise ConfigError(f"--workers and --threads must be >= 1, got {args.workers} and {args.threads}")
-    if args.workers > 1 and not args.config and len(args.method or []) > 1:
+    if args.workers > 1 and not args.config and len(args.preset or []) > 1:
         if args.resume_anyway:
             raise ConfigError("--resume-anyway resumes the runs in this process, one at a time: leave out --workers")
         _simulate_parallel(args)
@@ -127,7 +161,7 @@ def _cmd_simulate(args: argparse.Namespace) -> None:
         import torch
 
         torch.set_num_threads(args.threads)
-    paths = simulate(args.method or ["baseline"], _simulate_overrides(args), resume=args.resume, overwrite=args.overwrite,
+    paths = simulate(args.preset or ["baseline"], _simulate_overrides(args), resume=args.resume, overwrite=args.overwrite,
                      resume_anyway=args.resume_anyway,
                      progress=not args.no_progress, config_file=args.config)
     for path in paths:
@@ -135,11 +169,11 @@ def _cmd_simulate(args: argparse.Namespace) -> None:
 
 
 def _simulate_parallel(args: argparse.Namespace) -> None:
-    """``simpe simulate --workers N``: the methods as Ray tasks (simpe.sweep.execute), with simulate's folder rules."""
+    """``simpe simulate --workers N``: the presets as Ray tasks (simpe.sweep.execute), with simulate's folder rules."""
     from simpe.rundir.writer import RunDir
     from simpe.sweep import execute, plan
 
-    specs = plan(args.method, overrides=_simulate_overrides(args), baseline=False)
+    specs = plan(args.preset, overrides=_simulate_overrides(args), baseline=False)
     for spec in specs:
         RunDir.check(spec.path, args.resume, args.overwrite)  # refuse before Ray starts, as simulate does
     outcomes = execute(specs, workers=args.workers, threads=args.threads, progress=not args.no_progress,
@@ -161,10 +195,11 @@ def _report_outcomes(outcomes: list, done_word: str) -> None:
 
 # ---------------------------------------------------------------- sweep (Ray)
 def _add_sweep(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("sweep", help="run methods x settings x seeds as parallel Ray tasks (local Ray, or a cluster with --address)")
+    p = sub.add_parser("sweep", help="run presets x settings x seeds as parallel Ray tasks (local Ray, or a cluster with --address)")
     p.add_argument("file", nargs="?", type=Path, help="a sweep file (sweeps/*.yaml: methods, grid, seeds, dataset, segments, set); "
                                                       "flags add to it or replace its entries")
-    p.add_argument("--method", nargs="+", default=None, metavar="ADAPTER", help="adapter names under adapters/ (or .yaml paths)")
+    p.add_argument("--preset", nargs="+", default=None, metavar="PRESET", help="preset names under presets/ (or .yaml paths)")
+    p.add_argument("--method", dest="preset", nargs="+", action=DeprecatedFlag, new="--preset")
     p.add_argument("--grid", nargs="+", action="extend", default=[], metavar="KEY=V1,V2",
                    help="a config key and its values, e.g. update.lr=0.01,0.02 (repeatable; the runs are the cross product)")
     p.add_argument("--seeds", nargs="+", type=int, metavar="S", help="run every combination once per seed")
@@ -204,7 +239,7 @@ def _cmd_sweep(args: argparse.Namespace) -> None:
              "model.path": args.model or data.get("model"),
              "data.segments": args.segments if args.segments is not None else data.get("segments"), "runs_dir": args.runs_dir}
     overrides = [*(data.get("set") or []), *(f"{k}={v}" for k, v in flags.items() if v is not None), *args.overrides]
-    specs = plan(args.method or data.get("methods") or [], grid, args.seeds or data.get("seeds"), overrides,
+    specs = plan(args.preset or data.get("methods") or [], grid, args.seeds or data.get("seeds"), overrides,
                  baseline=not args.no_baseline and data.get("baseline", True))
     if args.dry_run:
         for spec in specs:
@@ -227,13 +262,13 @@ def _add_select_fixed(sub: argparse._SubParsersAction) -> None:
                                                                   "the paper's 1M of a ~40M-parameter model)")
     p.add_argument("--segments", type=int, help="use only the first N segments of the split")
     p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
-    p.add_argument("--out", type=Path, help="selection file (default: <model folder>/fixed-selection.json)")
+    p.add_argument("-o", "--out", type=Path, help="selection file (default: <model folder>/fixed-selection.json)")
     _add_model_settings(p)
     p.set_defaults(func=_cmd_select_fixed)
 
 
 def _add_model_settings(p: argparse.ArgumentParser) -> None:
-    """--src-lang, --tgt-lang, --prompt-template, --family, --dtype: the model section's keys (default: adapters/defaults.yaml)."""
+    """--src-lang, --tgt-lang, --prompt-template, --family, --dtype: the model section's keys (default: presets/defaults.yaml)."""
     p.add_argument("--src-lang", help="model.src_lang: the source language code the family's tokenizer or prompt takes")
     p.add_argument("--tgt-lang", help="model.tgt_lang: the target language code (forced BOS, >>id<<, <2xx>, prompt)")
     p.add_argument("--prompt-template", help="model.prompt_template: a causal LM's plain prompt, with {source}")
@@ -260,16 +295,19 @@ def _add_score(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("score", help="score hypothesis files: BLEU, chrF, TER, SBLEU, R0/R1/R0+1 (and COMET)",
                        description="Score a hypothesis file against a reference file with every simpe metric "
                                    "(BLEU/chrF/TER through sacreBLEU, with signatures).")
-    p.add_argument("-i", "--input", required=True, metavar="HYP", help="hypotheses, one detokenised segment per line")
-    p.add_argument("-r", "--refs", required=True, metavar="REF", help="references (post-edits), one per line")
+    p.add_argument("-i", "--input", required=True, metavar="HYP", help="hypotheses, one detokenised segment per line "
+                                                                       "(the text the command reads: see docs/cli.md)")
+    ref = p.add_mutually_exclusive_group(required=True)  # required either way: the old spelling counts
+    ref.add_argument("-r", "--ref", metavar="REF", help="references (post-edits), one per line")
+    ref.add_argument("--refs", dest="ref", action=DeprecatedFlag, new="-r/--ref")
     p.add_argument("--src", metavar="SRC", help="sources, one per line (needed for --comet)")
     p.add_argument("--lang", default=None, help="target language: Moses tokeniser and default stopwords (default: metrics.lang "
-                                                "of adapters/defaults.yaml)")
+                                                "of presets/defaults.yaml)")
     p.add_argument("--truecaser", metavar="PATH|none",
                    help="MosesTruecaser model, or 'none' (default: the demo model's truecase.<lang>.model when it ships one, else none)")
     p.add_argument("--stopwords", metavar="LANG|PATH", help="stopword list: a code under stopwords/ or a file (default: --lang)")
     p.add_argument("--r-max-k", type=int, default=None, metavar="K", help="report R0..RK and R0..K (default: metrics.r_max_k "
-                                                                            "of adapters/defaults.yaml; R0+1 always)")
+                                                                            "of presets/defaults.yaml; R0+1 always)")
     p.add_argument("--stopword-case", choices=["exact", "insensitive"],
                    help="stopword matching (default: metrics.stopword_case, exact as the authors' rk.rb)")
     p.add_argument("--token-filter", choices=["punct-or-digits", "digits-punct-symbols"],
@@ -319,7 +357,9 @@ def _cmd_score(args: argparse.Namespace) -> None:
                    **{key: value for key, value in given.items() if value is not None})
     if (args.scope == "document") != (args.ids is not None):
         raise ConfigError("--scope document needs --ids (the document of each segment), and --ids only means something with it")
-    report = score_files(args.input, args.refs, args.src, cfg=cfg, comet=args.comet,
+    if args.dataset not in DATASETS.names():
+        raise ConfigError(f"unknown dataset {args.dataset!r}; known: {', '.join(DATASETS.names())}")
+    report = score_files(args.input, args.ref, args.src, cfg=cfg, comet=args.comet,
                          comet_batch_size=args.comet_batch_size, device=args.device,
                          subword_model=args.subword_model, cumulative=args.cumulative,
                          train_vocab=_train_vocab(args.dataset, lang) if args.novel_vocab == "train" else None,
@@ -356,18 +396,21 @@ def _add_rank(sub: argparse._SubParsersAction) -> None:
                      help="two or more models, checkpoints or per-user stores (adapted models): per-model figures, MBR quality "
                           "and their correlation (Table 3)")
     p.add_argument("--src", type=Path, required=True, help="source sentences, one per line")
-    p.add_argument("--ref", type=Path, required=True, help="reference translations, aligned with --src")
+    p.add_argument("-r", "--ref", type=Path, required=True, help="reference translations, aligned with --src")
     p.add_argument("--limit", type=int, default=None, help="only the first N sentence pairs (after --max-words)")
     p.add_argument("--max-words", type=int, default=None, help="only sources of at most N words")
-    p.add_argument("--out", type=Path, required=True, help="output folder: records.jsonl and summary.json "
+    p.add_argument("-o", "--out", type=Path, required=True, help="output folder: records.jsonl and summary.json "
                                                             "(--models: one folder per model and correlation.json)")
     p.add_argument("--overwrite", action="store_true", help="replace earlier outputs in --out")
-    # every ranking setting defaults to the ranking section of adapters/defaults.yaml
+    # every ranking setting defaults to the ranking section of presets/defaults.yaml
     p.add_argument("--k", type=int, help="top-region size (default: ranking.k)")
     p.add_argument("--quality", help="Q: a utility (bleu, sbleu, chrf, chrf++, ter, comet; default: ranking.quality)")
-    p.add_argument("--comet-model", default=None, help="COMET model (hub id, folder or .ckpt) for --quality/--mbr-utility comet")
+    p.add_argument("--comet", dest="comet_model", default=None, metavar="MODEL",
+                   help="COMET model (hub id, folder or .ckpt) for --quality/--mbr-utility comet")
+    p.add_argument("--comet-model", dest="comet_model", action=DeprecatedFlag, new="--comet")
     p.add_argument("--samples", type=int, help="Monte Carlo samples per sentence (default: ranking.samples)")
-    p.add_argument("--seed", type=int, help="sampling seed; sentence i uses seed + i (default: ranking.sample_seed)")
+    p.add_argument("--sample-seed", type=int, help="sampling seed; sentence i uses seed + i (default: ranking.sample_seed)")
+    p.add_argument("--seed", dest="sample_seed", type=int, action=DeprecatedFlag, new="--sample-seed")
     p.add_argument("--beam-size", type=int, help="beam whose output is checked for search errors (default: ranking.beam_size)")
     p.add_argument("--max-expansions", type=int, help="limit per exact search; 0 = none (default: ranking.max_expansions)")
     p.add_argument("--max-seconds", type=float, help="limit per exact search; 0 = none (default: ranking.max_seconds)")
@@ -387,10 +430,10 @@ def _add_rank(sub: argparse._SubParsersAction) -> None:
 
 
 def _ranking_config(args: argparse.Namespace):  # -> simpe.config.RankingConfig
-    """The ranking section of adapters/defaults.yaml with the flags that were given."""
+    """The ranking section of presets/defaults.yaml with the flags that were given."""
     from simpe.config import defaults
 
-    flags = {"k": args.k, "quality": args.quality, "samples": args.samples, "sample_seed": args.seed,
+    flags = {"k": args.k, "quality": args.quality, "samples": args.samples, "sample_seed": args.sample_seed,
              "beam_size": args.beam_size, "batch_size": args.batch_size, "gain": args.gain, "ties": args.ties,
              "max_expansions": args.max_expansions, "max_seconds": args.max_seconds}
     given = {key: value for key, value in flags.items() if value is not None}
@@ -405,7 +448,7 @@ def _ranking_config(args: argparse.Namespace):  # -> simpe.config.RankingConfig
 
 
 def _model_section(args: argparse.Namespace):  # -> simpe.config.ModelConfig
-    """The model section of adapters/defaults.yaml with the --src-lang ... flags that were given."""
+    """The model section of presets/defaults.yaml with the --src-lang ... flags that were given."""
     from simpe.config import defaults
 
     return defaults("model", **_model_settings(args))
@@ -485,7 +528,7 @@ def _cmd_rank(args: argparse.Namespace) -> None:
 def _add_run_group_args(p: argparse.ArgumentParser, out_help: str) -> None:
     p.add_argument("runs", nargs="+", type=Path, metavar="RUN",
                    help="run directories of one stream, or one group folder runs/<dataset>-<split>--<model>--<N>seg/ (all runs in it)")
-    p.add_argument("--out", type=Path, default=None, help=out_help)
+    p.add_argument("-o", "--out", type=Path, default=None, help=out_help)
     p.add_argument("--allow-incomplete", action="store_true",
                    help="include runs without DONE, marked (incomplete); outputs cover the segments every run has logged")
 
@@ -495,7 +538,8 @@ def _add_compare(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser("compare", help="table of adaptation methods against the baseline, with bootstrap significance")
     _add_run_group_args(p, "output folder for compare.md/.csv/.tex (default: GROUP/compare)")
-    p.add_argument("--seed", type=int, default=DEFAULT_SEED, help="bootstrap seed (default: %(default)s)")
+    p.add_argument("--bootstrap-seed", type=int, default=DEFAULT_SEED, help="bootstrap seed (default: %(default)s)")
+    p.add_argument("--seed", dest="bootstrap_seed", type=int, action=DeprecatedFlag, new="--bootstrap-seed")
     p.add_argument("--bootstrap", type=int, default=DEFAULT_RESAMPLES, metavar="N",
                    help="bootstrap resamples (default: %(default)s)")
     p.set_defaults(func=_cmd_compare)
@@ -511,7 +555,7 @@ def _cmd_compare(args: argparse.Namespace) -> None:
     if args.bootstrap < 1:
         raise ConfigError(f"--bootstrap must be at least 1, got {args.bootstrap}")
     group = load_group(args.runs, allow_incomplete=args.allow_incomplete)
-    comparison = compare_runs(group, seed=args.seed, num_resamples=args.bootstrap)
+    comparison = compare_runs(group, seed=args.bootstrap_seed, num_resamples=args.bootstrap)
     paths = write_comparison(comparison, args.out or compare_dir(group.group_dir))
     print(to_markdown(comparison))
     print("wrote " + ", ".join(str(path) for path in paths.values()))
@@ -538,7 +582,8 @@ def _add_report(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser("report", help="one self-contained HTML page of a run group: table, figures, snapshots, segment browser")
     _add_run_group_args(p, "output folder for report.html (default: the group folder)")
-    p.add_argument("--seed", type=int, default=DEFAULT_SEED, help="bootstrap seed (default: %(default)s)")
+    p.add_argument("--bootstrap-seed", type=int, default=DEFAULT_SEED, help="bootstrap seed (default: %(default)s)")
+    p.add_argument("--seed", dest="bootstrap_seed", type=int, action=DeprecatedFlag, new="--bootstrap-seed")
     p.add_argument("--bootstrap", type=int, default=DEFAULT_RESAMPLES, metavar="N", help="bootstrap resamples (default: %(default)s)")
     p.set_defaults(func=_cmd_report)
 
@@ -551,17 +596,17 @@ def _cmd_report(args: argparse.Namespace) -> None:
     if args.bootstrap < 1:
         raise ConfigError(f"--bootstrap must be at least 1, got {args.bootstrap}")
     group = load_group(args.runs, allow_incomplete=args.allow_incomplete)
-    path = write_report(group, args.out, seed=args.seed, num_resamples=args.bootstrap)
+    path = write_report(group, args.out, seed=args.bootstrap_seed, num_resamples=args.bootstrap)
     print(f"wrote {path}  (open it in a browser: file://{path.resolve()})")
 
 
 def _add_list(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("list", help="list every registry: datasets, methods, adapters, decoders, metrics, utilities, model families")
+    p = sub.add_parser("list", help="list every registry: datasets, methods, presets, decoders, metrics, utilities, model families")
     p.set_defaults(func=_cmd_list)
 
 
 def _cmd_list(args: argparse.Namespace) -> None:
-    from simpe.config import known_adapters
+    from simpe.config import known_presets
     from simpe.datasets import DATASETS
     from simpe.decoders import DECODERS
     from simpe.methods import METHODS
@@ -569,7 +614,7 @@ def _cmd_list(args: argparse.Namespace) -> None:
     from simpe.metrics.utility import utility_names
     from simpe.models import FAMILIES
 
-    listing = {"datasets": DATASETS.names(), "methods": METHODS.names(), "adapters": known_adapters(),
+    listing = {"datasets": DATASETS.names(), "methods": METHODS.names(), "presets": known_presets(),
                "decoders": DECODERS.names(), "metrics": METRICS.names(), "utilities": utility_names(),
                "model families": FAMILIES.names()}
     for kind, names in listing.items():
@@ -581,18 +626,19 @@ def _cmd_list(args: argparse.Namespace) -> None:
 
 
 # ---------------------------------------------------------------- per-user stores (store)
-def _add_export_adapter(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("export-adapter", help="write a run's final adapted state as a per-user store (safetensors)")
+def _add_export_store(sub: argparse._SubParsersAction, name: str = "export-store", old_of: str | None = None) -> None:
+    p = sub.add_parser(name, help=f"deprecated: use {old_of}" if old_of else "write a run's final adapted state as a per-user store (safetensors)")
+    _mark_old(p, old_of)
     p.add_argument("run", type=Path, metavar="RUN", help="a complete run directory")
-    p.add_argument("--out", type=Path, help="the store file (default: ./<group>--<adapter>.safetensors)")
+    p.add_argument("-o", "--out", type=Path, help="the store file (default: ./<group>--<preset>.safetensors)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
-    p.set_defaults(func=_cmd_export_adapter)
+    p.set_defaults(func=_cmd_export_store)
 
 
-def _cmd_export_adapter(args: argparse.Namespace) -> None:
-    from simpe.store import export_adapter
+def _cmd_export_store(args: argparse.Namespace) -> None:
+    from simpe.store import export_store
 
-    info = export_adapter(args.run, args.out, overwrite=args.overwrite)
+    info = export_store(args.run, args.out, overwrite=args.overwrite)
     print(f"wrote {info['path']}: {info['method']} store for {info['base_model']}, {info['file_bytes']} bytes "
           f"= {info['data_bytes']} bytes of tensors (the run's store_bytes: {info['reported_store_bytes']}) "
           f"+ {info['header_bytes']} bytes of safetensors header")
@@ -601,34 +647,52 @@ def _cmd_export_adapter(args: argparse.Namespace) -> None:
 def _add_translate(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("translate", help="translate a file with a model, optionally with a per-user store applied")
     p.add_argument("--model", help="model folder or hub id (default: the embedded demo model)")
-    p.add_argument("--adapter", type=Path, metavar="FILE", help="a per-user store written by export-adapter")
-    p.add_argument("--decoder", help="a registered decoder (default: decoder.name of adapters/defaults.yaml)")
-    p.add_argument("--set", dest="params", action="append", default=[], metavar="KEY=VALUE",
-                   help="a decoder parameter, e.g. --set beam_size=8 (repeatable; default: the defaults.yaml ones for its decoder)")
+    p.add_argument("--store", type=Path, metavar="FILE", help="a per-user store written by export-store")
+    p.add_argument("--adapter", dest="store", type=Path, action=DeprecatedFlag, new="--store")
+    p.add_argument("--decoder", help="a registered decoder (default: decoder.name of presets/defaults.yaml)")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="a config key of the decoder section, e.g. --set decoder.params.beam_size=8 or --set decoder.name=greedy "
+                        "(repeatable; default: the defaults.yaml ones for its decoder)")
     p.add_argument("-i", "--input", required=True, type=Path, metavar="SRC", help="source segments, one per line")
-    p.add_argument("-o", "--output", type=Path, help="write the translations here (default: standard output)")
+    p.add_argument("-o", "--out", type=Path, help="write the translations here (default: standard output)")
+    p.add_argument("--output", dest="out", type=Path, action=DeprecatedFlag, new="-o/--out")
     p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
     _add_model_settings(p)
     p.set_defaults(func=_cmd_translate)
 
 
 def _cmd_translate(args: argparse.Namespace) -> None:
-    from simpe.config import parse_override
     from simpe.translate import translate_file
 
-    params = None
-    if args.params:
-        params = {}
-        for text in args.params:
-            keys, value = parse_override(text)
-            params[".".join(keys)] = value
-    lines = translate_file(args.model, args.input, args.adapter, args.decoder, params, args.device,
+    decoder, params = _decoder_overrides(args.overrides, args.decoder)
+    lines = translate_file(args.model, args.input, args.store, decoder, params, args.device,
                            model_settings=_model_settings(args))
     text = "".join(line + "\n" for line in lines)
-    if args.output:
-        args.output.write_text(text, encoding="utf-8")
+    if args.out:
+        args.out.write_text(text, encoding="utf-8")
     else:
         sys.stdout.write(text)
+
+
+def _decoder_overrides(overrides: list[str], decoder: str | None) -> tuple[str | None, dict | None]:
+    """translate's ``--set``: config keys of the decoder section (``decoder.name``, ``decoder.params.K``).
+    A bare ``K=V`` (a decoder parameter, its spelling before the config keys) still works for one release."""
+    from simpe.config import parse_override
+    from simpe.errors import ConfigError
+
+    params: dict | None = None
+    for text in overrides:
+        keys, value = parse_override(text)
+        if keys[0] != "decoder":
+            deprecated(f"--set {text}", f"--set decoder.params.{text}")
+            keys = ["decoder", "params", *keys]
+        if keys == ["decoder", "name"]:
+            decoder = str(value)
+        elif len(keys) > 2 and keys[1] == "params":
+            params = {**(params or {}), ".".join(keys[2:]): value}
+        else:
+            raise ConfigError(f"translate --set takes decoder.name or decoder.params.KEY, got {text!r}")
+    return decoder, params
 
 
 # ---------------------------------------------------------------- replication report (replicate)
@@ -641,7 +705,7 @@ def _add_replicate(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-sensitivity", action="store_true", help="leave out the sensitivity study")
     p.add_argument("--probe", type=int, default=50, help="dev sentences of the decoding studies (default: %(default)s)")
     p.add_argument("--runs-dir", type=Path, default=Path("runs/replicate"), help="where its runs go (default: %(default)s)")
-    p.add_argument("--out", type=Path, help="the Markdown page (default: docs/replication.md); the HTML page goes to RUNS_DIR/replication.html")
+    p.add_argument("-o", "--out", type=Path, help="the Markdown page (default: docs/replication.md); the HTML page goes to RUNS_DIR/replication.html")
     p.add_argument("--workers", type=int, metavar="N", help="runs at once (default: the cores)")
     p.add_argument("--threads", type=int, metavar="T", help="torch threads per run (default: cores / workers)")
     p.add_argument("--dry-run", action="store_true", help="print the plan and its expected time, run nothing")
@@ -677,7 +741,7 @@ def _add_sensitivity(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("sensitivity", help="MBR-based sensitivity of a utility to changed numbers, named entities and "
                                            "nouns (seed 001), against copy / hallucination / alternative controls")
     p.add_argument("--src", type=Path, help="source sentences, one per line (default: the libreoffice dev split)")
-    p.add_argument("--ref", type=Path, help="reference translations, one per line (with --src)")
+    p.add_argument("-r", "--ref", type=Path, help="reference translations, one per line (with --src)")
     p.add_argument("--model", help="model folder or hub id drawing the support samples (default: the demo model)")
     p.add_argument("--utility", default="chrf++", help="utility: bleu, sbleu, chrf, chrf++, ter or comet (default: %(default)s)")
     p.add_argument("--comet", help="COMET model for --utility comet (hub id or local folder)")
@@ -686,7 +750,7 @@ def _add_sensitivity(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--sample-seed", type=int, default=0, help="seed of the samples and of the changes (default: %(default)s)")
     p.add_argument("--lang", default="de", choices=["de", "en"], help="the references' language (default: %(default)s)")
     p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
-    p.add_argument("--out", type=Path, help="write the table as JSON here too")
+    p.add_argument("-o", "--out", type=Path, help="write the table as JSON here too")
     p.set_defaults(func=_cmd_sensitivity)
 
 
@@ -727,8 +791,9 @@ def _cmd_sensitivity(args: argparse.Namespace) -> None:
         print(f"wrote {args.out}")
 
 
-PARSER_BUILDERS = [_add_corpus, _add_train_baseline, _add_score, _add_simulate, _add_sweep, _add_select_fixed, _add_compare, _add_plot, _add_report,
-                   _add_rank, _add_list, _add_export_adapter, _add_translate, _add_replicate, _add_sensitivity]
+PARSER_BUILDERS = [_add_corpus, _add_train_demo_model, _add_score, _add_simulate, _add_sweep, _add_select_fixed, _add_compare, _add_plot,
+                   _add_report, _add_rank, _add_list, _add_export_store, _add_translate, _add_replicate, _add_sensitivity]
+OLD_COMMANDS = [(_add_train_demo_model, "train-baseline", "train-demo-model"), (_add_export_store, "export-adapter", "export-store")]
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -746,12 +811,49 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     for add in PARSER_BUILDERS:
         add(sub)
+    for add, old, new in OLD_COMMANDS:
+        _add_old_command(sub, add, old, new)
     return parser
+
+
+def flag_table(parser: argparse.ArgumentParser | None = None) -> str:
+    """Every flag of every command as one Markdown table (docs/cli.md between its markers; a test keeps it equal).
+    Old spellings (kept for one release) are listed with the new one they stand for."""
+    parser = parser or build_parser()
+    rows = ["| command | flag | value | what |", "| --- | --- | --- | --- |"]
+
+    def cell(text: str) -> str:
+        return " ".join(str(text).split()).replace("|", "\\|")
+
+    def walk(p: argparse.ArgumentParser, prefix: str) -> None:
+        for action in p._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, child in action.choices.items():
+                    old_of = child.get_default("deprecated_command")
+                    if old_of:
+                        rows.append(f"| {name} | | | old spelling of `simpe {old_of}` (one warning line; kept for one release) |")
+                    else:
+                        walk(child, f"{prefix} {name}".strip())
+                continue
+            if isinstance(action, argparse._HelpAction) or not prefix:
+                continue
+            flag = ", ".join(action.option_strings) or action.metavar or action.dest
+            value = "" if action.nargs == 0 else cell(action.metavar or action.dest.upper())
+            if isinstance(action, DeprecatedFlag):
+                what = f"old spelling of {action.new} (one warning line; kept for one release)"
+            else:
+                what = cell((action.help or "") % {"default": action.default} if action.help else "")
+            rows.append(f"| {prefix} | `{flag}` | {value} | {what} |")
+
+    walk(parser, "")
+    return "\n".join(rows) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if getattr(args, "deprecated_command", None):
+        deprecated(args.command, args.deprecated_command)
     log.setup(args.verbose)
     try:
         args.func(args)

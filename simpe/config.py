@@ -2,10 +2,10 @@
 
 ``RunConfig`` nests one dataclass per section: ``method``, ``update``, ``decoder``,
 ``data``, ``metrics``, ``ranking`` and ``snapshots``. Every default lives in
-``adapters/defaults.yaml`` and nowhere else: the dataclasses have none, every command reads
+``presets/defaults.yaml`` and nowhere else: the dataclasses have none, every command reads
 that file (``load_config`` for a run, ``defaults(section)`` for one section, as ``simpe
 score``, ``simpe rank`` and ``simpe select-fixed`` do). The merge order of a run is
-defaults.yaml, then the adapter file (``adapters/<name>.yaml``, which holds only what
+defaults.yaml, then the preset file (``presets/<name>.yaml``, which holds only what
 differs), then ``--set key=value``. ``from_dict`` is the one converter from a mapping to a
 dataclass: an unknown key, a missing key or a value of the wrong type is a ConfigError
 naming the key. The variants' ``params`` mappings are checked by their registries
@@ -25,7 +25,7 @@ from typing import Any
 import yaml
 
 from simpe.errors import ConfigError
-from simpe.paths import ADAPTERS_DIR, DEFAULTS_FILE
+from simpe.paths import DEFAULTS_FILE, PRESETS_DIR
 from simpe.values import coerce
 
 TRUECASER_OF_MODEL = "model"  # metrics.truecaser: the truecase.<lang>.model shipped in the model folder
@@ -278,7 +278,7 @@ NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._=+,@-]*")
 
 @dataclass
 class TrainConfig:
-    """``simpe train-baseline``'s settings (the ``train`` section): the demo model's architecture, data and schedule.
+    """``simpe train-demo-model``'s settings (the ``train`` section): the demo model's architecture, data and schedule.
     The defaults train the shipped model again (models/demo-en-de: 11,000 steps, the last 2,500 decaying to 0)."""
 
     data_dir: str
@@ -319,9 +319,9 @@ def check_name(what: str, name: str) -> str:
 
 @dataclass
 class RunConfig:
-    """One run: one adapter (method configuration) on one stream."""
+    """One run: one preset (a method and its settings) on one stream."""
 
-    adapter: str  # the adapter file's name: names the run, its folder and its plot line
+    adapter: str  # the preset file's name (key kept from run format 1): names the run, its folder and its plot line
     model: ModelConfig
     device: str
     seed: int
@@ -406,21 +406,21 @@ def read_yaml(path: Path) -> dict[str, Any]:
     return data
 
 
-def known_adapters(adapters_dir: Path = ADAPTERS_DIR) -> list[str]:
-    """The adapter names under ``adapters/`` (every .yaml file but defaults.yaml)."""
-    return sorted(p.stem for p in adapters_dir.glob("*.yaml") if p.name != DEFAULTS_FILE.name)
+def known_presets(presets_dir: Path = PRESETS_DIR) -> list[str]:
+    """The preset names under ``presets/`` (every .yaml file but defaults.yaml)."""
+    return sorted(p.stem for p in presets_dir.glob("*.yaml") if p.name != DEFAULTS_FILE.name)
 
 
-def adapter_path(name_or_path: str, adapters_dir: Path = ADAPTERS_DIR) -> Path:
-    """Resolve an adapter name (``lasso``) or a YAML path to its file."""
+def preset_path(name_or_path: str, presets_dir: Path = PRESETS_DIR) -> Path:
+    """Resolve a preset name (``lasso``) or a YAML path to its file."""
     path = Path(name_or_path)
     if path.suffix in (".yaml", ".yml"):
         if not path.is_file():
-            raise ConfigError(f"adapter file {path} does not exist")
+            raise ConfigError(f"preset file {path} does not exist")
         return path
-    candidate = adapters_dir / f"{name_or_path}.yaml"
+    candidate = presets_dir / f"{name_or_path}.yaml"
     if not candidate.is_file():
-        raise ConfigError(f"unknown method {name_or_path!r}; known: {', '.join(known_adapters(adapters_dir))} (or a path to a .yaml file)")
+        raise ConfigError(f"unknown preset {name_or_path!r}; known: {', '.join(known_presets(presets_dir))} (or a path to a .yaml file)")
     return candidate
 
 
@@ -462,10 +462,11 @@ def model_section(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
-def load_config(adapter: str, overrides: list[str] | None = None, adapters_dir: Path = ADAPTERS_DIR) -> RunConfig:
-    """The ``RunConfig`` of one adapter: defaults, then the adapter file, then overrides."""
-    path = adapter_path(adapter, adapters_dir)
-    merged = _run_sections(deep_merge(read_yaml(adapters_dir / DEFAULTS_FILE.name), read_yaml(path)))
+def load_config(preset: str, overrides: list[str] | None = None, presets_dir: Path = PRESETS_DIR) -> RunConfig:
+    """The ``RunConfig`` of one preset: defaults, then the preset file, then overrides. The preset's name is kept
+    under the key ``adapter`` (its name in every run's config.yaml since the first run format)."""
+    path = preset_path(preset, presets_dir)
+    merged = _run_sections(deep_merge(read_yaml(presets_dir / DEFAULTS_FILE.name), read_yaml(path)))
     merged["adapter"] = path.stem
     return from_dict(RunConfig, model_section(apply_overrides(model_section(merged), overrides or [])))
 
@@ -474,7 +475,7 @@ def load_saved_config(path: Path, overrides: list[str] | None = None) -> RunConf
     """A resolved config saved in a run directory (``config.yaml``).
 
     A run written before a key existed lacks it: the key takes its default from
-    adapters/defaults.yaml, which is why a key added later must default to what simpe did
+    presets/defaults.yaml, which is why a key added later must default to what simpe did
     before it (``snapshots.ranking: true``, ``snapshots.forgetting: 0``). Free-form mappings
     (``params``) are never filled: a saved run's parameters are complete as saved.
     """
@@ -499,7 +500,7 @@ def _with_later_keys(saved: dict[str, Any], defaults: dict[str, Any]) -> dict[st
 
 
 def defaults(section: str, **overrides: Any) -> Any:
-    """One section of ``adapters/defaults.yaml`` as its dataclass, with ``overrides`` applied and checked.
+    """One section of ``presets/defaults.yaml`` as its dataclass, with ``overrides`` applied and checked.
 
     Example: ``defaults("update", lr=0.05)``.
     """

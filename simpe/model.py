@@ -182,7 +182,7 @@ def _checked(model_id: str | os.PathLike[str] | None, family: str) -> tuple[str 
             return (None if family == FAMILY_AUTO else FAMILIES.get(family).name), None
         return _family_name(config, f"model {source!r}", family), config
     if not path.is_dir():
-        hint = (" (run `make baseline` to train the demo model)" if path.resolve() == DEFAULT_MODEL
+        hint = (" (run `make demo-model` to train the demo model)" if path.resolve() == DEFAULT_MODEL
                 else f"; to fill it from the hub, run `huggingface-cli download <owner>/{path.name} --local-dir {source}` on a "
                      "machine with network access and copy the folder here" if source.count("/") == 1 and not path.exists() else "")
         what = "is a file, not a folder" if path.exists() else "does not exist"

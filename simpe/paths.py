@@ -1,6 +1,6 @@
 """The repository root and the default locations under it, computed once.
 
-Every module that needs a shipped file (adapter configs, stopword lists, the demo model,
+Every module that needs a shipped file (presets, stopword lists, the demo model,
 the LibreOffice splits) takes its path from here. Nothing here reads or writes files.
 """
 from __future__ import annotations
@@ -8,8 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-ADAPTERS_DIR = REPO_ROOT / "adapters"
-DEFAULTS_FILE = ADAPTERS_DIR / "defaults.yaml"
+PRESETS_DIR = REPO_ROOT / "presets"
+DEFAULTS_FILE = PRESETS_DIR / "defaults.yaml"
 STOPWORDS_DIR = REPO_ROOT / "stopwords"
 DATA_DIR = REPO_ROOT / "data"
 MODELS_DIR = REPO_ROOT / "models"

@@ -10,8 +10,8 @@ settings and the decoder is bound to the tokenizer. ``simpe.rundir`` writes the 
 With ``reset: document`` the adapted state returns to the base model's before the first
 segment of every document (a change of ``doc_id``), as adaptive translation servers work
 per project. At the end the run writes its final adapted state as the method's per-user
-store (``store.safetensors``; ``simpe export-adapter`` hands it out, ``simpe translate
---adapter`` applies it).
+store (``store.safetensors``; ``simpe export-store`` hands it out, ``simpe translate
+--store`` applies it).
 
 The loop sees methods, decoders and metrics only through their base classes.
 """
@@ -463,12 +463,12 @@ class Loop:
         }
 
 
-def simulate(adapters: list[str], overrides: list[str] | None = None, resume: bool = False, overwrite: bool = False,
+def simulate(presets: list[str], overrides: list[str] | None = None, resume: bool = False, overwrite: bool = False,
              resume_anyway: bool = False,
              progress: bool = True, config_file: Path | None = None,
              on_done: Callable[[Path], None] | None = None) -> list[Path]:
-    """Run every adapter in turn on the same stream; return the run directories."""
-    configs = [load_saved_config(config_file, overrides)] if config_file else [load_config(a, overrides) for a in adapters]
+    """Run every preset in turn on the same stream; return the run directories."""
+    configs = [load_saved_config(config_file, overrides)] if config_file else [load_config(p, overrides) for p in presets]
     paths = []
     for cfg in configs:
         loop = Loop(cfg, progress=progress)

@@ -1,9 +1,9 @@
-"""Per-user stores as files: ``simpe export-adapter`` (copy a run's store out) and applying a store to a base model.
+"""Per-user stores as files: ``simpe export-store`` (copy a run's store out) and applying a store to a base model.
 
 The file format (tensor keys, the typed ``StoreMetadata``, reading and checking) is
 ``simpe.storefile``; translating with a store is ``simpe.translate``. A run
 writes its final adapted state as its store (``store.safetensors`` in the run folder);
-``export_adapter`` checks it against the run's summary and copies it out; ``apply_store``
+``export_store`` checks it against the run's summary and copies it out; ``apply_store``
 builds the named method and lets it apply the store to a freshly loaded base model
 (``Method.load_store``), so ``translate`` reproduces the adapted model's outputs at the
 end of the run with any decoder. The file's size is the store bytes the run reports plus
@@ -23,10 +23,10 @@ from simpe.storefile import StoreMetadata, read_store, store_sizes
 logger = logging.getLogger(__name__)
 
 
-def export_adapter(run: Path, out: Path | None = None, overwrite: bool = False) -> dict[str, Any]:
+def export_store(run: Path, out: Path | None = None, overwrite: bool = False) -> dict[str, Any]:
     """Copy a complete run's store to ``out`` and report its sizes.
 
-    ``out`` defaults to ``<group>--<adapter>.safetensors`` in the current folder (a file to ship, outside runs/).
+    ``out`` defaults to ``<group>--<preset>.safetensors`` in the current folder (a file to ship, outside runs/).
 
     Returns ``{"path", "method", "base_model", "file_bytes", "data_bytes", "header_bytes", "reported_store_bytes"}``.
     """
@@ -35,7 +35,7 @@ def export_adapter(run: Path, out: Path | None = None, overwrite: bool = False) 
 
     run = Path(run)
     if run.is_dir() and (run / SEGMENTS_FILE).is_file() and not (run / DONE_FILE).exists():
-        raise RunDirError(f"run {run} is incomplete (no {DONE_FILE}): export-adapter exports the final state of a "
+        raise RunDirError(f"run {run} is incomplete (no {DONE_FILE}): export-store exports the final state of a "
                           "complete run; finish it first (simpe simulate with the run's arguments and --resume)")
     record = load_run(run)
     source = run_store(record.path)

@@ -119,7 +119,7 @@ def read_store(path: Path) -> tuple[dict[str, Any], StoreMetadata]:
 
     path = Path(path)
     if not path.is_file():
-        raise ConfigError(f"adapter file {path} does not exist (make one with `simpe export-adapter RUN --out FILE`)")
+        raise ConfigError(f"store file {path} does not exist (make one with `simpe export-store RUN --out FILE`)")
     try:
         with safe_open(str(path), framework="pt") as handle:
             strings = handle.metadata() or {}

@@ -1,6 +1,6 @@
 """Train the embedded demo model: joint SentencePiece, a small MarianMTModel, a truecaser.
 
-``make baseline`` runs this on the LibreOffice train split with early stopping on dev
+``make demo-model`` runs this on the LibreOffice train split with early stopping on dev
 (``--dataset NAME`` takes the train, dev and stream splits of another registered dataset
 instead, e.g. ``autodesk``: its train split holds no document of the stream) and saves everything ``load_model`` needs with ``save_pretrained``, plus the Moses
 truecaser for the target language and a model card with the scores. It does not adapt
@@ -79,7 +79,7 @@ def check_resumable(saved: dict[str, Any], cfg: TrainConfig, step: int = 0) -> N
 
 
 def reproduce_command(cfg: TrainConfig, steps: int | None = None) -> str:
-    """The one command that trains this model again: ``simpe train-baseline`` with every non-default setting.
+    """The one command that trains this model again: ``simpe train-demo-model`` with every non-default setting.
 
     With ``steps`` (where training stopped) the time budget becomes that step count: minutes
     depend on the machine, steps do not, so the command gives the same weights anywhere
@@ -90,9 +90,9 @@ def reproduce_command(cfg: TrainConfig, steps: int | None = None) -> str:
         decay = 0 if cfg.decay_steps and cfg.max_steps - cfg.decay_steps >= steps else cfg.decay_steps
         cfg = replace(cfg, max_steps=steps, max_minutes=0.0, decay_steps=decay)
     default = asdict(defaults("train"))
-    args = [f"--{k.replace('_', '-')} {shlex.quote(str(v))}" for k, v in asdict(cfg).items()
+    args = [f"--{'train-seed' if k == 'seed' else k.replace('_', '-')} {shlex.quote(str(v))}" for k, v in asdict(cfg).items()
             if v != default[k] and k not in ("out_dir", "device", "threads")]
-    return " ".join(["python -m simpe train-baseline", *args])
+    return " ".join(["python -m simpe train-demo-model", *args])
 
 
 def save_atomic(obj: Any, path: Path) -> None:
@@ -502,7 +502,7 @@ def write_model_card(out: Path, card: dict[str, Any]) -> None:
         "`MarianMTModel.from_pretrained('models/demo-en-de')`.",
         "",
         f"- command: `{card['command']}` (the steps this model trained for, whatever the time budget was; "
-        "writes to `--out-dir`, default `models/demo-en-de`; an interrupted run goes on with `--resume`)",
+        "writes to `-o/--out`, default `models/demo-en-de`; an interrupted run goes on with `--resume`)",
         f"- data: `{data}` train split ({card['train_pairs']} pairs up to {cfg['max_len']} tokens); "
         f"sha256 train.en `{card['data']['train.en'][:16]}…`, train.de `{card['data']['train.de'][:16]}…`",
         f"- seed: {cfg['seed']}",

@@ -24,13 +24,13 @@ def translate_lines(model: Any, tokenizer: Any, decoder: Any, sources: list[str]
     return out
 
 
-def translate_file(model_id: str | None, source: Path, adapter: Path | None = None, decoder: str | None = None,
+def translate_file(model_id: str | None, source: Path, store: Path | None = None, decoder: str | None = None,
                    decoder_params: dict[str, Any] | None = None, device: str = "auto",
                    model_settings: dict[str, Any] | None = None) -> list[str]:
-    """``simpe translate``: every line of ``source`` with the base model, or with the per-user store ``adapter`` applied.
+    """``simpe translate``: every line of ``source`` with the base model, or with the per-user store ``store`` applied.
 
     Args:
-        decoder: a registered decoder (default: the decoder section of adapters/defaults.yaml);
+        decoder: a registered decoder (default: the decoder section of presets/defaults.yaml);
             decoder_params: its parameters (default: those of defaults.yaml when the names match, else none).
         model_settings: keys of the ``model`` section (family, src_lang, tgt_lang, prompt_template, dtype)
             over those of defaults.yaml; a store made by a run applies the run's own language settings.
@@ -48,15 +48,15 @@ def translate_file(model_id: str | None, source: Path, adapter: Path | None = No
     built = DECODERS.build(name, **params)  # checked before the model loads
     sources = read_lines(Path(source), "source file")
     given = dict(model_settings or {})
-    if adapter is not None:
-        _, metadata = read_store(Path(adapter))  # refuse a bad file before the model loads
+    if store is not None:
+        _, metadata = read_store(Path(store))  # refuse a bad file before the model loads
         for key, value in metadata.language_settings().items():  # the run's languages, unless given
             given.setdefault(key, value)
     cfg = defaults("model", **given)
     family = model_family(model_id, cfg.family, cfg.family_settings())  # settings checked before the model loads
     loaded = load_model(model_id, device, family, cfg.dtype, family_name=cfg.family, settings=cfg.family_settings())
     method = None
-    if adapter is not None:
-        _, method = load_store(loaded.model, loaded.name, Path(adapter))
+    if store is not None:
+        _, method = load_store(loaded.model, loaded.name, Path(store))
     built.bind(loaded.tokenizer)
     return translate_lines(loaded.model, loaded.tokenizer, built, sources, loaded.device, method)

@@ -31,7 +31,7 @@ described with counts in its data-manifest.json):
   documents from the top of that ranking until it holds at least ``stream_fraction`` of the
   segments, ``dev`` the next ones until ``dev_fraction``, and ``train`` the rest. A train
   pair whose source also occurs in the stream or dev split is dropped (counted), so an
-  in-domain baseline trained on ``train`` (``simpe train-baseline --dataset autodesk``) never
+  in-domain baseline trained on ``train`` (``simpe train-demo-model --dataset autodesk``) never
   saw a stream source.
 
 Each segment carries the raw MT output (``Segment.mt``) and product, release, type, date

@@ -160,5 +160,5 @@ def check_utility(name: str, comet: Any = None) -> None:
     if name not in utility_names():
         raise ConfigError(f"unknown utility {name!r}; known: {', '.join(utility_names())}")
     if name == COMET and comet is None:
-        raise ConfigError("utility/quality 'comet' needs a COMET model (e.g. --comet-model Unbabel/wmt22-comet-da "
+        raise ConfigError("utility/quality 'comet' needs a COMET model (e.g. --comet Unbabel/wmt22-comet-da "
                           "or a local folder); the others need none: " + ", ".join(utility_names()[:-1]))

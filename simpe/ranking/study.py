@@ -144,7 +144,7 @@ def _store_name(path: Any) -> str:
 
 
 def load_system(model_id: Any, device: str = "auto", model_settings: dict[str, Any] | None = None) -> Any:
-    """A system to rank: a model folder or hub id, or a per-user store (``export-adapter``, a run's
+    """A system to rank: a model folder or hub id, or a per-user store (``export-store``, a run's
     ``store.safetensors``): the base model its metadata names, with the store applied (an adapted model)."""
     from simpe.model import load_model
 

@@ -1,7 +1,7 @@
 """The names of everything under ``runs/``: one place for every file and folder name.
 
 A group folder ``runs/<dataset>-<split>--<model>--<N>seg/`` holds the runs of several
-adapters on one stream (one folder each) and the outputs derived from them (``compare/``,
+presets on one stream (one folder each) and the outputs derived from them (``compare/``,
 ``plots/``, ``report.html``). The writer (writer.py) and the reader (reader.py) take every name from here;
 docs/run-format.md describes the files.
 """
@@ -19,7 +19,7 @@ STATE_DIR = "state"
 CHECKPOINT_FILE = "checkpoint.pt"  # inside STATE_DIR
 LOCK_FILE = ".lock"
 DONE_FILE = "DONE"
-STORE_FILE = "store.safetensors"  # the run's final adapted state: the per-user store (simpe export-adapter copies it)
+STORE_FILE = "store.safetensors"  # the run's final adapted state: the per-user store (simpe export-store copies it)
 MANIFEST_FILE = "data-manifest.json"  # how the dataset's splits were made (files, choices, counts), when it says
 COMPARE_DIR = "compare"  # inside a group folder
 PLOTS_DIR = "plots"  # inside a group folder

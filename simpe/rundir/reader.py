@@ -23,7 +23,8 @@ from simpe.rundir.record import SegmentRecord, check_schema
 
 logger = logging.getLogger(__name__)
 
-BASELINE_METHOD = "baseline"  # the method every other run of a group is compared with
+BASELINE = "baseline"  # the one baseline: the method every other run of a group is compared with, and the preset of
+#   that name which `simpe sweep` adds per stream so that every group has it (simpe.sweep imports it from here)
 
 
 @dataclass
@@ -360,12 +361,12 @@ def load_group(paths: Iterable[Path], allow_incomplete: bool = False) -> RunGrou
             raise RunDirError(f"two runs are named {run.name!r} ({names[run.name].path} and {run.path}); "
                               f"give runs with distinct adapter names")
         names[run.name] = run
-    baselines = [run for run in runs if run.method == BASELINE_METHOD]
+    baselines = [run for run in runs if run.method == BASELINE]
     if len(baselines) != 1:
         given = ", ".join(f"{run.name} (method {run.method}, {run.path})" for run in runs)
         how_many = "no run" if not baselines else f"{len(baselines)} runs"
-        raise RunDirError(f"exactly one run must be the baseline (method {BASELINE_METHOD!r}); "
-                          f"{how_many} of method {BASELINE_METHOD!r} among the runs given: {given}")
+        raise RunDirError(f"exactly one run must be the baseline (method {BASELINE!r}); "
+                          f"{how_many} of method {BASELINE!r} among the runs given: {given}")
     if len(runs) < 2:
         raise RunDirError(f"only the baseline ({runs[0].path}) was given; give at least one adapted run to compare")
     baseline = baselines[0]

@@ -19,14 +19,12 @@ from typing import Any
 from simpe.config import RunConfig, load_config, load_saved_config, read_yaml, resume_difference
 from simpe.errors import ConfigError
 from simpe.rundir import layout
-from simpe.rundir.reader import BASELINE_METHOD
+from simpe.rundir.reader import BASELINE
 from simpe.rundir.state import RunState, foreign_message
 from simpe.rundir.state import state as run_state
 
 logger = logging.getLogger(__name__)
 
-# the method every other run of a group is compared with: one definition, the run reader's (which groups runs by it)
-BASELINE = BASELINE_METHOD
 # grid keys that change what an adapted run learns but not the baseline (which never updates)
 ADAPTATION_KEYS = ("method.", "update.", "seed")
 SWEEP_FILE_KEYS = ("methods", "grid", "seeds", "dataset", "split", "model", "segments", "set", "baseline")
@@ -34,7 +32,7 @@ SWEEP_FILE_KEYS = ("methods", "grid", "seeds", "dataset", "split", "model", "seg
 
 @dataclass
 class RunSpec:
-    """One run of a sweep: an adapter file, the overrides that make it, the name they give."""
+    """One run of a sweep: a preset, the overrides that make it, the name they give."""
 
     adapter: str
     overrides: list[str]
@@ -76,7 +74,7 @@ def plan(methods: list[str], grid: dict[str, list[Any]] | None = None, seeds: li
     are not method, update or seed settings) when ``methods`` does not name it.
     """
     if not methods:
-        raise ConfigError("a sweep needs at least one --method")
+        raise ConfigError("a sweep needs at least one --preset")
     grid = {key: [str(v) for v in values] for key, values in (grid or {}).items()}
     for key, values in grid.items():
         if not values:

@@ -116,15 +116,15 @@ def cases(models: dict[str, Path], data: Path, tmp: Path) -> list[tuple[str, lis
         ("set-no-value", ["--set", "update.lr"], "bad --set 'update.lr'; expected KEY=VALUE"),
         ("key-typo", ["--set", "update.optimiser=adam"], "unknown key update.optimiser; known: optimizer, lr"),
         ("optimizer", ["--set", "update.optimizer=adam"], "unknown update.optimizer 'adam'; known: sgd"),
-        ("method-param-typo", ["--method", "lasso", "--set", "method.params.budgt=0.1"],
+        ("method-param-typo", ["--preset", "lasso", "--set", "method.params.budgt=0.1"],
          "unknown parameter 'budgt' of method 'lasso'; known: penalty"),
-        ("method-param-word", ["--method", "lasso", "--set", "method.params.penalty=high"],
+        ("method-param-word", ["--preset", "lasso", "--set", "method.params.penalty=high"],
          "method 'lasso' parameter penalty must be a number, got 'high'"),
         ("data-param-typo", ["--set", "data.params.sourse=a.en"], "unknown parameter 'sourse' of dataset 'libreoffice'"),
         ("beam-zero", ["--set", "decoder.params.beam_size=0"], "beam_size must be an integer >= 1, got 0"),
         ("beam-word", ["--set", "decoder.params.beam_size=two"], "parameter beam_size must be an integer, got 'two'"),
         ("decoder-name", ["--set", "decoder.name=viterbi"], "unknown decoder 'viterbi'; known: beam, greedy"),
-        ("method-name", ["--method", "sparse"], "unknown method 'sparse'; known: baseline"),
+        ("preset-name", ["--preset", "sparse"], "unknown preset 'sparse'; known: baseline"),
         ("dataset-name", ["--dataset", "wmt"], "unknown dataset 'wmt'; known: autodesk, libreoffice"),
         ("split-name", ["--split", "tets"], "unknown split 'tets' of dataset libreoffice; known:"),
         ("segments-zero", ["--segments", "0"], "data.segments must be >= 1 or null, got 0"),
@@ -174,8 +174,8 @@ def cases(models: dict[str, Path], data: Path, tmp: Path) -> list[tuple[str, lis
         ("model-dtype", ["--set", "model.dtype=int8"], "unknown model.dtype 'int8'; known: float32, bfloat16, float16"),
         ("model-key", ["--set", "model.language=de"], "unknown key model.language; known: path, family, src_lang"),
         ("t5-tokenizer-missing", ["--model", str(models["t5_no_tokenizer"]), "--truecaser", "none"], "has no tokenizer files"),
-        ("icl-encoder-decoder", ["--method", "icl"], "method 'icl' puts earlier post-edits into a causal LM's prompt"),
-        ("lora-targets", ["--method", "lora", "--set", "method.params.targets=[q_proj, wi]"],
+        ("icl-encoder-decoder", ["--preset", "icl"], "method 'icl' puts earlier post-edits into a causal LM's prompt"),
+        ("lora-targets", ["--preset", "lora", "--set", "method.params.targets=[q_proj, wi]"],
          "lora targets must be a non-empty list of q_proj, k_proj, v_proj, out_proj, fc1, fc2 (the marian family's"),
         ("model-no-weights", ["--model", str(models["no_weights"])], "has no weights (model.safetensors or pytorch_model.bin)"),
         ("model-truncated", ["--model", str(models["truncated"])], "model.safetensors is truncated"),
@@ -338,7 +338,7 @@ def _one_line(argv: list[str], capsys: pytest.CaptureFixture) -> str:
 def test_a_garbage_fixed_selection_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture):
     selection = tmp_path / "garbage.json"
     selection.write_text("garbage{")
-    err = _one_line(["simulate", "--method", "fixed", "--set", f"method.params.selection={selection}", "--segments", "1",
+    err = _one_line(["simulate", "--preset", "fixed", "--set", f"method.params.selection={selection}", "--segments", "1",
                      "--runs-dir", str(tmp_path / "runs")], capsys)
     assert "is not a fixed selection made by `simpe select-fixed`" in err and not (tmp_path / "runs").exists()
 

@@ -16,13 +16,13 @@ def simpe(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.parametrize("args, message", [
-    (["simulate", "--method", "sparse"], "simpe: error: unknown method 'sparse'; known: baseline, bias, fixed, fixed-25, full, icl, knn, knn-vanilla, lasso, lasso-25, lora, norms, top (or a path to a .yaml file)"),  # noqa: E501
+    (["simulate", "--preset", "sparse"], "simpe: error: unknown preset 'sparse'; known: baseline, bias, fixed, fixed-25, full, icl, knn, knn-vanilla, lasso, lasso-25, lora, norms, top (or a path to a .yaml file)"),  # noqa: E501
     (["simulate", "--dataset", "wmt"], "simpe: error: unknown dataset 'wmt'; known: autodesk, libreoffice, text, tmx, tsv"),
     (["simulate", "--set", "update.optimiser=adam"], "simpe: error: unknown key update.optimiser; known: optimizer, lr, clip_norm, max_repeats, ppl_threshold, dropout, label_smoothing"),  # noqa: E501
     (["simulate", "--set", "update.optimizer=adam"], "simpe: error: unknown update.optimizer 'adam'; known: sgd"),
     (["simulate", "--segments", "0"], "simpe: error: data.segments must be >= 1 or null, got 0"),
     (["simulate", "--dataset", "autodesk"], "simpe: error: the Autodesk corpus is not at"),
-    (["simulate", "--method", "lasso", "--set", "method.params.budgt=0.1"],
+    (["simulate", "--preset", "lasso", "--set", "method.params.budgt=0.1"],
      "simpe: error: unknown parameter 'budgt' of method 'lasso'; known: penalty, budget_nonembedding, budget_embedding"),
     (["simulate", "--set", "data.params.sourse=a.en"], "simpe: error: unknown parameter 'sourse' of dataset 'libreoffice'; known: path"),
     (["simulate", "--set", "update.lr=fast"], "simpe: error: update.lr must be a number, got 'fast'"),
@@ -49,7 +49,7 @@ def test_list_prints_every_registry():
     out = result.stdout
     assert "datasets: autodesk, libreoffice, text, tmx, tsv" in out
     assert "methods: baseline, bias, fixed, full, icl, knn, lasso, lora, norms, top" in out
-    assert "adapters: baseline, bias, fixed, fixed-25, full, icl, knn, knn-vanilla, lasso, lasso-25, lora, norms, top" in out
+    assert "presets: baseline, bias, fixed, fixed-25, full, icl, knn, knn-vanilla, lasso, lasso-25, lora, norms, top" in out
     assert "decoders: beam, greedy, heap_beam, mbr, sampling, topk, topk_dfs" in out
     assert "metrics: bleu, chrf, chrf++, comet, sbleu, ter" in out
     assert "utilities: bleu, chrf, chrf++, sbleu, ter, comet" in out

@@ -86,7 +86,7 @@ def test_simulate_autodesk_as_distributed_from_the_environment_folder(tmp_path: 
     env = {**os.environ, "SIMPE_AUTODESK_DIR": str(tmp_path / "autodesk"), "OMP_NUM_THREADS": "1"}
     # what `make simulate DATASET=autodesk SEGMENTS=20 METHODS=baseline` runs
     cmd = [sys.executable, "-m", "simpe", "simulate", "--dataset", "autodesk", "--split", "stream", "--segments", "20",
-           "--method", "baseline", "--device", "cpu", "--runs-dir", str(tmp_path / "runs"), "--no-progress"]
+           "--preset", "baseline", "--device", "cpu", "--runs-dir", str(tmp_path / "runs"), "--no-progress"]
     done = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     run = tmp_path / "runs" / "autodesk-stream--demo-en-de--20seg" / "baseline"

@@ -1,4 +1,4 @@
-"""Every model family through the online loop: records, ranking snapshots, stores, export-adapter,
+"""Every model family through the online loop: records, ranking snapshots, stores, export-store,
 translate --adapter and simpe rank, on the tiny checkpoints of ``tests/tiny_families.py``.
 
 The tiny models are random: their translations and scores mean nothing; what is checked is
@@ -15,7 +15,7 @@ from tiny_families import SETTINGS
 from simpe.config import load_config
 from simpe.rundir.reader import read_jsonl
 from simpe.simulate import Loop
-from simpe.store import export_adapter
+from simpe.store import export_store
 from simpe.storefile import read_store
 from simpe.translate import translate_file, translate_lines
 
@@ -40,10 +40,10 @@ def _run(tmp_path: Path, folder: Path, kind: str, adapter: str, extra: list[str]
 
 
 def _reproduces(tmp_path: Path, loop: Loop, kind: str, folder: Path, adapter: str) -> dict:
-    """export-adapter, then translate --adapter on a fresh base: the adapted model's outputs."""
+    """export-store, then translate --store on a fresh base: the adapted model's outputs."""
     sources = [r["source"] for r in read_jsonl(loop.path / "segments.jsonl")]
     adapted = translate_lines(loop.model, loop.tokenizer, loop.decoder, sources, loop.loaded.device, loop.method)
-    info = export_adapter(loop.path, tmp_path / f"{kind}-{adapter}.safetensors")
+    info = export_store(loop.path, tmp_path / f"{kind}-{adapter}.safetensors")
     _, metadata = read_store(Path(info["path"]))
     src = tmp_path / f"{kind}.src"
     src.write_text("".join(s + "\n" for s in sources), encoding="utf-8")

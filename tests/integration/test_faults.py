@@ -130,7 +130,7 @@ def test_a_full_disk_is_one_line_on_the_command_line(uninterrupted, tmp_path: Pa
     """No chained tracebacks, exit 2, and the message says to resume."""
     _, clean = uninterrupted
     monkeypatch.setattr(writer, "open_file", FullDisk(clean.written // 2).open)
-    args = ["simulate", "--method", "bias", "--runs-dir", str(tmp_path), "--no-progress"]
+    args = ["simulate", "--preset", "bias", "--runs-dir", str(tmp_path), "--no-progress"]
     for setting in SETTINGS:
         args += ["--set", setting]
     capsys.readouterr()

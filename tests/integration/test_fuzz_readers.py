@@ -218,7 +218,7 @@ def test_mutants_that_read_end_as_complete_runs(tmp_path: Path, capsys: pytest.C
             continue
         runs = tmp_path / f"runs{example}"
         code = main(["simulate", "--dataset", "text", "--set", f"data.params.source={tmp_path / 'a.en'}",
-                     "--set", f"data.params.reference={tmp_path / 'a.de'}", "--method", "full",
+                     "--set", f"data.params.reference={tmp_path / 'a.de'}", "--preset", "full",
                      "--runs-dir", str(runs), "--no-progress", "--threads", "1"])
         assert code == 0, capsys.readouterr().err
         (run,) = [p.parent for p in runs.glob("*/*/segments.jsonl")]

@@ -3,7 +3,7 @@
 The stores are crafted here with safetensors the way a run writes them (simpe.simulate's metadata), then
 altered one way each: counts that disagree, an index outside the matrix, a NaN, metadata that is not
 JSON, tensors of another method than the metadata names. ``simpe translate --adapter`` applies them
-to the real demo model. ``export-adapter`` is tried on an existing folder and on an incomplete run.
+to the real demo model. ``export-store`` is tried on an existing folder and on an incomplete run.
 """
 from __future__ import annotations
 
@@ -66,7 +66,7 @@ def test_a_crafted_store_is_one_line_exit_2(case_id: str, tmp_path: Path, capsys
     src = tmp_path / "src.en"
     src.write_text("Click OK.\n", encoding="utf-8")
     capsys.readouterr()
-    code = main(["translate", "--adapter", str(store), "-i", str(src), "--device", "cpu"])
+    code = main(["translate", "--store", str(store), "-i", str(src), "--device", "cpu"])
     lines = capsys.readouterr().err.strip().splitlines()
     assert code == 2, lines
     assert len(lines) == 1 and lines[0].startswith("simpe: error: "), lines
@@ -83,13 +83,13 @@ def complete_run(tmp_path_factory) -> Path:
     return loop.path
 
 
-def test_export_adapter_to_an_existing_folder_is_one_line_and_leaves_nothing(complete_run: Path, tmp_path: Path,
+def test_export_store_to_an_existing_folder_is_one_line_and_leaves_nothing(complete_run: Path, tmp_path: Path,
                                                                              capsys: pytest.CaptureFixture):
     folder = tmp_path / "stores"
     folder.mkdir()
     (folder / "notes.txt").write_text("mine", encoding="utf-8")
     capsys.readouterr()
-    code = main(["export-adapter", str(complete_run), "--out", str(folder), "--overwrite"])
+    code = main(["export-store", str(complete_run), "--out", str(folder), "--overwrite"])
     lines = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(lines) == 1, lines
     assert f"--out {folder} is a folder; give the store's file name" in lines[0]
@@ -97,7 +97,7 @@ def test_export_adapter_to_an_existing_folder_is_one_line_and_leaves_nothing(com
     assert [p.name for p in folder.iterdir()] == ["notes.txt"]
 
 
-def test_export_adapter_on_an_incomplete_run_names_what_to_do(complete_run: Path, tmp_path: Path,
+def test_export_store_on_an_incomplete_run_names_what_to_do(complete_run: Path, tmp_path: Path,
                                                               capsys: pytest.CaptureFixture):
     import shutil
 
@@ -105,11 +105,11 @@ def test_export_adapter_on_an_incomplete_run_names_what_to_do(complete_run: Path
     shutil.copytree(complete_run, copy)
     (copy / "DONE").unlink()
     capsys.readouterr()
-    code = main(["export-adapter", str(copy), "--out", str(tmp_path / "x.safetensors")])
+    code = main(["export-store", str(copy), "--out", str(tmp_path / "x.safetensors")])
     lines = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(lines) == 1, lines
-    assert "is incomplete (no DONE): export-adapter exports the final state of a complete run" in lines[0]
-    assert "--allow-incomplete" not in lines[0]  # a flag export-adapter does not take
+    assert "is incomplete (no DONE): export-store exports the final state of a complete run" in lines[0]
+    assert "--allow-incomplete" not in lines[0]  # a flag export-store does not take
     assert not (tmp_path / "x.safetensors").exists()
 
 

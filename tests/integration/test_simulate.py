@@ -75,7 +75,7 @@ def test_resume_after_a_kill_gives_exactly_the_uninterrupted_records(tmp_path: P
     whole = Loop(load_config(method, overrides), progress=False).run()
     # the same run in a subprocess, killed (SIGKILL) once 4 segments are logged, then resumed
     killed_dir = tmp_path / "b"
-    cmd = [sys.executable, "-m", "simpe", "simulate", "--method", method, "--segments", "8", "--device", "cpu",
+    cmd = [sys.executable, "-m", "simpe", "simulate", "--preset", method, "--segments", "8", "--device", "cpu",
            "--runs-dir", str(killed_dir), "--set", "checkpoint_every=3", "--no-progress"]
     # same thread count as this process: CPU float reductions, hence records, depend on it
     env = {**os.environ, "OMP_NUM_THREADS": str(torch.get_num_threads())}

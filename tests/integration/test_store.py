@@ -14,7 +14,7 @@ from simpe.errors import ConfigError, ModelError
 from simpe.model import load_model
 from simpe.rundir.reader import read_jsonl
 from simpe.simulate import Loop
-from simpe.store import apply_store, export_adapter
+from simpe.store import apply_store, export_store
 from simpe.storefile import read_store
 from simpe.translate import translate_file, translate_lines
 
@@ -33,7 +33,7 @@ def _check_store_reproduces_the_run(tmp_path: Path, adapter: str, segments: int)
     loop = _run(tmp_path, adapter, segments)
     sources = [r["source"] for r in read_jsonl(loop.path / "segments.jsonl")]
     adapted = translate_lines(loop.model, loop.tokenizer, loop.decoder, sources, loop.loaded.device)
-    info = export_adapter(loop.path, tmp_path / f"{adapter}.safetensors")
+    info = export_store(loop.path, tmp_path / f"{adapter}.safetensors")
     summary = json.loads((loop.path / "summary.json").read_text())
     # the file: 8 bytes of header length, the JSON header, then exactly the reported store bytes of tensor data
     path = Path(info["path"])
@@ -73,7 +73,7 @@ def test_store_applies_with_another_decoder_and_refuses_another_base_model(tmp_p
     from simpe.cli import main
 
     loop = _run(tmp_path, "bias", 2)
-    assert main(["export-adapter", str(loop.path), "--out", str(tmp_path / "bias.safetensors")]) == 0
+    assert main(["export-store", str(loop.path), "--out", str(tmp_path / "bias.safetensors")]) == 0
     # the bias method's store: one (vocab,) float32 tensor
     vocab = loop.model.lm_head.out_features
     header = 8 + struct.unpack("<Q", (tmp_path / "bias.safetensors").read_bytes()[:8])[0]
@@ -92,13 +92,13 @@ def test_store_applies_with_another_decoder_and_refuses_another_base_model(tmp_p
     with pytest.raises(ModelError, match="was made for base model 'demo-en-de', not 'other'"):
         apply_store(fresh.model, "other", Path(info["path"]))
     with pytest.raises(ConfigError, match="exists; pass --overwrite"):
-        export_adapter(loop.path, Path(info["path"]))
+        export_store(loop.path, Path(info["path"]))
     (tmp_path / "junk.safetensors").write_bytes(b"not a store")
     with pytest.raises(ConfigError, match="junk.safetensors is not a safetensors file"):
         read_store(tmp_path / "junk.safetensors")
-    assert main(["translate", "--adapter", str(tmp_path / "missing.safetensors"), "-i", str(src)]) == 2
-    assert capsys.readouterr().err.strip().splitlines()[-1] == (f"simpe: error: adapter file {tmp_path / 'missing.safetensors'} does not exist "
-                                               "(make one with `simpe export-adapter RUN --out FILE`)")
+    assert main(["translate", "--store", str(tmp_path / "missing.safetensors"), "-i", str(src)]) == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (f"simpe: error: store file {tmp_path / 'missing.safetensors'} does not exist "
+                                               "(make one with `simpe export-store RUN --out FILE`)")
 
 
 def test_a_store_is_a_system_to_rank_the_adapted_model(tmp_path: Path, one_torch_thread, capsys):

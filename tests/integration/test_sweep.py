@@ -63,7 +63,7 @@ def test_plan_names_runs_by_their_settings_and_adds_one_baseline(tmp_path: Path)
         plan(["full"], {"update.lr": ["-1"]}, overrides=_overrides(tmp_path))
     with pytest.raises(ConfigError, match="expected KEY=V1,V2"):
         parse_grid(["update.lr"])
-    with pytest.raises(ConfigError, match="unknown method 'nope'"):
+    with pytest.raises(ConfigError, match="unknown preset 'nope'"):
         plan(["nope"], overrides=_overrides(tmp_path))
 
 
@@ -107,7 +107,7 @@ def test_a_failing_run_is_reported_and_the_others_complete(local_ray, tmp_path: 
     (broken / layout.CONFIG_FILE).write_text("update: [unclosed\n")
     (broken / layout.SEGMENTS_FILE).write_text("")
     with pytest.raises(SystemExit, match=r"1 of 3 runs failed: bias--lr=0.02"):
-        main(["sweep", "--method", "bias", "--grid", "update.lr=0.01,0.02", "--segments", "2", "--runs-dir", str(tmp_path),
+        main(["sweep", "--preset", "bias", "--grid", "update.lr=0.01,0.02", "--segments", "2", "--runs-dir", str(tmp_path),
               "--workers", "2", "--threads", "1", "--no-progress", "--bootstrap", "10", "--set", "device=cpu"])
     out = capsys.readouterr().out
     assert "failed:   bias--lr=0.02: RunDirError:" in out and "cannot be read" in out

@@ -1,4 +1,4 @@
-"""simpe train-baseline: an interrupted training resumed with --resume is the uninterrupted one, step for step."""
+"""simpe train-demo-model: an interrupted training resumed with --resume is the uninterrupted one, step for step."""
 from __future__ import annotations
 
 from dataclasses import replace
@@ -55,7 +55,7 @@ def test_resume_continues_exactly_and_refuses_other_settings(tmp_path: Path):
         train(replace(parted, d_model=32, max_steps=30), resume=True)
     # the card's command is the one command that trains it again (the output folder and machine aside)
     assert whole["command"] == (
-        f"python -m simpe train-baseline --data-dir {tmp_path / 'data'} --vocab-size 40 --d-model 16 --encoder-layers 2 "
+        f"python -m simpe train-demo-model --data-dir {tmp_path / 'data'} --vocab-size 40 --d-model 16 --encoder-layers 2 "
         "--decoder-layers 1 --heads 2 --ffn-dim 32 --batch-tokens 200 --warmup-steps 5 --max-steps 20 --decay-steps 0 "
         "--eval-every 5 --eval-segments 10 --average 3")
     # the card renders hand-written notes of this model (a trained model has none)
@@ -64,9 +64,9 @@ def test_resume_continues_exactly_and_refuses_other_settings(tmp_path: Path):
     assert "## Notes\n\n- Goal not reached.\n- What would reach it.\n" in (tmp_path / "whole" / "README.md").read_text()
     # a time budget becomes the steps it gave: the same weights on any machine
     assert reproduce_command(replace(defaults("train"), max_minutes=5.0), steps=700) == \
-        "python -m simpe train-baseline --max-steps 700 --decay-steps 0"  # the decay (from step 8500) had not begun
-    assert reproduce_command(defaults("train"), steps=11000) == "python -m simpe train-baseline"
-    assert reproduce_command(defaults("train")) == "python -m simpe train-baseline"  # the defaults: the shipped model's settings
+        "python -m simpe train-demo-model --max-steps 700 --decay-steps 0"  # the decay (from step 8500) had not begun
+    assert reproduce_command(defaults("train"), steps=11000) == "python -m simpe train-demo-model"
+    assert reproduce_command(defaults("train")) == "python -m simpe train-demo-model"  # the defaults: the shipped model's settings
 
 
 def test_decay_steps_schedule_and_when_it_may_change_on_resume():

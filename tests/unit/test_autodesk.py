@@ -170,7 +170,7 @@ def test_train_baseline_reads_the_train_and_dev_splits_of_the_dataset(tmp_path: 
 
     write_corpus(tmp_path)
     monkeypatch.setenv("SIMPE_AUTODESK_DIR", str(tmp_path))
-    args = build_parser().parse_args(["train-baseline", "--dataset", "autodesk"])
+    args = build_parser().parse_args(["train-demo-model", "--dataset", "autodesk"])
     cfg = defaults("train", dataset=args.dataset)
     assert split_pairs(cfg, "train")[0] == ["Click OK.", "Save the file.", "Save the file.", "Open the drawing.", "Close the window."]
     assert split_pairs(cfg, "dev") == (["Undo the change.", "Redo the change."],

@@ -173,7 +173,7 @@ def test_writers_produce_markdown_csv_and_booktabs(comparison, tmp_path: Path) -
 
 
 def test_cli_compare_prints_markdown_and_writes_into_the_group(group_dir: Path, capsys: pytest.CaptureFixture) -> None:
-    assert main(["compare", str(group_dir), "--bootstrap", "200", "--seed", "5"]) == 0
+    assert main(["compare", str(group_dir), "--bootstrap", "200", "--bootstrap-seed", "5"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("# Adaptation methods on libreoffice-stream--demo-en-de--40seg (40 segments, 4 runs)")
     assert "| lasso |" in out and "200 resamples, seed 5" in out

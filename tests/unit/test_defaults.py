@@ -65,7 +65,7 @@ def test_defaults_yaml_builds_its_decoder_and_method():
 
 
 def test_the_train_section_trains_the_shipped_demo_model_again():
-    """``simpe train-baseline`` with no flag has the settings the shipped model's card records (where it ran aside)."""
+    """``simpe train-demo-model`` with no flag has the settings the shipped model's card records (where it ran aside)."""
     import dataclasses
     import json
 

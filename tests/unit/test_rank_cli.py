@@ -121,7 +121,7 @@ def test_rank_errors_are_one_line(saved_models, test_set, tmp_path, capsys) -> N
     cases = [
         (base + ["--src", str(src), "--ref", str(short)], "aligned line by line"),
         (base + ["--src", str(src), "--ref", str(ref), "--quality", "bleurt"], "unknown utility 'bleurt'; known: bleu, chrf, chrf++, sbleu, ter, comet"),
-        (base + ["--src", str(src), "--ref", str(ref), "--quality", "comet"], "--comet-model"),
+        (base + ["--src", str(src), "--ref", str(ref), "--quality", "comet"], "(e.g. --comet Unbabel/"),
         (base + ["--src", str(src), "--ref", str(tmp_path / "missing.de")], "does not exist"),
         (["rank", "--models", str(saved_models[0]), "--src", str(src), "--ref", str(ref), "--out", str(tmp_path / "o")],
          "at least two"),
