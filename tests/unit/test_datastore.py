@@ -71,3 +71,19 @@ def test_a_store_loaded_at_once_is_indexed_and_partitioned():
     loaded.add(keys, torch.arange(2048))  # one add: trained on all 2,048
     assert _partition(loaded) == _partition(grown) == list(range(2048))
     assert loaded.memory_bytes() > loaded.nbytes() > 0
+
+
+def test_datastore_search_is_the_exact_nearest_neighbours():
+    from simpe.methods.knn import Datastore
+
+    generator = torch.Generator().manual_seed(0)
+    keys = torch.randn(300, 16, generator=generator)
+    store = Datastore(16)
+    store.add(keys[:100], torch.arange(100))
+    store.add(keys[100:], torch.arange(100, 300))  # grows past its first capacity
+    queries = torch.randn(7, 16, generator=generator)
+    dist, values = store.search(queries, k=4)
+    brute = ((queries[:, None, :].double() - keys[None, :, :].double()) ** 2).sum(-1)  # (7, 300)
+    expected, index = torch.topk(brute, k=4, dim=1, largest=False)
+    assert torch.equal(values, index) and values.dtype == torch.int64  # the values are the keys' positions here
+    torch.testing.assert_close(dist.double(), expected, rtol=1e-5, atol=1e-4)
