@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from messages import raises_naming
 
 from simpe.config import defaults
 from simpe.decoders import DECODERS
@@ -103,7 +104,7 @@ def test_knn_parameters_are_checked():
         METHODS.build("knn", knn_lambda=1.5)
     with pytest.raises(ConfigError, match="knn temperature must be > 0, got 0"):
         METHODS.build("knn", temperature=0)
-    with pytest.raises(ConfigError, match="unknown parameter 'lambda' of method 'knn'; known: k, temperature, knn_lambda, distance_aware"):
+    with raises_naming(ConfigError, "'lambda'", "'knn'", "k, temperature, knn_lambda, distance_aware"):
         METHODS.build("knn", **{"lambda": 0.5})
 
 

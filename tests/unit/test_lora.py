@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from messages import raises_naming
 
 from simpe.config import defaults
 from simpe.errors import ConfigError
@@ -75,8 +76,7 @@ def test_lora_parameters_are_checked():
     from simpe.models import FAMILIES
 
     marian = FAMILIES.build("marian")
-    with pytest.raises(ConfigError, match=r"lora targets must be a non-empty list of q_proj, k_proj, v_proj, out_proj, fc1, fc2 "
-                                          r"\(the marian family's linear layers\); got \['q_proj', 'lm_head'\]"):
+    with raises_naming(ConfigError, "q_proj, k_proj, v_proj, out_proj, fc1, fc2", "marian", "['q_proj', 'lm_head']"):
         METHODS.build("lora", targets=["q_proj", "lm_head"]).check_family(marian)
     with pytest.raises(ConfigError, match="lora rank must be an integer >= 1, got 0"):
         METHODS.build("lora", rank=0)

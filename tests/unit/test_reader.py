@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import pytest
 import yaml
+from messages import raises_naming
 from sacrebleu.metrics import BLEU, CHRF, TER
 
 from simpe.errors import RunDirError
@@ -247,8 +248,7 @@ def test_incomplete_run_is_refused_with_the_way_to_include_it(tmp_path: Path) ->
     _, references = stream(30)
     run = write_run(tmp_path, "lasso", "lasso", perturb(references, 0.2, 3), logged=12)
     (run / ".lock").write_text("pid 4242 on gone")  # left by a killed writer: no process holds the kernel lock
-    with pytest.raises(RunDirError, match=r"run .*lasso is incomplete \(no DONE\) and no process is writing it \(it was "
-                                          r"interrupted\).*--allow-incomplete"):
+    with raises_naming(RunDirError, "lasso", "no DONE", "interrupted", "--allow-incomplete"):
         load_run(run)
 
     with RunDir(run) as writer:
@@ -323,8 +323,7 @@ def test_runs_of_different_lengths_are_refused(tmp_path: Path) -> None:
 
 
 def test_exactly_one_baseline_is_required(group_dir: Path, tmp_path: Path) -> None:
-    with pytest.raises(RunDirError, match=r"exactly one run must be the baseline .*no run of method 'baseline'.*"
-                                          r"full \(method full, .*lasso \(method lasso"):
+    with raises_naming(RunDirError, "exactly one run must be the baseline", "'baseline'", "full (method full", "lasso (method lasso"):
         load_group([group_dir / "full", group_dir / "lasso"])
     second = tmp_path / "g2"
     _, references = stream(40)
