@@ -64,14 +64,14 @@ def _add_corpus(sub: argparse._SubParsersAction) -> None:
 
 def _cmd_corpus(args: argparse.Namespace) -> None:
     if args.corpus_command == "libreoffice":
-        from simpe.corpus.libreoffice import build
+        from simpe.build_data.libreoffice import build
 
         counts = build(args.out, args.cache, installed=args.installed)
         for name, count in counts.items():
             print(f"{name:9s} {count:7d} segments")
         print(f"wrote {args.out}")
     else:
-        from simpe.corpus.gettext import write_pairs
+        from simpe.build_data.gettext import write_pairs
 
         count = write_pairs(args.paths, args.out)
         print(f"{count} pairs -> {args.out}.src / {args.out}.tgt")

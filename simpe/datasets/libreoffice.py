@@ -1,7 +1,7 @@
 """The offline default: LibreOffice 7.4 help + UI, en-US -> de (built by ``make corpus``).
 
 Reads ``data/libreoffice/{split}.en|.de|.ids``. The dev, stream and reserved splits ship
-with the repository; train is rebuilt by ``make corpus`` (see ``simpe.corpus.libreoffice``).
+with the repository; train is rebuilt by ``make corpus`` (see ``simpe.build_data.libreoffice``).
 """
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ class LibreOfficeDataset(Dataset):
         self.path = Path(path) if path else DEFAULT_DIR
 
     def train_vocab(self, lang: str) -> Path | None:
-        """``vocab.train.<lang>``, written by ``make corpus`` (``simpe.corpus.libreoffice``)."""
+        """``vocab.train.<lang>``, written by ``make corpus`` (``simpe.build_data.libreoffice``)."""
         return self.path / f"vocab.train.{lang}"
 
     def _load(self, split: str) -> list[Segment]:

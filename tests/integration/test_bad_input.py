@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from messages import raises_naming
 
 from simpe.cli import main
 from simpe.errors import ConfigError, ModelError, RunDirError
@@ -100,100 +101,100 @@ def _text(data: Path, source: str, reference: str) -> list[str]:
 
 
 def cases(models: dict[str, Path], data: Path, tmp: Path) -> list[tuple[str, list[str], str]]:
-    """(id, arguments, a fragment of the one-line message): simulate unless the arguments say otherwise."""
+    """(id, arguments, the key fragments of the one-line message: the key or flag, the bad value, the valid values):
+    simulate unless the arguments say otherwise. The fragments pin what a user needs, not the sentence around them."""
     text_ok = _text(data, "two.en", "two.de")
     return [
         # item 3 and 4: mistyped values and parameter typos name the key and the value
-        ("lr-word", ["--set", "update.lr=fast"], "update.lr must be a number, got 'fast'"),
-        ("seed-word", ["--set", "seed=abc"], "seed must be an integer, got 'abc'"),
-        ("decoder-params-int", ["--set", "decoder.params=3"], "decoder.params must be a mapping, got 3"),
-        ("method-params-list", ["--set", "method.params=[1]"], "method.params must be a mapping, got [1]"),
-        ("repeats-float", ["--set", "update.max_repeats=2.5"], "update.max_repeats must be an integer, got 2.5"),
-        ("lr-negative", ["--set", "update.lr=-1"], "update.lr must be > 0, got -1.0"),
-        ("dropout-range", ["--set", "update.dropout=1.5"], "update.dropout must be in [0, 1), got 1.5"),
-        ("checkpoint-zero", ["--set", "checkpoint_every=0"], "checkpoint_every must be >= 1, got 0"),
-        ("set-into-number", ["--set", "update.lr.x=3"], "bad --set 'update.lr.x=3': lr is not a mapping"),
-        ("set-no-value", ["--set", "update.lr"], "bad --set 'update.lr'; expected KEY=VALUE"),
-        ("key-typo", ["--set", "update.optimiser=adam"], "unknown key update.optimiser; known: optimizer, lr"),
-        ("optimizer", ["--set", "update.optimizer=adam"], "unknown update.optimizer 'adam'; known: sgd"),
+        ("lr-word", ["--set", "update.lr=fast"], ('update.lr', 'number', "'fast'")),
+        ("seed-word", ["--set", "seed=abc"], ('seed', 'integer', "'abc'")),
+        ("decoder-params-int", ["--set", "decoder.params=3"], ('decoder.params', 'mapping', '3')),
+        ("method-params-list", ["--set", "method.params=[1]"], ('method.params', 'mapping', '[1]')),
+        ("repeats-float", ["--set", "update.max_repeats=2.5"], ('update.max_repeats', 'integer', '2.5')),
+        ("lr-negative", ["--set", "update.lr=-1"], ('update.lr', '> 0', '-1')),
+        ("dropout-range", ["--set", "update.dropout=1.5"], ('update.dropout', '[0, 1)', '1.5')),
+        ("checkpoint-zero", ["--set", "checkpoint_every=0"], ('checkpoint_every', '>= 1', '0')),
+        ("set-into-number", ["--set", "update.lr.x=3"], ("'update.lr.x=3'", 'not a mapping')),
+        ("set-no-value", ["--set", "update.lr"], ("'update.lr'", 'KEY=VALUE')),
+        ("key-typo", ["--set", "update.optimiser=adam"], ('update.optimiser', 'optimizer', 'lr')),
+        ("optimizer", ["--set", "update.optimizer=adam"], ('update.optimizer', "'adam'", 'sgd')),
         ("method-param-typo", ["--preset", "lasso", "--set", "method.params.budgt=0.1"],
-         "unknown parameter 'budgt' of method 'lasso'; known: penalty"),
+         ("'budgt'", "'lasso'", 'penalty')),
         ("method-param-word", ["--preset", "lasso", "--set", "method.params.penalty=high"],
-         "method 'lasso' parameter penalty must be a number, got 'high'"),
-        ("data-param-typo", ["--set", "data.params.sourse=a.en"], "unknown parameter 'sourse' of dataset 'libreoffice'"),
-        ("beam-zero", ["--set", "decoder.params.beam_size=0"], "beam_size must be an integer >= 1, got 0"),
-        ("beam-word", ["--set", "decoder.params.beam_size=two"], "parameter beam_size must be an integer, got 'two'"),
-        ("decoder-name", ["--set", "decoder.name=viterbi"], "unknown decoder 'viterbi'; known: beam, greedy"),
-        ("preset-name", ["--preset", "sparse"], "unknown preset 'sparse'; known: baseline"),
-        ("dataset-name", ["--dataset", "wmt"], "unknown dataset 'wmt'; known: autodesk, libreoffice"),
-        ("split-name", ["--split", "tets"], "unknown split 'tets' of dataset libreoffice; known:"),
-        ("segments-zero", ["--segments", "0"], "data.segments must be >= 1 or null, got 0"),
-        ("lang-empty", ["--set", "metrics.lang="], "metrics.lang must be a language code such as 'de', got ''"),
-        ("stopwords", ["--set", "metrics.stopwords=xx"], "unknown stopword language 'xx'; known: af"),
-        ("truecaser", ["--truecaser", str(tmp / "nope.model")], "truecaser model"),
-        ("novel-vocab", ["--set", f"metrics.novel_vocab={tmp / 'nope.txt'}"], "does not exist"),
-        ("snapshots-negative", ["--set", "snapshots.every=-1"], "snapshots.every must be >= 0, got -1"),
-        ("probe", ["--set", "snapshots.probe=nowhere"], "unknown snapshots.probe 'nowhere'; known: auto, dev, stream"),
-        ("quality", ["--snapshot-every", "5", "--set", "ranking.quality=bleurt"], "unknown utility 'bleurt'; known: bleu"),
-        ("gain", ["--set", "ranking.gain=log"], "unknown ranking.gain 'log'; known: exp, linear"),
-        ("ties", ["--set", "ranking.ties=random"], "unknown ranking.ties 'random'; known: mean, model"),
-        ("stopword-case", ["--set", "metrics.stopword_case=upper"], "unknown metrics.stopword_case 'upper'; known: exact, insensitive"),
-        ("token-filter", ["--set", "metrics.token_filter=none"], "unknown metrics.token_filter 'none'; known: punct-or-digits"),
-        ("r-scope", ["--set", "metrics.scope=doc"], "unknown metrics.scope 'doc'; known: stream, document"),
-        ("sbleu-smoothing", ["--set", "metrics.sbleu=add1"], "unknown metrics.sbleu 'add1'; known: nakov, exp"),
-        ("subword-unit", ["--set", "metrics.subword=pieces"], "unknown metrics.subword 'pieces'; known: null, all, content"),
-        ("rare-threshold", ["--set", "metrics.rare_threshold=-1"], "metrics.rare_threshold must be an integer >= 0, got -1"),
-        ("config-missing", ["--config", str(tmp / "nope.yaml")], "config file"),
-        ("config-bad-yaml", ["--config", str(data / "bad.yaml")], "not valid YAML"),
+         ("'lasso'", 'penalty', 'number', "'high'")),
+        ("data-param-typo", ["--set", "data.params.sourse=a.en"], ("'sourse'", "'libreoffice'")),
+        ("beam-zero", ["--set", "decoder.params.beam_size=0"], ('beam_size', '>= 1', '0')),
+        ("beam-word", ["--set", "decoder.params.beam_size=two"], ('beam_size', 'integer', "'two'")),
+        ("decoder-name", ["--set", "decoder.name=viterbi"], ("'viterbi'", 'beam', 'greedy')),
+        ("preset-name", ["--preset", "sparse"], ("'sparse'", 'baseline')),
+        ("dataset-name", ["--dataset", "wmt"], ("'wmt'", 'autodesk', 'libreoffice')),
+        ("split-name", ["--split", "tets"], ("'tets'", 'libreoffice', 'stream')),
+        ("segments-zero", ["--segments", "0"], ('data.segments', '>= 1', '0')),
+        ("lang-empty", ["--set", "metrics.lang="], ('metrics.lang', "''")),
+        ("stopwords", ["--set", "metrics.stopwords=xx"], ("'xx'", 'af')),
+        ("truecaser", ["--truecaser", str(tmp / "nope.model")], ('truecaser', 'nope.model')),
+        ("novel-vocab", ["--set", f"metrics.novel_vocab={tmp / 'nope.txt'}"], ('nope.txt', 'does not exist')),
+        ("snapshots-negative", ["--set", "snapshots.every=-1"], ('snapshots.every', '>= 0', '-1')),
+        ("probe", ["--set", "snapshots.probe=nowhere"], ('snapshots.probe', "'nowhere'", 'auto', 'dev', 'stream')),
+        ("quality", ["--snapshot-every", "5", "--set", "ranking.quality=bleurt"], ("'bleurt'", 'bleu')),
+        ("gain", ["--set", "ranking.gain=log"], ('ranking.gain', "'log'", 'exp', 'linear')),
+        ("ties", ["--set", "ranking.ties=random"], ('ranking.ties', "'random'", 'mean', 'model')),
+        ("stopword-case", ["--set", "metrics.stopword_case=upper"], ('metrics.stopword_case', "'upper'", 'exact', 'insensitive')),
+        ("token-filter", ["--set", "metrics.token_filter=none"], ('metrics.token_filter', "'none'", 'punct-or-digits')),
+        ("r-scope", ["--set", "metrics.scope=doc"], ('metrics.scope', "'doc'", 'stream', 'document')),
+        ("sbleu-smoothing", ["--set", "metrics.sbleu=add1"], ('metrics.sbleu', "'add1'", 'nakov', 'exp')),
+        ("subword-unit", ["--set", "metrics.subword=pieces"], ('metrics.subword', "'pieces'", 'null', 'all', 'content')),
+        ("rare-threshold", ["--set", "metrics.rare_threshold=-1"], ('metrics.rare_threshold', '>= 0', '-1')),
+        ("config-missing", ["--config", str(tmp / "nope.yaml")], ('nope.yaml',)),
+        ("config-bad-yaml", ["--config", str(data / "bad.yaml")], ('bad.yaml', 'YAML')),
         # item 8: data files
-        ("text-no-source", ["--dataset", "text"], "dataset 'text' needs source (e.g. --set data.params.source=FILE)"),
-        ("text-folder", _text(data, "folder", "two.de"), "is a folder, not a file"),
-        ("tmx-folder", ["--dataset", "tmx", "--set", f"data.params.path={data / 'folder'}"], "TMX file"),
-        ("tsv-folder", ["--dataset", "tsv", "--set", f"data.params.path={data / 'folder'}"], "is a folder, not a file"),
-        ("line-counts", _text(data, "two.en", "three.de"), "line-count mismatch"),
-        ("latin1", _text(data, "two.en", "latin1.de"), "is not valid UTF-8 (line 1"),
-        ("text-missing", _text(data, "two.en", "nope.de"), "does not exist"),
-        ("empty-line", _text(data, "two.en", "empty.de"), "segment 2 has an empty or whitespace-only reference"),
-        ("nul-byte", _text(data, "two.en", "nul.de"), "holds a NUL byte (line 2)"),
-        ("segments-beyond-data", ["--segments", "3", *text_ok], "data.segments is 3 but text:"),
+        ("text-no-source", ["--dataset", "text"], ("'text'", 'source', '--set data.params.source=')),
+        ("text-folder", _text(data, "folder", "two.de"), ('folder', 'not a file')),
+        ("tmx-folder", ["--dataset", "tmx", "--set", f"data.params.path={data / 'folder'}"], ('folder', 'TMX')),
+        ("tsv-folder", ["--dataset", "tsv", "--set", f"data.params.path={data / 'folder'}"], ('folder', 'not a file')),
+        ("line-counts", _text(data, "two.en", "three.de"), ('two.en', 'three.de', 'mismatch')),
+        ("latin1", _text(data, "two.en", "latin1.de"), ('latin1.de', 'UTF-8', 'line 1')),
+        ("text-missing", _text(data, "two.en", "nope.de"), ('nope.de', 'does not exist')),
+        ("empty-line", _text(data, "two.en", "empty.de"), ('segment 2', 'empty')),
+        ("nul-byte", _text(data, "two.en", "nul.de"), ('nul.de', 'NUL', 'line 2')),
+        ("segments-beyond-data", ["--segments", "3", *text_ok], ('data.segments', '3')),
         ("tmx-languages", ["--dataset", "tmx", "--set", f"data.params.path={data / 'wrong_langs.tmx'}"],
-         "no translation unit has both 'en' and 'de'; languages found: es, fr"),
-        ("tmx-malformed", ["--dataset", "tmx", "--set", f"data.params.path={data / 'broken.tmx'}"], "not a well-formed TMX"),
+         ('wrong_langs.tmx', "'en'", "'de'", 'es, fr')),
+        ("tmx-malformed", ["--dataset", "tmx", "--set", f"data.params.path={data / 'broken.tmx'}"], ('broken.tmx', 'TMX')),
         # item 9 and 4: model folders
-        ("model-missing", ["--model", str(tmp / "nomodel")], "does not exist"),
-        ("model-file", ["--model", str(models["a_file"])], "is a file, not a folder"),
+        ("model-missing", ["--model", str(tmp / "nomodel")], ('nomodel', 'does not exist')),
+        ("model-file", ["--model", str(models["a_file"])], ('a_file', 'not a folder')),
         ("model-pegasus", ["--model", str(models["pegasus"])],
-         "is a pegasus model (PegasusForConditionalGeneration), which simpe does not adapt; supported families (config.json "
-         "model_type): causal (llama, mistral, qwen2, qwen3); m2m100 (m2m_100); marian (marian); mbart (mbart); t5 (t5, mt5)"),
-        ("model-bart", ["--model", str(models["bart"])], "is a bart model (BartForConditionalGeneration), which simpe does not adapt"),
+         ('pegasus', 'PegasusForConditionalGeneration', 'causal', 'llama', 'm2m100', 'marian', 'mbart', 't5', 'mt5')),
+        ("model-bart", ["--model", str(models["bart"])], ('bart', 'BartForConditionalGeneration')),
         # the model section: family and settings, checked before the model loads
-        ("family-name", ["--set", "model.family=gpt"], "unknown model family 'gpt'; known: causal, m2m100, marian, mbart, t5"),
-        ("family-mismatch", ["--set", "model.family=mbart"], "model.family is 'mbart' but model folder"),
+        ("family-name", ["--set", "model.family=gpt"], ("'gpt'", 'causal', 'm2m100', 'marian', 'mbart', 't5')),
+        ("family-mismatch", ["--set", "model.family=mbart"], ('model.family', "'mbart'")),
         ("family-setting", ["--set", "model.prompt_template=Translate {source}"],
-         "model.prompt_template does not apply to the marian family (it reads: tgt_lang)"),
-        ("model-dtype", ["--set", "model.dtype=int8"], "unknown model.dtype 'int8'; known: float32, bfloat16, float16"),
-        ("model-key", ["--set", "model.language=de"], "unknown key model.language; known: path, family, src_lang"),
-        ("t5-tokenizer-missing", ["--model", str(models["t5_no_tokenizer"]), "--truecaser", "none"], "has no tokenizer files"),
-        ("icl-encoder-decoder", ["--preset", "icl"], "method 'icl' puts earlier post-edits into a causal LM's prompt"),
+         ('model.prompt_template', 'marian', 'tgt_lang')),
+        ("model-dtype", ["--set", "model.dtype=int8"], ('model.dtype', "'int8'", 'float32', 'bfloat16', 'float16')),
+        ("model-key", ["--set", "model.language=de"], ('model.language', 'path', 'family', 'src_lang')),
+        ("t5-tokenizer-missing", ["--model", str(models["t5_no_tokenizer"]), "--truecaser", "none"], ('t5_no_tokenizer', 'tokenizer')),
+        ("icl-encoder-decoder", ["--preset", "icl"], ("'icl'", 'causal')),
         ("lora-targets", ["--preset", "lora", "--set", "method.params.targets=[q_proj, wi]"],
-         "lora targets must be a non-empty list of q_proj, k_proj, v_proj, out_proj, fc1, fc2 (the marian family's"),
-        ("model-no-weights", ["--model", str(models["no_weights"])], "has no weights (model.safetensors or pytorch_model.bin)"),
-        ("model-truncated", ["--model", str(models["truncated"])], "model.safetensors is truncated"),
-        ("model-bad-config", ["--model", str(models["bad_config"])], "config.json is not valid JSON"),
-        ("model-no-spm", ["--model", str(models["no_spm"])], "lacks source.spm"),
+         ('lora', 'targets', 'q_proj', 'out_proj', 'fc1', 'fc2', 'marian')),
+        ("model-no-weights", ["--model", str(models["no_weights"])], ('no_weights', 'model.safetensors')),
+        ("model-truncated", ["--model", str(models["truncated"])], ('model.safetensors', 'truncated')),
+        ("model-bad-config", ["--model", str(models["bad_config"])], ('config.json', 'JSON')),
+        ("model-no-spm", ["--model", str(models["no_spm"])], ('source.spm',)),
         # item 4: a runs folder that cannot be written
-        ("runs-under-file", ["--runs-dir", str(models["a_file"] / "runs")], "is a file, not a folder; choose another --runs-dir"),
-        ("runs-unwritable", ["--runs-dir", "/proc/simpe-runs"], "is not writable"),
+        ("runs-under-file", ["--runs-dir", str(models["a_file"] / "runs")], ('a_file', '--runs-dir')),
+        ("runs-unwritable", ["--runs-dir", "/proc/simpe-runs"], ('/proc/simpe-runs', 'not writable')),
         # item 2: COMET before the stream
-        ("comet-missing", ["--comet", str(tmp / "nocomet")], "COMET checkpoint"),
-        ("comet-folder", ["--comet", str(data / "comet_folder")], "has no checkpoints/model.ckpt"),
+        ("comet-missing", ["--comet", str(tmp / "nocomet")], ('nocomet', 'COMET')),
+        ("comet-folder", ["--comet", str(data / "comet_folder")], ('comet_folder', 'checkpoints/model.ckpt')),
         # item 7: select-fixed
-        ("select-zero", ["select-fixed", "--segments", "0", "--out", str(tmp / "runs" / "sel.json")], "--segments must be >= 1"),
-        ("select-budget", ["select-fixed", "--budget", "0", "--out", str(tmp / "runs" / "sel.json")], "budget must be a fraction"),
+        ("select-zero", ["select-fixed", "--segments", "0", "--out", str(tmp / "runs" / "sel.json")], ('--segments', '>= 1')),
+        ("select-budget", ["select-fixed", "--budget", "0", "--out", str(tmp / "runs" / "sel.json")], ('budget',)),
         ("select-pegasus", ["select-fixed", "--model", str(models["pegasus"]), "--segments", "2", "--out", str(tmp / "runs" / "sel.json")],
-         "is a pegasus model"),
-        ("text-ok-but-t5", [*text_ok, "--model", str(models["bart"])], "is a bart model"),
-    ] + ([] if torch.cuda.is_available() else [("cuda", ["--device", "cuda"], "torch sees no CUDA GPU")])
+         ('pegasus',)),
+        ("text-ok-but-t5", [*text_ok, "--model", str(models["bart"])], ('bart',)),
+    ] + ([] if torch.cuda.is_available() else [("cuda", ["--device", "cuda"], ('CUDA',))])
 
 
 CASE_IDS = [case[0] for case in cases({k: Path("/x") for k in ("t5", "pegasus", "bart", "no_weights", "truncated", "bad_config",
@@ -226,11 +227,11 @@ def run_cli(args: list[str], runs: Path, capsys: pytest.CaptureFixture) -> tuple
 @pytest.mark.parametrize("case_id", CASE_IDS)
 def test_bad_input_is_one_line_exit_2_before_the_model_loads_and_leaves_no_run_folder(
         case_id: str, models, data, tmp_path: Path, capsys, no_model_load) -> None:
-    _, args, fragment = next(case for case in cases(models, data, tmp_path) if case[0] == case_id)
+    _, args, fragments = next(case for case in cases(models, data, tmp_path) if case[0] == case_id)
     code, lines = run_cli(args, tmp_path / "runs", capsys)
     assert code == 2, lines
     assert len(lines) == 1 and lines[0].startswith("simpe: error: "), lines
-    assert fragment in lines[0], lines[0]
+    assert [f for f in fragments if f not in lines[0]] == [], lines[0]
     assert not (tmp_path / "runs").exists()  # nothing half-written, nothing that blocks a corrected rerun
 
 
@@ -249,7 +250,7 @@ def test_a_marian_folder_lacking_a_tensor_is_refused_when_it_loads(models, tmp_p
 def test_load_model_refuses_other_families(kind: str, models) -> None:
     from simpe.model import load_model
 
-    with pytest.raises(ModelError, match=f"is a {kind} model .*which simpe does not adapt; supported families"):
+    with raises_naming(ModelError, f"is a {kind} model", "supported families"):
         load_model(models[kind], "cpu")
 
 
@@ -288,7 +289,7 @@ def test_overwrite_removes_only_a_run_and_leaves_a_sibling_and_foreign_files(tmp
     Loop(load_config("baseline", overrides), progress=False).run(overwrite=True)  # a real run: overwritten
     assert notes.read_text() == "mine" and (sibling / "DONE").exists() and (first / "DONE").exists()
     (first / "my-notes.md").write_text("keep me")
-    with pytest.raises(RunDirError, match="holds files that are not a simpe run's \\(my-notes.md\\); --overwrite removes only a run"):
+    with raises_naming(RunDirError, "my-notes.md", "--overwrite"):
         Loop(load_config("baseline", overrides), progress=False).run(overwrite=True)
     assert (first / "my-notes.md").read_text() == "keep me" and (first / "DONE").exists()
 
@@ -305,7 +306,7 @@ def test_a_resume_under_another_thread_count_is_refused_unless_asked_and_then_re
         torch.set_num_threads(1)
         path = Loop(load_config("full", overrides), progress=False).run(stop_after=3)
         torch.set_num_threads(2)
-        with pytest.raises(RunDirError, match=r"ran in another environment: torch_threads \(the run has 1, now 2\);.*--resume-anyway"):
+        with raises_naming(RunDirError, "torch_threads", "1, now 2", "--resume-anyway"):
             Loop(load_config("full", overrides), progress=False).run(resume=True)
         assert not (path / "DONE").exists()
         Loop(load_config("full", overrides), progress=False).run(resume_anyway=True)
@@ -318,14 +319,15 @@ def test_a_resume_under_another_thread_count_is_refused_unless_asked_and_then_re
     assert (path / "DONE").exists()
 
 
-@pytest.mark.parametrize("argv, fragment", [(["simulate", "--segments", "ten"], "simulate: argument --segments: invalid int value: 'ten'"),
-                                            (["simulat"], "invalid choice: 'simulat'"),
-                                            (["simulate", "--segmnets", "3"], "unrecognized arguments: --segmnets 3")])
-def test_a_bad_flag_is_one_line(argv: list[str], fragment: str, capsys: pytest.CaptureFixture):
+@pytest.mark.parametrize("argv, fragments", [(["simulate", "--segments", "ten"], ("--segments", "'ten'")),
+                                             (["simulat"], ("'simulat'", "simulate")),
+                                             (["simulate", "--segmnets", "3"], ("--segmnets",))])
+def test_a_bad_flag_is_one_line(argv: list[str], fragments: tuple[str, ...], capsys: pytest.CaptureFixture):
     with pytest.raises(SystemExit) as exit_:
         main(argv)
     err = capsys.readouterr().err
-    assert exit_.value.code == 2 and err.count("\n") == 1 and err.startswith("simpe: error: ") and fragment in err
+    assert exit_.value.code == 2 and err.count("\n") == 1 and err.startswith("simpe: error: ")
+    assert [f for f in fragments if f not in err] == [], err
 
 
 def _one_line(argv: list[str], capsys: pytest.CaptureFixture) -> str:

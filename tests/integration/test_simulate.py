@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from messages import raises_naming
 
 from simpe.config import defaults, load_config
 from simpe.decoders import DECODERS
@@ -125,7 +126,7 @@ def test_run_directory_contents_lock_and_overwrite(tmp_path: Path):
 def test_resume_refuses_changed_settings(tmp_path: Path):
     overrides = [f"runs_dir={tmp_path}", "data.segments=4", "device=cpu"]
     Loop(load_config("bias", overrides), progress=False).run(stop_after=2)
-    with pytest.raises(RunDirError, match=r"setting update.lr \(the run has 1.0, now 0.5\) differs from the run's config.yaml"):
+    with raises_naming(RunDirError, "update.lr", "1.0", "0.5", "config.yaml"):
         Loop(load_config("bias", overrides + ["update.lr=0.5"]), progress=False).run(resume=True)
     # where the runs folder is spelled (trailing slash, ./ segments) and the device do not matter
     respelled = [f"runs_dir={tmp_path}/./", "data.segments=4", "device=auto"]

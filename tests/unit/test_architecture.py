@@ -10,7 +10,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "simpe"
 FLOOR = {"config", "registry", "values", "paths", "textfile", "errors", "ties"}
 NEVER = {
     **{part: {"datasets", "decoders", "methods", "metrics", "model", "ranking", "report", "rundir", "simulate", "cli",
-              "update", "score", "select_fixed", "train_demo", "corpus", "store", "sweep"} for part in FLOOR},
+              "update", "score", "select_fixed", "train_demo", "build_data", "store", "sweep"} for part in FLOOR},
     "metrics": {"model", "decoders", "methods", "rundir", "simulate", "cli"},
     "methods": {"decoders", "metrics", "rundir", "simulate", "cli"},
     "decoders": {"methods", "rundir", "simulate", "cli"},
@@ -21,7 +21,7 @@ NEVER = {
     "sweep": {"cli"},
     "replicate": {"cli"},
     "models": {"model", "decoders", "methods", "metrics", "rundir", "simulate", "cli", "update", "ranking", "report", "store",
-               "sweep", "datasets", "score", "select_fixed", "train_demo", "corpus", "profiling"},
+               "sweep", "datasets", "score", "select_fixed", "train_demo", "build_data", "profiling"},
 }
 ALLOWED_FLOOR = {"config": {"errors", "paths", "values"}, "registry": {"errors", "values"}, "values": {"errors"},
                  "paths": set(), "textfile": {"errors"}, "errors": set(), "ties": set()}

@@ -1,6 +1,6 @@
 """The comparison table: deltas from logged figures, bootstrap p-values, writers, ``simpe compare``.
 
-Fixture runs come from test_rundir_reader.write_group: real sentences, sacreBLEU statistics.
+Fixture runs come from test_reader.write_group: real sentences, sacreBLEU statistics.
 """
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from sacrebleu.metrics import BLEU, CHRF, TER
 from sacrebleu.significance import PairedTest, estimate_ci
 
 sys.path.insert(0, str(Path(__file__).parent))
-from test_rundir_reader import perturb, stream, write_group, write_run  # noqa: E402
+from test_reader import perturb, stream, write_group, write_run  # noqa: E402
 
 from simpe.cli import main  # noqa: E402
 from simpe.errors import RunDirError  # noqa: E402

@@ -6,10 +6,12 @@ from pathlib import Path
 
 import pytest
 import yaml
+from messages import raises_naming
 
-from simpe.config import SECTIONS, RunConfig, defaults, load_config, load_saved_config, save_config
+from simpe.config import SECTIONS, RankingConfig, RunConfig, defaults, from_dict, load_config, load_saved_config, resume_difference, save_config
 from simpe.errors import ConfigError
 from simpe.paths import DEFAULTS_FILE
+from simpe.ranking.evaluate import check
 
 
 def test_paper_defaults_and_adapter_differences():
@@ -78,7 +80,7 @@ def test_every_default_lives_in_defaults_yaml():
     for section in SECTIONS:
         assert dataclasses.asdict(defaults(section)) == data[section]
     assert defaults("update", lr=0.5).lr == 0.5 and defaults("ranking").k == 10
-    with pytest.raises(ConfigError, match="unknown config section 'decoding'; known: model, method, update"):
+    with raises_naming(ConfigError, "'decoding'", "model, method, update"):
         defaults("decoding")
 
 
@@ -108,5 +110,41 @@ def test_a_bare_model_path_is_the_model_section(tmp_path: Path):
     old["model"] = None  # as runs wrote it before
     saved.write_text(yaml.safe_dump(old))
     assert load_saved_config(saved) == load_config("top")
-    with pytest.raises(ConfigError, match="unknown model.dtype 'int4'; known: float32, bfloat16, float16"):
+    with raises_naming(ConfigError, "model.dtype", "'int4'", "float32, bfloat16, float16"):
         load_config("top", ["model.dtype=int4"])
+
+
+def test_resume_difference_names_the_setting_and_ignores_where_and_on_what(tmp_path: Path) -> None:
+    saved = load_config("lasso", [f"runs_dir={tmp_path}", "device=cpu"])
+    assert resume_difference(saved, load_config("lasso", [f"runs_dir={tmp_path}/", "device=auto"])) is None
+    assert resume_difference(saved, load_config("lasso", [f"runs_dir={tmp_path}", "method.params.penalty=0.5"])) \
+        .startswith("method.params.penalty (the run has ")
+    assert resume_difference(saved, load_config("lasso", [f"runs_dir={tmp_path}", "data.segments=7"])) == \
+        "data.segments (the run has None, now 7)"
+
+
+def test_ranking_config_checks() -> None:
+    check(defaults("ranking"))
+    with pytest.raises(ConfigError, match="known: bleu, chrf, chrf\\+\\+, sbleu, ter, comet"):
+        check(defaults("ranking", quality="bleurt"))
+    with pytest.raises(ConfigError, match="needs a COMET model"):
+        check(defaults("ranking", quality="comet"))
+    with pytest.raises(ConfigError, match="k must be a positive integer"):
+        defaults("ranking", k=0)
+    with pytest.raises(ConfigError, match="max_seconds"):
+        defaults("ranking", max_seconds=-1)
+    with pytest.raises(ConfigError, match="evaluates nothing"):
+        defaults("ranking", top_region=False, sampling=False)
+    with pytest.raises(ConfigError, match="known: exp, linear"):
+        defaults("ranking", gain="log")
+
+
+def test_ranking_config_from_a_config_block() -> None:
+    block = {**dataclasses.asdict(defaults("ranking")), "k": 3, "quality": "sbleu"}
+    assert from_dict(RankingConfig, block, "ranking") == defaults("ranking", k=3, quality="sbleu")
+    with pytest.raises(ConfigError, match="unknown key ranking.top_k; known: k, quality, samples"):
+        from_dict(RankingConfig, {**block, "top_k": 3}, "ranking")
+    with pytest.raises(ConfigError, match="missing key ranking.k"):
+        from_dict(RankingConfig, {key: value for key, value in block.items() if key != "k"}, "ranking")
+    with pytest.raises(ConfigError, match="ranking.samples must be an integer, got 'many'"):
+        from_dict(RankingConfig, {**block, "samples": "many"}, "ranking")

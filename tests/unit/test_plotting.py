@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from test_rundir_reader import perturb, stream, write_group, write_run  # noqa: E402
+from test_reader import perturb, stream, write_group, write_run  # noqa: E402
 
 from simpe.cli import main  # noqa: E402
 from simpe.report.compare import compare_runs  # noqa: E402

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-import test_rundir_reader  # noqa: E402
-from test_rundir_reader import write_group, write_run  # noqa: E402
+import test_reader  # noqa: E402
+from test_reader import write_group, write_run  # noqa: E402
 
 from simpe.cli import main  # noqa: E402
 from simpe.report.compare import compare_runs  # noqa: E402
@@ -40,7 +40,7 @@ def _with_stopwords(run: Path, path: Path) -> None:
 def figure1_group(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Seed 002's Figure 1 stream (stopwords a/A/the/The) with a baseline and a 'full' run that repeats a
     corrected word ('terrier') and misses a one-shot word ('dog')."""
-    monkeypatch.setattr(test_rundir_reader, "STOPWORDS", FIGURE1_STOPWORDS)  # the logged R counts use the same list
+    monkeypatch.setattr(test_reader, "STOPWORDS", FIGURE1_STOPWORDS)  # the logged R counts use the same list
     stopwords = tmp_path / "stop.txt"
     stopwords.write_text("a\nA\nthe\nThe\n")  # matched exactly, as rk.rb does
     group = tmp_path / "fig1--2seg"

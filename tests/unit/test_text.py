@@ -4,6 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from messages import raises_naming
 
 from simpe.errors import ConfigError, DataError
 from simpe.metrics.stopwords import STOPWORDS_DIR, is_stopword, known_languages, load_stopwords, stopwords_digest
@@ -94,9 +95,9 @@ def test_case_and_filter_rules_are_independent():
     assert is_content_token("Sie", stop, case="insensitive") is False and is_content_token("3.5", stop, case="insensitive")
     assert is_content_token("Sie", stop, token_filter="digits-punct-symbols") and not is_content_token(
         "3.5", stop, token_filter="digits-punct-symbols")
-    with pytest.raises(ConfigError, match="unknown metrics.stopword_case 'upper'; known: exact, insensitive"):
+    with raises_naming(ConfigError, "metrics.stopword_case", "'upper'", "exact, insensitive"):
         ContentWords(stop, case="upper")
-    with pytest.raises(ConfigError, match="unknown metrics.token_filter 'none'; known: punct-or-digits, digits-punct-symbols"):
+    with raises_naming(ConfigError, "metrics.token_filter", "'none'", "punct-or-digits, digits-punct-symbols"):
         ContentWords(stop, token_filter="none")
 
 

@@ -7,6 +7,7 @@ import itertools
 
 import pytest
 import torch
+from messages import raises_naming
 from test_decoders import SOURCES, make_text_model, peaky_tiny, teacher_forced_score, text_tokenizer
 from transformers.modeling_outputs import BaseModelOutput
 
@@ -160,7 +161,7 @@ def test_parameters_are_checked() -> None:
         TopKDecoder(k=0)
     with pytest.raises(ConfigError, match="max_seconds must be a number > 0"):
         TopKReferenceDecoder(max_seconds=0)
-    with pytest.raises(ConfigError, match="unknown parameter 'width' of decoder 'topk'; known: k, beam_size, batch_size"):
+    with raises_naming(ConfigError, "'width'", "'topk'", "k, beam_size, batch_size"):
         DECODERS.build("topk", width=3)
 
 

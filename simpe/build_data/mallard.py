@@ -46,7 +46,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from simpe.corpus.help import normalise
+from simpe.build_data.help import normalise
 
 logger = logging.getLogger(__name__)
 

@@ -30,11 +30,11 @@ from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
-from simpe.corpus.debian import deb_version, download, find_deb, unpack
-from simpe.corpus.extras import EXTRA_PACKAGES, KEEP, RELEASE, ExtraCorpus, extra_corpus, licence_notice
-from simpe.corpus.gettext import read_catalog
-from simpe.corpus.help import extract_segments
-from simpe.corpus.segment import Segment
+from simpe.build_data.debian import deb_version, download, find_deb, unpack
+from simpe.build_data.extras import EXTRA_PACKAGES, KEEP, RELEASE, ExtraCorpus, extra_corpus, licence_notice
+from simpe.build_data.gettext import read_catalog
+from simpe.build_data.help import extract_segments
+from simpe.build_data.segment import Segment
 from simpe.errors import DataError
 
 logger = logging.getLogger(__name__)

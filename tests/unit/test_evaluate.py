@@ -1,4 +1,5 @@
-"""The ranking snapshot's faster path (issue 28) gives the records of the plain computation, on the demo model.
+"""ranking.evaluate: snapshot() on a tiny Marian model with the demo model's real SentencePiece tokenizer, and
+the ranking snapshot's faster path (issue 28) gives the records of the plain computation, on the demo model.
 
 ``evaluate`` encodes each probe sentence once for its three decoders (``decode_sources``) and
 decodes each distinct hypothesis once (``Detokenizer``). Its records must be those of the plain
@@ -12,19 +13,23 @@ other way, so they are compared with the batched decoder, not one by one.)
 from __future__ import annotations
 
 import dataclasses
+import math
 import random
 
 import pytest
 import sacrebleu
+import torch
+from test_decoders import REFERENCES, SOURCES, make_text_model, text_tokenizer
 
 from simpe.config import defaults
 from simpe.decoders.beam import BeamDecoder
 from simpe.decoders.sampling import SamplingDecoder
 from simpe.decoders.topk import TopKDecoder
+from simpe.errors import ConfigError
 from simpe.models import family_of
 from simpe.paths import DATA_DIR
-from simpe.ranking.evaluate import Detokenizer, evaluate
-from simpe.ranking.measures import rank_figures
+from simpe.ranking.evaluate import Detokenizer, evaluate, snapshot
+from simpe.ranking.measures import kqrg, krg, random_krg, rank_figures
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -113,3 +118,101 @@ def test_top_region_equals_one_sentence_at_a_time(demo_model) -> None:
         krgs.append(figures["krg"])
         assert alone["top.krg"] == pytest.approx(record["top"]["krg"], rel=1e-6, abs=1e-6)
     assert summary["top.krg"] == pytest.approx(sum(krgs) / len(krgs), rel=1e-6)
+
+
+@pytest.fixture(scope="module")
+def text_model():
+    return make_text_model(seed=0), text_tokenizer()
+
+
+def test_snapshot_figures_and_no_side_effects(text_model) -> None:
+    model, tokenizer = text_model
+    model.train()  # the loop's model may be in train mode: the snapshot must not change that
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    torch.manual_seed(123)
+    rng = torch.get_rng_state()
+    cfg = defaults("ranking", k=3, samples=16, max_expansions=None, max_seconds=None)
+    out = snapshot(model, tokenizer, SOURCES, REFERENCES, cfg)
+    assert torch.equal(rng, torch.get_rng_state())
+    assert model.training and all(m.training for m in model.modules())
+    assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())
+    for key in ("top.krg", "top.kqrg", "top.random_krg", "top.empty_rate", "top.beam_error_rate", "top.exact_rate",
+                "mc.krg", "mc.kqrg", "mc.random_krg", "probe_size", "seconds"):
+        assert key in out, key
+    assert out["probe_size"] == len(SOURCES)
+    assert out["top.exact_rate"] == 1.0 and out["top.short_rate"] == 0.0
+    assert out["top.random_krg"] == pytest.approx(random_krg(3))
+    # tied sample qualities share gains, which can only raise a list's random baseline over the tie-free one
+    assert random_krg(16) - 1e-12 <= out["mc.random_krg"] <= 1.0
+    for key in ("top.krg", "mc.krg"):
+        assert 0.0 < out[key] <= 1.0
+    for key in ("top.kqrg", "mc.kqrg", "top.empty_rate", "top.beam_error_rate", "mc.mean_quality"):
+        assert 0.0 <= out[key] <= 1.0
+    again = snapshot(model, tokenizer, SOURCES, REFERENCES, cfg)
+    assert {k: v for k, v in again.items() if "seconds" not in k} == {k: v for k, v in out.items() if "seconds" not in k}
+    model.eval()
+
+
+def test_evaluate_records_match_direct_decoding(text_model) -> None:
+    import sacrebleu
+
+    from simpe.decoders.beam import BeamDecoder
+    from simpe.decoders.sampling import SamplingDecoder
+    from simpe.decoders.topk import TopKDecoder
+
+    model, tokenizer = text_model
+    cfg = defaults("ranking", k=3, samples=12, sample_seed=5, max_expansions=None, max_seconds=None, quality="chrf")
+    summary, records = evaluate(model, tokenizer, SOURCES, REFERENCES, cfg, keep_records=True)
+    empty = beam_errors = 0
+    for i, (record, src, ref) in enumerate(zip(records, SOURCES, REFERENCES)):
+        ids = tokenizer(src, return_tensors="pt")["input_ids"]
+        top = TopKDecoder(k=3, beam_size=5).decode(model, ids).hypotheses
+        texts = tokenizer.batch_decode([list(h.tokens) for h in top], skip_special_tokens=True)
+        q = [sacrebleu.sentence_chrf(t, [ref]).score / 100 for t in texts]
+        assert [h["text"] for h in record["top"]["hypotheses"]] == texts
+        assert record["top"]["krg"] == pytest.approx(krg(q)) and record["top"]["kqrg"] == pytest.approx(kqrg(q))
+        beam = BeamDecoder(beam_size=5).decode(model, ids).hypotheses[0]
+        empty += top[0].tokens == (0,)
+        beam_errors += beam.score < top[0].score - 1e-4
+        samples = SamplingDecoder(samples=12, seed=5 + i).decode(model, ids).hypotheses
+        stexts = tokenizer.batch_decode([list(h.tokens) for h in samples], skip_special_tokens=True)
+        sq = [sacrebleu.sentence_chrf(t, [ref]).score / 100 for t in stexts]
+        assert record["mc"]["krg"] == pytest.approx(krg(sq)) and record["mc"]["kqrg"] == pytest.approx(kqrg(sq))
+        assert sum(s["count"] for s in record["mc"]["samples"]) == 12
+    assert summary["top.empty_rate"] == empty / len(SOURCES)
+    assert summary["top.beam_error_rate"] == beam_errors / len(SOURCES)
+
+
+def test_cut_short_search_is_reported(text_model) -> None:
+    model, tokenizer = text_model
+    # sentences whose exact top-3 needs more than 2 expansions with this tiny model and the demo vocabulary
+    out = snapshot(model, tokenizer, [SOURCES[0], SOURCES[2]], [REFERENCES[0], REFERENCES[2]],
+                   defaults("ranking", k=3, max_expansions=2, max_seconds=None, sampling=False))
+    assert out["top.exact_rate"] == 0.0
+    assert "mc.krg" not in out
+
+
+def test_sbleu_quality(text_model) -> None:
+    model, tokenizer = text_model
+    out = snapshot(model, tokenizer, SOURCES[:2], REFERENCES[:2],
+                   defaults("ranking", k=2, samples=8, quality="sbleu", max_expansions=None, max_seconds=None))
+    assert 0.0 <= out["top.kqrg"] <= 1.0 and 0.0 <= out["mc.kqrg"] <= 1.0
+
+
+def test_comet_quality_from_cached_embeddings(text_model, tiny_comet) -> None:
+    from simpe.metrics.comet import CometScorer
+    from simpe.metrics.utility import CometUtility
+
+    model, tokenizer = text_model
+    scorer = CometScorer(str(tiny_comet), batch_size=4)
+    hyps = ["Wählen Sie den Zellbereich aus.", "Wählen Sie aus.", "", "Klicken Sie auf OK."]
+    utility = CometUtility(scorer)
+    got = utility.scores(hyps, REFERENCES[1], SOURCES[1])
+    assert got == pytest.approx(scorer.score([SOURCES[1]] * 4, hyps, [REFERENCES[1]] * 4), abs=1e-5)
+    matrix = utility.matrix(hyps, hyps, SOURCES[1])  # every pair, each sentence embedded once
+    assert matrix.shape == (4, 4) and matrix[1, 3] == pytest.approx(scorer.score([SOURCES[1]], [hyps[1]], [hyps[3]])[0], abs=1e-5)
+    out = snapshot(model, tokenizer, SOURCES[:2], REFERENCES[:2],
+                   defaults("ranking", k=2, samples=6, quality="comet", max_expansions=None, max_seconds=None), comet=scorer)
+    assert out["quality"] == "comet" and math.isfinite(out["top.kqrg"]) and math.isfinite(out["mc.kqrg"])
+    with pytest.raises(ConfigError, match="needs a COMET model"):
+        snapshot(model, tokenizer, SOURCES[:1], REFERENCES[:1], defaults("ranking", quality="comet"))

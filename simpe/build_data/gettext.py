@@ -12,7 +12,7 @@ import re
 import struct
 from pathlib import Path
 
-from simpe.corpus.help import normalise
+from simpe.build_data.help import normalise
 from simpe.errors import DataError
 
 MO_MAGIC = {0x950412DE: "<", 0xDE120495: ">"}

@@ -26,10 +26,10 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from simpe.corpus.gettext import read_catalog
-from simpe.corpus.licences import UNKNOWN, copyright_licence, is_machine_readable, licence_from_url
-from simpe.corpus.mallard import MALLARD_NS, PageStats, doc_pairs
-from simpe.corpus.segment import Segment
+from simpe.build_data.gettext import read_catalog
+from simpe.build_data.licences import UNKNOWN, copyright_licence, is_machine_readable, licence_from_url
+from simpe.build_data.mallard import MALLARD_NS, PageStats, doc_pairs
+from simpe.build_data.segment import Segment
 
 logger = logging.getLogger(__name__)
 

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from messages import raises_naming
 from test_topk import assert_exact
 from tiny_families import FAMILY_OF, KINDS, PLAIN_TOKENS, SETTINGS, STOP, token_model
 
@@ -206,9 +207,9 @@ def test_nllb_targets_do_not_follow_the_legacy_language_position(family_model, l
 
 
 def test_bad_language_codes_are_one_line(family_model) -> None:
-    with pytest.raises(ConfigError, match="unknown model.tgt_lang 'de_XX' for this mbart tokenizer; known: af_ZA, ar_AR, az_AZ"):
+    with raises_naming(ConfigError, "model.tgt_lang", "'de_XX'", "af_ZA, ar_AR, az_AZ"):
         load_model(family_model("mbart"), "cpu", FAMILIES.build("mbart", src_lang="en_XX", tgt_lang="de_XX"))
-    with pytest.raises(ConfigError, match=r"model.tgt_lang 'xx': the tokenizer has no <2xx> token; known: de, en"):
+    with raises_naming(ConfigError, "model.tgt_lang", "'xx'", "<2xx>", "de, en"):
         load_model(family_model("t5"), "cpu", FAMILIES.build("t5", tgt_lang="xx"))
     with pytest.raises(ConfigError, match="is an mbart model: set model.tgt_lang"):
         model_family(family_model("mbart"), "auto", {})
@@ -445,7 +446,7 @@ def test_marian_multi_target_prefix_and_the_demo_models_refusal(demo_model) -> N
     """A multi-target Marian model takes a >>id<< source prefix (model.tgt_lang); the demo model is single-target."""
     family = FAMILIES.build("marian", tgt_lang="deu")
     assert family.source_text("Click OK.") == ">>deu<< Click OK."
-    with pytest.raises(ConfigError, match=r"the tokenizer has no >>deu<< token; known: none \(a single-target model"):
+    with raises_naming(ConfigError, ">>deu<<", "known: none"):
         family.check_languages(demo_model.tokenizer)
     assert FAMILIES.build("marian").source_text("Click OK.") == "Click OK."
 

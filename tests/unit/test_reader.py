@@ -1,15 +1,17 @@
-"""Reading run directories: load_run, find_runs, load_group and their refusals.
+"""Reading run directories: load_run, find_runs, load_group, the one JSON-lines rule, and their refusals.
 
 The fixtures are real data, written the way docs/run-format.md describes: German
 LibreOffice-help-like references, hypotheses perturbed from them with a seeded RNG, and
 every per-segment statistic and cumulative value computed with sacreBLEU (BLEU, chrF,
 TER) or counted (R0, R1, R0+1). ``write_run`` and ``write_group`` are also used by
-test_compare.py and test_plotting.py.
+test_compare.py, test_plotting.py and test_report.py.
 """
 from __future__ import annotations
 
 import hashlib
 import json
+
+# (source, reference): LibreOffice Calc help style; content words recur across segments
 import random
 import re
 from pathlib import Path
@@ -18,12 +20,13 @@ from typing import Any
 import numpy as np
 import pytest
 import yaml
+from messages import raises_naming
 from sacrebleu.metrics import BLEU, CHRF, TER
 
 from simpe.errors import RunDirError
-from simpe.rundir.reader import find_runs, load_group, load_run
+from simpe.rundir.reader import find_runs, load_group, load_run, read_jsonl, valid_prefix
+from simpe.rundir.writer import RunDir
 
-# (source, reference): LibreOffice Calc help style; content words recur across segments
 PAIRS = [
     ("Select the cell range.", "Wählen Sie den Zellbereich aus."),
     ("Choose Format - Cells and click the Numbers tab.", "Wählen Sie Format - Zellen und klicken Sie auf das Register Zahlen."),
@@ -245,10 +248,8 @@ def test_incomplete_run_is_refused_with_the_way_to_include_it(tmp_path: Path) ->
     _, references = stream(30)
     run = write_run(tmp_path, "lasso", "lasso", perturb(references, 0.2, 3), logged=12)
     (run / ".lock").write_text("pid 4242 on gone")  # left by a killed writer: no process holds the kernel lock
-    with pytest.raises(RunDirError, match=r"run .*lasso is incomplete \(no DONE\) and no process is writing it \(it was "
-                                          r"interrupted\).*--allow-incomplete"):
+    with raises_naming(RunDirError, "lasso", "no DONE", "interrupted", "--allow-incomplete"):
         load_run(run)
-    from simpe.rundir.writer import RunDir
 
     with RunDir(run) as writer:
         writer._lock()  # a live writer (this process)
@@ -322,8 +323,7 @@ def test_runs_of_different_lengths_are_refused(tmp_path: Path) -> None:
 
 
 def test_exactly_one_baseline_is_required(group_dir: Path, tmp_path: Path) -> None:
-    with pytest.raises(RunDirError, match=r"exactly one run must be the baseline .*no run of method 'baseline'.*"
-                                          r"full \(method full, .*lasso \(method lasso"):
+    with raises_naming(RunDirError, "exactly one run must be the baseline", "'baseline'", "full (method full", "lasso (method lasso"):
         load_group([group_dir / "full", group_dir / "lasso"])
     second = tmp_path / "g2"
     _, references = stream(40)
@@ -339,3 +339,20 @@ def test_bad_paths_are_named(tmp_path: Path, group_dir: Path) -> None:
         load_group([tmp_path / "missing"])
     with pytest.raises(RunDirError, match="given twice"):
         load_group([group_dir / "baseline", group_dir / "baseline", group_dir / "full"])
+
+
+def test_the_reader_refuses_bare_nan_and_infinity(tmp_path: Path) -> None:
+    path = tmp_path / "segments.jsonl"
+    path.write_text('{"index": 0, "x": 1}\n{"index": 1, "x": NaN}\n{"index": 2, "x": 2}\n', encoding="utf-8")
+    with pytest.raises(RunDirError, match=r"line 2 is not valid JSON \(non-finite number NaN"):
+        read_jsonl(path)
+    assert [r["index"] for r in valid_prefix(path, indexed=True)] == [0]
+
+
+def test_valid_prefix_stops_at_the_first_bad_line_even_mid_file(tmp_path: Path) -> None:
+    """The old failure: new records appended after a torn fragment; a resume keeps only what precedes it."""
+    path = tmp_path / "segments.jsonl"
+    path.write_bytes(b'{"index": 0}\n{"index": 1, "src": "Gr\xc3' + b'\n{"index": 2}\n{"index": 1}\n')
+    assert valid_prefix(path, indexed=True) == [{"index": 0}]
+    path.write_bytes(b'{"index": 0}\n{"index": 2}\n')  # a gap in the indices also ends the prefix
+    assert valid_prefix(path, indexed=True) == [{"index": 0}]

@@ -1,85 +1,15 @@
-"""Strict JSON records, rewinding to the last valid record, DONE only for valid logs, rolled-back steps, resume settings."""
+"""The shared update: a non-finite step rolled back, the SGD swap, the clipping factor, the fused step."""
 from __future__ import annotations
 
-import json
 import math
-from pathlib import Path
 
 import pytest
 import torch
 
-from simpe.config import defaults, load_config, resume_difference
-from simpe.errors import RunDirError
+from simpe.config import defaults
 from simpe.methods import METHODS
 from simpe.model import Pair
-from simpe.rundir.reader import read_jsonl, valid_prefix
-from simpe.rundir.record import SegmentRecord
-from simpe.rundir.writer import RunDir, strict_json
 from simpe.update import FUSE_MIN, Backup, clip_and_step, clip_scale, clip_scales, update
-
-
-def test_strict_json_writes_non_finite_numbers_as_null_and_flags_them() -> None:
-    record = {"index": 3, "update": {"loss_after": float("nan"), "ppl_after": float("inf")}, "scores": [1.5, -math.inf],
-              "hyp_score": -2.0}
-    line = strict_json(record)
-    assert line == ('{"index": 3, "update": {"loss_after": null, "ppl_after": null}, "scores": [1.5, null], "hyp_score": -2.0, '
-                    '"non_finite": ["update.loss_after", "update.ppl_after", "scores.1"]}')
-    assert json.loads(line, parse_constant=lambda name: pytest.fail(f"{name} in strict JSON"))["scores"] == [1.5, None]
-    assert strict_json({"a": 1.0}) == '{"a": 1.0}'  # no flag when every number is finite
-
-
-def test_the_reader_refuses_bare_nan_and_infinity(tmp_path: Path) -> None:
-    path = tmp_path / "segments.jsonl"
-    path.write_text('{"index": 0, "x": 1}\n{"index": 1, "x": NaN}\n{"index": 2, "x": 2}\n', encoding="utf-8")
-    with pytest.raises(RunDirError, match=r"line 2 is not valid JSON \(non-finite number NaN"):
-        read_jsonl(path)
-    assert [r["index"] for r in valid_prefix(path, indexed=True)] == [0]
-
-
-def test_valid_prefix_stops_at_the_first_bad_line_even_mid_file(tmp_path: Path) -> None:
-    """The old failure: new records appended after a torn fragment; a resume keeps only what precedes it."""
-    path = tmp_path / "segments.jsonl"
-    path.write_bytes(b'{"index": 0}\n{"index": 1, "src": "Gr\xc3' + b'\n{"index": 2}\n{"index": 1}\n')
-    assert valid_prefix(path, indexed=True) == [{"index": 0}]
-    path.write_bytes(b'{"index": 0}\n{"index": 2}\n')  # a gap in the indices also ends the prefix
-    assert valid_prefix(path, indexed=True) == [{"index": 0}]
-
-
-def test_rewind_keeps_the_valid_records_and_cuts_the_rest(tmp_path: Path) -> None:
-    with RunDir(tmp_path / "run") as run:
-        run.open(resume=False, overwrite=False)
-        written = [run.append_segment(SegmentRecord(index, "s", "r", "h", hyp_score=index / 3)) for index in range(3)]
-        with open(run.segments_file, "ab") as handle:
-            handle.write(b'{"index": 3, "hyp_score": 0.')  # torn
-        assert [r["index"] for r in run.rewind(2)] == [0, 1]
-        assert run.segments_file.read_text(encoding="utf-8") == "".join(json.dumps(r) + "\n" for r in written[:2])
-        with pytest.raises(RunDirError, match="has 2 valid records but the checkpoint says 3"):
-            run.rewind(3)
-
-
-def test_done_is_written_only_when_every_record_reads_back(tmp_path: Path) -> None:
-    record = SegmentRecord(0, "s", "b", "a", hyp_tokens="a", ref_tokens="b")
-    records = [record.to_dict()]
-    with RunDir(tmp_path / "run") as run:
-        run.open(resume=False, overwrite=False)
-        run.append_segment(record)
-        with open(run.segments_file, "ab") as handle:
-            handle.write(b'{"index": 1, "hyp')  # a fragment no record in memory accounts for
-        with pytest.raises(RunDirError, match="line 2 is not valid JSON"):
-            run.finish({"segments": 1}, records, "de")
-        assert not run.is_complete()
-        run.rewind(1)
-        run.finish({"segments": 1}, records, "de")
-        assert run.is_complete()
-
-
-def test_a_failure_before_the_first_record_leaves_no_folder(tmp_path: Path) -> None:
-    with pytest.raises(ValueError):
-        with RunDir(tmp_path / "runs" / "group" / "run") as run:
-            run.open(resume=False, overwrite=False)
-            run.write_config(load_config("baseline", [f"runs_dir={tmp_path}"]))
-            raise ValueError("e.g. a bad setting found late")
-    assert not (tmp_path / "runs").exists()
 
 
 @pytest.mark.parametrize("name", ["full", "lasso"])  # lasso announces only the groups its step changes
@@ -183,12 +113,3 @@ def test_a_non_finite_gradient_found_midway_leaves_the_weights_as_they_were(nan_
         assert clip_and_step(METHODS.build("full"), names, params, grads, 0.1, 1.0, backup) == f"t{nan_at}"
     assert all(torch.equal(p.detach(), b) for p, b in zip(params, before))
     assert backup.tensors == [] and backup.first_non_finite() is None  # nothing to undo
-
-
-def test_resume_difference_names_the_setting_and_ignores_where_and_on_what(tmp_path: Path) -> None:
-    saved = load_config("lasso", [f"runs_dir={tmp_path}", "device=cpu"])
-    assert resume_difference(saved, load_config("lasso", [f"runs_dir={tmp_path}/", "device=auto"])) is None
-    assert resume_difference(saved, load_config("lasso", [f"runs_dir={tmp_path}", "method.params.penalty=0.5"])) \
-        .startswith("method.params.penalty (the run has ")
-    assert resume_difference(saved, load_config("lasso", [f"runs_dir={tmp_path}", "data.segments=7"])) == \
-        "data.segments (the run has None, now 7)"

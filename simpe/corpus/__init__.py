@@ -1,1 +1,0 @@
-"""Corpus builders: LibreOffice help pages, gettext catalogs, and the split writer."""
