@@ -187,40 +187,54 @@ def evaluate(model: Any, tokenizer: Any, sources: Sequence[str], references: Seq
                 texts = texts_of(top_hyps + ([best_beam] if best_beam is not None else []) + samples)
                 if cfg.top_region:
                     assert best_beam is not None
-                    result = tops[offset]
-                    hyps = top_hyps
-                    top_texts, beam_text = texts[:len(hyps)], texts[len(hyps)]
-                    top_q = quality(top_texts, reference, source)
-                    beam_q = quality([beam_text], reference, source)[0]
-                    row = {**rank_figures(top_q, cfg.gain, cfg.ties), "exact": bool(result.exact), "expansions": result.expansions,
-                           "seconds": result.seconds, "empty": bool(hyps) and empty(hyps[0].tokens),
-                           "beam_error": bool(hyps) and best_beam.score < hyps[0].score - BEAM_ERROR_TOL,
-                           "beam": {"text": beam_text, "score": best_beam.score, "quality": beam_q},
-                           "hypotheses": [{"text": t, "score": h.score, "quality": q, "length": len(h.tokens)}
-                                          for t, h, q in zip(top_texts, hyps, top_q)]}
-                    top_rows.append(row)
-                    record["top"] = row
+                    record["top"] = _top_row(tops[offset], best_beam, texts[:len(top_hyps)], texts[len(top_hyps)],
+                                             quality, reference, source, cfg, empty)
+                    top_rows.append(record["top"])
                 if cfg.sampling:
-                    result = drawn[offset]
-                    hyps = samples
-                    first = len(texts) - len(hyps)
-                    sample_texts = texts[first:]
-                    sample_q = quality(sample_texts, reference, source)
-                    distinct: dict[str, dict[str, Any]] = {}
-                    for t, h, q in zip(sample_texts, hyps, sample_q):
-                        entry = distinct.setdefault(t, {"text": t, "score": h.score, "quality": q, "count": 0})
-                        entry["count"] += 1
-                    row = {**rank_figures(sample_q, cfg.gain, cfg.ties), "unique": result.info["unique"] if result.info else None,
-                           "mean_quality": sum(sample_q) / len(sample_q), "seconds": result.seconds,
-                           "empty_share": sum(empty(h.tokens) for h in hyps) / len(hyps),
-                           "samples": list(distinct.values())}
-                    mc_rows.append(row)
-                    record["mc"] = row
+                    record["mc"] = _mc_row(drawn[offset], texts[len(texts) - len(samples):], quality, reference, source,
+                                           cfg, empty)
+                    mc_rows.append(record["mc"])
                 if on_record is not None:
                     on_record(record)
                 if keep_records:
                     records.append(record)
-    summary: dict[str, Any] = {"probe_size": len(sources), "k": cfg.k, "quality": cfg.quality, "gain": cfg.gain, "ties": cfg.ties}
+    summary = _summary(cfg, len(sources), top_rows, mc_rows)
+    summary["seconds"] = time.perf_counter() - t0
+    return summary, records
+
+
+def _top_row(result: Any, best_beam: Any, top_texts: list[str], beam_text: str, quality: Callable, reference: str,
+             source: str, cfg: RankingConfig, empty: Callable[[Any], bool]) -> dict[str, Any]:
+    """One sentence's top-region record: the exact top-k ranked by quality, the search's figures, beam search's best."""
+    hyps = result.hypotheses
+    top_q = quality(top_texts, reference, source)
+    beam_q = quality([beam_text], reference, source)[0]
+    return {**rank_figures(top_q, cfg.gain, cfg.ties), "exact": bool(result.exact), "expansions": result.expansions,
+            "seconds": result.seconds, "empty": bool(hyps) and empty(hyps[0].tokens),
+            "beam_error": bool(hyps) and best_beam.score < hyps[0].score - BEAM_ERROR_TOL,
+            "beam": {"text": beam_text, "score": best_beam.score, "quality": beam_q},
+            "hypotheses": [{"text": t, "score": h.score, "quality": q, "length": len(h.tokens)}
+                           for t, h, q in zip(top_texts, hyps, top_q)]}
+
+
+def _mc_row(result: Any, sample_texts: list[str], quality: Callable, reference: str, source: str, cfg: RankingConfig,
+            empty: Callable[[Any], bool]) -> dict[str, Any]:
+    """One sentence's Monte Carlo record: the samples ranked by quality, each distinct text once with its count."""
+    hyps = result.hypotheses
+    sample_q = quality(sample_texts, reference, source)
+    distinct: dict[str, dict[str, Any]] = {}
+    for t, h, q in zip(sample_texts, hyps, sample_q):
+        entry = distinct.setdefault(t, {"text": t, "score": h.score, "quality": q, "count": 0})
+        entry["count"] += 1
+    return {**rank_figures(sample_q, cfg.gain, cfg.ties), "unique": result.info["unique"] if result.info else None,
+            "mean_quality": sum(sample_q) / len(sample_q), "seconds": result.seconds,
+            "empty_share": sum(empty(h.tokens) for h in hyps) / len(hyps),
+            "samples": list(distinct.values())}
+
+
+def _summary(cfg: RankingConfig, probe_size: int, top_rows: list[dict[str, Any]], mc_rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The snapshot's flat summary: the means of the sentences' records (``top.*``, ``mc.*``)."""
+    summary: dict[str, Any] = {"probe_size": probe_size, "k": cfg.k, "quality": cfg.quality, "gain": cfg.gain, "ties": cfg.ties}
     n_top = len(top_rows)
     if cfg.top_region:
         summary.update({
@@ -246,8 +260,7 @@ def evaluate(model: Any, tokenizer: Any, sources: Sequence[str], references: Seq
             "mc.empty_share": _mean([r["empty_share"] for r in mc_rows]),
             "mc.seconds": sum(r["seconds"] for r in mc_rows),
         })
-    summary["seconds"] = time.perf_counter() - t0
-    return summary, records
+    return summary
 
 
 def snapshot(model: Any, tokenizer: Any, sources: list[str], references: list[str], cfg: RankingConfig,

@@ -4,6 +4,7 @@ flag table is the parsers' own."""
 from __future__ import annotations
 
 import importlib.util
+import os
 import subprocess
 from pathlib import Path
 
@@ -108,9 +109,11 @@ def test_docs_cli_md_is_the_parsers_flag_table():
 
 
 def _make_n(*argv: str) -> subprocess.CompletedProcess:
-    """``make -n`` (print, run nothing) with the venv and the fixed selection taken as made."""
+    """``make -n`` (print, run nothing) with the venv and the fixed selection taken as made; a top-level make even when
+    the suite itself runs under ``make test`` (whose MAKEFLAGS/MAKELEVEL would add "Entering directory" lines)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS", "MAKEOVERRIDES")}
     return subprocess.run(["make", "-n", "-o", ".venv/.installed", "-o", "models/demo-en-de/fixed-selection.json", *argv],
-                          cwd=REPO_ROOT, capture_output=True, text=True, check=True)
+                          cwd=REPO_ROOT, capture_output=True, text=True, check=True, env=env)
 
 
 def test_make_presets_and_the_old_methods_variable():
