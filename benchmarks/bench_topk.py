@@ -33,7 +33,7 @@ sys.path.insert(0, str(REPO))
 
 from simpe.decoders.base import DecodeResult  # noqa: E402
 from simpe.decoders.topk import TopKDecoder  # noqa: E402
-from simpe.decoders.topk_reference import TopKReferenceDecoder  # noqa: E402
+from simpe.decoders.topk_dfs import TopKDfsDecoder  # noqa: E402
 
 
 def read_sentences(path: Path, count: int, max_words: int) -> list[str]:
@@ -74,7 +74,7 @@ def run(model: Any, tokenizer: Any, sentences: list[str], k: int, batch_size: in
         max_rows: int = 256) -> int:
     """Run both searches on every sentence, print the table and summary; returns the number of mismatches."""
     fast = TopKDecoder(k=k, batch_size=batch_size, max_rows=max_rows, max_expansions=max_expansions, max_seconds=max_seconds)
-    slow = TopKReferenceDecoder(k=k, max_expansions=max_expansions, max_seconds=max_seconds)
+    slow = TopKDfsDecoder(k=k, max_expansions=max_expansions, max_seconds=max_seconds)
     # warm-up (allocator, lazy imports) outside the timings
     warm = tokenizer(sentences[0], return_tensors="pt")["input_ids"].to(device)  # (1, src_len)
     TopKDecoder(k=2, max_expansions=50).decode(model, warm)

@@ -5,7 +5,7 @@ The live beams are chosen exactly as in plain beam search (the best ``beam_size`
 continuations), so the heap receives a superset of what plain beam search keeps: its best
 score is never below plain beam's at the same width. The search stops when the heap is
 full and no live beam scores above its minimum, or at the length limit. It also provides
-the initial bound of the exact top-k searches (topk.py, topk_reference.py).
+the initial bound of the exact top-k searches (topk.py, topk_dfs.py).
 """
 from __future__ import annotations
 

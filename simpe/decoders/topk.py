@@ -16,7 +16,7 @@ Algorithm: best-first search over prefixes, batched and with lazy successors.
   search of width ``beam_size``, then every EOS child met while expanding) bounds the k-th
   best overall from below; children below it (minus ``bound_slack``, which absorbs float
   noise between batch shapes) are never stored. With the bound, this search expands no
-  prefix the DFS of Algorithm 1 (topk_reference.py) could prune, up to batching (below).
+  prefix the DFS of Algorithm 1 (topk_dfs.py) could prune, up to batching (below).
 * Batching: the ``batch_size`` best frontier prefixes (above the bound) are expanded in one
   forward pass, prefixes of different lengths side by side: their cached key/value states
   are gathered from an arena (one slot per expanded prefix, holding the states of its last

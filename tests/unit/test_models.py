@@ -32,7 +32,7 @@ from simpe.decoders import DECODERS
 from simpe.decoders.beam import BeamDecoder
 from simpe.decoders.heap_beam import HeapBeamDecoder
 from simpe.decoders.topk import TopKDecoder
-from simpe.decoders.topk_reference import TopKReferenceDecoder
+from simpe.decoders.topk_dfs import TopKDfsDecoder
 from simpe.errors import ConfigError, ModelError
 from simpe.methods import METHODS
 from simpe.methods.base import base_parameters, embedding_names
@@ -106,7 +106,7 @@ def test_exact_topk_equals_brute_force_on_every_family(kind: str, seed: int, sca
         fast = TopKDecoder(k=k, batch_size=5, **LIMIT).decode(model, source)
         assert fast.exact is True
         assert_exact(fast.hypotheses, truth, k)
-    dfs = TopKReferenceDecoder(k=4, **LIMIT).decode(model, source)
+    dfs = TopKDfsDecoder(k=4, **LIMIT).decode(model, source)
     assert dfs.exact is True
     assert_exact(dfs.hypotheses, truth, 4)
     for width in (1, 3):  # beam scores are real scores, never above the exact best

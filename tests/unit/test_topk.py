@@ -15,7 +15,7 @@ from simpe.decoders import DECODERS
 from simpe.decoders.beam import BeamDecoder
 from simpe.decoders.heap_beam import HeapBeamDecoder
 from simpe.decoders.topk import TopKDecoder
-from simpe.decoders.topk_reference import TopKReferenceDecoder
+from simpe.decoders.topk_dfs import TopKDfsDecoder
 from simpe.errors import ConfigError
 
 VOCAB, MAX_LEN = 12, 5
@@ -92,7 +92,7 @@ def test_algorithm1_reference_equals_brute_force_and_best_first_expands_no_more(
     model = model_for(seed, kind)
     truth = brute_force(model, (seed, kind))
     for k in (1, 4, 12):
-        dfs = TopKReferenceDecoder(k=k, **LIMIT).decode(model, SOURCE)
+        dfs = TopKDfsDecoder(k=k, **LIMIT).decode(model, SOURCE)
         assert dfs.exact is True
         assert_exact(dfs.hypotheses, truth, k)
         # sequential best-first expands only prefixes scoring at least the k-th best, all of which the DFS expands
@@ -117,7 +117,7 @@ def test_fewer_hypotheses_than_k() -> None:
     model = peaky_tiny(0, vocab=3, scale=1.0, eos_bias=0.0)
     ids = torch.tensor([[1, 0]])  # (1, 2)
     limit = dict(max_len_a=0.0, max_len_b=3, max_len_cap=3)
-    for decoder in (TopKDecoder(k=5, **limit), TopKReferenceDecoder(k=5, **limit)):
+    for decoder in (TopKDecoder(k=5, **limit), TopKDfsDecoder(k=5, **limit)):
         result = decoder.decode(model, ids)
         assert result.exact is True
         assert sorted(h.tokens for h in result.hypotheses) == [(0,), (1, 0), (1, 1, 0)]
@@ -129,8 +129,8 @@ def test_fewer_hypotheses_than_k() -> None:
 def test_cut_short_search_is_not_exact() -> None:
     model = model_for(1, "flat")
     truth = dict((tokens, score) for score, tokens in brute_force(model, (1, "flat")))
-    for decoder in (TopKDecoder(k=10, max_expansions=5, **LIMIT), TopKReferenceDecoder(k=10, max_expansions=5, **LIMIT),
-                    TopKDecoder(k=10, max_seconds=1e-9, **LIMIT), TopKReferenceDecoder(k=10, max_seconds=1e-9, **LIMIT)):
+    for decoder in (TopKDecoder(k=10, max_expansions=5, **LIMIT), TopKDfsDecoder(k=10, max_expansions=5, **LIMIT),
+                    TopKDecoder(k=10, max_seconds=1e-9, **LIMIT), TopKDfsDecoder(k=10, max_seconds=1e-9, **LIMIT)):
         result = decoder.decode(model, SOURCE)
         assert result.exact is False
         assert result.expansions <= 5
@@ -148,7 +148,7 @@ def test_mixed_length_batches_on_a_real_vocabulary() -> None:
     for src in SOURCES[:2]:
         ids = tok(src, return_tensors="pt")["input_ids"]  # (1, src_len)
         fast = TopKDecoder(k=8, batch_size=16).decode(model, ids)
-        slow = TopKReferenceDecoder(k=8).decode(model, ids)
+        slow = TopKDfsDecoder(k=8).decode(model, ids)
         assert fast.exact and slow.exact and fast.info["batches"] > 1
         assert [h.score for h in fast.hypotheses] == pytest.approx([h.score for h in slow.hypotheses], abs=1e-5)
         assert {h.tokens for h in fast.hypotheses} == {h.tokens for h in slow.hypotheses}
@@ -160,7 +160,7 @@ def test_parameters_are_checked() -> None:
     with pytest.raises(ConfigError, match="k must be an integer >= 1"):
         TopKDecoder(k=0)
     with pytest.raises(ConfigError, match="max_seconds must be a number > 0"):
-        TopKReferenceDecoder(max_seconds=0)
+        TopKDfsDecoder(max_seconds=0)
     with raises_naming(ConfigError, "'width'", "'topk'", "k, beam_size, batch_size"):
         DECODERS.build("topk", width=3)
 
@@ -176,7 +176,7 @@ def test_an_adapted_model_is_searched_as_it_scores() -> None:
     truth = brute_force(model, (2, "normal", "output-bias"))
     assert truth[0][0] != pytest.approx(brute_force(model_for(2, "normal"), (2, "normal"))[0][0], abs=1e-3)
     assert_exact(TopKDecoder(k=6, batch_size=5, **LIMIT).decode(model, SOURCE).hypotheses, truth, 6)
-    assert_exact(TopKReferenceDecoder(k=6, **LIMIT).decode(model, SOURCE).hypotheses, truth, 6)
+    assert_exact(TopKDfsDecoder(k=6, **LIMIT).decode(model, SOURCE).hypotheses, truth, 6)
 
 
 def test_decode_batch_searches_sentences_of_different_lengths_in_lockstep() -> None:

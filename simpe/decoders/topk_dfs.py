@@ -31,7 +31,7 @@ from simpe.ties import SCORE_ATOL, margin, rank
 
 
 @DECODERS.add("topk_dfs")
-class TopKReferenceDecoder(Decoder):
+class TopKDfsDecoder(Decoder):
     """Exact top-k by the DFS of Algorithm 1 (seed 003); slow, for reference."""
 
     def __init__(self, k: int = 10, beam_size: int | None = None, max_expansions: int | None = None,
