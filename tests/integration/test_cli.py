@@ -15,20 +15,26 @@ def simpe(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "simpe", *args], cwd=cwd, capture_output=True, text=True, timeout=300)
 
 
+# Each case spawns a process (about 3.5 s): make test keeps two (a registry name, a missing corpus) for the whole
+# path from argv to exit 2; the rest are make test-slow's, since tests/integration/test_bad_input.py checks the same
+# messages in process (cases lr-word, key-typo, optimizer, segments-zero, method-param-typo, data-param-typo, quality...)
+SUBPROCESS_TWIN = pytest.mark.slow
+
+
 @pytest.mark.parametrize("args, message", [
     (["simulate", "--preset", "sparse"], "simpe: error: unknown preset 'sparse'; known: baseline, bias, fixed, fixed-25, full, icl, knn, knn-vanilla, lasso, lasso-25, lora, norms, top (or a path to a .yaml file)"),  # noqa: E501
-    (["simulate", "--dataset", "wmt"], "simpe: error: unknown dataset 'wmt'; known: autodesk, libreoffice, text, tmx, tsv"),
-    (["simulate", "--set", "update.optimiser=adam"], "simpe: error: unknown key update.optimiser; known: optimizer, lr, clip_norm, max_repeats, ppl_threshold, dropout, label_smoothing"),  # noqa: E501
-    (["simulate", "--set", "update.optimizer=adam"], "simpe: error: unknown update.optimizer 'adam'; known: sgd"),
-    (["simulate", "--segments", "0"], "simpe: error: data.segments must be >= 1 or null, got 0"),
+    pytest.param(["simulate", "--dataset", "wmt"], "simpe: error: unknown dataset 'wmt'; known: autodesk, libreoffice, text, tmx, tsv", marks=SUBPROCESS_TWIN),
+    pytest.param(["simulate", "--set", "update.optimiser=adam"], "simpe: error: unknown key update.optimiser; known: optimizer, lr, clip_norm, max_repeats, ppl_threshold, dropout, label_smoothing", marks=SUBPROCESS_TWIN),  # noqa: E501
+    pytest.param(["simulate", "--set", "update.optimizer=adam"], "simpe: error: unknown update.optimizer 'adam'; known: sgd", marks=SUBPROCESS_TWIN),
+    pytest.param(["simulate", "--segments", "0"], "simpe: error: data.segments must be >= 1 or null, got 0", marks=SUBPROCESS_TWIN),
     (["simulate", "--dataset", "autodesk"], "simpe: error: the Autodesk corpus is not at"),
-    (["simulate", "--preset", "lasso", "--set", "method.params.budgt=0.1"],
-     "simpe: error: unknown parameter 'budgt' of method 'lasso'; known: penalty, budget_nonembedding, budget_embedding"),
-    (["simulate", "--set", "data.params.sourse=a.en"], "simpe: error: unknown parameter 'sourse' of dataset 'libreoffice'; known: path"),
-    (["simulate", "--set", "update.lr=fast"], "simpe: error: update.lr must be a number, got 'fast'"),
-    (["simulate", "--set", "decoder.name=mbr", "--set", "decoder.params={utility: comet}"],
-     "simpe: error: utility/quality 'comet' needs a COMET model"),
-    (["simulate", "--snapshot-every", "5", "--set", "ranking.quality=bleurt"], "simpe: error: unknown utility 'bleurt'; known: bleu"),
+    pytest.param(["simulate", "--preset", "lasso", "--set", "method.params.budgt=0.1"],
+     "simpe: error: unknown parameter 'budgt' of method 'lasso'; known: penalty, budget_nonembedding, budget_embedding", marks=SUBPROCESS_TWIN),
+    pytest.param(["simulate", "--set", "data.params.sourse=a.en"], "simpe: error: unknown parameter 'sourse' of dataset 'libreoffice'; known: path", marks=SUBPROCESS_TWIN),  # noqa: E501
+    pytest.param(["simulate", "--set", "update.lr=fast"], "simpe: error: update.lr must be a number, got 'fast'", marks=SUBPROCESS_TWIN),
+    pytest.param(["simulate", "--set", "decoder.name=mbr", "--set", "decoder.params={utility: comet}"],
+     "simpe: error: utility/quality 'comet' needs a COMET model", marks=SUBPROCESS_TWIN),
+    pytest.param(["simulate", "--snapshot-every", "5", "--set", "ranking.quality=bleurt"], "simpe: error: unknown utility 'bleurt'; known: bleu", marks=SUBPROCESS_TWIN),  # noqa: E501
 ])
 def test_bad_input_is_one_line_and_exit_2(args, message, tmp_path):
     result = simpe(*args, "--runs-dir", str(tmp_path / "runs"))

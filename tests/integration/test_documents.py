@@ -109,7 +109,7 @@ def test_simulate_autodesk_as_distributed_from_the_environment_folder(tmp_path: 
 
 
 @pytest.mark.slow
-def test_train_baseline_on_the_autodesk_train_split(tmp_path: Path, monkeypatch):
+def test_train_demo_model_on_the_autodesk_train_split(tmp_path: Path, monkeypatch):
     from simpe.config import defaults
     from simpe.train_demo import split_pairs, train
 
