@@ -18,6 +18,8 @@ MODEL ?= models/demo-en-de
 MODEL_NAME := $(notdir $(MODEL))
 RUNS ?= runs
 GROUP := $(RUNS)/$(DATASET)-$(SPLIT)--$(MODEL_NAME)--$(SEGMENTS)seg
+# the hints make simulate prints name RUNS only when it is not the default
+RUNS_ARG := $(if $(filter runs,$(RUNS)),, RUNS=$(RUNS))
 ARGS ?=
 WORKERS ?= $(shell nproc 2>/dev/null || echo 1)
 SWEEP ?=
@@ -46,8 +48,8 @@ simulate: $(STAMP) $(MODEL)/fixed-selection.json ## run PRESETS on the first SEG
 	@# the report, compare and plot set methods against the baseline: they need two runs
 	@if [ $(words $(PRESETS)) -gt 1 ]; then \
 	  $(PY) -m simpe report $(GROUP) && \
-	  echo "compare with: make compare DATASET=$(DATASET) SEGMENTS=$(SEGMENTS)  (table in $(GROUP)/compare/)" && \
-	  echo "plot with:    make plot DATASET=$(DATASET) SEGMENTS=$(SEGMENTS)     (figures in $(GROUP)/plots/)" && \
+	  echo "compare with: make compare DATASET=$(DATASET) SEGMENTS=$(SEGMENTS)$(RUNS_ARG)  (table in $(GROUP)/compare/)" && \
+	  echo "plot with:    make plot DATASET=$(DATASET) SEGMENTS=$(SEGMENTS)$(RUNS_ARG)     (figures in $(GROUP)/plots/)" && \
 	  echo "report (open in a browser): $(GROUP)/report.html"; \
 	else echo "one preset: no report (simpe report, compare and plot set methods against the baseline)"; fi
 
