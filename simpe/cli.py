@@ -357,8 +357,6 @@ def _cmd_score(args: argparse.Namespace) -> None:
                    **{key: value for key, value in given.items() if value is not None})
     if (args.scope == "document") != (args.ids is not None):
         raise ConfigError("--scope document needs --ids (the document of each segment), and --ids only means something with it")
-    if args.dataset not in DATASETS.names():
-        raise ConfigError(f"unknown dataset {args.dataset!r}; known: {', '.join(DATASETS.names())}")
     report = score_files(args.input, args.ref, args.src, cfg=cfg, comet=args.comet,
                          comet_batch_size=args.comet_batch_size, device=args.device,
                          subword_model=args.subword_model, cumulative=args.cumulative,
