@@ -346,29 +346,7 @@ class Loop:
         self.load()
         with RunDir(self.path) as rundir:
             rundir.open(resume=resume, overwrite=overwrite)
-            start, records = 0, []
-            state = rundir.load_checkpoint() if resume else None
-            if state is not None:
-                self.method.load_state_dict(state["method"])
-                torch.set_rng_state(state["torch_rng"])
-                records = rundir.rewind(state["segments_done"])
-                for record in records:
-                    self.scorer.replay(record)
-                start = state["segments_done"]
-                logger.info("resuming %s at segment %d of %d", self.path, start, len(self.segments))
-                if self.env_changes:  # --resume-anyway: say so where the run's environment is kept
-                    env = json.loads((self.path / layout.ENV_FILE).read_text(encoding="utf-8"))
-                    env.setdefault("resumed_in_another_environment", []).append({"segment": start, "changes": self.env_changes})
-                    rundir.write_env(env)
-                    logger.warning("resumed in another environment: %s", "; ".join(self.env_changes))
-            elif resume:
-                records = rundir.rewind(0)  # no checkpoint yet: start the logs again (a torn first line too)
-            if start == 0:
-                rundir.write_config(cfg)
-                rundir.write_env({**environment(self.loaded.device), "stream_sha256": stream_hash(self.segments)})
-                manifest = self.dataset.manifest()
-                if manifest is not None:
-                    rundir.write_json(layout.MANIFEST_FILE, manifest)
+            start, records = self._restore(rundir, resume)
             log.add_file(rundir.log_file)
             logger.info("run %s: method %s with %d trainable tensors (%d parameters), %d segments, decoder %s %s, device %s",
                         cfg.adapter, cfg.method.name, len(self.method.trainable()),
@@ -403,17 +381,7 @@ class Loop:
                 if bar is not None:
                     bar.close()
                     bar = None
-                if self.truncated:
-                    logger.warning("%d segments were cut to %d tokens (records with a 'truncated' key)", self.truncated,
-                                   self.loaded.family.max_tokens(self.model.config))
-                store = rundir.write_store(self.method.export_store(), self.store_metadata())
-                summary = {**self.summary(records), "store_file_bytes": store.stat().st_size}
-                changed = json.loads((self.path / layout.ENV_FILE).read_text(encoding="utf-8")).get("resumed_in_another_environment")
-                if changed:
-                    summary["resumed_in_another_environment"] = changed
-                rundir.finish(summary, records, cfg.metrics.lang)
-                logger.info("%s: %s, %d adapted parameters (%.1f kB per user)", cfg.adapter, _running(summary["corpus"], full=True),
-                            summary["adapted_parameters"], summary["store_bytes"] / 1000)
+                self._finish(rundir, records)
             finally:
                 if frozen:
                     gc.unfreeze()
@@ -421,6 +389,48 @@ class Loop:
                     bar.close()
                 log.remove_file()
         return self.path
+
+    def _restore(self, rundir: RunDir, resume: bool) -> tuple[int, list[dict[str, Any]]]:
+        """Where the run starts and the records logged before it: a resume restores the last checkpoint (the method's
+        state, the RNG, the scorer's running sums) and cuts the logs back to it; a new run writes its config and env."""
+        start, records = 0, []
+        state = rundir.load_checkpoint() if resume else None
+        if state is not None:
+            self.method.load_state_dict(state["method"])
+            torch.set_rng_state(state["torch_rng"])
+            records = rundir.rewind(state["segments_done"])
+            for record in records:
+                self.scorer.replay(record)
+            start = state["segments_done"]
+            logger.info("resuming %s at segment %d of %d", self.path, start, len(self.segments))
+            if self.env_changes:  # --resume-anyway: say so where the run's environment is kept
+                env = json.loads((self.path / layout.ENV_FILE).read_text(encoding="utf-8"))
+                env.setdefault("resumed_in_another_environment", []).append({"segment": start, "changes": self.env_changes})
+                rundir.write_env(env)
+                logger.warning("resumed in another environment: %s", "; ".join(self.env_changes))
+        elif resume:
+            records = rundir.rewind(0)  # no checkpoint yet: start the logs again (a torn first line too)
+        if start == 0:
+            rundir.write_config(self.cfg)
+            rundir.write_env({**environment(self.loaded.device), "stream_sha256": stream_hash(self.segments)})
+            manifest = self.dataset.manifest()
+            if manifest is not None:
+                rundir.write_json(layout.MANIFEST_FILE, manifest)
+        return start, records
+
+    def _finish(self, rundir: RunDir, records: list[dict[str, Any]]) -> None:
+        """The end of a complete stream: the store, the summary, and DONE (``RunDir.finish``)."""
+        if self.truncated:
+            logger.warning("%d segments were cut to %d tokens (records with a 'truncated' key)", self.truncated,
+                           self.loaded.family.max_tokens(self.model.config))
+        store = rundir.write_store(self.method.export_store(), self.store_metadata())
+        summary = {**self.summary(records), "store_file_bytes": store.stat().st_size}
+        changed = json.loads((self.path / layout.ENV_FILE).read_text(encoding="utf-8")).get("resumed_in_another_environment")
+        if changed:
+            summary["resumed_in_another_environment"] = changed
+        rundir.finish(summary, records, self.cfg.metrics.lang)
+        logger.info("%s: %s, %d adapted parameters (%.1f kB per user)", self.cfg.adapter, _running(summary["corpus"], full=True),
+                    summary["adapted_parameters"], summary["store_bytes"] / 1000)
 
     def _progress(self, start: int):
         if not self.progress:

@@ -204,20 +204,11 @@ class _Tail:
         return self.count, " ".join(parts)
 
 
-def execute(specs: list[RunSpec], workers: int | None = None, threads: int | None = None, address: str | None = None,
-            gpus_per_run: float = 0.0, progress: bool = True, as_simulate: tuple[bool, bool] | None = None,
-            return_results: bool = False) -> list[Outcome]:
-    """Run ``specs`` as Ray tasks, ``workers`` at a time with ``threads`` torch threads (CPUs) each.
-
-    Complete runs are skipped, incomplete ones resumed; a failed run is an ``Outcome`` with
-    its error, never an exception. Locally Ray gets ``workers * threads`` CPUs. With
-    ``as_simulate=(resume, overwrite)`` every run is started as ``simpe simulate`` would
-    (the caller has checked the folders), nothing skipped. With ``return_results`` the runs
-    come back to this machine's ``runs_dir`` as archives (see the module docstring).
-    """
+def _triage(specs: list[RunSpec], as_simulate: tuple[bool, bool] | None) -> tuple[dict[str, Outcome], list[tuple[RunSpec, bool]]]:
+    """The outcomes known before anything runs (complete: skipped; a folder that is not a run's: failed) and the
+    runs to start, each with whether it resumes. As ``simpe simulate``, every run starts (its folders are checked)."""
     outcomes: dict[str, Outcome] = {}
     todo: list[tuple[RunSpec, bool]] = []
-    overwrite = bool(as_simulate and as_simulate[1])
     for spec in specs:
         if as_simulate is not None:
             todo.append((spec, as_simulate[0]))
@@ -231,23 +222,44 @@ def execute(specs: list[RunSpec], workers: int | None = None, threads: int | Non
             outcomes[spec.name] = Outcome(spec.name, spec.path, "skipped")
         else:
             todo.append((spec, found == "incomplete"))
+    return outcomes, todo
+
+
+def _start(address: str | None, workers: int | None, threads: int | None, runs: int) -> tuple[Any, int, int]:
+    """Ray, started on a cluster (its CPUs, one torch thread per run unless told) or on this machine (every core,
+    shared evenly by the runs that go at once), with the workers and threads per run it allows."""
+    if address:
+        ray = start_ray(address, 0)
+        threads = threads or 1
+        return ray, workers or max(1, int(ray.cluster_resources().get("CPU", 1)) // threads), threads
+    cores = cpu_count()
+    if threads is None:
+        threads = max(1, cores // max(1, workers or min(runs, cores)))
+    if workers is None:
+        workers = max(1, min(runs, cores // threads))
+    return start_ray(None, workers * threads, gpus=None), workers, threads
+
+
+def execute(specs: list[RunSpec], workers: int | None = None, threads: int | None = None, address: str | None = None,
+            gpus_per_run: float = 0.0, progress: bool = True, as_simulate: tuple[bool, bool] | None = None,
+            return_results: bool = False) -> list[Outcome]:
+    """Run ``specs`` as Ray tasks, ``workers`` at a time with ``threads`` torch threads (CPUs) each.
+
+    Complete runs are skipped, incomplete ones resumed; a failed run is an ``Outcome`` with
+    its error, never an exception. Locally Ray gets ``workers * threads`` CPUs. With
+    ``as_simulate=(resume, overwrite)`` every run is started as ``simpe simulate`` would
+    (the caller has checked the folders), nothing skipped. With ``return_results`` the runs
+    come back to this machine's ``runs_dir`` as archives (see the module docstring).
+    """
+    outcomes, todo = _triage(specs, as_simulate)
+    overwrite = bool(as_simulate and as_simulate[1])
     if todo and not address:  # a model this machine cannot have fails every run: say so once, before Ray starts
         from simpe.model import check_available
 
         for model in sorted({str(spec.cfg.model.path or "") for spec, _ in todo}):
             check_available(model or None)
     if todo:
-        if address:  # a cluster: its CPUs, one torch thread per run unless told
-            ray = start_ray(address, 0)
-            threads = threads or 1
-            workers = workers or max(1, int(ray.cluster_resources().get("CPU", 1)) // threads)
-        else:  # this machine: every core, shared evenly by the runs that go at once
-            cores = cpu_count()
-            if threads is None:
-                threads = max(1, cores // max(1, workers or min(len(todo), cores)))
-            if workers is None:
-                workers = max(1, min(len(todo), cores // threads))
-            ray = start_ray(None, workers * threads, gpus=None)
+        ray, workers, threads = _start(address, workers, threads, len(todo))
         remote = ray.remote(run_task).options(num_cpus=threads, num_gpus=gpus_per_run or 0, max_retries=0)
         cwd = os.getcwd()
         shown = Progress(len(specs), len(specs) - len(todo), "simulate" if as_simulate is not None else "sweep") if progress else None
