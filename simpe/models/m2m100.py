@@ -11,15 +11,14 @@ hypothesis or its score; a target is the reference's content tokens and ``</s>``
 whatever ``legacy_behaviour`` says). No output bias (``bias`` adds one); embeddings, both
 sides' and the output projection, are one tied matrix (``full`` and ``lasso`` step it once,
 stores hold it once). The sinusoidal positions are a buffer; batched prefixes of different
-lengths get their own position through the input embedding, as in Marian.
+lengths get their own position through the input embedding, as in Marian (mbart's ``decoder_inputs``, reading
+this family's ``position_table``).
 """
 from __future__ import annotations
 
 from typing import Any
 
-import torch
-
-from simpe.models.base import FAMILIES, position_lengths
+from simpe.models.base import FAMILIES
 from simpe.models.mbart import MBartFamily, check_codes
 
 
@@ -55,13 +54,3 @@ class M2M100Family(MBartFamily):
             table.make_weights(needed + table.offset, table.embedding_dim, table.padding_idx)
         return table.weights[positions + table.padding_idx + 1]
 
-    def decoder_inputs(self, model: Any, tokens: Any, mask: Any) -> dict[str, Any]:
-        if mask is None:
-            return {"decoder_input_ids": tokens}
-        lengths = position_lengths(mask)  # (rows,)
-        longest = mask.shape[1] - 1
-        embeds = model.get_decoder().embed_tokens(tokens)  # (rows, 1, d_model), scaled inside
-        if bool((lengths != longest).any()):
-            shared = self.position_table(model, torch.full_like(lengths, longest))  # (rows, d_model)
-            embeds = embeds + (self.position_table(model, lengths) - shared).unsqueeze(1).to(embeds.dtype)  # (rows, 1, d_model)
-        return {"decoder_inputs_embeds": embeds}
