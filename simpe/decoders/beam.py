@@ -23,8 +23,8 @@ from typing import Any
 
 import torch
 
-from simpe.decoders.base import DECODERS, Decoder, DecodeResult, Hypothesis
-from simpe.decoders.incremental import NEG_INF, LengthLimit, Lockstep, Source, check_int, decoding, encode, step_scores
+from simpe.decoders.base import DECODERS, DecodeResult, Hypothesis
+from simpe.decoders.incremental import NEG_INF, LengthLimit, Lockstep, LockstepDecoder, Source, check_int, decoding, encode, step_scores
 from simpe.ties import REL, SCORE_ATOL, margin, rank, tied, top
 
 StepHook = Callable[[int, list[tuple[int, ...]], list[float], torch.Tensor, torch.Tensor, Any], None]
@@ -207,7 +207,7 @@ def beam_search(model: Any, source: Source, beam_size: int, heap: bool = False) 
     return beam_search_many(model, [source], beam_size, heap)[0]
 
 
-class _BeamBase(Decoder):
+class _BeamBase(LockstepDecoder):
     heap = False
 
     def __init__(self, beam_size: int = 5, max_len_a: float = 2.0, max_len_b: int = 10, max_len_cap: int = 256) -> None:
@@ -222,15 +222,6 @@ class _BeamBase(Decoder):
             hyps, expansions, steps = beam_search(model, source, self.beam_size, heap=self.heap)
         return DecodeResult(hyps, exact=None, expansions=expansions, seconds=time.perf_counter() - t0,
                             info={"steps": steps, "max_len": source.max_len})
-
-    def decode_batch(self, model: Any, batch: list[Any], *, start: int = 0) -> list[DecodeResult]:
-        """Several sources in lockstep (one forward pass per step for all live beams); each result equals
-        ``decode`` of that source up to float noise. ``seconds`` is the call's time per source."""
-        if not batch:
-            return []
-        t0 = time.perf_counter()
-        with decoding(model):
-            return self.decode_sources(model, [encode(model, input_ids, self.limit) for input_ids in batch], t0=t0)
 
     def decode_sources(self, model: Any, sources: list[Source], *, start: int = 0, t0: float | None = None) -> list[DecodeResult]:
         """``decode_batch`` of sources encoded already (``incremental.encode`` with this decoder's length limit).

@@ -24,12 +24,15 @@ from __future__ import annotations
 
 import contextlib
 import math
+import time
+from abc import abstractmethod
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 
+from simpe.decoders.base import Decoder, DecodeResult
 from simpe.errors import ConfigError
 from simpe.model import eval_mode
 from simpe.models import family_of
@@ -297,3 +300,25 @@ class Lockstep:
         out = buffer[:size].view(shape)  # (rows, heads, length, head_dim), contiguous
         torch.index_select(states, 0, index, out=out)
         return out
+
+
+class LockstepDecoder(Decoder):
+    """A decoder that searches several sources in lockstep, sharing forward passes: ``decode_batch`` encodes
+    them with the decoder's length limit (``self.limit``) and hands them to ``decode_sources``, which the ranking
+    evaluation also calls directly with a probe set encoded once for all its decoders."""
+
+    limit: LengthLimit
+
+    def decode_batch(self, model: Any, batch: list[Any], *, start: int = 0) -> list[DecodeResult]:
+        """Several sources in lockstep, the first at stream position ``start``; each result equals ``decode`` of
+        that source up to float noise. ``seconds`` is the call's time per source."""
+        if not batch:
+            return []
+        t0 = time.perf_counter()
+        with decoding(model):
+            return self.decode_sources(model, [encode(model, input_ids, self.limit) for input_ids in batch], start=start, t0=t0)
+
+    @abstractmethod
+    def decode_sources(self, model: Any, sources: list[Source], *, start: int = 0, t0: float | None = None) -> list[DecodeResult]:
+        """``decode_batch`` of sources encoded already (``encode`` with this decoder's length limit). Call inside
+        ``decoding(model)``; ``t0``: when the call's clock started (default: now)."""

@@ -26,8 +26,8 @@ from typing import Any
 
 import torch
 
-from simpe.decoders.base import DECODERS, Decoder, DecodeResult, Hypothesis
-from simpe.decoders.incremental import LengthLimit, Lockstep, Source, check_int, decoding, encode
+from simpe.decoders.base import DECODERS, DecodeResult, Hypothesis
+from simpe.decoders.incremental import LengthLimit, Lockstep, LockstepDecoder, Source, check_int
 from simpe.ties import SCORE_ATOL, rank
 
 
@@ -153,7 +153,7 @@ def draw_samples(model: Any, source: Source, samples: int, seed: int) -> tuple[l
 
 
 @DECODERS.add("sampling")
-class SamplingDecoder(Decoder):
+class SamplingDecoder(LockstepDecoder):
     """``samples`` seeded ancestral samples, sorted by model score (best first)."""
 
     def __init__(self, samples: int = 200, seed: int = 0, unique: bool = False, max_len_a: float = 2.0,
@@ -167,18 +167,10 @@ class SamplingDecoder(Decoder):
         """``samples`` samples drawn with seed ``seed + index``."""
         return self.decode_batch(model, [input_ids], start=index)[0]
 
-    def decode_batch(self, model: Any, batch: list[Any], *, start: int = 0) -> list[DecodeResult]:
-        """The samples of several sources in one decoder batch; source j draws with seed ``seed + start + j``
-        and gets what ``decode`` gives it alone. ``seconds`` is the call's time per source."""
-        if not batch:
-            return []
-        t0 = time.perf_counter()
-        with decoding(model):
-            return self.decode_sources(model, [encode(model, input_ids, self.limit) for input_ids in batch], start=start, t0=t0)
-
     def decode_sources(self, model: Any, sources: list[Source], *, start: int = 0, t0: float | None = None) -> list[DecodeResult]:
-        """``decode_batch`` of sources encoded already (``incremental.encode`` with this decoder's length limit).
-        Call inside ``decoding(model)``; ``t0``: when the call's clock started (default: now)."""
+        """``decode_batch`` of sources encoded already (``incremental.encode`` with this decoder's length limit):
+        source j draws with seed ``seed + start + j`` and gets what ``decode`` gives it alone. Call inside
+        ``decoding(model)``; ``t0``: when the call's clock started (default: now)."""
         if not sources:
             return []
         t0 = time.perf_counter() if t0 is None else t0

@@ -58,9 +58,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from simpe.decoders.base import DECODERS, Decoder, DecodeResult, Hypothesis
+from simpe.decoders.base import DECODERS, DecodeResult, Hypothesis
 from simpe.decoders.beam import beam_search_many
-from simpe.decoders.incremental import NEG_INF, LengthLimit, Source, check_int, check_number, decoding, encode, stack_sources
+from simpe.decoders.incremental import NEG_INF, LengthLimit, LockstepDecoder, Source, check_int, check_number, stack_sources
 from simpe.errors import ConfigError
 from simpe.models import family_of
 from simpe.ties import SCORE_ATOL, margin, rank
@@ -387,7 +387,7 @@ class BatchedSearch:
 
 
 @DECODERS.add("topk")
-class TopKDecoder(Decoder):
+class TopKDecoder(LockstepDecoder):
     """Exact top-k by batched best-first search with lazy successors (see the module docstring).
 
     Params: k; beam_size of the min-heap beam search giving the initial bound (default k);
@@ -413,14 +413,6 @@ class TopKDecoder(Decoder):
 
     def decode(self, model: Any, input_ids: Any, *, index: int = 0, source: str | None = None) -> DecodeResult:
         return self.decode_batch(model, [input_ids])[0]
-
-    def decode_batch(self, model: Any, batch: list[Any], *, start: int = 0) -> list[DecodeResult]:
-        """Exact top-k of several sources, searched in lockstep (see the module docstring)."""
-        if not batch:
-            return []
-        t0 = time.perf_counter()
-        with decoding(model):
-            return self.decode_sources(model, [encode(model, input_ids, self.limit) for input_ids in batch], t0=t0)
 
     def decode_sources(self, model: Any, sources: list[Source], *, start: int = 0, t0: float | None = None) -> list[DecodeResult]:
         """``decode_batch`` of sources encoded already (``incremental.encode`` with this decoder's length limit;
