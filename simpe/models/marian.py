@@ -11,9 +11,11 @@ embedding carries the difference between its own sinusoidal position and the sha
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
+import numpy as np
 import torch
 
 from simpe.errors import ConfigError, ModelError
@@ -52,7 +54,8 @@ class MarianFamily(ModelFamily):
 
         from simpe.models.base import DTYPES
 
-        return MarianMTModel.from_pretrained(source, output_loading_info=True, dtype=DTYPES[dtype])
+        with _vectorised_position_table():
+            return MarianMTModel.from_pretrained(source, output_loading_info=True, dtype=DTYPES[dtype])
 
     def ignored_missing(self, key: str) -> bool:
         return key.endswith("embed_positions.weight")  # sinusoidal: not saved
@@ -95,3 +98,37 @@ class MarianFamily(ModelFamily):
             shared = decoder.embed_positions((1, 1), 0, position_ids=torch.tensor([longest], device=tokens.device))  # (1, d_model)
             embeds = embeds + ((positions - shared) / decoder.embed_scale).unsqueeze(1).to(embeds.dtype)  # (rows, 1, d_model)
         return {"decoder_inputs_embeds": embeds}
+
+
+def _position_table(self: Any) -> None:
+    """``MarianSinusoidalPositionalEmbedding._init_weight`` with its table built by numpy array operations.
+
+    transformers builds the (positions, dim) table with a Python loop over every cell (0.8 s of a 0.9 s
+    load of the demo model, on every load, since the table is not saved). The same float64 values here:
+    the dim powers ``np.power(10000, 2 * (j // 2) / dim)`` are the same scalar calls, and ``pos / power``
+    is one correctly rounded division either way; the rest is transformers' code as it stands
+    (``tests/unit/test_models.py`` checks the tables are bit-identical).
+    """
+    from torch import nn
+
+    n_pos, dim = self.weight.shape
+    powers = np.array([np.power(10000, 2 * (j // 2) / dim) for j in range(dim)])
+    position_enc = np.arange(n_pos, dtype=np.float64)[:, None] / powers[None, :]
+    out = torch.empty(n_pos, dim, dtype=self.weight.dtype, requires_grad=False)
+    sentinel = dim // 2 if dim % 2 == 0 else (dim // 2) + 1
+    out[:, 0:sentinel] = torch.FloatTensor(np.sin(position_enc[:, 0::2]))
+    out[:, sentinel:] = torch.FloatTensor(np.cos(position_enc[:, 1::2]))
+    self.weight = nn.Parameter(out, requires_grad=False)
+
+
+@contextmanager
+def _vectorised_position_table() -> Iterator[None]:
+    """transformers' position-table initialisation replaced by ``_position_table`` while a model loads."""
+    from transformers.models.marian.modeling_marian import MarianSinusoidalPositionalEmbedding as Table
+
+    original = Table._init_weight
+    Table._init_weight = _position_table
+    try:
+        yield
+    finally:
+        Table._init_weight = original

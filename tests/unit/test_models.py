@@ -463,3 +463,23 @@ def test_a_bfloat16_causal_lm_decodes_and_updates(family_model) -> None:
     method.attach(loaded.model, None, HOT)
     record = update(loaded.model, method, pair, HOT)
     assert record["repetitions"] == 2 and record["skipped"] is None
+
+
+@pytest.mark.parametrize("positions, dim", [(512, 256), (1024, 512), (64, 17), (7, 1)])
+def test_marians_vectorised_position_table_is_transformers_own_bit_for_bit(positions: int, dim: int) -> None:
+    """simpe builds Marian's unsaved sinusoidal table with array operations while a model loads (it was 0.8 s of each
+    load of the demo model); the table is transformers' own, bit for bit, for even and odd widths."""
+    from transformers.models.marian.modeling_marian import MarianSinusoidalPositionalEmbedding as Table
+
+    from simpe.models.marian import _position_table, _vectorised_position_table
+
+    theirs, ours = Table(positions, dim), Table(positions, dim)
+    theirs._init_weight()
+    with _vectorised_position_table():
+        ours._init_weight()
+    assert torch.equal(theirs.weight, ours.weight) and not ours.weight.requires_grad
+    assert Table._init_weight is not _position_table  # transformers' method is back once the load is over
+    loaded = load_model(None, "cpu")
+    theirs = Table(*loaded.model.model.encoder.embed_positions.weight.shape)
+    theirs._init_weight()
+    assert torch.equal(loaded.model.model.encoder.embed_positions.weight, theirs.weight)
