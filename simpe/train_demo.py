@@ -360,18 +360,9 @@ def train(cfg: TrainConfig, resume: bool = False) -> dict[str, Any]:
 
     optimizer = make_optimizer(model, cfg)
 
-    state = {"step": 0, "epoch": 0, "batch": 0, "best_bleu": -1.0, "best_step": 0, "bad_evals": 0, "train_seconds": 0.0,
-             "history": [], "eval_steps": []}
-    if resume and (ckpt_dir / "last.pt").exists():
-        saved = load_state(ckpt_dir / "last.pt", device)
-        check_resumable(saved.get("config", {}), cfg, saved["state"]["step"])
-        model.load_state_dict(saved["model"])
-        optimizer.load_state_dict(saved["optimizer"])
-        state = saved["state"]
-        torch.set_rng_state(saved["rng"])
-        logger.info("resumed at step %d (epoch %d, batch %d; best dev BLEU %.2f at step %d, %.1f min trained)",
-                    state["step"], state["epoch"], state["batch"], state["best_bleu"], state["best_step"],
-                    state["train_seconds"] / 60)
+    state = _resumed(cfg, ckpt_dir, model, optimizer, device) if resume and (ckpt_dir / "last.pt").exists() else {
+        "step": 0, "epoch": 0, "batch": 0, "best_bleu": -1.0, "best_step": 0, "bad_evals": 0, "train_seconds": 0.0,
+        "history": [], "eval_steps": []}
     ckpt_dir.mkdir(parents=True, exist_ok=True)
     eval_idx = list(range(min(cfg.eval_segments, len(dev_src))))
     dev = ([dev_src[i] for i in eval_idx], [dev_tgt[i] for i in eval_idx])  # the evaluations' sources and references
@@ -412,6 +403,23 @@ def train(cfg: TrainConfig, resume: bool = False) -> dict[str, Any]:
             state["epoch"], state["batch"] = state["epoch"] + 1, 0
 
     return finalize(cfg, model, tokenizer, state, n_params, len(pairs), started, device)
+
+
+def _resumed(cfg: TrainConfig, ckpt_dir: Path, model: Any, optimizer: Any, device: Any) -> dict[str, Any]:
+    """The training state of the last checkpoint, loaded into ``model`` and ``optimizer`` with torch's RNG state,
+    once ``check_resumable`` has found ``cfg`` the same in every setting that changes the model."""
+    import torch
+
+    saved = load_state(ckpt_dir / "last.pt", device)
+    check_resumable(saved.get("config", {}), cfg, saved["state"]["step"])
+    model.load_state_dict(saved["model"])
+    optimizer.load_state_dict(saved["optimizer"])
+    torch.set_rng_state(saved["rng"])
+    state = saved["state"]
+    logger.info("resumed at step %d (epoch %d, batch %d; best dev BLEU %.2f at step %d, %.1f min trained)",
+                state["step"], state["epoch"], state["batch"], state["best_bleu"], state["best_step"],
+                state["train_seconds"] / 60)
+    return state
 
 
 def finalize(cfg: TrainConfig, model: Any, tokenizer: Any, state: dict[str, Any], n_params: int, n_pairs: int,

@@ -118,25 +118,16 @@ def draw_samples_many(model: Any, sources: list[Source], samples: int, seeds: li
                                  device=device)  # (block, most)
             drawn, values = _next_tokens(logp[first:first + block], special, position == sources[i].max_len - 1,
                                          tables[i][:, position][index], counts)  # (block, most) uniform numbers
-            new_prefixes: list[tuple[int, ...]] = []
-            new_members: list[list[int]] = []
-            new_scores: list[float] = []
+            branches = []  # (the row it continues, its prefix, its samples, its score)
             for row, (prefix, score, ids) in enumerate(zip(prefixes[i], scores[i], members[i])):
-                tally: dict[int, list[Any]] = {}  # token -> [its log-probability, the samples that drew it], first-drawn order
-                for sample, token, value in zip(ids, drawn[row], values[row]):
-                    tally.setdefault(token, [value, []])[1].append(sample)
-                for token, (value, drew) in tally.items():
-                    if token in special.stops:
-                        for sample in drew:
-                            finished[i][sample] = Hypothesis((*prefix, token), score + value)
-                    else:
-                        keep.append(first + row)
-                        next_tokens.append(token)
-                        next_source.append(i)
-                        new_prefixes.append((*prefix, token))
-                        new_members.append(drew)
-                        new_scores.append(score + value)
-            prefixes[i], members[i], scores[i] = new_prefixes, new_members, new_scores
+                branches += [(first + row, *branch) for branch in
+                             _branch(prefix, score, ids, drawn[row], values[row], special.stops, finished[i])]
+            keep += [branch[0] for branch in branches]
+            next_tokens += [branch[1][-1] for branch in branches]
+            next_source += [i] * len(branches)
+            prefixes[i] = [branch[1] for branch in branches]
+            members[i] = [branch[2] for branch in branches]
+            scores[i] = [branch[3] for branch in branches]
             first += block
         if not keep:
             break
@@ -145,6 +136,23 @@ def draw_samples_many(model: Any, sources: list[Source], samples: int, seeds: li
         row_source = next_source
     assert all(len(done) == samples and all(h.tokens[-1] in special.stops for h in done.values()) for done in finished)
     return [([done[j] for j in range(samples)], expanded) for done, expanded in zip(finished, expansions)]
+
+
+def _branch(prefix: tuple[int, ...], score: float, ids: list[int], drawn: list[int], values: list[float], stops: Any,
+            finished: dict[int, Hypothesis]) -> list[tuple[tuple[int, ...], list[int], float]]:
+    """One row's samples after their next tokens: those that drew a stop token go to ``finished``; the others
+    group by token (first-drawn order) into the rows of the next step: (prefix, samples, score) each."""
+    tally: dict[int, list[Any]] = {}  # token -> [its log-probability, the samples that drew it]
+    for sample, token, value in zip(ids, drawn, values):
+        tally.setdefault(token, [value, []])[1].append(sample)
+    branches = []
+    for token, (value, drew) in tally.items():
+        if token in stops:
+            for sample in drew:
+                finished[sample] = Hypothesis((*prefix, token), score + value)
+        else:
+            branches.append(((*prefix, token), drew, score + value))
+    return branches
 
 
 def draw_samples(model: Any, source: Source, samples: int, seed: int) -> tuple[list[Hypothesis], int]:

@@ -78,6 +78,7 @@ def _big_corpus(folder: Path) -> list[tuple]:
     return records
 
 
+@pytest.mark.slow  # covered in make test: test_autodesk.py (the splits, the raw MT, the absent-corpus line)
 def test_simulate_autodesk_as_distributed_from_the_environment_folder(tmp_path: Path):
     records = _big_corpus(tmp_path / "autodesk")
     docs = sorted({f"{r[3]}/{r[4]}" for r in records}, key=lambda d: hashlib.sha256(f"0:{d}".encode()).hexdigest())

@@ -52,12 +52,13 @@ def _check_store_reproduces_the_run(tmp_path: Path, adapter: str, segments: int)
     return {"adapted": adapted, "sources": sources, "info": info}
 
 
-# fixed and top export and load through the same dense default as full (Method.export_store / load_store; they
-# differ only in select): make test-slow runs them, make test keeps full, bias (a parameter of its own) and the rest
-DENSE_LIKE_FULL = ("fixed", "top")
+# make test keeps full (a parameter store) and knn (a datastore): the file, its sizes and translate --store are the
+# same code for every method, and every method's own export_store/load_store round trip is checked on every family
+# by tests/unit/test_models.py::test_every_method_on_every_family; make test-slow runs the other methods here too
+IN_MAKE_TEST = ("full", "knn")
 
 
-@pytest.mark.parametrize("adapter", [pytest.param(m, marks=pytest.mark.slow) if m in DENSE_LIKE_FULL else m for m in METHODS])
+@pytest.mark.parametrize("adapter", [m if m in IN_MAKE_TEST else pytest.param(m, marks=pytest.mark.slow) for m in METHODS])
 def test_export_then_translate_with_the_store_reproduces_the_adapted_model(tmp_path: Path, adapter: str, one_torch_thread):
     result = _check_store_reproduces_the_run(tmp_path, adapter, segments=3)
     base = translate_file(None, tmp_path / "src.en", None, device="cpu")

@@ -82,6 +82,8 @@ def test_a_2x2_sweep_on_local_ray_writes_every_run_where_compare_reads_it(whole_
     assert [o.status for o in again] == ["skipped"] * len(specs)
 
 
+@pytest.mark.slow  # covered in make test: test_state.py (each run state), the re-run above (complete runs skipped), and
+# test_simulate.py's resume after a kill (the same records)
 def test_an_interrupted_sweep_skips_complete_runs_and_resumes_the_rest_to_the_same_records(whole_sweep, tmp_path: Path,
                                                                                           one_torch_thread):
     # one thread here too: the sweep's tasks run with --threads 1, and records depend on the thread count
@@ -118,6 +120,7 @@ def test_a_failing_run_is_reported_and_the_others_complete(local_ray, tmp_path: 
     assert (broken.parent / layout.COMPARE_DIR / "compare.md").exists()
 
 
+@pytest.mark.slow  # covered in make test: test_a_returned_run_that_fails_comes_back_as_it_was (pack, the task, unpack)
 def test_returned_results_land_in_the_drivers_runs_dir_with_the_same_records(whole_sweep, tmp_path: Path,
                                                                              one_torch_thread):
     """--return-results: the tasks run in scratch folders and send their run folders back (a cluster
