@@ -22,6 +22,7 @@ import torch
 from record import record
 
 from simpe import log
+from simpe.config import run_configs
 from simpe.rundir import layout
 from simpe.rundir.reader import read_jsonl
 from simpe.simulate import simulate
@@ -67,7 +68,7 @@ def main() -> int:
         base = [f"data.segments={args.segments}", f"device={args.device}"]
         torch.set_num_threads(seq_threads)
         start = time.perf_counter()
-        seq_paths = simulate(args.methods, [*base, f"runs_dir={tmp}/sequential"], progress=False)
+        seq_paths = simulate(run_configs(args.methods, [*base, f"runs_dir={tmp}/sequential"]), progress=False)
         sequential = time.perf_counter() - start
 
         specs = plan(args.methods, overrides=[*base, f"runs_dir={tmp}/parallel"], baseline=False)

@@ -147,8 +147,8 @@ def _simulate_overrides(args: argparse.Namespace) -> list[str]:
 
 
 def _cmd_simulate(args: argparse.Namespace) -> None:
+    from simpe.config import run_configs
     from simpe.errors import ConfigError
-    from simpe.simulate import simulate
 
     if args.workers < 1 or (args.threads is not None and args.threads < 1):
         raise ConfigError(f"--workers and --threads must be >= 1, got {args.workers} and {args.threads}")
@@ -157,13 +157,16 @@ def _cmd_simulate(args: argparse.Namespace) -> None:
             raise ConfigError("--resume-anyway resumes the runs in this process, one at a time: leave out --workers")
         _simulate_parallel(args)
         return
+    # bad presets and settings: one line in a fraction of a second, before torch and the model load
+    configs = run_configs(args.preset or ["baseline"], _simulate_overrides(args), args.config)
+    from simpe.simulate import simulate
+
     if args.threads is not None:  # one run at a time in this process: it gets the threads asked for
         import torch
 
         torch.set_num_threads(args.threads)
-    paths = simulate(args.preset or ["baseline"], _simulate_overrides(args), resume=args.resume, overwrite=args.overwrite,
-                     resume_anyway=args.resume_anyway,
-                     progress=not args.no_progress, config_file=args.config)
+    paths = simulate(configs, resume=args.resume, overwrite=args.overwrite, resume_anyway=args.resume_anyway,
+                     progress=not args.no_progress)
     for path in paths:
         print(f"complete: {path}")
 

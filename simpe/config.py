@@ -471,6 +471,12 @@ def load_config(preset: str, overrides: list[str] | None = None, presets_dir: Pa
     return from_dict(RunConfig, model_section(apply_overrides(model_section(merged), overrides or [])))
 
 
+def run_configs(presets: list[str], overrides: list[str] | None = None, config_file: Path | None = None) -> list[RunConfig]:
+    """The configs ``simpe simulate`` runs: each preset with the overrides, or the one config file (a run's
+    ``config.yaml``). It needs no torch: the command line checks them before the model's libraries load."""
+    return [load_saved_config(config_file, overrides)] if config_file else [load_config(p, overrides) for p in presets]
+
+
 def load_saved_config(path: Path, overrides: list[str] | None = None) -> RunConfig:
     """A resolved config saved in a run directory (``config.yaml``).
 

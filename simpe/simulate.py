@@ -30,7 +30,7 @@ from typing import Any, Callable
 import torch
 
 from simpe import log
-from simpe.config import RunConfig, load_config, load_saved_config, resume_difference
+from simpe.config import RunConfig, load_saved_config, resume_difference
 from simpe.datasets import DATASETS, Segment, stream_hash
 from simpe.decoders import DECODERS
 from simpe.errors import ConfigError, DataError, RunDirError
@@ -473,12 +473,10 @@ class Loop:
         }
 
 
-def simulate(presets: list[str], overrides: list[str] | None = None, resume: bool = False, overwrite: bool = False,
-             resume_anyway: bool = False,
-             progress: bool = True, config_file: Path | None = None,
-             on_done: Callable[[Path], None] | None = None) -> list[Path]:
-    """Run every preset in turn on the same stream; return the run directories."""
-    configs = [load_saved_config(config_file, overrides)] if config_file else [load_config(p, overrides) for p in presets]
+def simulate(configs: list[RunConfig], resume: bool = False, overwrite: bool = False, resume_anyway: bool = False,
+             progress: bool = True, on_done: Callable[[Path], None] | None = None) -> list[Path]:
+    """Run every config in turn (``simpe.config.run_configs``: the presets on the same stream); return the run
+    directories."""
     paths = []
     for cfg in configs:
         loop = Loop(cfg, progress=progress)

@@ -28,6 +28,10 @@ def _groups(p: Plan) -> tuple[dict[str, Any], dict[str, str]]:
     groups: dict[str, Any] = {}
     notes: dict[str, str] = {}
     for name, specs in p.experiments.items():
+        missing = [spec.path for spec in specs if not spec.path.exists()]
+        if missing:
+            groups[name], notes[name] = None, f"the {name} runs have not run yet ({len(missing)} of {len(specs)}, e.g. {missing[0]})"
+            continue
         try:
             groups[name] = load_group([spec.path for spec in specs])
         except SimpeError as err:

@@ -53,6 +53,30 @@ def test_sdatabase_is_the_reserved_splits_database_module_only():
     assert {s.doc_id.split("/")[1] for s in segments} == {"sdatabase"}
 
 
+TINY = dict(segments=3, second_segments=3, sensitivity=False, probe=2, beam_sizes=(2, 3), ks=(2, 3), max_expansions=300,
+            methods=["baseline", "full", "lasso"], sensitivity_sentences=3, sensitivity_samples=4, forgetting_segments=3,
+            forgetting_every=3, forgetting_size=2, system_samples=6, mbr_samples=4)
+
+
+def test_the_page_from_no_runs_judges_every_claim_and_says_what_is_missing(tmp_path: Path):
+    """--report-only before anything ran (make test's cover of the page; the tiny pipeline below, with its runs and
+    studies, is make test-slow's): every claim gets a row, each that needs a run says which, both pages are written."""
+    from simpe.replicate.run import replicate
+
+    out = tmp_path / "docs" / "replication.md"
+    out.parent.mkdir()
+    message = replicate(Scale(**TINY), tmp_path / "runs", out, workers=1, threads=1, progress=False, run=False)
+    assert message.endswith("(19 claims; 0 runs failed)")
+    rows = json.loads(out.with_suffix(".json").read_text(encoding="utf-8"))["rows"]
+    assert len(rows) == 19 and [c for c, row in rows.items() if row["verdict"] != NOT_TESTABLE] == ["s000-random"]
+    assert rows["s002-t1"]["why"] == ("the scalc runs have not run yet (3 of 3, e.g. "
+                                      f"{tmp_path / 'runs' / 'libreoffice-stream--demo-en-de--3seg' / 'baseline'})")
+    page = out.read_text(encoding="utf-8")
+    assert "**1 reproduced, 0 not reproduced, 18 not testable here** (of 19 claims)" in page
+    assert "58.75 (exact expectation; linear gain: 80.42)" in page and "**reproduced**: +0.03" in page
+    assert "<table>" in (tmp_path / "runs" / "replication.html").read_text(encoding="utf-8")
+
+
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
     import torch
@@ -62,9 +86,7 @@ def tiny(tmp_path_factory):
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     root = tmp_path_factory.mktemp("replicate")
-    scale = Scale(segments=3, second_segments=3, sensitivity=False, probe=2, beam_sizes=(2, 3), ks=(2, 3),
-                  max_expansions=300, methods=["baseline", "full", "lasso"], sensitivity_sentences=3, sensitivity_samples=4,
-                  forgetting_segments=3, forgetting_every=3, forgetting_size=2, system_samples=6, mbr_samples=4)
+    scale = Scale(**TINY)
     out = root / "docs" / "replication.md"
     try:
         message = replicate(scale, root / "runs", out, workers=1, threads=1, progress=False)
@@ -74,6 +96,7 @@ def tiny(tmp_path_factory):
     return root, out, message
 
 
+@pytest.mark.slow  # make test: test_the_page_from_no_runs_judges_every_claim_and_says_what_is_missing
 def test_a_tiny_replication_judges_every_claim_and_writes_both_pages(tiny):
     root, out, message = tiny
     assert "0 runs failed" in message
@@ -91,6 +114,7 @@ def test_a_tiny_replication_judges_every_claim_and_writes_both_pages(tiny):
     assert studies["settings"] == {"probe": 2, "beam_sizes": [2, 3], "ks": [2, 3], "max_expansions": 300}
 
 
+@pytest.mark.slow  # make test: test_the_page_from_no_runs_judges_every_claim_and_says_what_is_missing
 def test_a_claims_figures_are_the_runs_own(tiny):
     """The table-2 claim's R0/R1 come from the logged statistics; they equal the runs' summaries."""
     from simpe.rundir.reader import load_group
@@ -109,6 +133,7 @@ def test_a_claims_figures_are_the_runs_own(tiny):
     assert random.verdict == REPRODUCED
 
 
+@pytest.mark.slow  # make test: test_the_page_from_no_runs_judges_every_claim_and_says_what_is_missing
 def test_a_call_with_only_judges_its_parts_and_keeps_the_other_rows(tiny, tmp_path: Path):
     """--only forgetting: the forgetting claim is judged anew; a scalc claim keeps the row the first call measured, with
     that call's stamp; the record names both calls."""
@@ -128,9 +153,7 @@ def test_a_call_with_only_judges_its_parts_and_keeps_the_other_rows(tiny, tmp_pa
                                      "why": "kept from before"}},
         "calls": {**record["calls"], "2026-01-01 at commit abc1234": {"only": None, "facts": {"total time": "1 h"}}}}),
         encoding="utf-8")
-    scale = Scale(segments=3, second_segments=3, sensitivity=False, probe=2, beam_sizes=(2, 3), ks=(2, 3),
-                  max_expansions=300, methods=["baseline", "full", "lasso"], sensitivity_sentences=3, sensitivity_samples=4,
-                  forgetting_segments=3, forgetting_every=3, forgetting_size=2, system_samples=6, mbr_samples=4)
+    scale = Scale(**TINY)
     try:
         replicate(scale, root / "runs", page, workers=1, threads=1, progress=False, only=["forgetting"])
     finally:
