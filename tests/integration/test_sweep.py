@@ -67,6 +67,9 @@ def test_plan_names_runs_by_their_settings_and_adds_one_baseline(tmp_path: Path)
         plan(["nope"], overrides=_overrides(tmp_path))
 
 
+@pytest.mark.slow  # covered in make test: test_a_failing_run_is_reported_and_the_others_complete (a sweep on the same local
+# Ray through the command line, its runs complete where compare reads them), the plan test (the grid's values in each
+# run's config), test_state.py (a complete run is skipped)
 def test_a_2x2_sweep_on_local_ray_writes_every_run_where_compare_reads_it(whole_sweep):
     runs, specs, outcomes = whole_sweep
     assert [(o.name, o.status) for o in outcomes] == [(name, "done") for name in NAMES]
