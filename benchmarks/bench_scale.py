@@ -14,6 +14,10 @@ extrapolated by a straight line through the 1,000 and end windows, and printed a
 The recall of the inverted file is measured on the knn run's own datastore: its last 2,000 keys
 (decoder states of later post-edits) query the entries before them, exact search against the
 inverted file with knn's settings, recall@k = the share of exact search's k nearest the inverted file finds.
+``--store-sizes 20000 85000 320000`` times knn's search alone at the sizes its datastore reaches over the
+first 1,000 / 4,000 segments and the whole stream (about 21 entries a segment), on random keys of the demo
+model's width: milliseconds per decoding step of 5 rows (a beam of 5), inverted file against exact search,
+and the seconds spent building the store (the k-means retrainings each time it doubles).
 """
 from __future__ import annotations
 
@@ -89,13 +93,45 @@ def recall(store_file: Path, settings: dict, queries: int = 2000, ks: tuple[int,
     return out
 
 
+def store_search(sizes: list[int], dim: int = 256, rows: int = 5, k: int = 2, steps: int = 200) -> dict[str, str]:
+    """knn's search per decoding step at each datastore size, inverted file ("auto") and exact, on random keys."""
+    import time
+
+    from simpe.methods.datastore import Datastore
+
+    figures = {}
+    for size in sizes:
+        generator = torch.Generator().manual_seed(0)
+        cells = []
+        for index in ("auto", "exact"):
+            store = Datastore(dim, index=index)
+            started = time.perf_counter()
+            for start in range(0, size, 2000):  # grown in chunks, as the loop grows it (the IVF retrains as it doubles)
+                n = min(2000, size - start)
+                store.add(torch.randn(n, dim, generator=generator), torch.randint(0, 8000, (n,), generator=generator))
+            build = time.perf_counter() - started
+            queries = torch.randn(rows, dim, generator=generator)
+            store.search(queries, k)
+            started = time.perf_counter()
+            for _ in range(steps):
+                store.search(queries, k)
+            step_ms = 1000 * (time.perf_counter() - started) / steps
+            cells.append(f"{'inverted file' if index == 'auto' else 'exact'} {step_ms:.2f} ms/step (built in {build:.1f} s, "
+                         f"{store.memory_bytes() / 2**20:.0f} MiB)")
+        figures[f"knn search at {size} entries"] = ", ".join(cells)
+        print(f"  knn search, {size} entries, {rows} rows, k {k}: {figures[f'knn search at {size} entries']}", flush=True)
+    return figures
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--segments", type=int, default=4000)
-    parser.add_argument("--methods", nargs="+",
+    parser.add_argument("--methods", nargs="*",
                         default=["baseline", "full", "bias", "fixed", "top", "lasso", "lora", "knn", "knn:exact"])
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--window", type=int, default=200)
+    parser.add_argument("--store-sizes", nargs="+", type=int, default=[], metavar="N",
+                        help="also time knn's search alone at these datastore sizes (random keys); --methods with no name: only this")
     parser.add_argument("--keep", action="store_true",
                         help="keep the figures of methods this call does not run from the last call's row in docs/benchmark-results.md")
     args = parser.parse_args()
@@ -119,14 +155,15 @@ def main() -> int:
                   f"(x{word_end / word_start:.2f}); peak {result['peak_mb']:.0f} MB", flush=True)
             if method == "knn":
                 recalls = recall(result["path"] / "store.safetensors", {"exact_entries": 16384, "probe_lists": 8})
-    print(f"\nbench-scale: first {args.segments} scalc segments, {args.threads} torch thread(s), no snapshots; "
-          f"s/seg of the loop over windows of {args.window} segments; 'at {STREAM}' is a straight-line extrapolation")
-    print(f"{'method':10s} {'start':>8s} {'at 1000':>8s} {'end':>8s} {'end/start':>9s} {'at ' + str(STREAM):>9s} "
-          f"{'x start':>7s} {'peak MB':>8s} {'store MB':>8s} {'entries':>8s} {'BLEU':>6s}")
-    for method, start, at_1k, end, ratio, whole, whole_ratio, peak, store, entries, bleu in rows:
-        print(f"{method:10s} {start:8.3f} {'-' if at_1k is None else f'{at_1k:.3f}':>8s} {end:8.3f} {ratio:9.2f} {whole:9.3f} "
-              f"{whole_ratio:7.2f} {peak:8.0f} {'-' if store is None else f'{store / 2**20:.1f}':>8s} "
-              f"{'-' if entries is None else entries:>8} {bleu:6.2f}")
+    if rows:
+        print(f"\nbench-scale: first {args.segments} scalc segments, {args.threads} torch thread(s), no snapshots; "
+              f"s/seg of the loop over windows of {args.window} segments; 'at {STREAM}' is a straight-line extrapolation")
+        print(f"{'method':10s} {'start':>8s} {'at 1000':>8s} {'end':>8s} {'end/start':>9s} {'at ' + str(STREAM):>9s} "
+              f"{'x start':>7s} {'peak MB':>8s} {'store MB':>8s} {'entries':>8s} {'BLEU':>6s}")
+        for method, start, at_1k, end, ratio, whole, whole_ratio, peak, store, entries, bleu in rows:
+            print(f"{method:10s} {start:8.3f} {'-' if at_1k is None else f'{at_1k:.3f}':>8s} {end:8.3f} {ratio:9.2f} {whole:9.3f} "
+                  f"{whole_ratio:7.2f} {peak:8.0f} {'-' if store is None else f'{store / 2**20:.1f}':>8s} "
+                  f"{'-' if entries is None else entries:>8} {bleu:6.2f}")
     if recalls:
         print(f"\nknn inverted file (exact up to 16384 entries, 8 lists probed) on the run's own datastore of "
               f"{int(recalls['entries'])} entries, its last keys as queries: "
@@ -136,6 +173,10 @@ def main() -> int:
                for method, start, _, end, ratio, whole, whole_ratio, peak, *_ in rows}
     if recalls:
         figures["knn recall"] = ", ".join(f"{k} {v:.3f}" for k, v in recalls.items() if k != "entries")
+    if args.store_sizes:
+        print(f"\nbench-scale: knn's search alone, {args.threads} torch thread(s)", flush=True)
+        torch.set_num_threads(args.threads)
+        figures.update(store_search(args.store_sizes))
     if args.keep:  # the other methods' figures of the last call stay in the row (each names its own run length)
         from record import DATA
 
