@@ -15,13 +15,15 @@ The recall of the inverted file is measured on the knn run's own datastore: its 
 (decoder states of later post-edits) query the entries before them, exact search against the
 inverted file with knn's settings, recall@k = the share of exact search's k nearest the inverted file finds.
 ``--store-sizes 20000 85000 320000`` times knn's search alone at the sizes its datastore reaches over the
-first 1,000 / 4,000 segments and the whole stream (about 21 entries a segment), on random keys of the demo
-model's width: milliseconds per decoding step of 5 rows (a beam of 5), inverted file against exact search,
-and the seconds spent building the store (the k-means retrainings each time it doubles).
+first 1,000 / 4,000 segments and the whole stream (about 21 entries a segment), on the real keys (the demo
+model's states over the stream's post-edits, which is what knn stores): milliseconds per decoding step of 5
+rows (a beam of 5), inverted file against exact search, its recall, and the seconds spent growing the store
+segment by segment (with the longest single segment: a k-means retraining each time the store doubles).
 """
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import subprocess
@@ -93,33 +95,71 @@ def recall(store_file: Path, settings: dict, queries: int = 2000, ks: tuple[int,
     return out
 
 
-def store_search(sizes: list[int], dim: int = 256, rows: int = 5, k: int = 2, steps: int = 200) -> dict[str, str]:
-    """knn's search per decoding step at each datastore size, inverted file ("auto") and exact, on random keys."""
+def stream_keys(entries: int) -> tuple[torch.Tensor, torch.Tensor, list[int]]:
+    """What knn's datastore holds after the stream's first segments, up to ``entries`` entries: the demo model's
+    decoder states over each post-edit (teacher-forced; knn never changes the model, so these are its keys
+    exactly), with their tokens, and the entries each segment adds."""
+    from simpe.datasets import DATASETS
+    from simpe.model import load_model
+
+    loaded = load_model(None, "cpu")
+    family, model = loaded.family, loaded.model.eval()
+    keys, values, sizes = [], [], []
+    with torch.no_grad():
+        for seg in DATASETS.build("libreoffice").load("stream"):
+            if not seg.reference.strip():
+                continue
+            pair = family.encode_pair(loaded.tokenizer, seg.source, seg.reference, "cpu")
+            keys.append(family.target_states(model, pair).float())  # (tgt_len, d_model)
+            values.append(pair.labels[0])
+            sizes.append(int(pair.labels.shape[1]))
+            if sum(sizes) >= entries:
+                break
+    return torch.cat(keys), torch.cat(values), sizes
+
+
+def store_search(sizes: list[int], rows: int = 5, k: int = 2, queries: int = 1000) -> dict[str, str]:
+    """knn's search per decoding step at each datastore size, inverted file ("auto") and exact, on the real keys of the
+    stream's post-edits (``stream_keys``): the store grown segment by segment as the loop grows it, queried by the
+    ``queries`` states of the post-edits that follow, ``rows`` at a time (a beam); recall@k of the inverted file
+    against exact search on those queries."""
     import time
 
     from simpe.methods.datastore import Datastore
 
+    print(f"  the stream's keys for up to {max(sizes)} entries (the demo model over each post-edit) ...", flush=True)
+    keys, values, per_segment = stream_keys(max(sizes) + queries)
     figures = {}
     for size in sizes:
-        generator = torch.Generator().manual_seed(0)
-        cells = []
-        for index in ("auto", "exact"):
-            store = Datastore(dim, index=index)
-            started = time.perf_counter()
-            for start in range(0, size, 2000):  # grown in chunks, as the loop grows it (the IVF retrains as it doubles)
-                n = min(2000, size - start)
-                store.add(torch.randn(n, dim, generator=generator), torch.randint(0, 8000, (n,), generator=generator))
+        segments = next((i + 1 for i, total in enumerate(itertools.accumulate(per_segment)) if total >= size), len(per_segment))
+        size = min(size, keys.shape[0] - queries)
+        probe = keys[size: size + queries]
+        found, cells, answers = {}, [], {}
+        for index in ("exact", "auto"):
+            store = Datastore(keys.shape[1], index=index)
+            started, longest, at = time.perf_counter(), 0.0, 0
+            for count in per_segment:
+                if at >= size:
+                    break
+                count = min(count, size - at)
+                begun = time.perf_counter()
+                store.add(keys[at: at + count], torch.arange(at, at + count))  # values: entry numbers, to compare answers
+                longest, at = max(longest, time.perf_counter() - begun), at + count
             build = time.perf_counter() - started
-            queries = torch.randn(rows, dim, generator=generator)
-            store.search(queries, k)
+            store.search(probe[:rows], k)
             started = time.perf_counter()
-            for _ in range(steps):
-                store.search(queries, k)
-            step_ms = 1000 * (time.perf_counter() - started) / steps
+            for i in range(0, queries, rows):
+                store.search(probe[i: i + rows], k)
+            step_ms = 1000 * (time.perf_counter() - started) / -(-queries // rows)
+            answers[index] = [store.search(probe[i: i + rows], 8)[1] for i in range(0, queries, rows)]
             cells.append(f"{'inverted file' if index == 'auto' else 'exact'} {step_ms:.2f} ms/step (built in {build:.1f} s, "
-                         f"{store.memory_bytes() / 2**20:.0f} MiB)")
-        figures[f"knn search at {size} entries"] = ", ".join(cells)
-        print(f"  knn search, {size} entries, {rows} rows, k {k}: {figures[f'knn search at {size} entries']}", flush=True)
+                         f"longest add {longest:.1f} s, {store.memory_bytes() / 2**20:.0f} MiB)")
+        for kk in (k, 8):
+            found[kk] = sum(len(set(w[:kk].tolist()) & set(g[:kk].tolist())) for want, got in zip(answers["exact"], answers["auto"])
+                            for w, g in zip(want, got)) / (queries * kk)
+        label = f"knn search at {size} entries (~{segments} segments)"
+        figures[label] = ", ".join(cells) + "; recall " + ", ".join(f"@{kk} {v:.3f}" for kk, v in found.items())
+        print(f"  {label}, {rows} rows a step, k {k}: {figures[label]}", flush=True)
     return figures
 
 

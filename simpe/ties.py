@@ -126,6 +126,31 @@ def smallest_per_row(values: torch.Tensor, k: int, magnitude: Callable[[torch.Te
     non-negative integers: what "later" means for tied entries in place of the column index (the
     entry each column holds, when the columns are not in entry order).
     """
+    if k == 1 and magnitude is None and order is None and values.shape[1] > 1:
+        return _smallest_one(values, later_first)
+    return _smallest(values, k, magnitude, later_first, order)
+
+
+def _smallest_one(values: torch.Tensor, later_first: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    """``smallest_per_row`` with k = 1 and the values' own magnitude, as a minimum pass instead of a top-k.
+
+    A value v tied with the minimum m (``v - m <= REL * max(|v|, |m|)``) lies within ``REL / (1 - REL) * |m|``
+    of it, so a row with no other value within twice that has no tie at the cut and its answer is the minimum,
+    as ``_smallest`` returns it. The other rows (a tie, a near miss, or NaN, whose minimum is NaN) go through
+    ``_smallest``, whose answer for a row depends on that row alone. The same values and indices, bit for bit
+    (``tests/unit/test_ties.py``); k-means assigns every datastore entry to its nearest centroid this way."""
+    low, index = values.min(dim=1, keepdim=True)  # (rows, 1), (rows, 1)
+    within = values <= low + low.abs() * (2 * REL)  # (rows, n): the minimum itself counts once
+    flagged = (within.sum(dim=1) != 1).nonzero().squeeze(1)  # (flagged,)
+    if flagged.numel():
+        low, index = low.clone(), index.clone()
+        low[flagged], index[flagged] = _smallest(values.index_select(0, flagged), 1, None, later_first, None)
+    return low, index
+
+
+def _smallest(values: torch.Tensor, k: int, magnitude: Callable[[torch.Tensor], torch.Tensor] | None, later_first: bool,
+              order: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+    """``smallest_per_row`` by a top-k window grown until the group tied at the cut fits in it."""
     rows, total = values.shape
     k = min(k, total)
     window = min(total, k + max(8, k))

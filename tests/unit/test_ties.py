@@ -215,3 +215,24 @@ def test_smallest_per_row_breaks_ties_by_the_order_given_not_the_column():
     assert entries.gather(1, earliest).tolist() == [[2, 4]]
     _, by_column = ties.smallest_per_row(values, 2)  # without it: the later columns, 3 and 2
     assert sorted(by_column.tolist()[0]) == [2, 3]
+
+
+@pytest.mark.parametrize("later_first", [True, False])
+def test_the_nearest_of_each_row_by_a_minimum_is_the_top_k_rules_answer_bit_for_bit(later_first: bool):
+    """k = 1 (k-means' nearest centroid) takes a minimum pass; rows with exact ties, ties a few ulps apart, near misses
+    just past the tolerance, negative values and NaN give the general rule's values and indices exactly."""
+    generator = torch.Generator().manual_seed(3)
+    values = torch.randn(600, 40, generator=generator) * 50  # negative and positive, as partial distances are
+    low = values.min(dim=1).values
+    for row in range(0, 600, 6):  # every sixth row: another entry at the minimum, moved 0 to a few ulps, or just past
+        column = (row * 7) % 40
+        kind = (row // 6) % 5
+        moved = {0: low[row], 1: torch.nextafter(low[row], torch.tensor(math.inf)),
+                 2: low[row] * (1 + 4e-6) if low[row] > 0 else low[row] * (1 - 4e-6),
+                 3: low[row] + abs(low[row]) * 2e-5, 4: torch.tensor(math.nan)}[kind]
+        values[row, column] = moved
+    fast = ties.smallest_per_row(values, 1, later_first=later_first)
+    general = ties._smallest(values, 1, None, later_first, None)
+    assert torch.equal(fast[1], general[1])
+    assert torch.equal(fast[0].nan_to_num(7.0), general[0].nan_to_num(7.0))
+    assert fast[1].dtype == torch.long and fast[0].shape == (600, 1)
