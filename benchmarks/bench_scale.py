@@ -221,7 +221,9 @@ def main() -> int:
         from record import DATA
 
         previous = json.loads(DATA.read_text(encoding="utf-8")).get("bench-scale", {}) if DATA.exists() else {}
-        figures = {**{name: text for name, text in previous.get("figures", {}).items() if name not in figures}, **figures}
+        replaced = ("knn search at",) if args.store_sizes else ()  # one call's store sizes replace the last call's
+        figures = {**{name: text for name, text in previous.get("figures", {}).items()
+                      if name not in figures and not name.startswith(replaced)}, **figures}
     record("bench-scale", figures, threads=args.threads)
     return 0
 
