@@ -7,7 +7,8 @@ segments of ``scalc``. With ``index="auto"`` (the default) the search is exact u
 
 - the entries are split into lists by their nearest centroid (k-means, ``LIST_SIZE`` entries
   a list on average, trained on the store when it first passes ``exact_entries`` and again
-  each time it has doubled since; new entries join their nearest centroid's list meanwhile);
+  each time it has doubled since, over at most ``KMEANS_SAMPLE`` entries; new entries join
+  their nearest centroid's list meanwhile);
 - a query reads the ``probe_lists`` lists whose centroids are nearest to it, and only those. Each
   list keeps its own keys contiguous (a copy of its entries' keys: the index doubles the keys'
   memory), so a list is read in place, once per step for all the rows that probe it.
@@ -36,6 +37,11 @@ from simpe.ties import smallest_per_row
 LIST_SIZE = 256  # entries per inverted list on average
 KMEANS_ITERATIONS = 8
 KMEANS_SEED = 0
+# k-means' Lloyd steps run over at most this many entries (chosen by the same seed), every entry then joins its
+# nearest list: a retraining costs entries x lists, 4x the one before it as the store doubles (71 s at 262,144
+# entries of the whole scalc stream); the sample bounds the Lloyd steps' share. Stores of up to this size (about
+# 3,400 segments) train on every entry, as before the bound existed, so their neighbours are unchanged.
+KMEANS_SAMPLE = 65536
 INDEXES = ("auto", "exact")
 
 
@@ -141,15 +147,20 @@ class Datastore:
 
     # ------------------------------------------------------------ the inverted file
     def _train(self) -> None:
-        """k-means over every entry: ``size // LIST_SIZE`` centroids from entries chosen by a fixed seed, then
-        ``KMEANS_ITERATIONS`` Lloyd steps; every entry joins its nearest centroid's list."""
+        """k-means: ``size // LIST_SIZE`` centroids from entries chosen by a fixed seed, then ``KMEANS_ITERATIONS``
+        Lloyd steps over every entry, or over ``KMEANS_SAMPLE`` of them (the same seed) in a larger store; every
+        entry joins its nearest centroid's list."""
         keys, count = self.keys[: self.size], max(1, self.size // LIST_SIZE)
         generator = torch.Generator().manual_seed(KMEANS_SEED)
         start = torch.randperm(self.size, generator=generator)[:count].sort().values.to(keys.device)  # (count,)
         centroids = keys.index_select(0, start).clone()  # (count, dim)
+        train, train_norms = keys, self.norms[: self.size]  # (n, dim), (n,): every entry, or the sample
+        if self.size > KMEANS_SAMPLE:
+            sample = torch.randperm(self.size, generator=generator)[:KMEANS_SAMPLE].sort().values.to(keys.device)
+            train, train_norms = keys.index_select(0, sample), train_norms.index_select(0, sample)
         for _ in range(KMEANS_ITERATIONS):
-            owner = self._owners(keys, self.norms[: self.size], centroids)  # (size,)
-            sums = torch.zeros_like(centroids).index_add_(0, owner, keys)  # (count, dim)
+            owner = self._owners(train, train_norms, centroids)  # (n,)
+            sums = torch.zeros_like(centroids).index_add_(0, owner, train)  # (count, dim)
             counts = torch.bincount(owner, minlength=count).to(keys.dtype)  # (count,)
             filled = counts > 0
             centroids[filled] = sums[filled] / counts[filled, None]  # an empty list keeps its centroid
