@@ -30,6 +30,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import torch
 from record import record
@@ -84,38 +85,44 @@ def recall(store_file: Path, settings: dict, queries: int = 2000, ks: tuple[int,
     exact.add(base, ids)
     ivf = Datastore(keys.shape[1], index="auto", exact_entries=settings["exact_entries"], probe_lists=settings["probe_lists"])
     ivf.add(base, ids)
-    out = {"entries": float(base.shape[0])}
+    return {"entries": float(base.shape[0]), **{f"recall@{k}": v for k, v in recall_at(exact, ivf, probe, ks).items()}}
+
+
+def recall_at(exact: Any, ivf: Any, probe: torch.Tensor, ks: tuple[int, ...], rows: int = 5) -> dict[int, float]:
+    """recall@k of ``ivf`` against ``exact`` (two Datastores whose values are entry numbers) over the ``probe`` queries,
+    ``rows`` at a time as a beam's: the share of exact search's k nearest the inverted file also returns."""
+    out = {}
     for k in ks:
         found = 0
-        for start in range(0, queries, 5):  # five rows a step, as a beam of 5 queries
-            _, want = exact.search(probe[start: start + 5], k)
-            _, got = ivf.search(probe[start: start + 5], k)
+        for start in range(0, probe.shape[0], rows):
+            _, want = exact.search(probe[start: start + rows], k)
+            _, got = ivf.search(probe[start: start + rows], k)
             found += sum(len(set(w.tolist()) & set(g.tolist())) for w, g in zip(want, got))
-        out[f"recall@{k}"] = found / (queries * k)
+        out[k] = found / (probe.shape[0] * k)
     return out
 
 
-def stream_keys(entries: int) -> tuple[torch.Tensor, torch.Tensor, list[int]]:
-    """What knn's datastore holds after the stream's first segments, up to ``entries`` entries: the demo model's
+def stream_keys(entries: int) -> tuple[torch.Tensor, list[int]]:
+    """The keys knn's datastore holds after the stream's first segments, up to ``entries`` entries: the demo model's
     decoder states over each post-edit (teacher-forced; knn never changes the model, so these are its keys
-    exactly), with their tokens, and the entries each segment adds."""
+    exactly), and the entries each segment adds."""
     from simpe.datasets import DATASETS
     from simpe.model import load_model
 
     loaded = load_model(None, "cpu")
     family, model = loaded.family, loaded.model.eval()
-    keys, values, sizes = [], [], []
+    keys, sizes = [], []
     with torch.no_grad():
         for seg in DATASETS.build("libreoffice").load("stream"):
             if not seg.reference.strip():
                 continue
             pair = family.encode_pair(loaded.tokenizer, seg.source, seg.reference, "cpu")
             keys.append(family.target_states(model, pair).float())  # (tgt_len, d_model)
-            values.append(pair.labels[0])
             sizes.append(int(pair.labels.shape[1]))
-            if sum(sizes) >= entries:
+            entries -= sizes[-1]
+            if entries <= 0:
                 break
-    return torch.cat(keys), torch.cat(values), sizes
+    return torch.cat(keys), sizes
 
 
 def store_search(sizes: list[int], rows: int = 5, k: int = 2, queries: int = 1000) -> dict[str, str]:
@@ -128,13 +135,13 @@ def store_search(sizes: list[int], rows: int = 5, k: int = 2, queries: int = 100
     from simpe.methods.datastore import Datastore
 
     print(f"  the stream's keys for up to {max(sizes)} entries (the demo model over each post-edit) ...", flush=True)
-    keys, values, per_segment = stream_keys(max(sizes) + queries)
+    keys, per_segment = stream_keys(max(sizes) + queries)
     figures = {}
     for size in sizes:
         segments = next((i + 1 for i, total in enumerate(itertools.accumulate(per_segment)) if total >= size), len(per_segment))
         size = min(size, keys.shape[0] - queries)
         probe = keys[size: size + queries]
-        found, cells, answers = {}, [], {}
+        cells, stores = [], {}
         for index in ("exact", "auto"):
             store = Datastore(keys.shape[1], index=index)
             started, longest, at = time.perf_counter(), 0.0, 0
@@ -151,12 +158,10 @@ def store_search(sizes: list[int], rows: int = 5, k: int = 2, queries: int = 100
             for i in range(0, queries, rows):
                 store.search(probe[i: i + rows], k)
             step_ms = 1000 * (time.perf_counter() - started) / -(-queries // rows)
-            answers[index] = [store.search(probe[i: i + rows], 8)[1] for i in range(0, queries, rows)]
+            stores[index] = store
             cells.append(f"{'inverted file' if index == 'auto' else 'exact'} {step_ms:.2f} ms/step (built in {build:.1f} s, "
                          f"longest add {longest:.1f} s, {store.memory_bytes() / 2**20:.0f} MiB)")
-        for kk in (k, 8):
-            found[kk] = sum(len(set(w[:kk].tolist()) & set(g[:kk].tolist())) for want, got in zip(answers["exact"], answers["auto"])
-                            for w, g in zip(want, got)) / (queries * kk)
+        found = recall_at(stores["exact"], stores["auto"], probe, (k, 8), rows)
         label = f"knn search at {size} entries (~{segments} segments)"
         figures[label] = ", ".join(cells) + "; recall " + ", ".join(f"@{kk} {v:.3f}" for kk, v in found.items())
         print(f"  {label}, {rows} rows a step, k {k}: {figures[label]}", flush=True)
@@ -171,7 +176,7 @@ def main() -> int:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--window", type=int, default=200)
     parser.add_argument("--store-sizes", nargs="+", type=int, default=[], metavar="N",
-                        help="also time knn's search alone at these datastore sizes (random keys); --methods with no name: only this")
+                        help="also time knn's search alone at these datastore sizes (the stream's real keys); --methods with no name: only this")
     parser.add_argument("--keep", action="store_true",
                         help="keep the figures of methods this call does not run from the last call's row in docs/benchmark-results.md")
     args = parser.parse_args()
