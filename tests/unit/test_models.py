@@ -479,6 +479,11 @@ def test_marians_vectorised_position_table_is_transformers_own_bit_for_bit(posit
         ours._init_weight()
     assert torch.equal(theirs.weight, ours.weight) and not ours.weight.requires_grad
     assert Table._init_weight is not _position_table  # transformers' method is back once the load is over
+
+
+def test_the_demo_models_position_table_as_loaded_is_transformers_own() -> None:
+    from transformers.models.marian.modeling_marian import MarianSinusoidalPositionalEmbedding as Table
+
     loaded = load_model(None, "cpu")
     theirs = Table(*loaded.model.model.encoder.embed_positions.weight.shape)
     theirs._init_weight()
