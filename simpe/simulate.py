@@ -199,6 +199,7 @@ class Loop:
             self.comet = CometScorer(cfg.comet, device=str(resolve_device(cfg.device)))
         self.loaded: Any = None
         self.truncated = 0  # segments cut to the model's maximum length
+        self._repeat: dict[str, Any] | None = None  # a snapshot's figures, when every later one is the same (snapshot)
 
     def check_run_dir(self, resume: bool, overwrite: bool, resume_anyway: bool = False) -> None:
         """Refuse, before the model loads, a run folder that cannot be written or resumed with these settings, or
@@ -312,7 +313,12 @@ class Loop:
         return record
 
     def snapshot(self, segments_done: int) -> dict[str, Any]:
+        """The ranking snapshot and the forgetting probe with the current parameters. A method that cannot change
+        what the model computes (``Method.adapts``) gives the same figures at every point: they are taken once
+        and repeated, with ``repeats``: the segment of the snapshot that computed them (``_within_time``)."""
         self.model.eval()
+        if self._repeat is not None:
+            return {"segment": segments_done, **self._repeat}
         figures: dict[str, Any] = {}
         with torch.inference_mode():
             if self.probe:
@@ -320,7 +326,15 @@ class Loop:
                                            [s.reference for s in self.probe], self.cfg.ranking)
             if self.forgetting:
                 figures.update(self.forgetting_probe())
+        if not self.method.adapts() and self._within_time(figures):
+            self._repeat = {**figures, "repeats": segments_done}
         return {"segment": segments_done, **figures}
+
+    def _within_time(self, figures: dict[str, Any]) -> bool:
+        """Whether the snapshot's exact searches ended well within ``ranking.max_seconds`` (a search cut by the clock
+        gives figures that depend on the machine's speed at the time: such a snapshot is not repeated)."""
+        limit = self.cfg.ranking.max_seconds
+        return limit is None or "top.seconds" not in figures or figures["top.seconds"] < 0.5 * limit * figures["probe_size"]
 
     def forgetting_probe(self) -> dict[str, Any]:
         """``forget.bleu`` / ``forget.chrf``: the run's decoder on held-out other text, with the current parameters.

@@ -126,6 +126,13 @@ class Method(ABC):
         """Called by the loop once per segment, after the update, with its (source, post-edit) pair
         (a ``simpe.model.Pair``): ``knn`` adds the post-edit to its datastore here."""
 
+    def adapts(self) -> bool:
+        """Whether what the model computes can change during a run: the method has trainable tensors, or its own
+        ``after_segment`` or ``examples`` (``knn``'s datastore, ``icl``'s examples). One that cannot (``baseline``)
+        gives the same ranking snapshot at every point of the stream: the loop takes it once and repeats it."""
+        own = type(self)
+        return own.after_segment is not Method.after_segment or own.examples is not Method.examples or bool(self._trainable)
+
     # ---- what a per-user store holds
     def adapted_parameters(self) -> int:
         """The number of parameter values a per-user store of this method holds."""

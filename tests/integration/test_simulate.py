@@ -65,6 +65,29 @@ def test_hypothesis_i_is_made_before_reference_i_is_seen(tmp_path: Path):
     assert records[0]["update"]["repetitions"] >= 1
 
 
+def test_a_method_that_changes_nothing_takes_its_snapshot_once_and_repeats_it(tmp_path: Path, one_torch_thread: None):
+    """baseline's model never changes: its later snapshots repeat the first one's figures (``repeats``), which are
+    what taking the snapshot again gives, bit for bit but for the clock; every other method adapts."""
+    snapshots = ["snapshots.every=2", "snapshots.probe=stream", "snapshots.probe_size=2", "ranking.k=2",
+                 "ranking.samples=4", "ranking.max_len_b=4", "ranking.max_len_cap=4"]
+    loop = Loop(load_config("baseline", _stream(tmp_path, 4) + snapshots), progress=False)
+    loop.run()
+    first, second = read_jsonl(loop.path / "snapshots.jsonl")
+    assert (first["segment"], second["segment"], "repeats" in first, second["repeats"]) == (2, 4, False, 2)
+    assert {k: v for k, v in second.items() if k not in ("segment", "repeats")} == \
+        {k: v for k, v in first.items() if k != "segment"}
+    loop._repeat = None  # taken again, with the model as it is after the stream
+    again = loop.snapshot(4)
+    clock = {k for k in again if k.endswith("seconds")}
+    assert clock == {"seconds", "top.seconds", "mc.seconds"}
+    assert {k: v for k, v in again.items() if k not in clock} == {k: v for k, v in second.items() if k not in clock | {"repeats"}}
+    assert not loop.method.adapts()
+    for name in ("full", "bias", "fixed", "top", "lasso", "lora", "knn", "icl"):
+        method = METHODS.build(name)
+        method._trainable = {}  # the hook alone: knn and icl adapt without a trainable tensor
+        assert method.adapts() == (name in ("knn", "icl")), name
+
+
 def _strip_seconds(records):
     return [{k: v for k, v in r.items() if k != "seconds"} for r in records]
 
