@@ -148,6 +148,20 @@ def _smallest_one(values: torch.Tensor, later_first: bool) -> tuple[torch.Tensor
     return low, index
 
 
+FEW_ROWS = 16  # up to this many rows (a decoding step's kNN search: a beam's), the cut is checked on Python floats first
+_GATE = 1.0 + 1e-6  # the float32 rounding of the tie test (a difference and a product: under 2**-23 relative), bounded
+
+
+def _untied_at_cut(vals: torch.Tensor, idx: torch.Tensor, k: int, magnitude: Callable[[torch.Tensor], torch.Tensor] | None) -> bool:
+    """Whether no row of ``_smallest``'s window (``vals``, ``idx``: (rows, window) ascending) has its k-th and
+    (k+1)-th values tied, decided on Python floats with the float32 rounding of ``_smallest``'s own test as margin:
+    True only where that test finds no tie either (a difference over ``REL * _GATE`` of the magnitude is over
+    ``REL`` of it in float32 too); NaN, infinities and near misses answer False, and the test decides."""
+    pair = vals[:, k - 1: k + 1]  # (rows, 2)
+    scale = (pair.abs() if magnitude is None else magnitude(idx[:, k - 1: k + 1])).tolist()  # (rows, 2)
+    return all(b - a > max(sa, sb) * REL * _GATE for (a, b), (sa, sb) in zip(pair.tolist(), scale))
+
+
 def _smallest(values: torch.Tensor, k: int, magnitude: Callable[[torch.Tensor], torch.Tensor] | None, later_first: bool,
               order: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
     """``smallest_per_row`` by a top-k window grown until the group tied at the cut fits in it."""
@@ -158,6 +172,8 @@ def _smallest(values: torch.Tensor, k: int, magnitude: Callable[[torch.Tensor], 
         vals, idx = torch.topk(values, window, dim=1, largest=False)  # (rows, window) ascending
         if k == total or window == k:
             break
+        if rows <= FEW_ROWS and _untied_at_cut(vals, idx, k, magnitude):
+            break  # what the test below finds too, in a few Python comparisons instead of a dozen torch operations
         scale = vals.abs() if magnitude is None else magnitude(idx)  # (rows, window)
         size = torch.maximum(scale[:, 1:], scale[:, :-1])  # (rows, window - 1)
         tied_next = ((vals[:, 1:] - vals[:, :-1]) <= size * REL) | (vals[:, 1:] == vals[:, :-1])  # (rows, window - 1)

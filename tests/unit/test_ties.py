@@ -236,3 +236,29 @@ def test_the_nearest_of_each_row_by_a_minimum_is_the_top_k_rules_answer_bit_for_
     assert torch.equal(fast[1], general[1])
     assert torch.equal(fast[0].nan_to_num(7.0), general[0].nan_to_num(7.0))
     assert fast[1].dtype == torch.long and fast[0].shape == (600, 1)
+
+
+@pytest.mark.parametrize("magnitude", [False, True])
+def test_the_cut_of_a_few_rows_checked_on_python_floats_gives_the_tensor_tests_answer(magnitude: bool, monkeypatch):
+    """A decoding step's search (rows <= FEW_ROWS) checks its cut on Python floats first: the same values and indices,
+    bit for bit, as the tensor test alone, for cuts with exact ties, ties a few ulps apart, near misses just past or
+    within the margin, negative values, NaN and infinities."""
+    generator = torch.Generator().manual_seed(5)
+    cases = []
+    for kind in range(8):
+        for _ in range(12):
+            values = torch.randn(5, 60, generator=generator) * 30
+            order = values.sort(dim=1)
+            row, second = 2, order.indices[2, 1]  # the 2nd smallest of row 2, moved against the smallest
+            low = order.values[2, 0]
+            values[row, second] = {0: low, 1: torch.nextafter(low, torch.tensor(math.inf)), 2: low + abs(low) * 0.99e-5,
+                                   3: low + abs(low) * 1.01e-5, 4: low + abs(low) * 3e-5, 5: torch.tensor(math.nan),
+                                   6: torch.tensor(math.inf), 7: order.values[2, 1]}[kind]
+            cases.append(values)
+    norms = torch.rand(60, generator=generator) * 100
+    scale = (lambda index: norms[index] + 7.0) if magnitude else None
+    fast = [ties._smallest(v, 1 + (i % 2), scale, True, None) for i, v in enumerate(cases)]
+    monkeypatch.setattr(ties, "FEW_ROWS", 0)
+    slow = [ties._smallest(v, 1 + (i % 2), scale, True, None) for i, v in enumerate(cases)]
+    for (fv, fi), (sv, si) in zip(fast, slow):
+        assert torch.equal(fi, si) and torch.equal(fv.nan_to_num(7.0), sv.nan_to_num(7.0))
