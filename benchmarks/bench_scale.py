@@ -177,14 +177,19 @@ def main() -> int:
     parser.add_argument("--window", type=int, default=200)
     parser.add_argument("--store-sizes", nargs="+", type=int, default=[], metavar="N",
                         help="also time knn's search alone at these datastore sizes (the stream's real keys); --methods with no name: only this")
+    parser.add_argument("--runs-dir", type=Path, default=None,
+                        help="write the runs here and keep them (default: a temporary folder, removed at the end); a long "
+                             "run cut short leaves its records there")
     parser.add_argument("--keep", action="store_true",
                         help="keep the figures of methods this call does not run from the last call's row in docs/benchmark-results.md")
     args = parser.parse_args()
     rows, recalls, word_ratios = [], {}, {}
     with tempfile.TemporaryDirectory() as tmp:
+        if args.runs_dir is not None:
+            args.runs_dir.mkdir(parents=True, exist_ok=True)
         for method in args.methods:
             print(f"bench-scale: {method} over {args.segments} segments ...", flush=True)
-            result = run(method, args.segments, args.threads, Path(tmp) / method.replace(":", "-"))
+            result = run(method, args.segments, args.threads, (args.runs_dir or Path(tmp)) / method.replace(":", "-"))
             loop, n = result["loop"], len(result["loop"])
             start, end = window(loop, 20 + args.window, args.window), window(loop, n, args.window)
             at_1k = window(loop, 1000, args.window) if n >= 1000 + args.window else None
