@@ -43,6 +43,7 @@ from simpe.paths import DEFAULT_MODEL
 from simpe.profiling import ModelTimer
 from simpe.ranking import evaluate as ranking
 from simpe.rundir import layout
+from simpe.rundir.reader import read_jsonl
 from simpe.rundir.record import SegmentRecord
 from simpe.rundir.writer import RunDir, environment
 from simpe.storefile import StoreMetadata
@@ -415,6 +416,7 @@ class Loop:
             records = rundir.rewind(state["segments_done"])
             for record in records:
                 self.scorer.replay(record)
+            self._repeat_after_resume()
             start = state["segments_done"]
             logger.info("resuming %s at segment %d of %d", self.path, start, len(self.segments))
             if self.env_changes:  # --resume-anyway: say so where the run's environment is kept
@@ -431,6 +433,15 @@ class Loop:
             if manifest is not None:
                 rundir.write_json(layout.MANIFEST_FILE, manifest)
         return start, records
+
+    def _repeat_after_resume(self) -> None:
+        """A resumed run of a method that changes nothing repeats the snapshot its first part took, as the
+        uninterrupted run does (``snapshot``), so that both write the same records."""
+        if self.method.adapts():
+            return
+        taken = read_jsonl(self.path / layout.SNAPSHOTS_FILE)
+        if taken and "repeats" not in taken[0] and self._within_time(taken[0]):
+            self._repeat = {**{k: v for k, v in taken[0].items() if k != "segment"}, "repeats": taken[0]["segment"]}
 
     def _finish(self, rundir: RunDir, records: list[dict[str, Any]]) -> None:
         """The end of a complete stream: the store, the summary, and DONE (``RunDir.finish``)."""

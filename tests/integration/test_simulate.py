@@ -67,7 +67,8 @@ def test_hypothesis_i_is_made_before_reference_i_is_seen(tmp_path: Path):
 
 def test_a_method_that_changes_nothing_takes_its_snapshot_once_and_repeats_it(tmp_path: Path, one_torch_thread: None):
     """baseline's model never changes: its later snapshots repeat the first one's figures (``repeats``), which are
-    what taking the snapshot again gives, bit for bit but for the clock; every other method adapts."""
+    what taking the snapshot again gives, bit for bit but for the clock, in an uninterrupted run and a resumed one;
+    every other method adapts."""
     snapshots = ["snapshots.every=2", "snapshots.probe=stream", "snapshots.probe_size=2", "ranking.k=2",
                  "ranking.samples=4", "ranking.max_len_b=4", "ranking.max_len_cap=4"]
     loop = Loop(load_config("baseline", _stream(tmp_path, 4) + snapshots), progress=False)
@@ -82,6 +83,14 @@ def test_a_method_that_changes_nothing_takes_its_snapshot_once_and_repeats_it(tm
     assert clock == {"seconds", "top.seconds", "mc.seconds"}
     assert {k: v for k, v in again.items() if k not in clock} == {k: v for k, v in second.items() if k not in clock | {"repeats"}}
     assert not loop.method.adapts()
+    # a run cut short after its checkpoint at 2, then resumed, repeats the snapshot its first part took
+    (tmp_path / "cut").mkdir()
+    cut = Loop(load_config("baseline", _stream(tmp_path / "cut", 4) + snapshots + ["checkpoint_every=2"]), progress=False)
+    cut.run(stop_after=3)
+    Loop(cut.cfg, progress=False).run(resume=True)
+    resumed = read_jsonl(cut.path / "snapshots.jsonl")
+    assert [s.get("repeats") for s in resumed] == [None, 2]
+    assert {k: v for k, v in resumed[1].items() if k not in clock} == {k: v for k, v in second.items() if k not in clock}
     for name in ("full", "bias", "fixed", "top", "lasso", "lora", "knn", "icl"):
         method = METHODS.build(name)
         method._trainable = {}  # the hook alone: knn and icl adapt without a trainable tensor
