@@ -8,7 +8,11 @@ segments of ``scalc``. With ``index="auto"`` (the default) the search is exact u
 - the entries are split into lists by their nearest centroid (k-means, ``LIST_SIZE`` entries
   a list on average, trained on the store when it first passes ``exact_entries`` and again
   each time it has doubled since, over at most ``KMEANS_SAMPLE`` entries; new entries join
-  their nearest centroid's list meanwhile);
+  their nearest centroid's list meanwhile). Once a training has seen more than ``KMEANS_SAMPLE``
+  entries the store is not retrained again (each retraining would cost 4x the one before it and
+  stop the stream for all of it: 22 s in one segment at 262,144 entries): instead a list that
+  grows past ``SPLIT_AT`` entries (and past each doubling of that) is split in two by 2-means
+  over its own members, a pause of milliseconds, and the lists stay about as long;
 - a query reads the ``probe_lists`` lists whose centroids are nearest to it, and only those. Each
   list keeps its own keys contiguous (a copy of its entries' keys: the index doubles the keys'
   memory), so a list is read in place, once per step for all the rows that probe it.
@@ -22,8 +26,11 @@ unprobed list is missed. ``make bench-scale`` measures its recall against exact 
 real datastore. ``index="exact"`` keeps exact search at every size.
 
 Every choice among near-equal floats (the nearest entries, the probed lists, an entry's list,
-k-means' assignments) goes through ``simpe.ties``, so the same stream gives the same
-neighbours on every CPU; k-means starts from entries chosen by a fixed seed.
+k-means' assignments, a split's second seed) goes through ``simpe.ties``, so the same stream gives
+the same neighbours on every CPU; k-means starts from entries chosen by a fixed seed, a split from
+its list's first entry and the entry farthest from it. The index (``index_state``: the centroids,
+each entry's list, the size at the last training) is part of the state: a resumed run and a
+loaded store search the lists the run had, not lists trained afresh on the whole store.
 """
 from __future__ import annotations
 
@@ -42,6 +49,9 @@ KMEANS_SEED = 0
 # entries of the whole scalc stream); the sample bounds the Lloyd steps' share. Stores of up to this size (about
 # 3,400 segments) train on every entry, as before the bound existed, so their neighbours are unchanged.
 KMEANS_SAMPLE = 65536
+# past KMEANS_SAMPLE entries a list is split in two when it grows to SPLIT_AT entries, or to a doubling of it (a list
+# whose members a split cannot part, duplicates of one context, is tried again at twice the size, not at every add)
+SPLIT_AT = 2 * LIST_SIZE
 INDEXES = ("auto", "exact")
 
 
@@ -81,10 +91,14 @@ class Datastore:
         self.norms[start: start + n] = (keys * keys).sum(dim=1)
         self.size += n
         if self.index == "auto" and self.size > self.exact_entries:
-            if self.centroids is None or self.size >= 2 * self._trained_at:
+            if self.centroids is None or (self.size >= 2 * self._trained_at and self._trained_at <= KMEANS_SAMPLE):
                 self._train()
             else:
-                self._assign(torch.arange(start, self.size, device=self.keys.device))
+                grown = self._assign(torch.arange(start, self.size, device=self.keys.device))
+                if self._trained_at > KMEANS_SAMPLE:  # no retraining any more: lists split as they grow
+                    for list_id, before in sorted(grown.items()):
+                        if _crosses(before, len(self.lists[list_id])):
+                            self._split(list_id)
 
     # ------------------------------------------------------------ search
     def search(self, queries: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -165,21 +179,82 @@ class Datastore:
             filled = counts > 0
             centroids[filled] = sums[filled] / counts[filled, None]  # an empty list keeps its centroid
         self.centroids, self._trained_at = centroids, self.size
-        owner = self._owners(keys, self.norms[: self.size], centroids)  # (size,)
+        self._set_lists(self._owners(keys, self.norms[: self.size], centroids))
+
+    def _set_lists(self, owner: torch.Tensor) -> None:
+        """The lists from each entry's list ``owner`` (size,): its entries ascending, their keys and norms."""
+        keys = self.keys[: self.size]
         order = torch.argsort(owner * self.size + torch.arange(self.size, device=keys.device))  # by list, then entry
-        sizes = torch.bincount(owner, minlength=count).tolist()
+        sizes = torch.bincount(owner, minlength=self.centroids.shape[0]).tolist()
         self.lists = list(torch.split(order, sizes))
         self.list_keys = [keys.index_select(0, members) for members in self.lists]  # (members, dim) each
         self.list_norms = [self.norms.index_select(0, members) for members in self.lists]  # (members,) each
 
-    def _assign(self, entries: torch.Tensor) -> None:
-        """Add ``entries`` (m,) (new, ascending) to their nearest centroids' lists."""
+    def _assign(self, entries: torch.Tensor) -> dict[int, int]:
+        """Add ``entries`` (m,) (new, ascending) to their nearest centroids' lists; returns {list: its size before}."""
         owner = self._owners(self.keys.index_select(0, entries), self.norms.index_select(0, entries), self.centroids)
+        grown = {}
         for list_id in torch.unique(owner).tolist():
             joining = entries[owner == list_id]  # (j,) ascending, after every member
+            grown[list_id] = len(self.lists[list_id])
             self.lists[list_id] = torch.cat([self.lists[list_id], joining])
             self.list_keys[list_id] = torch.cat([self.list_keys[list_id], self.keys.index_select(0, joining)])
             self.list_norms[list_id] = torch.cat([self.list_norms[list_id], self.norms.index_select(0, joining)])
+        return grown
+
+    def _split(self, list_id: int) -> None:
+        """Split list ``list_id`` in two by 2-means over its members (seeds: its first entry and the entry farthest
+        from it): one half keeps the list's number, the other becomes the last list. Members that a split cannot
+        part (every one nearest the same seed) stay together."""
+        members, keys, norms = self.lists[list_id], self.list_keys[list_id], self.list_norms[list_id]
+        first = keys[:1]  # (1, dim)
+        # the farthest entry from the first: the nearest to it by the negated distance (a near-tie: the earliest)
+        _, far = smallest_per_row(-_partial(keys, norms, first), 1, later_first=False)  # (1, 1)
+        centroids = torch.cat([first, keys[far[0]]]).clone()  # (2, dim)
+        for _ in range(KMEANS_ITERATIONS):
+            owner = self._owners(keys, norms, centroids)  # (members,) 0 or 1
+            sums = torch.zeros_like(centroids).index_add_(0, owner, keys)  # (2, dim)
+            counts = torch.bincount(owner, minlength=2).to(keys.dtype)  # (2,)
+            filled = counts > 0
+            centroids[filled] = sums[filled] / counts[filled, None]
+        owner = self._owners(keys, norms, centroids)  # (members,)
+        second = owner == 1
+        if not bool(second.any()) or bool(second.all()):
+            return
+        self.centroids = torch.cat([self.centroids, centroids[1:]])  # (lists + 1, dim)
+        self.centroids[list_id] = centroids[0]
+        self.lists[list_id], self.list_keys[list_id], self.list_norms[list_id] = members[~second], keys[~second], norms[~second]
+        self.lists.append(members[second])
+        self.list_keys.append(keys[second])
+        self.list_norms.append(norms[second])
+
+    # ------------------------------------------------------------ the index as state
+    def index_state(self) -> dict[str, torch.Tensor]:
+        """The inverted file as tensors (none while the search is exact): ``centroids`` (lists, dim) float32,
+        ``lists`` (entries,) int32, each entry's list, and ``trained_at`` (1,) int64, the size at the last training."""
+        if self.centroids is None:
+            return {}
+        owner = torch.empty(self.size, dtype=torch.int32, device=self.keys.device)  # (entries,)
+        for list_id, members in enumerate(self.lists):
+            owner[members] = list_id
+        return {"centroids": self.centroids.clone(), "lists": owner,
+                "trained_at": torch.tensor([self._trained_at], dtype=torch.int64)}
+
+    def load(self, keys: torch.Tensor, values: torch.Tensor, ivf: dict[str, torch.Tensor] | None = None) -> None:
+        """Fill an empty store with ``keys`` (n, dim) and ``values`` (n,) and its inverted file from ``ivf``
+        (``index_state``'s tensors, checked by the caller); without one, the store is indexed as ``add`` indexes it."""
+        assert self.size == 0
+        if not ivf:
+            self.add(keys, values)
+            return
+        mode, self.index = self.index, "exact"  # the entries alone: no training
+        try:
+            self.add(keys, values)
+        finally:
+            self.index = mode
+        self.centroids = ivf["centroids"].to(self.keys.device, torch.float32).clone()
+        self._trained_at = int(ivf["trained_at"].flatten()[0])
+        self._set_lists(ivf["lists"].to(self.keys.device, torch.long))
 
     @staticmethod
     def _owners(keys: torch.Tensor, norms: torch.Tensor, centroids: torch.Tensor) -> torch.Tensor:
@@ -192,8 +267,10 @@ class Datastore:
         return torch.cat(owners)
 
     def nbytes(self) -> int:
-        """Bytes of the entries as a per-user store holds them (float32 keys, int32 values)."""
-        return self.size * (self.dim * 4 + INDEX_BYTES)
+        """Bytes of the entries as a per-user store holds them (float32 keys, int32 values), and of the inverted file
+        (``index_state``: float32 centroids, an int32 list per entry, the int64 size at the last training)."""
+        index = 0 if self.centroids is None else self.centroids.numel() * 4 + self.size * INDEX_BYTES + 8
+        return self.size * (self.dim * 4 + INDEX_BYTES) + index
 
     def memory_bytes(self) -> int:
         """Bytes this datastore holds in memory: its capacity (keys, int64 values, norms) and the IVF."""
@@ -201,6 +278,14 @@ class Datastore:
         if self.centroids is not None:
             held += self.centroids.numel() * 4 + sum(lst.numel() for lst in self.lists) * (8 + 4 * self.dim + 4)
         return held
+
+
+def _crosses(before: int, after: int) -> bool:
+    """A list that grew from ``before`` to ``after`` members reached ``SPLIT_AT`` or a doubling of it on the way."""
+    threshold = SPLIT_AT
+    while threshold <= before:
+        threshold *= 2
+    return after >= threshold
 
 
 def _partial(keys: torch.Tensor, norms: torch.Tensor, queries: torch.Tensor) -> torch.Tensor:

@@ -23,7 +23,9 @@ search stays exact (log p(y) <= 0 still). With an empty datastore the model is u
 With λ = 1, tokens no entry retrieves get probability 0 (log -inf).
 
 No model parameter changes; the per-user store is the datastore: float32 keys (the output
-projection's input size each) and int32 values.
+projection's input size each) and int32 values, and once the search uses an inverted file, that
+index (its float32 centroids, an int32 list per entry and the size it was last trained at), so that
+a resumed run and a loaded store search the lists the run had.
 """
 from __future__ import annotations
 
@@ -39,6 +41,7 @@ from simpe.model import eval_mode
 from simpe.models import family_of
 
 KEYS, VALUES = "__knn_keys__", "__knn_values__"  # state_dict entries
+IVF = {"centroids": "__knn_ivf_centroids__", "lists": "__knn_ivf_lists__", "trained_at": "__knn_ivf_trained_at__"}  # and the index's
 
 
 @METHODS.add("knn")
@@ -132,15 +135,16 @@ class KnnMethod(Method):
                 "index": self.index}
 
     def export_store(self) -> dict[str, torch.Tensor]:
-        """The datastore: keys (entries, d_model) float32 and values (entries,) int32, ``store_bytes()`` bytes."""
+        """The datastore: keys (entries, d_model) float32 and values (entries,) int32, and its inverted file once it
+        has one (``Datastore.index_state``), ``store_bytes()`` bytes."""
         return {name: tensor.cpu().contiguous() for name, tensor in self.state_dict().items()}
 
     def load_store(self, model: Any, tensors: dict[str, torch.Tensor]) -> None:
         """Install the hooks on a fresh base model and fill the datastore from the store."""
         size = family_of(model).hidden_size(model)
-        if set(tensors) != {KEYS, VALUES} or tensors[KEYS].dim() != 2 or tensors[KEYS].size(1) != size:
+        if set(tensors) - set(IVF.values()) != {KEYS, VALUES} or tensors[KEYS].dim() != 2 or tensors[KEYS].size(1) != size:
             raise ModelError(f"the store holds {sorted(tensors)} with keys of shape {tuple(tensors[KEYS].shape) if KEYS in tensors else '?'}; "
-                             f"a knn store holds {KEYS} (entries, {size}) and {VALUES}")
+                             f"a knn store holds {KEYS} (entries, {size}) and {VALUES}, and may hold {', '.join(IVF.values())}")
         keys, values = tensors[KEYS], tensors[VALUES]
         if values.dim() != 1 or values.numel() != keys.size(0):
             raise ModelError(f"the knn store holds {keys.size(0)} keys but {values.numel()} values (shape {tuple(values.shape)}); "
@@ -151,16 +155,45 @@ class KnnMethod(Method):
         if values.numel() and (int(values.min()) < 0 or int(values.max()) >= vocab):
             raise ModelError(f"the knn store's values hold token id {int(values.min()) if int(values.min()) < 0 else int(values.max())}, "
                              f"outside this model's {vocab} tokens")
+        _check_index(tensors, keys.size(0), size)
         self.model = model
         self.select(model)
         self.load_state_dict(tensors)
 
     def state_dict(self) -> dict[str, Any]:
-        return {KEYS: self.store.keys[: self.store.size].clone(), VALUES: self.store.values[: self.store.size].to(torch.int32)}
+        state = {KEYS: self.store.keys[: self.store.size].clone(), VALUES: self.store.values[: self.store.size].to(torch.int32)}
+        return {**state, **{IVF[name]: tensor.cpu() for name, tensor in self.store.index_state().items()}}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.store = self._datastore(self.store.dim, self.store.keys.device)
-        self.store.add(state[KEYS], state[VALUES])
+        ivf = {name: state[key] for name, key in IVF.items() if key in state}
+        # the run's own index where this store searches with one; with index: exact, or no more entries than
+        # exact_entries, the search is exact, and a store that kept no index is indexed afresh
+        keep = self.index == "auto" and state[KEYS].size(0) > self.exact_entries
+        self.store.load(state[KEYS], state[VALUES], ivf if keep else None)
+
+
+def _check_index(tensors: dict[str, torch.Tensor], entries: int, size: int) -> None:
+    """Refuse, in one line, a store whose inverted file does not fit its entries (``Datastore.index_state``)."""
+    present = [key for key in IVF.values() if key in tensors]
+    if not present:
+        return
+    if len(present) != len(IVF):
+        raise ModelError(f"the knn store holds {', '.join(present)} but not {', '.join(k for k in IVF.values() if k not in present)}; "
+                         "an index is all three or none")
+    centroids, lists, trained_at = (tensors[IVF[name]] for name in ("centroids", "lists", "trained_at"))
+    if not centroids.is_floating_point() or centroids.dim() != 2 or centroids.size(1) != size or centroids.size(0) < 1:
+        raise ModelError(f"the knn store's {IVF['centroids']} has shape {tuple(centroids.shape)} ({centroids.dtype}); "
+                         f"an index holds (lists, {size}) float centroids")
+    if lists.dtype.is_floating_point or lists.dtype == torch.bool or lists.dim() != 1 or lists.numel() != entries:
+        raise ModelError(f"the knn store's {IVF['lists']} has shape {tuple(lists.shape)} ({lists.dtype}); an index holds one "
+                         f"integer list number for each of the {entries} entries")
+    if entries and (int(lists.min()) < 0 or int(lists.max()) >= centroids.size(0)):
+        raise ModelError(f"the knn store's {IVF['lists']} names list {int(lists.min()) if int(lists.min()) < 0 else int(lists.max())}, "
+                         f"outside its {centroids.size(0)} lists")
+    if trained_at.dtype.is_floating_point or trained_at.numel() != 1 or not 1 <= int(trained_at.flatten()[0]) <= entries:
+        raise ModelError(f"the knn store's {IVF['trained_at']} is {trained_at.flatten().tolist()[:3]}; an index holds one integer, "
+                         f"the entries it was trained on (1 to {entries})")
 
 
 def _log(x: float) -> float:

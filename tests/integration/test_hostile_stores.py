@@ -16,7 +16,7 @@ from safetensors.torch import save_file
 from simpe.cli import main
 from simpe.config import load_config
 from simpe.methods.bias import OUTPUT_BIAS
-from simpe.methods.knn import KEYS, VALUES
+from simpe.methods.knn import IVF, KEYS, VALUES
 from simpe.simulate import Loop
 from simpe.storefile import INDICES_SUFFIX, ROWS_SUFFIX, STORE_FORMAT
 
@@ -35,6 +35,13 @@ def _knn(keys: int, values: int, nan: bool = False, token: int = 5) -> dict[str,
     return {KEYS: k, VALUES: torch.full((values,), token, dtype=torch.int32)}
 
 
+def _knn_index(lists: int = 2, owner: int = 1, trained_at: int = 3, drop: str = "", width: int = 256) -> dict[str, torch.Tensor]:
+    """A knn store of 3 entries with an inverted file (``Datastore.index_state``), altered one way."""
+    index = {IVF["centroids"]: torch.zeros(lists, width), IVF["lists"]: torch.tensor([0, owner, 0], dtype=torch.int32),
+             IVF["trained_at"]: torch.tensor([trained_at])}
+    return {**_knn(3, 3), **{name: tensor for name, tensor in index.items() if name != drop}}
+
+
 def _lasso_rows(index: int) -> dict[str, torch.Tensor]:
     return {EMBEDDING + ROWS_SUFFIX: torch.zeros(1, 256), EMBEDDING + INDICES_SUFFIX: torch.tensor([index], dtype=torch.int32),
             OUTPUT_BIAS: torch.zeros(1, 8000)}
@@ -45,6 +52,10 @@ CASES = [
     ("knn-more-keys-than-values", _knn(4, 3), _metadata("knn"), "the knn store holds 4 keys but 3 values"),
     ("knn-nan-key", _knn(2, 2, nan=True), _metadata("knn"), "tensor '__knn_keys__' holds NaN or infinite values"),
     ("knn-token-out-of-range", _knn(2, 2, token=9000), _metadata("knn"), "token id 9000, outside this model's 8000 tokens"),
+    ("knn-index-list-out-of-range", _knn_index(owner=2), _metadata("knn"), "__knn_ivf_lists__ names list 2, outside its 2 lists"),
+    ("knn-index-incomplete", _knn_index(drop=IVF["trained_at"]), _metadata("knn"), "an index is all three or none"),
+    ("knn-index-trained-past-its-entries", _knn_index(trained_at=4), _metadata("knn"), "the entries it was trained on (1 to 3)"),
+    ("knn-index-narrow-centroids", _knn_index(width=8), _metadata("knn"), "an index holds (lists, 256) float centroids"),
     ("lasso-row-out-of-range", _lasso_rows(8000), _metadata("lasso"), "holds row 8000, outside the model's 8000 rows"),
     ("lasso-row-negative", _lasso_rows(-1), _metadata("lasso"), "holds row -1, outside the model's 8000 rows"),
     ("lasso-rows-without-indices", {EMBEDDING + ROWS_SUFFIX: torch.zeros(1, 256)}, _metadata("lasso"),

@@ -1,7 +1,8 @@
 """knn's datastore: exact search up to ``exact_entries``, an inverted file (IVF) beyond.
 
 Invariants checked on seeded clustered data: the lists partition the entries (each exactly once)
-as the store grows, through a retraining at twice the size; the distances returned are the true
+as the store grows, through a retraining at twice the size and, past ``KMEANS_SAMPLE``, through lists
+split as they grow; a store loaded with its index searches and grows exactly as the store it came from; the distances returned are the true
 squared distances of the entries returned; a row reads only its own lists (its answer does not depend
 on the other rows of the step), and each list holds its entries' keys; probing every list gives exact search's answer; an
 IVF search never returns an entry nearer than exact search's nearest. The recall of the default
@@ -9,9 +10,11 @@ probe on a real datastore of the demo model is measured by ``make bench-scale``,
 """
 from __future__ import annotations
 
+import pytest
 import torch
 
-from simpe.methods.datastore import LIST_SIZE, Datastore
+from simpe.methods import datastore
+from simpe.methods.datastore import LIST_SIZE, SPLIT_AT, Datastore
 
 
 def _clustered(n: int, dim: int = 16, centres: int = 40, seed: int = 0) -> torch.Tensor:
@@ -99,3 +102,59 @@ def test_datastore_search_is_the_exact_nearest_neighbours():
     expected, index = torch.topk(brute, k=4, dim=1, largest=False)
     assert torch.equal(values, index) and values.dtype == torch.int64  # the values are the keys' positions here
     torch.testing.assert_close(dist.double(), expected, rtol=1e-5, atol=1e-4)
+
+
+def test_past_the_sample_lists_split_as_they_grow_instead_of_a_retraining(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setattr(datastore, "KMEANS_SAMPLE", 1500)  # trained at 1,020 and 2,040 (2,040 > 1,500: the last time)
+    store = _filled(8000)
+    assert store._trained_at == 2040 and store.centroids.shape[0] == len(store.lists) > 2040 // LIST_SIZE
+    assert _partition(store) == list(range(8000))
+    assert all(bool((lst[1:] > lst[:-1]).all()) for lst in store.lists if lst.numel() > 1)
+    assert max(len(lst) for lst in store.lists) < 2 * SPLIT_AT  # every list that reached SPLIT_AT was split
+    for members, keys, norms in zip(store.lists, store.list_keys, store.list_norms):
+        assert torch.equal(keys, store.keys[members]) and torch.equal(norms, store.norms[members])
+    queries = _clustered(10, seed=2)
+    every = store.probe_lists
+    store.probe_lists = 10_000
+    exact = _filled(8000, index="exact")
+    assert torch.equal(store.search(queries, 3)[1], exact.search(queries, 3)[1])
+    store.probe_lists = every
+
+
+def test_members_a_split_cannot_part_stay_one_list_and_are_tried_again_at_twice_the_size(monkeypatch: pytest.MonkeyPatch):
+    """One context over and over (duplicate post-edits): every entry the same key. The list's split at SPLIT_AT
+    cannot part them; the next try is at twice the size, not at every entry added."""
+    monkeypatch.setattr(datastore, "KMEANS_SAMPLE", 5)
+    store = Datastore(16, index="auto", exact_entries=10)
+    same = torch.ones(1, 16)
+    store.add(same.expand(11, -1), torch.arange(11))  # trained on a sample of 5: one list, the last training
+    tried = []
+    real = Datastore._split
+    monkeypatch.setattr(Datastore, "_split", lambda self, list_id: (tried.append(len(self.lists[list_id])), real(self, list_id)))
+    for i in range(2 * SPLIT_AT):
+        store.add(same, torch.tensor([100 + i]))
+    assert tried == [SPLIT_AT, 2 * SPLIT_AT] and len(store.lists) == 1
+    assert _partition(store) == list(range(11 + 2 * SPLIT_AT))
+
+
+def test_a_store_loaded_with_its_index_searches_and_grows_as_the_store_it_came_from(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setattr(datastore, "KMEANS_SAMPLE", 1500)
+    keys = _clustered(9000)
+    grown = Datastore(16, index="auto", exact_entries=1000)
+    for start in range(0, 6000, 20):
+        grown.add(keys[start: start + 20], torch.arange(start, start + 20))
+    state = grown.index_state()
+    assert state["lists"].dtype == torch.int32 and int(state["trained_at"][0]) == 2040
+    loaded = Datastore(16, index="auto", exact_entries=1000)
+    loaded.load(keys[:6000], torch.arange(6000), state)
+    assert [m.tolist() for m in loaded.lists] == [m.tolist() for m in grown.lists] and torch.equal(loaded.centroids, grown.centroids)
+    afresh = Datastore(16, index="auto", exact_entries=1000)
+    afresh.load(keys[:6000], torch.arange(6000))  # no index: trained on all 6,000, other lists
+    assert afresh.centroids.shape != grown.centroids.shape or not torch.equal(afresh.centroids, grown.centroids)
+    for start in range(6000, 9000, 20):  # the stream goes on: both grow and split alike
+        for store in (grown, loaded):
+            store.add(keys[start: start + 20], torch.arange(start, start + 20))
+    queries = _clustered(10, seed=4)
+    assert [m.tolist() for m in loaded.lists] == [m.tolist() for m in grown.lists]
+    assert all(torch.equal(a, b) for a, b in zip(loaded.search(queries, 3), grown.search(queries, 3)))
+    assert grown.nbytes() == 9000 * (16 * 4 + 4) + grown.centroids.numel() * 4 + 9000 * 4 + 8

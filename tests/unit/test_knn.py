@@ -89,6 +89,35 @@ def test_knn_state_dict_round_trips(tiny_marian, one_torch_thread):
     assert fresh.store.size == 4 and torch.equal(logits(fresh_model), adapted)
 
 
+def test_knn_state_carries_its_inverted_file_where_the_store_searches_with_one():
+    """A resumed run (and a loaded store) searches the lists the run had, not lists trained afresh on every entry;
+    with index: exact, or no more entries than exact_entries, the search is exact."""
+    from simpe.methods.knn import IVF
+
+    generator = torch.Generator().manual_seed(0)
+    keys = torch.randn(3000, 16, generator=generator)
+
+    def method(**params):
+        built = METHODS.build("knn", **params)
+        built.store = built._datastore(16, "cpu")
+        return built
+
+    run = method(index="auto", exact_entries=1000)
+    for start in range(0, 3000, 20):
+        run.store.add(keys[start: start + 20], torch.arange(start, start + 20))  # trained at 1,020 and 2,040
+    state = run.state_dict()
+    assert set(state) == {"__knn_keys__", "__knn_values__", *IVF.values()} and int(state[IVF["trained_at"]][0]) == 2040
+    resumed = method(index="auto", exact_entries=1000)
+    resumed.load_state_dict(state)
+    assert torch.equal(resumed.store.centroids, run.store.centroids) and resumed.store._trained_at == 2040
+    assert [m.tolist() for m in resumed.store.lists] == [m.tolist() for m in run.store.lists]
+    assert resumed.store_bytes() == run.store_bytes() == sum(t.numel() * t.element_size() for t in state.values())
+    for params in ({"index": "exact"}, {"index": "auto", "exact_entries": 5000}):
+        exact = method(**params)
+        exact.load_state_dict(state)
+        assert exact.store.centroids is None and exact.store.size == 3000
+
+
 def test_knn_parameters_are_checked():
     with pytest.raises(ConfigError, match=r"knn knn_lambda must be in \[0, 1\], got 1.5"):
         METHODS.build("knn", knn_lambda=1.5)
