@@ -11,7 +11,7 @@ segments of ``scalc``. With ``index="auto"`` (the default) the search is exact u
   their nearest centroid's list meanwhile). Once a training has seen more than ``KMEANS_SAMPLE``
   entries the store is not retrained again (each retraining would cost 4x the one before it and
   stop the stream for all of it: 22 s in one segment at 262,144 entries): instead a list that
-  grows past ``SPLIT_AT`` entries (and past each doubling of that) is split in two by 2-means
+  grows to ``SPLIT_AT`` entries (or to a doubling of that) is split in two by 2-means
   over its own members, a pause of milliseconds, and the lists stay about as long;
 - a query reads the ``probe_lists`` lists whose centroids are nearest to it, and only those. Each
   list keeps its own keys contiguous (a copy of its entries' keys: the index doubles the keys'
