@@ -73,7 +73,21 @@ class Datastore:
         self._trained_at = 0  # entries when the IVF was last trained
 
     def add(self, keys: torch.Tensor, values: torch.Tensor) -> None:
-        """Append ``keys`` (n, dim) and their ``values`` (n,) (capacity doubles as it fills)."""
+        """Append ``keys`` (n, dim) and their ``values`` (n,), and index them (once the search uses an inverted file)."""
+        start = self._append(keys, values)
+        if self.index == "auto" and self.size > self.exact_entries:
+            if self.centroids is None or (self.size >= 2 * self._trained_at and self._trained_at <= KMEANS_SAMPLE):
+                self._train()
+            else:
+                grown = self._assign(torch.arange(start, self.size, device=self.keys.device))
+                if self._trained_at > KMEANS_SAMPLE:  # no retraining any more: lists split as they grow
+                    for list_id, before in sorted(grown.items()):
+                        if _crosses(before, len(self.lists[list_id])):
+                            self._split(list_id)
+
+    def _append(self, keys: torch.Tensor, values: torch.Tensor) -> int:
+        """Store ``keys`` (n, dim) and their ``values`` (n,) as entries, unindexed (capacity doubles as it fills);
+        returns the first new entry's number."""
         n = int(keys.shape[0])
         if self.size + n > self.keys.shape[0]:
             capacity = max(2 * self.keys.shape[0], self.size + n, 256)
@@ -90,15 +104,7 @@ class Datastore:
         self.values[start: start + n] = values.to(self.keys.device, torch.long)
         self.norms[start: start + n] = (keys * keys).sum(dim=1)
         self.size += n
-        if self.index == "auto" and self.size > self.exact_entries:
-            if self.centroids is None or (self.size >= 2 * self._trained_at and self._trained_at <= KMEANS_SAMPLE):
-                self._train()
-            else:
-                grown = self._assign(torch.arange(start, self.size, device=self.keys.device))
-                if self._trained_at > KMEANS_SAMPLE:  # no retraining any more: lists split as they grow
-                    for list_id, before in sorted(grown.items()):
-                        if _crosses(before, len(self.lists[list_id])):
-                            self._split(list_id)
+        return start
 
     # ------------------------------------------------------------ search
     def search(self, queries: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -247,11 +253,7 @@ class Datastore:
         if not ivf:
             self.add(keys, values)
             return
-        mode, self.index = self.index, "exact"  # the entries alone: no training
-        try:
-            self.add(keys, values)
-        finally:
-            self.index = mode
+        self._append(keys, values)
         self.centroids = ivf["centroids"].to(self.keys.device, torch.float32).clone()
         self._trained_at = int(ivf["trained_at"].flatten()[0])
         self._set_lists(ivf["lists"].to(self.keys.device, torch.long))
