@@ -316,7 +316,7 @@ class Loop:
     def snapshot(self, segments_done: int) -> dict[str, Any]:
         """The ranking snapshot and the forgetting probe with the current parameters. A method that cannot change
         what the model computes (``Method.adapts``) gives the same figures at every point: they are taken once
-        and repeated, with ``repeats``: the segment of the snapshot that computed them (``_within_time``)."""
+        and repeated, with ``repeats``: the segment of the snapshot that computed them (``_keep_to_repeat``)."""
         self.model.eval()
         if self._repeat is not None:
             return {"segment": segments_done, **self._repeat}
@@ -327,15 +327,17 @@ class Loop:
                                            [s.reference for s in self.probe], self.cfg.ranking)
             if self.forgetting:
                 figures.update(self.forgetting_probe())
-        if not self.method.adapts() and self._within_time(figures):
-            self._repeat = {**figures, "repeats": segments_done}
+        self._keep_to_repeat(figures, segments_done)
         return {"segment": segments_done, **figures}
 
-    def _within_time(self, figures: dict[str, Any]) -> bool:
-        """Whether the snapshot's exact searches ended well within ``ranking.max_seconds`` (a search cut by the clock
-        gives figures that depend on the machine's speed at the time: such a snapshot is not repeated)."""
+    def _keep_to_repeat(self, figures: dict[str, Any], segment: int) -> None:
+        """Keep the figures of the snapshot at ``segment`` for every later one, when the method cannot change what
+        the model computes and the snapshot's exact searches ended well within ``ranking.max_seconds`` (a search cut
+        by the clock gives figures that depend on the machine's speed at the time: such a snapshot is not repeated)."""
         limit = self.cfg.ranking.max_seconds
-        return limit is None or "top.seconds" not in figures or figures["top.seconds"] < 0.5 * limit * figures["probe_size"]
+        within = limit is None or "top.seconds" not in figures or figures["top.seconds"] < 0.5 * limit * figures["probe_size"]
+        if within and not self.method.adapts():
+            self._repeat = {**figures, "repeats": segment}
 
     def forgetting_probe(self) -> dict[str, Any]:
         """``forget.bleu`` / ``forget.chrf``: the run's decoder on held-out other text, with the current parameters.
@@ -440,8 +442,8 @@ class Loop:
         if self.method.adapts():
             return
         taken = read_jsonl(self.path / layout.SNAPSHOTS_FILE)
-        if taken and "repeats" not in taken[0] and self._within_time(taken[0]):
-            self._repeat = {**{k: v for k, v in taken[0].items() if k != "segment"}, "repeats": taken[0]["segment"]}
+        if taken and "repeats" not in taken[0]:
+            self._keep_to_repeat({k: v for k, v in taken[0].items() if k != "segment"}, taken[0]["segment"])
 
     def _finish(self, rundir: RunDir, records: list[dict[str, Any]]) -> None:
         """The end of a complete stream: the store, the summary, and DONE (``RunDir.finish``)."""
