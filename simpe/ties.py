@@ -149,17 +149,20 @@ def _smallest_one(values: torch.Tensor, later_first: bool) -> tuple[torch.Tensor
 
 
 FEW_ROWS = 16  # up to this many rows (a decoding step's kNN search: a beam's), the cut is checked on Python floats first
-_GATE = 1.0 + 1e-6  # the float32 rounding of the tie test (a difference and a product: under 2**-23 relative), bounded
+# a tie test's tolerance widened by the float32 rounding of the test's own few operations (a few units of 2**-24
+# relative), bounded: a check on Python floats with this margin catches every pair the float32 test calls tied
+# (here and in the beam's cut, simpe.decoders.beam._may_tie)
+GATE = 1.0 + 1e-6
 
 
 def _untied_at_cut(vals: torch.Tensor, idx: torch.Tensor, k: int, magnitude: Callable[[torch.Tensor], torch.Tensor] | None) -> bool:
     """Whether no row of ``_smallest``'s window (``vals``, ``idx``: (rows, window) ascending) has its k-th and
     (k+1)-th values tied, decided on Python floats with the float32 rounding of ``_smallest``'s own test as margin:
-    True only where that test finds no tie either (a difference over ``REL * _GATE`` of the magnitude is over
+    True only where that test finds no tie either (a difference over ``REL * GATE`` of the magnitude is over
     ``REL`` of it in float32 too); NaN, infinities and near misses answer False, and the test decides."""
     pair = vals[:, k - 1: k + 1]  # (rows, 2)
     scale = (pair.abs() if magnitude is None else magnitude(idx[:, k - 1: k + 1])).tolist()  # (rows, 2)
-    return all(b - a > max(sa, sb) * REL * _GATE for (a, b), (sa, sb) in zip(pair.tolist(), scale))
+    return all(b - a > max(sa, sb) * REL * GATE for (a, b), (sa, sb) in zip(pair.tolist(), scale))
 
 
 def _smallest(values: torch.Tensor, k: int, magnitude: Callable[[torch.Tensor], torch.Tensor] | None, later_first: bool,

@@ -25,7 +25,7 @@ import torch
 
 from simpe.decoders.base import DECODERS, DecodeResult, Hypothesis
 from simpe.decoders.incremental import NEG_INF, LengthLimit, Lockstep, LockstepDecoder, Source, check_int, decoding, encode, step_scores
-from simpe.ties import REL, SCORE_ATOL, margin, rank, tied, top
+from simpe.ties import GATE, REL, SCORE_ATOL, margin, rank, tied, top
 
 StepHook = Callable[[int, list[tuple[int, ...]], list[float], torch.Tensor, torch.Tensor, Any], None]
 
@@ -61,17 +61,13 @@ def _best(allowed: torch.Tensor, scores: list[float], k: int) -> tuple[list[floa
     return [cand_scores[i] for i in order], [cand_keys[i][0] for i in order], [cand_keys[i][1] for i in order]
 
 
-# float32 rounding of the three operations of the tie test, bounded: 5 units of 2**-24 relative, widened to 1e-6
-_GATE = 1.0 + 1e-6
-
-
 def _may_tie(at: float, after: float) -> bool:
     """Whether a row's k-th and (k+1)-th values (``at`` >= ``after``, float32 read as floats) may be tied by
     ``simpe.ties``' rule as ``top`` evaluates it in float32 (``at - after <= max(|at|, |after|) * REL + SCORE_ATOL``,
     ``after`` finite). Taken with the float32 rounding of that test as margin, so every row ``top`` would
     call tied is caught; a row caught that ``top`` finds untied keeps its own topk order (a row's values are
     the same, and tokens of exactly equal values are ordered by ``_ranked_head``'s key)."""
-    return math.isfinite(after) and at - after <= (max(abs(at), abs(after)) * REL + SCORE_ATOL) * _GATE
+    return math.isfinite(after) and at - after <= (max(abs(at), abs(after)) * REL + SCORE_ATOL) * GATE
 
 
 def _ranked_head(values: list[float], keys: list[Any], k: int) -> list[int]:
