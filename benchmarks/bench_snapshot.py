@@ -5,7 +5,7 @@
                                         [--device cpu|cuda]
 
 The probe set and the ranking settings are the loop's (``simpe.simulate.probe_set`` and the
-``ranking`` section of presets/defaults.yaml, merged with ``--preset`` and ``--set``): 20 short
+``ranking`` section of adapters/defaults.yaml, merged with ``--preset`` and ``--set``): 20 short
 dev sentences, exact top-10, a plain beam, 200 Monte Carlo samples each, chrF. Each timing is
 one snapshot (``simpe.ranking.evaluate.evaluate``, as ``snapshot`` runs it) in a fresh worker
 process, after a warm-up snapshot of two sentences: the code of this checkout ("after") and
@@ -224,7 +224,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--before", default=BEFORE, help=f"git revision timed beside this checkout (default {BEFORE}; none: skip)")
     parser.add_argument("--rounds", type=int, default=2, help="before/after pairs, alternating (default 2)")
-    parser.add_argument("--preset", default="baseline", help="a preset under presets/ (default: %(default)s)")
+    parser.add_argument("--preset", default="baseline", help="a preset under adapters/ (default: %(default)s)")
     parser.add_argument("--adapter", dest="preset", action=DeprecatedFlag, new="--preset")
     parser.add_argument("--model", default=None, help="default: the config's (models/demo-en-de)")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="config override, e.g. ranking.samples=100")

@@ -106,9 +106,9 @@ def _cmd_train_demo_model(args: argparse.Namespace) -> None:
 def _add_simulate(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("simulate", help="run the online simulated post-editing loop for one or more presets")
     p.add_argument("--preset", nargs="+", default=None, metavar="PRESET",
-                   help="preset names under presets/ (or .yaml paths), run in turn on the same stream (default: baseline)")
+                   help="preset names under adapters/ (or .yaml paths), run in turn on the same stream (default: baseline)")
     p.add_argument("--method", dest="preset", nargs="+", action=DeprecatedFlag, new="--preset")
-    p.add_argument("--dataset", help="dataset name (default from presets/defaults.yaml: libreoffice)")
+    p.add_argument("--dataset", help="dataset name (default from adapters/defaults.yaml: libreoffice)")
     p.add_argument("--split", help="dataset split (default: stream)")
     p.add_argument("--model", help="model folder or hub id of any supported family (default: the embedded demo model); "
                                    "its settings: --set model.src_lang=... model.tgt_lang=... (simpe list: families)")
@@ -116,7 +116,7 @@ def _add_simulate(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--device", choices=["auto", "cpu", "cuda"], help="where to run (default: auto)")
     p.add_argument("--comet", help="COMET model (hub id or checkpoint path) scored at the end of each run")
     p.add_argument("--truecaser", help="truecaser model path, or 'none' (default: the one shipped with the model)")
-    p.add_argument("--snapshot-every", type=int, help="ranking snapshot every N segments; 0 = off (default: snapshots.every of presets/defaults.yaml)")
+    p.add_argument("--snapshot-every", type=int, help="ranking snapshot every N segments; 0 = off (default: snapshots.every of adapters/defaults.yaml)")
     p.add_argument("--skip-empty", action="store_true", help="skip segments with an empty source or reference (counted warning) instead of failing")
     p.add_argument("--reset", choices=["none", "document"], help="return to the base model at each document boundary (default: none)")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
@@ -201,7 +201,7 @@ def _add_sweep(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("sweep", help="run presets x settings x seeds as parallel Ray tasks (local Ray, or a cluster with --address)")
     p.add_argument("file", nargs="?", type=Path, help="a sweep file (sweeps/*.yaml: methods, grid, seeds, dataset, segments, set); "
                                                       "flags add to it or replace its entries")
-    p.add_argument("--preset", nargs="+", default=None, metavar="PRESET", help="preset names under presets/ (or .yaml paths)")
+    p.add_argument("--preset", nargs="+", default=None, metavar="PRESET", help="preset names under adapters/ (or .yaml paths)")
     p.add_argument("--method", dest="preset", nargs="+", action=DeprecatedFlag, new="--preset")
     p.add_argument("--grid", nargs="+", action="extend", default=[], metavar="KEY=V1,V2",
                    help="a config key and its values, e.g. update.lr=0.01,0.02 (repeatable; the runs are the cross product)")
@@ -271,7 +271,7 @@ def _add_select_fixed(sub: argparse._SubParsersAction) -> None:
 
 
 def _add_model_settings(p: argparse.ArgumentParser) -> None:
-    """--src-lang, --tgt-lang, --prompt-template, --family, --dtype: the model section's keys (default: presets/defaults.yaml)."""
+    """--src-lang, --tgt-lang, --prompt-template, --family, --dtype: the model section's keys (default: adapters/defaults.yaml)."""
     p.add_argument("--src-lang", help="model.src_lang: the source language code the family's tokenizer or prompt takes")
     p.add_argument("--tgt-lang", help="model.tgt_lang: the target language code (forced BOS, >>id<<, <2xx>, prompt)")
     p.add_argument("--prompt-template", help="model.prompt_template: a causal LM's plain prompt, with {source}")
@@ -305,12 +305,12 @@ def _add_score(sub: argparse._SubParsersAction) -> None:
     ref.add_argument("--refs", dest="ref", action=DeprecatedFlag, new="-r/--ref")
     p.add_argument("--src", metavar="SRC", help="sources, one per line (needed for --comet)")
     p.add_argument("--lang", default=None, help="target language: Moses tokeniser and default stopwords (default: metrics.lang "
-                                                "of presets/defaults.yaml)")
+                                                "of adapters/defaults.yaml)")
     p.add_argument("--truecaser", metavar="PATH|none",
                    help="MosesTruecaser model, or 'none' (default: the demo model's truecase.<lang>.model when it ships one, else none)")
     p.add_argument("--stopwords", metavar="LANG|PATH", help="stopword list: a code under stopwords/ or a file (default: --lang)")
     p.add_argument("--r-max-k", type=int, default=None, metavar="K", help="report R0..RK and R0..K (default: metrics.r_max_k "
-                                                                            "of presets/defaults.yaml; R0+1 always)")
+                                                                            "of adapters/defaults.yaml; R0+1 always)")
     p.add_argument("--stopword-case", choices=["exact", "insensitive"],
                    help="stopword matching (default: metrics.stopword_case, exact as the authors' rk.rb)")
     p.add_argument("--token-filter", choices=["punct-or-digits", "digits-punct-symbols"],
@@ -403,7 +403,7 @@ def _add_rank(sub: argparse._SubParsersAction) -> None:
     p.add_argument("-o", "--out", type=Path, required=True, help="output folder: records.jsonl and summary.json "
                                                             "(--models: one folder per model and correlation.json)")
     p.add_argument("--overwrite", action="store_true", help="replace earlier outputs in --out")
-    # every ranking setting defaults to the ranking section of presets/defaults.yaml
+    # every ranking setting defaults to the ranking section of adapters/defaults.yaml
     p.add_argument("--k", type=int, help="top-region size (default: ranking.k)")
     p.add_argument("--quality", help="Q: a utility (bleu, sbleu, chrf, chrf++, ter, comet; default: ranking.quality)")
     p.add_argument("--comet", dest="comet_model", default=None, metavar="MODEL",
@@ -431,7 +431,7 @@ def _add_rank(sub: argparse._SubParsersAction) -> None:
 
 
 def _ranking_config(args: argparse.Namespace):  # -> simpe.config.RankingConfig
-    """The ranking section of presets/defaults.yaml with the flags that were given."""
+    """The ranking section of adapters/defaults.yaml with the flags that were given."""
     from simpe.config import defaults
 
     flags = {"k": args.k, "quality": args.quality, "samples": args.samples, "sample_seed": args.sample_seed,
@@ -449,7 +449,7 @@ def _ranking_config(args: argparse.Namespace):  # -> simpe.config.RankingConfig
 
 
 def _model_section(args: argparse.Namespace):  # -> simpe.config.ModelConfig
-    """The model section of presets/defaults.yaml with the --src-lang ... flags that were given."""
+    """The model section of adapters/defaults.yaml with the --src-lang ... flags that were given."""
     from simpe.config import defaults
 
     return defaults("model", **_model_settings(args))
@@ -650,7 +650,7 @@ def _add_translate(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--model", help="model folder or hub id (default: the embedded demo model)")
     p.add_argument("--store", type=Path, metavar="FILE", help="a per-user store written by export-store")
     p.add_argument("--adapter", dest="store", type=Path, action=DeprecatedFlag, new="--store")
-    p.add_argument("--decoder", help="a registered decoder (default: decoder.name of presets/defaults.yaml)")
+    p.add_argument("--decoder", help="a registered decoder (default: decoder.name of adapters/defaults.yaml)")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="a config key of the decoder section, e.g. --set decoder.params.beam_size=8 or --set decoder.name=greedy "
                         "(repeatable; default: the defaults.yaml ones for its decoder)")

@@ -2,10 +2,10 @@
 
 ``RunConfig`` nests one dataclass per section: ``method``, ``update``, ``decoder``,
 ``data``, ``metrics``, ``ranking`` and ``snapshots``. Every default lives in
-``presets/defaults.yaml`` and nowhere else: the dataclasses have none, every command reads
+``adapters/defaults.yaml`` and nowhere else: the dataclasses have none, every command reads
 that file (``load_config`` for a run, ``defaults(section)`` for one section, as ``simpe
 score``, ``simpe rank`` and ``simpe select-fixed`` do). The merge order of a run is
-defaults.yaml, then the preset file (``presets/<name>.yaml``, which holds only what
+defaults.yaml, then the preset file (``adapters/<name>.yaml``, which holds only what
 differs), then ``--set key=value``. ``from_dict`` is the one converter from a mapping to a
 dataclass: an unknown key, a missing key or a value of the wrong type is a ConfigError
 naming the key. The variants' ``params`` mappings are checked by their registries
@@ -407,7 +407,7 @@ def read_yaml(path: Path) -> dict[str, Any]:
 
 
 def known_presets(presets_dir: Path = PRESETS_DIR) -> list[str]:
-    """The preset names under ``presets/`` (every .yaml file but defaults.yaml)."""
+    """The preset names under ``adapters/`` (every .yaml file but defaults.yaml)."""
     return sorted(p.stem for p in presets_dir.glob("*.yaml") if p.name != DEFAULTS_FILE.name)
 
 
@@ -420,7 +420,7 @@ def preset_path(name_or_path: str, presets_dir: Path = PRESETS_DIR) -> Path:
         return path
     candidate = presets_dir / f"{name_or_path}.yaml"
     if not candidate.is_file():
-        raise ConfigError(f"unknown preset {name_or_path!r}; known: {', '.join(known_presets(presets_dir))} (or a path to a .yaml file)")
+        raise ConfigError(f"no preset {name_or_path!r} in {presets_dir.name}/; known: {', '.join(known_presets(presets_dir))} (or a path to a .yaml file)")
     return candidate
 
 
@@ -481,7 +481,7 @@ def load_saved_config(path: Path, overrides: list[str] | None = None) -> RunConf
     """A resolved config saved in a run directory (``config.yaml``).
 
     A run written before a key existed lacks it: the key takes its default from
-    presets/defaults.yaml, which is why a key added later must default to what simpe did
+    adapters/defaults.yaml, which is why a key added later must default to what simpe did
     before it (``snapshots.ranking: true``, ``snapshots.forgetting: 0``). Free-form mappings
     (``params``) are never filled: a saved run's parameters are complete as saved.
     """
@@ -506,7 +506,7 @@ def _with_later_keys(saved: dict[str, Any], defaults: dict[str, Any]) -> dict[st
 
 
 def defaults(section: str, **overrides: Any) -> Any:
-    """One section of ``presets/defaults.yaml`` as its dataclass, with ``overrides`` applied and checked.
+    """One section of ``adapters/defaults.yaml`` as its dataclass, with ``overrides`` applied and checked.
 
     Example: ``defaults("update", lr=0.05)``.
     """

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-PRESETS_DIR = REPO_ROOT / "presets"
+PRESETS_DIR = REPO_ROOT / "adapters"
 DEFAULTS_FILE = PRESETS_DIR / "defaults.yaml"
 STOPWORDS_DIR = REPO_ROOT / "stopwords"
 DATA_DIR = REPO_ROOT / "data"

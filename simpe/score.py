@@ -6,7 +6,7 @@ cumulative curves are exactly what a simulation run logs), adds COMET when a mod
 given, and returns a plain dict; ``format_table`` / ``format_cumulative`` render it.
 Lines are read like sacreBLEU reads them (``simpe.textfile``: split on ``\\n`` only,
 trailing whitespace stripped). The settings are the ``metrics`` section of
-presets/defaults.yaml with the command line's changes; ``truecaser: model`` means the demo
+adapters/defaults.yaml with the command line's changes; ``truecaser: model`` means the demo
 model's truecaser for the language, when it ships one.
 
 This module does not parse arguments (``cli.py`` does) and writes nothing.
@@ -51,7 +51,7 @@ def score_lines(hypotheses: Sequence[str], references: Sequence[str], sources: S
     Args:
         hypotheses, references: one detokenised segment each, in stream order.
         sources: the source segments; needed for COMET.
-        cfg: metrics settings (default: the ``metrics`` section of presets/defaults.yaml).
+        cfg: metrics settings (default: the ``metrics`` section of adapters/defaults.yaml).
         comet: COMET hub id, model folder or checkpoint; None skips COMET.
         comet_batch_size, device: COMET batching and device.
         hyp_pieces, ref_pieces: subword pieces per segment, for ``cfg.subword: all``.

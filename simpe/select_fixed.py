@@ -4,7 +4,7 @@ Adapts a copy of the model with ``full`` and the paper's update over the dev spl
 translation, updates only), then keeps the non-embedding tensors with the largest
 relative change within the budget (``simpe.methods.fixed.choose_tensors``) and writes
 the selection next to the model. The update settings are the runs' (``update`` in
-presets/defaults.yaml) unless given. It does not run the online loop.
+adapters/defaults.yaml) unless given. It does not run the online loop.
 """
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ def select_fixed(model_id: str | None, dataset: str, split: str, budget: float, 
 
     dataset, split, budget, segments, device: no defaults here; ``simpe select-fixed``'s flags own them.
 
-    update_cfg: the update settings (default: the ``update`` section of presets/defaults.yaml);
+    update_cfg: the update settings (default: the ``update`` section of adapters/defaults.yaml);
     model_cfg: the model's family and settings (a ``ModelConfig``; default: the ``model`` section there).
     """
     if not 0 < budget <= 1:

@@ -30,7 +30,7 @@ def translate_file(model_id: str | None, source: Path, store: Path | None = None
     """``simpe translate``: every line of ``source`` with the base model, or with the per-user store ``store`` applied.
 
     Args:
-        decoder: a registered decoder (default: the decoder section of presets/defaults.yaml);
+        decoder: a registered decoder (default: the decoder section of adapters/defaults.yaml);
             decoder_params: its parameters (default: those of defaults.yaml when the names match, else none).
         model_settings: keys of the ``model`` section (family, src_lang, tgt_lang, prompt_template, dtype)
             over those of defaults.yaml; a store made by a run applies the run's own language settings.

@@ -11,7 +11,7 @@ itself (gradients, clipping, repetitions, the undo of a bad step) is shared: ``s
 settings reach a method through ``attach``.
 
 A method's parameters are its constructor's keyword arguments (checked by
-``METHODS.build``); ``presets/<name>.yaml`` sets them under ``method.params``.
+``METHODS.build``); ``adapters/<name>.yaml`` sets them under ``method.params``.
 """
 from __future__ import annotations
 

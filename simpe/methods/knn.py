@@ -51,7 +51,7 @@ class KnnMethod(Method):
     def __init__(self, k: int = 2, temperature: float = 100.0, knn_lambda: float = 1.0, distance_aware: bool = True,
                  index: str = "exact", exact_entries: int = 16384, probe_lists: int = 8) -> None:
         # index "exact" when not given: what a run configured before the inverted file existed did (its saved config
-        # has no index key); the presets (presets/knn*.yaml) choose "auto"
+        # has no index key); the presets (adapters/knn*.yaml) choose "auto"
         if isinstance(k, bool) or not isinstance(k, int) or k < 1:
             raise ConfigError(f"knn k must be an integer >= 1, got {k!r}")
         if not temperature > 0:

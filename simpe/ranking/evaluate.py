@@ -4,7 +4,7 @@ For each source it runs the exact top-k search, a plain beam and ancestral sampl
 scores every hypothesis with the quality Q (a utility of the metric stack,
 ``simpe.metrics.utility``) and computes the measures of measures.py (kRG, kQRG, random
 kRG), the empty-mode rate and the beam search error rate. Settings: ``RankingConfig``
-(the ``ranking`` section of presets/defaults.yaml).
+(the ``ranking`` section of adapters/defaults.yaml).
 
 Decisions where the seed is silent:
 

@@ -62,7 +62,7 @@ MARK_SETTINGS = ("stopwords", "stopword_case", "token_filter", "scope")  # the m
 
 
 def metric_settings(run: Run) -> MetricsConfig:
-    """The run's ``metrics`` settings that decide content words and occurrences (presets/defaults.yaml for the rest)."""
+    """The run's ``metrics`` settings that decide content words and occurrences (adapters/defaults.yaml for the rest)."""
     logged = run.config.get("metrics") or {}
     return defaults("metrics", **{key: logged[key] for key in MARK_SETTINGS if logged.get(key) is not None})
 

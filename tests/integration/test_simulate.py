@@ -211,3 +211,24 @@ def test_resume_without_a_checkpoint_drops_a_torn_first_record(tmp_path: Path):
     Loop(load_config("baseline", overrides), progress=False).run(resume=True)
     records = read_jsonl(path / "segments.jsonl")  # strict: every line valid JSON
     assert [r["index"] for r in records] == [0, 1] and (path / "DONE").exists()
+
+
+def test_a_run_written_when_the_presets_lived_in_presets_resumes_and_reports(tmp_path: Path):
+    """Runs save the preset by name and content, not by folder: a run begun under the old presets/ folder
+    resumes with the presets in adapters/, and the group reports."""
+    import shutil
+
+    from simpe.report.html import write_report
+    from simpe.rundir.reader import load_group
+
+    old = tmp_path / "presets"  # the folder's name from the vocabulary change until adapters/ came back
+    shutil.copytree(REPO / "adapters", old)
+    overrides = [f"runs_dir={tmp_path / 'runs'}", "data.segments=3", "device=cpu"]
+    base = Loop(load_config("baseline", overrides, presets_dir=old), progress=False).run()
+    path = Loop(load_config("bias", overrides, presets_dir=old), progress=False).run(stop_after=2)
+    saved = (path / "config.yaml").read_text(encoding="utf-8")
+    assert "adapter: bias" in saved and "presets" not in saved and "adapters" not in saved
+    Loop(load_config("bias", overrides), progress=False).run(resume=True)
+    assert [r["index"] for r in read_jsonl(path / "segments.jsonl")] == [0, 1, 2] and (path / "DONE").exists()
+    page = write_report(load_group([path.parent]), num_resamples=20)
+    assert page.is_file() and {base.name, path.name} == {"baseline", "bias"}

@@ -63,7 +63,7 @@ def test_plan_names_runs_by_their_settings_and_adds_one_baseline(tmp_path: Path)
         plan(["full"], {"update.lr": ["-1"]}, overrides=_overrides(tmp_path))
     with pytest.raises(ConfigError, match="expected KEY=V1,V2"):
         parse_grid(["update.lr"])
-    with pytest.raises(ConfigError, match="unknown preset 'nope'"):
+    with pytest.raises(ConfigError, match="no preset 'nope' in adapters/"):
         plan(["nope"], overrides=_overrides(tmp_path))
 
 

@@ -30,13 +30,13 @@ def test_overrides_come_last_and_are_typed():
 
 
 def test_a_variant_is_another_file_and_names_the_run(tmp_path: Path):
-    presets = tmp_path / "presets"
+    presets = tmp_path / "adapters"
     presets.mkdir()
-    (presets / "defaults.yaml").write_text(Path("presets/defaults.yaml").read_text())
+    (presets / "defaults.yaml").write_text(Path("adapters/defaults.yaml").read_text())
     (presets / "lasso-small.yaml").write_text("method: {name: lasso, params: {budget_nonembedding: 0.01}}\n")
     cfg = load_config("lasso-small", presets_dir=presets)
     assert cfg.adapter == "lasso-small" and cfg.method.name == "lasso" and cfg.method.params == {"budget_nonembedding": 0.01}
-    with pytest.raises(ConfigError, match="unknown preset 'lasso-tiny'; known: lasso-small"):
+    with pytest.raises(ConfigError, match="no preset 'lasso-tiny' in adapters/; known: lasso-small"):
         load_config("lasso-tiny", presets_dir=presets)
 
 
@@ -71,7 +71,7 @@ def test_a_number_yaml_reads_as_a_string_is_a_number():
 
 
 def test_every_default_lives_in_defaults_yaml():
-    """The config dataclasses have no defaults of their own; every section comes from presets/defaults.yaml."""
+    """The config dataclasses have no defaults of their own; every section comes from adapters/defaults.yaml."""
     for cls in (RunConfig, *SECTIONS.values()):
         for field in dataclasses.fields(cls):
             assert field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING, (cls, field.name)

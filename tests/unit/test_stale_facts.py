@@ -44,7 +44,7 @@ def test_lora_and_lasso_value_counts_as_the_preset_and_docs_give_them(demo, one_
     lora = _attached("lora").adapted_parameters()
     facts = _attached("lasso").describe()
     lasso = facts["budget_nonembedding"] + facts["budget_embedding"] + demo.model.config.vocab_size
-    for page in ("presets/lora.yaml", "docs/methods.md"):
+    for page in ("adapters/lora.yaml", "docs/methods.md"):
         text = _text(page)
         assert f"{lora:,}" in text and f"{lasso:,}" in text, (page, lora, lasso)
 
