@@ -20,6 +20,7 @@ import base64
 import html
 import json
 import math
+import re
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -203,9 +204,25 @@ def render_report(group: RunGroup, comparison: Comparison) -> str:
         listing = ", ".join(f"{name}: {len(v)}" for name, v in data["mismatches"].items())
         mismatch = (f"<p class='warn'>The word marks do not reproduce the logged R0/R1 counts in some segments ({listing}): "
                     f"the runs were scored with other content-word settings than their config says.</p>")
-    return (PAGE.replace("%TITLE%", html.escape(group.name)).replace("%COVERAGE%", html.escape(coverage))
-            .replace("%TABLE%", _table_html(data)).replace("%FIGURE2%", figures).replace("%SNAPSHOTS%", snapshots)
-            .replace("%MISMATCH%", mismatch).replace("%DATA%", payload).replace("%SCRIPT%", SCRIPT))
+    return fill(PAGE, {"TITLE": html.escape(group.name), "COVERAGE": html.escape(coverage), "TABLE": _table_html(data),
+                       "FIGURE2": figures, "SNAPSHOTS": snapshots, "MISMATCH": mismatch, "DATA": payload, "SCRIPT": SCRIPT})
+
+
+PLACEHOLDER = re.compile(r"%([A-Z0-9_]+)%")
+
+
+def fill(template: str, values: dict[str, str]) -> str:
+    """``template`` with each ``%NAME%`` replaced by ``values[NAME]`` in one pass over the template.
+
+    One pass, not a chain of ``str.replace``: a value is never scanned again, so a run or folder name that
+    carries ``%DATA%`` stays text (a chain would put the raw JSON, unescaped, where the escaped name was).
+    The template's placeholders and the values' names must be the same set: a typo fails here, not silently
+    in the page.
+    """
+    wanted = set(PLACEHOLDER.findall(template))
+    if wanted != set(values):
+        raise ValueError(f"the page's placeholders {sorted(wanted)} and the values given {sorted(values)} differ")
+    return PLACEHOLDER.sub(lambda match: values[match.group(1)], template)
 
 
 def write_report(group: RunGroup, out_dir: Path | None = None, seed: int | None = None,

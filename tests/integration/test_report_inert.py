@@ -26,9 +26,12 @@ PAYLOADS = [
     f'</script><script>document.documentElement.setAttribute("{MARK}","break")</script>',
     f'"><iframe srcdoc="<b {MARK}=1>"></iframe>',
 ]
-SOURCES = [f"Click OK {p} now." for p in PAYLOADS[:3]]
+# every placeholder of the page (simpe/report/page.py): a value that carries one must stay text, never be filled
+PLACEHOLDERS = "%TITLE%%COVERAGE%%MISMATCH%%TABLE%%FIGURE2%%SNAPSHOTS%%DATA%%SCRIPT%"
+SOURCES = [f"Click OK {p} now." for p in PAYLOADS[:2]] + [f"Click {PLACEHOLDERS} OK {PAYLOADS[2]} now."]
 REFERENCES = [f"Klicken Sie auf OK {p} jetzt." for p in PAYLOADS[2:]]
 HOSTILE_NAME = f'<img src=x onerror="document.documentElement.setAttribute(\'{MARK}\',\'name\')">'
+HOSTILE_FOLDER = f'{PLACEHOLDERS}<img src=x onerror="document.documentElement.setAttribute(\'{MARK}\',\'folder\')">'
 
 
 def _browser() -> str | None:
@@ -69,8 +72,11 @@ def test_hostile_text_and_run_names_stay_text_in_chromium(tmp_path: Path, one_to
         paths.append(loop.path)
     summary_file = paths[1] / "summary.json"
     summary = json.loads(summary_file.read_text(encoding="utf-8"))
-    summary["adapter"] = HOSTILE_NAME  # a tampered run folder received from someone else
+    summary["adapter"] = PLACEHOLDERS + HOSTILE_NAME  # a tampered run folder received from someone else
     summary_file.write_text(json.dumps(summary), encoding="utf-8")
+    # a run group received under a hostile folder name, carrying every placeholder of the page before its payload
+    group = paths[0].parent.rename(paths[0].parent.with_name(HOSTILE_FOLDER))
+    paths = [group / path.name for path in paths]
 
     page = write_report(load_group(paths), tmp_path / "report")
     dom = subprocess.run([_browser(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
@@ -89,4 +95,5 @@ def test_hostile_text_and_run_names_stay_text_in_chromium(tmp_path: Path, one_to
     text = "".join(parsed.text)
     for source in SOURCES:  # the segment browser shows every hostile source, as text
         assert source in text
-    assert HOSTILE_NAME in text  # the tampered name, as text
+    assert PLACEHOLDERS + HOSTILE_NAME in text  # the tampered name, as text
+    assert HOSTILE_FOLDER in text  # the folder's name, placeholders and all, as text (the title and the heading)

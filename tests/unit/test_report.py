@@ -146,3 +146,11 @@ def test_the_page_in_a_headless_browser(tmp_path: Path) -> None:
     assert [gain[i] for i in shown] == sorted(gain.values(), reverse=True)[:40]
     dom = _dom(browser, page, "#seg=55")  # what a click on a curve point opens
     assert 'class="seg hl" id="seg-55"' in dom
+
+
+def test_the_page_is_filled_in_one_pass_so_a_value_is_never_scanned_again():
+    from simpe.report.html import fill
+
+    assert fill("<p>%A%</p><i>%B%</i>", {"A": "%B%<img>", "B": "%A%"}) == "<p>%B%<img></p><i>%A%</i>"
+    with pytest.raises(ValueError, match=r"placeholders \['A', 'B'\] and the values given \['A'\] differ"):
+        fill("%A%%B%", {"A": "x"})
