@@ -33,7 +33,7 @@ from simpe import log
 from simpe.config import RunConfig, load_saved_config, resume_difference
 from simpe.datasets import DATASETS, Segment, stream_hash
 from simpe.decoders import DECODERS
-from simpe.errors import ConfigError, DataError, RunDirError
+from simpe.errors import ConfigError, DataError, ModelError, RunDirError
 from simpe.methods import METHODS
 from simpe.metrics.online import OnlineScorer, metric_for
 from simpe.metrics.recall import repeated_errors
@@ -391,7 +391,7 @@ class Loop:
                         rundir.append_snapshot(self.snapshot(done))
                     if done % cfg.checkpoint_every == 0 and done < len(self.segments):
                         rundir.save_checkpoint({"segments_done": done, "method": self.method.state_dict(),
-                                                "torch_rng": torch.get_rng_state()})
+                                                "method_name": cfg.method.name, "torch_rng": torch.get_rng_state()})
                     if bar is not None:
                         bar.set_postfix_str(_running(record.cumulative), refresh=False)
                         bar.update(1)
@@ -413,6 +413,7 @@ class Loop:
         start, records = 0, []
         state = rundir.load_checkpoint() if resume else None
         if state is not None:
+            self._check_checkpoint(rundir, state)
             self.method.load_state_dict(state["method"])
             torch.set_rng_state(state["torch_rng"])
             records = rundir.rewind(state["segments_done"])
@@ -435,6 +436,20 @@ class Loop:
             if manifest is not None:
                 rundir.write_json(layout.MANIFEST_FILE, manifest)
         return start, records
+
+    def _check_checkpoint(self, rundir: RunDir, state: dict[str, Any]) -> None:
+        """Refuse a checkpoint whose values this run could not have written (RunDir.load_checkpoint checked its
+        structure): another method's, more segments than the stream, a method state of other tensors or NaNs."""
+        name = state.get("method_name", self.cfg.method.name)  # checkpoints before it was saved: the config's
+        if name != self.cfg.method.name:
+            raise rundir.bad_checkpoint(f"was written by method {name!r}; this run's method is {self.cfg.method.name!r}")
+        if state["segments_done"] >= len(self.segments):
+            raise rundir.bad_checkpoint(f"says {state['segments_done']} segments are done; the stream has {len(self.segments)} "
+                                        "and a checkpoint is taken before the last")
+        try:
+            self.method.check_state(state["method"])
+        except ModelError as err:
+            raise rundir.bad_checkpoint(f"(method {self.cfg.method.name!r}) {err}") from None
 
     def _repeat_after_resume(self) -> None:
         """A resumed run of a method that changes nothing repeats the snapshot its first part took, as the

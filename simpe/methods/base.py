@@ -194,6 +194,36 @@ class Method(ABC):
             for name, value in state.items():
                 self._trainable[name].copy_(value)
 
+    def check_state(self, state: Any) -> None:
+        """Refuse, with a ModelError of one line, a resume state that ``state_dict`` of this method on this model
+        could not have written: other tensor names, shapes or dtypes, or a value that is not finite. A checkpoint
+        comes from a run folder, and a run folder from anyone; ``load_state_dict`` trusts what passed this.
+        A method whose state holds more than its trainable tensors checks that part and calls this for the rest."""
+        expected = {name: p for name, p in self._trainable.items()}
+        if not isinstance(state, dict) or set(state) != set(expected):
+            got = sorted(map(str, state)) if isinstance(state, dict) else type(state).__name__
+            raise ModelError(f"holds the tensors {_listing(got)}; {self.name!r} on this model resumes from "
+                             f"{_listing(sorted(expected))}")
+        for name, param in expected.items():
+            value = state[name]
+            if not isinstance(value, torch.Tensor) or value.shape != param.shape or value.dtype != param.dtype:
+                described = f"{value.dtype} of shape {tuple(value.shape)}" if isinstance(value, torch.Tensor) else type(value).__name__
+                raise ModelError(f"holds {name} as {described}; the model's is {param.dtype} of shape {tuple(param.shape)}")
+            check_finite(name, value)
+
+
+def check_finite(name: str, value: torch.Tensor) -> None:
+    """A ModelError naming ``name`` when floating tensor ``value`` holds NaN or an infinity."""
+    if value.is_floating_point() and not bool(torch.isfinite(value).all()):
+        bad = int((~torch.isfinite(value)).sum())
+        raise ModelError(f"holds {bad} non-finite value{'s' if bad > 1 else ''} (NaN or infinity) in {name}")
+
+
+def _listing(names: list[str], most: int = 4) -> str:
+    """At most ``most`` names, then how many more: a state of hundreds of tensors stays one line."""
+    shown = ", ".join(names[:most]) or "none"
+    return shown + (f" and {len(names) - most} more" if len(names) > most else "")
+
 
 def _row_indices(tensors: dict[str, torch.Tensor], name: str, rows: int) -> torch.Tensor:
     """The int64 row indices a store gives for ``name`` (a matrix of ``rows`` rows), checked: present, integer, 1-D,

@@ -137,5 +137,18 @@ class IclMethod(Method):
     def state_dict(self) -> dict[str, Any]:
         return {MEMORY: torch.tensor(list(self._encoded()), dtype=torch.uint8)}
 
+    def check_state(self, state: Any) -> None:
+        """A resume state is a store: one 1-D uint8 tensor of the memory's UTF-8 JSON, a list of (source, post-edit)."""
+        memory = state.get(MEMORY) if isinstance(state, dict) and set(state) == {MEMORY} else None
+        if not isinstance(memory, torch.Tensor) or memory.dtype != torch.uint8 or memory.dim() != 1:
+            raise ModelError(f"is not an icl memory (one 1-D uint8 tensor {MEMORY})")
+        try:
+            pairs = json.loads(bytes(memory.tolist()).decode("utf-8"))
+        except (UnicodeDecodeError, ValueError):
+            raise ModelError(f"holds a {MEMORY} that is not UTF-8 JSON") from None
+        if not isinstance(pairs, list) or not all(isinstance(p, list) and len(p) == 2 and all(isinstance(s, str) for s in p)
+                                                  for p in pairs):
+            raise ModelError(f"holds a {MEMORY} that is not a list of (source, post-edit) pairs of strings")
+
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.memory = [tuple(pair) for pair in json.loads(bytes(state[MEMORY].tolist()).decode("utf-8"))]

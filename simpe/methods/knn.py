@@ -35,7 +35,7 @@ from typing import Any
 import torch
 
 from simpe.errors import ConfigError, ModelError
-from simpe.methods.base import METHODS, Method
+from simpe.methods.base import METHODS, Method, check_finite
 from simpe.methods.datastore import INDEXES, Datastore
 from simpe.model import eval_mode
 from simpe.models import family_of
@@ -141,24 +141,19 @@ class KnnMethod(Method):
 
     def load_store(self, model: Any, tensors: dict[str, torch.Tensor]) -> None:
         """Install the hooks on a fresh base model and fill the datastore from the store."""
-        size = family_of(model).hidden_size(model)
-        if set(tensors) - set(IVF.values()) != {KEYS, VALUES} or tensors[KEYS].dim() != 2 or tensors[KEYS].size(1) != size:
-            raise ModelError(f"the store holds {sorted(tensors)} with keys of shape {tuple(tensors[KEYS].shape) if KEYS in tensors else '?'}; "
-                             f"a knn store holds {KEYS} (entries, {size}) and {VALUES}, and may hold {', '.join(IVF.values())}")
-        keys, values = tensors[KEYS], tensors[VALUES]
-        if values.dim() != 1 or values.numel() != keys.size(0):
-            raise ModelError(f"the knn store holds {keys.size(0)} keys but {values.numel()} values (shape {tuple(values.shape)}); "
-                             "each key has one value")
-        if values.dtype.is_floating_point or values.dtype == torch.bool:
-            raise ModelError(f"the knn store's values must be integer token ids, got {values.dtype}")
-        vocab = model.get_output_embeddings().weight.size(0)
-        if values.numel() and (int(values.min()) < 0 or int(values.max()) >= vocab):
-            raise ModelError(f"the knn store's values hold token id {int(values.min()) if int(values.min()) < 0 else int(values.max())}, "
-                             f"outside this model's {vocab} tokens")
-        _check_index(tensors, keys.size(0), size)
+        _check_store(model, tensors)
         self.model = model
         self.select(model)
         self.load_state_dict(tensors)
+
+    def check_state(self, state: Any) -> None:
+        """A resume state is a store (``state_dict`` is what ``export_store`` writes): the store's checks, and finite keys."""
+        if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
+            raise ModelError(f"is not a knn datastore (a mapping of {KEYS}, {VALUES} and the index to tensors)")
+        _check_store(self.model, state)
+        check_finite(KEYS, state[KEYS])
+        if IVF["centroids"] in state:
+            check_finite(IVF["centroids"], state[IVF["centroids"]])
 
     def state_dict(self) -> dict[str, Any]:
         state = {KEYS: self.store.keys[: self.store.size].clone(), VALUES: self.store.values[: self.store.size].to(torch.int32)}
@@ -171,6 +166,25 @@ class KnnMethod(Method):
         # exact_entries, the search is exact, and a store that kept no index is indexed afresh
         keep = self.index == "auto" and state[KEYS].size(0) > self.exact_entries
         self.store.load(state[KEYS], state[VALUES], ivf if keep else None)
+
+
+def _check_store(model: Any, tensors: dict[str, torch.Tensor]) -> None:
+    """Refuse, in one line, a datastore that this model's knn could not have written."""
+    size = family_of(model).hidden_size(model)
+    if set(tensors) - set(IVF.values()) != {KEYS, VALUES} or tensors[KEYS].dim() != 2 or tensors[KEYS].size(1) != size:
+        raise ModelError(f"the store holds {sorted(tensors)} with keys of shape {tuple(tensors[KEYS].shape) if KEYS in tensors else '?'}; "
+                         f"a knn store holds {KEYS} (entries, {size}) and {VALUES}, and may hold {', '.join(IVF.values())}")
+    keys, values = tensors[KEYS], tensors[VALUES]
+    if values.dim() != 1 or values.numel() != keys.size(0):
+        raise ModelError(f"the knn store holds {keys.size(0)} keys but {values.numel()} values (shape {tuple(values.shape)}); "
+                         "each key has one value")
+    if values.dtype.is_floating_point or values.dtype == torch.bool:
+        raise ModelError(f"the knn store's values must be integer token ids, got {values.dtype}")
+    vocab = model.get_output_embeddings().weight.size(0)
+    if values.numel() and (int(values.min()) < 0 or int(values.max()) >= vocab):
+        raise ModelError(f"the knn store's values hold token id {int(values.min()) if int(values.min()) < 0 else int(values.max())}, "
+                         f"outside this model's {vocab} tokens")
+    _check_index(tensors, keys.size(0), size)
 
 
 def _check_index(tensors: dict[str, torch.Tensor], entries: int, size: int) -> None:

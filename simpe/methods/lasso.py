@@ -27,7 +27,7 @@ from typing import Any
 
 import torch
 
-from simpe.errors import ConfigError
+from simpe.errors import ConfigError, ModelError
 from simpe.methods.base import INDEX_BYTES, METHODS, Method, base_parameters, embedding_names
 from simpe.methods.bias import OUTPUT_BIAS, attach_output_bias
 from simpe.storefile import rows_entry
@@ -238,6 +238,23 @@ class LassoMethod(Method):
         state["__kept_tensors__"] = list(self.kept_tensors)
         state["__kept_rows__"] = {n: r.clone() for n, r in self.kept_rows.items()}
         return state
+
+    def check_state(self, state: Any) -> None:
+        if not isinstance(state, dict) or "__kept_tensors__" not in state or "__kept_rows__" not in state:
+            raise ModelError("lacks lasso's kept tensors and rows (__kept_tensors__, __kept_rows__)")
+        state = dict(state)
+        kept, rows = state.pop("__kept_tensors__"), state.pop("__kept_rows__")
+        if not isinstance(kept, list) or not all(isinstance(name, str) and name in self._trainable for name in kept):
+            raise ModelError("names kept tensors that are not lasso's trainable tensors on this model")
+        if not isinstance(rows, dict) or not all(isinstance(name, str) and name in self._trainable for name in rows):
+            raise ModelError("names kept embedding rows of tensors that are not lasso's trainable tensors on this model")
+        for name, indices in rows.items():
+            if not isinstance(indices, torch.Tensor) or indices.is_floating_point() or indices.dim() != 1:
+                raise ModelError(f"holds the kept rows of {name} as something other than a 1-D integer tensor")
+            size = self._trainable[name].size(0)
+            if indices.numel() and (int(indices.min()) < 0 or int(indices.max()) >= size):
+                raise ModelError(f"keeps rows of {name} outside its {size} rows")
+        super().check_state(state)
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         state = dict(state)

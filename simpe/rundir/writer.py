@@ -26,6 +26,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import warnings
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from importlib import metadata
@@ -395,11 +396,21 @@ class RunDir:
         if not self.checkpoint_file.exists():
             return None
         try:
-            return torch.load(self.checkpoint_file, map_location="cpu", weights_only=True)
+            with warnings.catch_warnings():  # torch's own warnings about a refused file are noise beside our one line
+                warnings.simplefilter("ignore")
+                state = torch.load(self.checkpoint_file, map_location="cpu", weights_only=True)
         except Exception as err:  # UnpicklingError, RuntimeError (not a zip), EOFError...: all one answer
             detail = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
             raise RunDirError(f"{self.checkpoint_file} is not a checkpoint simpe can read safely ({detail[:160]}); "
                               "it was not loaded. Start the run again with --overwrite") from None
+        problem = _checkpoint_problem(state, torch.get_rng_state())
+        if problem:
+            raise self.bad_checkpoint(problem)
+        return state
+
+    def bad_checkpoint(self, problem: str) -> RunDirError:
+        """The one-line refusal of a checkpoint whose contents (not its file format) are wrong."""
+        return RunDirError(f"{self.checkpoint_file} {problem}; it was not loaded. Start the run again with --overwrite")
 
     def rewind(self, segments_done: int) -> list[dict[str, Any]]:
         """Truncate the logs to the first ``segments_done`` segments; return those records.
@@ -489,3 +500,29 @@ class OutputDir:
             yield write
         finally:
             handle.close()
+
+
+CHECKPOINT_KEYS = {"segments_done", "method", "torch_rng"}  # what Loop.run saves; "method_name" since it is checked
+
+
+def _checkpoint_problem(state: Any, rng: Any) -> str | None:
+    """What is wrong with a loaded checkpoint's structure (None: nothing): the keys ``save_checkpoint``'s caller
+    writes, a whole number of segments, a mapping of method state, and an RNG state of this torch's size. The
+    method's own state is checked by the method (``Method.check_state``), which knows its tensors."""
+    import torch
+
+    if not isinstance(state, dict) or not CHECKPOINT_KEYS <= set(state):
+        got = ", ".join(sorted(map(str, state))) if isinstance(state, dict) else type(state).__name__
+        return f"holds {got or 'nothing'}; a checkpoint holds {', '.join(sorted(CHECKPOINT_KEYS))}"
+    done = state["segments_done"]
+    if not isinstance(done, int) or isinstance(done, bool) or done < 1:
+        return f"says {done!r} segments are done; a checkpoint is taken after a whole number of at least 1"
+    if not isinstance(state["method"], dict):
+        return f"holds the method's state as {type(state['method']).__name__}; it is a mapping of tensors"
+    if not isinstance(state.get("method_name", ""), str):
+        return "names its method with something other than a string"
+    saved = state["torch_rng"]
+    if not isinstance(saved, torch.Tensor) or saved.dtype != torch.uint8 or saved.shape != rng.shape:
+        described = f"{saved.dtype} of shape {tuple(saved.shape)}" if isinstance(saved, torch.Tensor) else type(saved).__name__
+        return f"holds the random generator's state as {described}; this torch's is uint8 of shape {tuple(rng.shape)}"
+    return None
