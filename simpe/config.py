@@ -56,6 +56,8 @@ class UpdateConfig:
             raise ConfigError(f"update.label_smoothing must be in [0, 1), got {self.label_smoothing}")
         if self.clip_norm < 0:
             raise ConfigError(f"update.clip_norm must be >= 0, got {self.clip_norm}")
+        if not self.ppl_threshold > 0:
+            raise ConfigError(f"update.ppl_threshold must be > 0 (a perplexity is >= 1), got {self.ppl_threshold}")
 
 
 FAMILY_AUTO = "auto"  # model.family: the family whose model_type config.json names (simpe.models)

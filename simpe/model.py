@@ -172,6 +172,24 @@ def _read_config(source: str) -> dict[str, Any] | None:
         raise ModelError(f"{path / 'config.json'} is not valid JSON ({err}); copy or download the model again") from None
 
 
+# config.json's sizes that build tensors: each a whole number in [1, LARGEST_DIMENSION] where present. A received
+# folder with num_hidden_layers -1 or a vocabulary of 10^12 is refused here, not by torch deep inside the build.
+DIMENSIONS = ("vocab_size", "d_model", "hidden_size", "n_embd", "d_ff", "d_kv", "intermediate_size", "encoder_ffn_dim",
+              "decoder_ffn_dim", "num_hidden_layers", "num_layers", "num_decoder_layers", "encoder_layers", "decoder_layers",
+              "n_layer", "num_attention_heads", "num_key_value_heads", "num_heads", "encoder_attention_heads",
+              "decoder_attention_heads", "n_head", "max_position_embeddings", "n_positions")
+LARGEST_DIMENSION = 10_000_000  # the largest vocabulary or position table of a published model is a few hundred thousand
+
+
+def _check_dimensions(config: Any, where: Path) -> None:
+    if not isinstance(config, dict):
+        raise ModelError(f"{where} holds {type(config).__name__}; a config.json is a JSON object")
+    for key in DIMENSIONS:
+        value = config.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= LARGEST_DIMENSION):
+            raise ModelError(f"{where}: {key} must be a whole number in [1, {LARGEST_DIMENSION:,}], got {value!r}")
+
+
 def _checked(model_id: str | os.PathLike[str] | None, family: str) -> tuple[str | None, dict[str, Any] | None]:
     """``check_model``'s work: (the family's name, config.json as a mapping), (None, None) for an uncached hub id."""
     source = str(model_id) if model_id is not None else str(DEFAULT_MODEL)
@@ -190,6 +208,7 @@ def _checked(model_id: str | os.PathLike[str] | None, family: str) -> tuple[str 
     if not (path / "config.json").is_file():
         raise ModelError(f"model folder {source} lacks config.json; it must be written by save_pretrained of the model and its tokenizer")
     config = _read_config(source)
+    _check_dimensions(config, path / "config.json")
     name = _family_name(config, f"model folder {source}", family)
     FAMILIES.get(name)().check_folder(path, source)
     _check_weights(path, source)

@@ -16,7 +16,7 @@ from typing import Any
 
 from simpe.errors import ConfigError
 
-_NAMES = {bool: "true or false", int: "an integer", float: "a number", str: "a string", list: "a list", dict: "a mapping"}
+_NAMES = {bool: "true or false", int: "an integer", float: "a finite number", str: "a string", list: "a list", dict: "a mapping"}
 
 
 def _one(value: Any, kind: Any) -> tuple[bool, Any]:
@@ -34,13 +34,13 @@ def _one(value: Any, kind: Any) -> tuple[bool, Any]:
         if isinstance(value, bool):
             return False, value
         if isinstance(value, (int, float)):
-            return True, float(value)
+            return math.isfinite(value), float(value)
         if isinstance(value, str):
             try:
                 number = float(value)
             except ValueError:
                 return False, value
-            return not math.isnan(number), number
+            return math.isfinite(number), number
         return False, value
     if origin in (str, list, dict):
         return isinstance(value, origin), value

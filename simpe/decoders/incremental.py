@@ -52,8 +52,8 @@ class LengthLimit:
     cap: int = 256
 
     def __post_init__(self) -> None:
-        if not (isinstance(self.a, (int, float)) and self.a >= 0):
-            raise ConfigError(f"max_len_a must be a number >= 0, got {self.a!r}")
+        if not (isinstance(self.a, (int, float)) and not isinstance(self.a, bool) and 0 <= self.a <= MAX_LEN_A):
+            raise ConfigError(f"max_len_a must be a number in [0, {MAX_LEN_A:g}], got {self.a!r}")
         if not (isinstance(self.b, int) and self.b >= 0):
             raise ConfigError(f"max_len_b must be an integer >= 0, got {self.b!r}")
         if not (isinstance(self.cap, int) and self.cap >= 1):
@@ -66,22 +66,30 @@ class LengthLimit:
         return {"max_len_a": self.a, "max_len_b": self.b, "max_len_cap": self.cap}
 
 
+# The largest value a decoder parameter may take, where one exists: rows decoded at once (a beam of 10^9 would ask
+# torch for a tensor of 10^9 rows and fail deep inside it), and torch's seed range.
+LARGEST = {"beam_size": 10_000, "k": 10_000, "samples": 10_000, "batch_size": 100_000, "max_rows": 1_000_000, "seed": 2**63 - 1}
+MAX_LEN_A = 1_000.0  # target tokens per source token: beyond it the cap decides anyway, and inf would not floor
+
+
 def check_int(name: str, value: Any, minimum: int, allow_none: bool = False) -> None:
-    """Raise ConfigError unless ``value`` is an int >= minimum (or None when allowed)."""
+    """Raise ConfigError unless ``value`` is an int in [minimum, LARGEST[name]] (or None when allowed)."""
     if value is None and allow_none:
         return
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+    largest = LARGEST.get(name)
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum or (largest is not None and value > largest):
         extra = " or null" if allow_none else ""
-        raise ConfigError(f"decoder parameter {name} must be an integer >= {minimum}{extra}, got {value!r}")
+        bound = f"in [{minimum}, {largest:,}]" if largest is not None else f">= {minimum}"
+        raise ConfigError(f"decoder parameter {name} must be an integer {bound}{extra}, got {value!r}")
 
 
 def check_number(name: str, value: Any, minimum: float, allow_none: bool = False) -> None:
     """Raise ConfigError unless ``value`` is a number > minimum (or None when allowed)."""
     if value is None and allow_none:
         return
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > minimum:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > minimum or not math.isfinite(value):
         extra = " or null" if allow_none else ""
-        raise ConfigError(f"decoder parameter {name} must be a number > {minimum}{extra}, got {value!r}")
+        raise ConfigError(f"decoder parameter {name} must be a finite number > {minimum}{extra}, got {value!r}")
 
 
 def special_ids(model: Any) -> Special:
@@ -131,9 +139,13 @@ def encode(model: Any, input_ids: Any, limit: LengthLimit) -> Source:
         raise ConfigError(f"decode() takes one source as a (1, src_len) tensor, got shape {tuple(ids.shape)}")
     src_len = int(ids.shape[1])
     special = special_ids(model)
+    prefix = family.prefix if family.encoder_decoder else tuple(ids[0].tolist())
+    # the target never runs past the model's position table (an mBART-50 checkpoint of 256 positions under a cap of
+    # 256 and its 2-token prefix would index past it): prefix and hypothesis together fit max_tokens
+    max_len = max(1, min(limit(src_len), family.max_tokens(model.config) - len(prefix)))
     if family.encoder_decoder:
-        return Source(family.encode(model, ids), src_len, limit(src_len), special, family.prefix, device)
-    return Source(None, src_len, limit(src_len), special, tuple(ids[0].tolist()), device)
+        return Source(family.encode(model, ids), src_len, max_len, special, prefix, device)
+    return Source(None, src_len, max_len, special, prefix, device)
 
 
 def step_scores(logp: torch.Tensor, special: Special, last: bool, overwrite: bool = False) -> torch.Tensor:

@@ -57,7 +57,7 @@ def models(tmp_path_factory) -> dict[str, Path]:
         out[kind] = _with_marian_tokenizer(root / kind)
     _tiny("t5").save_pretrained(root / "t5_no_tokenizer")  # a supported family, but no tokenizer beside it
     out["t5_no_tokenizer"] = root / "t5_no_tokenizer"
-    for name in ("no_weights", "truncated", "bad_config", "no_spm", "missing_tensor"):
+    for name in ("no_weights", "truncated", "bad_config", "no_spm", "missing_tensor", "negative_layers"):
         folder = root / name
         shutil.copytree(DEMO, folder)
         out[name] = folder
@@ -66,6 +66,8 @@ def models(tmp_path_factory) -> dict[str, Path]:
     (out["truncated"] / "model.safetensors").write_bytes(weights[: len(weights) // 2])  # a copy cut short
     (out["bad_config"] / "config.json").write_text('{"model_type": "marian", ', encoding="utf-8")
     (out["no_spm"] / "source.spm").unlink()
+    config = json.loads((out["negative_layers"] / "config.json").read_text(encoding="utf-8"))
+    (out["negative_layers"] / "config.json").write_text(json.dumps({**config, "num_hidden_layers": -1}), encoding="utf-8")
     # a well-formed safetensors file that lacks one tensor (a partial export)
     from safetensors.torch import load_file, save_file
 
@@ -123,8 +125,16 @@ def cases(models: dict[str, Path], data: Path, tmp: Path) -> list[tuple[str, lis
         ("method-param-word", ["--preset", "lasso", "--set", "method.params.penalty=high"],
          ("'lasso'", 'penalty', 'number', "'high'")),
         ("data-param-typo", ["--set", "data.params.sourse=a.en"], ("'sourse'", "'libreoffice'")),
-        ("beam-zero", ["--set", "decoder.params.beam_size=0"], ('beam_size', '>= 1', '0')),
+        ("beam-zero", ["--set", "decoder.params.beam_size=0"], ('beam_size', '[1, 10,000]', '0')),
         ("beam-word", ["--set", "decoder.params.beam_size=two"], ('beam_size', 'integer', "'two'")),
+        # hostile input round 2, class 4: values that are not values (non-finite floats, sizes past any machine)
+        ("lr-inf", ["--set", "update.lr=.inf"], ('update.lr', 'finite number', 'inf')),
+        ("lr-nan", ["--set", "update.lr=nan"], ('update.lr', 'finite number', "'nan'")),
+        ("ppl-inf", ["--set", "update.ppl_threshold=.inf"], ('update.ppl_threshold', 'finite number', 'inf')),
+        ("ppl-zero", ["--set", "update.ppl_threshold=0"], ('update.ppl_threshold', '> 0', '0')),
+        ("knn-temperature-nan", ["--preset", "knn", "--set", "method.params.temperature=.nan"], ('temperature', 'finite number', 'nan')),
+        ("beam-huge", ["--set", "decoder.params.beam_size=1000000000"], ('beam_size', '[1, 10,000]', '1000000000')),
+        ("max-len-a-inf", ["--set", "decoder.params.max_len_a=.inf"], ('max_len_a', 'finite number', 'inf')),
         ("decoder-name", ["--set", "decoder.name=viterbi"], ("'viterbi'", 'beam', 'greedy')),
         ("preset-name", ["--preset", "sparse"], ("'sparse'", 'baseline')),
         ("dataset-name", ["--dataset", "wmt"], ("'wmt'", 'autodesk', 'libreoffice')),
@@ -181,6 +191,7 @@ def cases(models: dict[str, Path], data: Path, tmp: Path) -> list[tuple[str, lis
         ("model-no-weights", ["--model", str(models["no_weights"])], ('no_weights', 'model.safetensors')),
         ("model-truncated", ["--model", str(models["truncated"])], ('model.safetensors', 'truncated')),
         ("model-bad-config", ["--model", str(models["bad_config"])], ('config.json', 'JSON')),
+        ("model-negative-layers", ["--model", str(models["negative_layers"])], ('config.json', 'num_hidden_layers', '[1, 10,000,000]', '-1')),
         ("model-no-spm", ["--model", str(models["no_spm"])], ('source.spm',)),
         # item 4: a runs folder that cannot be written
         ("runs-under-file", ["--runs-dir", str(models["a_file"] / "runs")], ('a_file', '--runs-dir')),
@@ -198,7 +209,8 @@ def cases(models: dict[str, Path], data: Path, tmp: Path) -> list[tuple[str, lis
 
 
 CASE_IDS = [case[0] for case in cases({k: Path("/x") for k in ("t5", "pegasus", "bart", "no_weights", "truncated", "bad_config",
-                                                             "no_spm", "missing_tensor", "a_file", "t5_no_tokenizer")},
+                                                             "no_spm", "missing_tensor", "a_file", "t5_no_tokenizer",
+                                                             "negative_layers")},
                                        Path("/x"), Path("/x"))]
 
 

@@ -31,7 +31,7 @@ SUBPROCESS_TWIN = pytest.mark.slow
     pytest.param(["simulate", "--preset", "lasso", "--set", "method.params.budgt=0.1"],
      "simpe: error: unknown parameter 'budgt' of method 'lasso'; known: penalty, budget_nonembedding, budget_embedding", marks=SUBPROCESS_TWIN),
     pytest.param(["simulate", "--set", "data.params.sourse=a.en"], "simpe: error: unknown parameter 'sourse' of dataset 'libreoffice'; known: path", marks=SUBPROCESS_TWIN),  # noqa: E501
-    pytest.param(["simulate", "--set", "update.lr=fast"], "simpe: error: update.lr must be a number, got 'fast'", marks=SUBPROCESS_TWIN),
+    pytest.param(["simulate", "--set", "update.lr=fast"], "simpe: error: update.lr must be a finite number, got 'fast'", marks=SUBPROCESS_TWIN),
     pytest.param(["simulate", "--set", "decoder.name=mbr", "--set", "decoder.params={utility: comet}"],
      "simpe: error: utility/quality 'comet' needs a COMET model", marks=SUBPROCESS_TWIN),
     pytest.param(["simulate", "--snapshot-every", "5", "--set", "ranking.quality=bleurt"], "simpe: error: unknown utility 'bleurt'; known: bleu", marks=SUBPROCESS_TWIN),  # noqa: E501

@@ -49,7 +49,7 @@ def test_saved_config_round_trips(tmp_path: Path):
 @pytest.mark.parametrize("override, message", [
     ("update.momentum=0.9", "unknown key update.momentum; known: optimizer, lr, clip_norm"),
     ("colour=red", "unknown key colour; known: adapter, model, device"),
-    ("update.lr=fast", "update.lr must be a number, got 'fast'"),
+    ("update.lr=fast", "update.lr must be a finite number, got 'fast'"),
     ("seed=abc", "seed must be an integer, got 'abc'"),
     ("data.skip_empty=maybe", "data.skip_empty must be true or false, got 'maybe'"),
     ("decoder.params=3", "decoder.params must be a mapping, got 3"),
