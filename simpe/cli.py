@@ -229,6 +229,7 @@ def _add_sweep(sub: argparse._SubParsersAction) -> None:
 def _cmd_sweep(args: argparse.Namespace) -> None:
     from simpe.errors import ConfigError
     from simpe.sweep import compare_groups, execute, load_sweep_file, parse_grid, plan, state
+    from simpe.sweep.executor import check_address
 
     data = load_sweep_file(args.file) if args.file else {}
     for flag, value in (("--workers", args.workers), ("--threads", args.threads)):
@@ -248,6 +249,7 @@ def _cmd_sweep(args: argparse.Namespace) -> None:
         for spec in specs:
             print(f"{state(spec):10s} {spec.path}")
         return
+    check_address(args.address)
     outcomes = execute(specs, workers=args.workers, threads=args.threads, address=args.address,
                        gpus_per_run=args.gpus_per_run, progress=not args.no_progress, return_results=args.return_results)
     if not args.no_baseline and data.get("baseline", True):
@@ -663,14 +665,23 @@ def _add_translate(sub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_translate(args: argparse.Namespace) -> None:
+    from simpe.errors import ConfigError
+    from simpe.rundir.writer import write_text_atomic
+    from simpe.textfile import check_replaceable
     from simpe.translate import translate_file
 
+    if args.out:  # before the model loads: a translation is not computed for a file that cannot be written
+        if args.out.is_dir():
+            raise ConfigError(f"-o {args.out} is a folder; give the translations' file name (e.g. {args.out / 'hyp.txt'})")
+        if not args.out.parent.is_dir():
+            raise ConfigError(f"-o {args.out}: the folder {args.out.parent} does not exist; create it first")
+        check_replaceable(args.out, ConfigError)
     decoder, params = _decoder_overrides(args.overrides, args.decoder)
     lines = translate_file(args.model, args.input, args.store, decoder, params, args.device,
                            model_settings=_model_settings(args))
     text = "".join(line + "\n" for line in lines)
     if args.out:
-        args.out.write_text(text, encoding="utf-8")
+        write_text_atomic(args.out, text)
     else:
         sys.stdout.write(text)
 

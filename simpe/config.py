@@ -26,7 +26,10 @@ import yaml
 
 from simpe.errors import ConfigError
 from simpe.paths import DEFAULTS_FILE, PRESETS_DIR
-from simpe.values import coerce
+from simpe.textfile import read_bytes
+from simpe.values import coerce, load_yaml
+
+MAX_CONFIG_BYTES = 16 * 1024**2  # a config of the whole tree is a few kB
 
 TRUECASER_OF_MODEL = "model"  # metrics.truecaser: the truecase.<lang>.model shipped in the model folder
 
@@ -397,10 +400,15 @@ def read_yaml(path: Path) -> dict[str, Any]:
     """A YAML file holding a mapping."""
     if path.is_dir():
         raise ConfigError(f"config file {path} is a folder; give a config.yaml (a run's: RUN/config.yaml)")
-    if not path.is_file():
+    if not path.exists():
         raise ConfigError(f"config file {path} does not exist")
+    data = read_bytes(path, "config file", limit=MAX_CONFIG_BYTES, error=ConfigError)
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise ConfigError(f"{path}: not UTF-8 (byte {err.start}: {data[err.start:err.start + 1]!r}); a config is a UTF-8 YAML file") from None
+    try:
+        data = load_yaml(text) or {}
     except yaml.YAMLError as err:
         raise ConfigError(f"{path}: not valid YAML ({str(err).splitlines()[0]})") from None
     if not isinstance(data, dict):
@@ -432,8 +440,10 @@ def parse_override(text: str) -> tuple[list[str], Any]:
         raise ConfigError(f"bad --set {text!r}; expected KEY=VALUE, e.g. update.lr=0.02")
     key, _, raw = text.partition("=")
     try:
-        value = yaml.safe_load(raw) if raw != "" else ""
-    except yaml.YAMLError:
+        value = load_yaml(raw) if raw != "" else ""
+    except yaml.YAMLError as err:
+        if "aliases" in str(err):  # a bomb is not a string to set; any other unparsable text is one
+            raise ConfigError(f"bad --set {key.strip()}: {err}") from None
         value = raw
     return key.strip().split("."), value
 

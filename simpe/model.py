@@ -128,6 +128,8 @@ def _check_safetensors(path: Path) -> None:
             if header_len > size - 8:
                 raise ValueError("header runs past the end of the file")
             header = json.loads(handle.read(header_len))
+        if not isinstance(header, dict) or not all(isinstance(info, dict) for info in header.values()):
+            raise ValueError("its header is not a JSON object of tensor entries")
         end = max((info["data_offsets"][1] for name, info in header.items() if name != "__metadata__"), default=0)
     except (struct.error, ValueError, KeyError, TypeError, IndexError) as err:
         raise ModelError(f"{path} is not a valid safetensors file ({err}); copy or download the model again") from None
@@ -251,6 +253,20 @@ def model_family(model_id: str | os.PathLike[str] | None, family: str = FAMILY_A
     return built
 
 
+def _load_tokenizer(family: ModelFamily, source: str) -> Any:
+    """``family.load_tokenizer``, with a damaged tokenizer file refused in one line (ModelError) for every family."""
+    try:
+        tokenizer = family.load_tokenizer(source)
+    except Exception as err:  # a garbage tokenizer file fails in sentencepiece, tokenizers or json, each its own way
+        detail = str(err).strip().splitlines()[0][:160] if str(err).strip() else ""
+        raise ModelError(f"the tokenizer of {source} cannot be loaded ({type(err).__name__}: {detail}); "
+                         "copy or download the model folder again") from None
+    if not hasattr(tokenizer, "convert_tokens_to_ids"):  # a garbage .spm: transformers 4's Marian gives False, no error
+        raise ModelError(f"the tokenizer of {source} cannot be loaded (transformers gave {type(tokenizer).__name__}; is a "
+                         "SentencePiece file damaged?); copy or download the model folder again")
+    return tokenizer
+
+
 def load_model(model_id: str | os.PathLike[str] | None = None, device: str = "auto", family: ModelFamily | None = None,
                dtype: str = "float32", family_name: str = FAMILY_AUTO, settings: dict[str, Any] | None = None) -> LoadedModel:
     """Load a model of a supported family and its tokenizer from a folder or a hub id.
@@ -284,7 +300,7 @@ def load_model(model_id: str | os.PathLike[str] | None = None, device: str = "au
             family = FAMILIES.build(name, **(settings or {}))
             if config is not None:
                 family.check_config(config, f"model {source}")
-        tokenizer = family.load_tokenizer(source)
+        tokenizer = _load_tokenizer(family, source)
         family.check_languages(tokenizer)  # a language code the tokenizer lacks: refused before the model loads
         model, info = family.load_model(source, dtype)
     except SimpeError:

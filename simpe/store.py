@@ -19,6 +19,7 @@ from typing import Any
 
 from simpe.errors import ConfigError, ModelError, RunDirError
 from simpe.storefile import StoreMetadata, read_store, store_sizes
+from simpe.textfile import check_replaceable
 
 logger = logging.getLogger(__name__)
 
@@ -44,6 +45,7 @@ def export_store(run: Path, out: Path | None = None, overwrite: bool = False) ->
         raise ConfigError(f"--out {target} is a folder; give the store's file name (e.g. {target / record.path.name}.safetensors)")
     if target.exists() and not overwrite:
         raise ConfigError(f"{target} exists; pass --overwrite to replace it")
+    check_replaceable(target, ConfigError)
     tensors, metadata = read_store(source)
     sizes = store_sizes(source, tensors)
     reported = record.summary.get("store_bytes")

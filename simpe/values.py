@@ -14,6 +14,8 @@ import types
 import typing
 from typing import Any
 
+import yaml
+
 from simpe.errors import ConfigError
 
 _NAMES = {bool: "true or false", int: "an integer", float: "a finite number", str: "a string", list: "a list", dict: "a mapping"}
@@ -67,3 +69,28 @@ def coerce(value: Any, annotation: Any, where: str) -> Any:
     wanted = " or ".join("null" if kind is type(None) else _NAMES.get(typing.get_origin(kind) or kind, getattr(kind, "__name__", str(kind)))
                          for kind in options)
     raise ConfigError(f"{where} must be {wanted}, got {value!r}")
+
+
+MAX_YAML_ALIASES = 100  # simpe's own files use none; a few for a user's anchors, not a billion laughs
+
+
+class _BoundedLoader(yaml.SafeLoader):
+    """PyYAML's safe loader that refuses more than MAX_YAML_ALIASES aliases (``*name``). safe_load shares an
+    aliased node rather than copying it, but anything that walks the result (an error message, a deepcopy, a
+    dump into config.yaml) expands it: nine levels of ten aliases are a billion strings."""
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            self.aliases = getattr(self, "aliases", 0) + 1
+            if self.aliases > MAX_YAML_ALIASES:
+                raise yaml.YAMLError(f"more than {MAX_YAML_ALIASES} aliases (*name); simpe's configs need none")
+        return super().compose_node(parent, index)
+
+
+def load_yaml(text: str) -> Any:
+    """``text`` as YAML, safely (no Python objects) and with at most MAX_YAML_ALIASES aliases; yaml.YAMLError otherwise."""
+    loader = _BoundedLoader(text)
+    try:
+        return loader.get_single_data()
+    finally:
+        loader.dispose()

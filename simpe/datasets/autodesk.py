@@ -51,6 +51,7 @@ from simpe.datasets.base import DATASETS, Dataset, Segment
 from simpe.datasets.parallel import TsvDataset, read_tmx
 from simpe.errors import ConfigError, DataError
 from simpe.paths import DATA_DIR
+from simpe.textfile import MAX_FILE_BYTES, read_bytes
 
 logger = logging.getLogger(__name__)
 
@@ -79,6 +80,21 @@ def corpus_file(folder: Path, lang: str, origin: str) -> Path | None:
     return None
 
 
+def _bunzip(data: bytes, path: Path) -> bytes:
+    """``data`` unpacked, to at most MAX_FILE_BYTES (a bz2 bomb of a few kB would unpack to any size)."""
+    parts, total, rest = [], 0, data
+    while rest:  # one bz2 stream after another, as bz2.decompress reads a file of several
+        unpacker = bz2.BZ2Decompressor()
+        parts.append(unpacker.decompress(rest, max_length=MAX_FILE_BYTES + 1 - total))
+        total += len(parts[-1])
+        if total > MAX_FILE_BYTES:
+            raise DataError(f"{path} unpacks to more than {MAX_FILE_BYTES:,} bytes; the Autodesk files unpack to about 200 MB")
+        if not unpacker.eof:
+            raise EOFError("compressed file ended before the end-of-stream marker was reached")
+        rest = unpacker.unused_data
+    return b"".join(parts)
+
+
 def read_records(path: Path) -> list[dict[str, str]]:
     """The records of one distributed file (bz2 or unpacked), in file order, as field-name -> text.
 
@@ -86,8 +102,9 @@ def read_records(path: Path) -> list[dict[str, str]]:
         DataError: invalid UTF-8, an unterminated last record, or a record without ten fields
             (naming the file and the 1-based record number).
     """
+    data = read_bytes(path, "Autodesk file")
     try:
-        raw = bz2.decompress(path.read_bytes()) if path.suffix == ".bz2" else path.read_bytes()
+        raw = _bunzip(data, path) if path.suffix == ".bz2" else data
     except (OSError, ValueError, EOFError) as err:  # not bz2 at all, or cut short
         raise DataError(f"{path} is not a complete bz2 file ({err}); download it again (see the Autodesk data page)") from None
     try:

@@ -6,13 +6,14 @@ Each is a single ``stream`` split (the whole file, in file order).
 """
 from __future__ import annotations
 
+import io
 import logging
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from simpe.datasets.base import DATASETS, Dataset, Segment, parallel_files
 from simpe.errors import DataError
-from simpe.textfile import read_lines
+from simpe.textfile import read_bytes, read_lines
 
 logger = logging.getLogger(__name__)
 
@@ -59,17 +60,14 @@ def _lang_matches(lang: str, wanted: str) -> bool:
 
 def read_tmx(path: Path, src_lang: str, tgt_lang: str) -> list[Segment]:
     """Read the translation units of a TMX file that have both languages, in file order."""
-    if path.is_dir():
-        raise DataError(f"TMX file {str(path)!r} is a folder, not a file")
-    if not path.is_file():
-        raise DataError(f"TMX file {str(path)!r} does not exist")
+    data = read_bytes(path, "TMX file")
     try:
-        path.read_bytes().decode("utf-8")
+        data.decode("utf-8")
     except UnicodeDecodeError as err:
         raise DataError(f"{path}: invalid UTF-8 at byte {err.start}") from None
     out, langs_seen, one_sided = [], set(), 0
     try:
-        for number, (_, tu) in enumerate((ev for ev in ET.iterparse(path, events=("end",)) if ev[1].tag == "tu"), 1):
+        for number, (_, tu) in enumerate((ev for ev in ET.iterparse(io.BytesIO(data), events=("end",)) if ev[1].tag == "tu"), 1):
             texts: dict[str, str] = {}
             for tuv in tu.iter("tuv"):
                 lang = tuv.get(XML_LANG) or tuv.get("lang") or ""

@@ -26,7 +26,7 @@ from typing import Any
 
 import torch
 
-from simpe.errors import ConfigError
+from simpe.errors import ConfigError, ModelError
 from simpe.models.base import FAMILIES, ModelFamily
 
 PLAIN = "Translate the following text from {src_lang} into {tgt_lang}.\n{examples}{src_lang}: {source}\n{tgt_lang}:"
@@ -52,9 +52,16 @@ class CausalFamily(ModelFamily):
         super().__init__(src_lang, tgt_lang, prompt_template)
         if prompt_template is not None:
             try:
-                names = {field for _, field, _, _ in string.Formatter().parse(prompt_template) if field is not None}
+                fields = [(field, spec, conversion) for _, field, spec, conversion in string.Formatter().parse(prompt_template)
+                          if field is not None]
             except ValueError as err:
                 raise ConfigError(f"model.prompt_template is not a format string ({err}): {prompt_template!r}") from None
+            names = {field for field, _, _ in fields}
+            shaped = [f"{{{field}{'!' + conversion if conversion else ''}{':' + spec if spec else ''}}}" for field, spec, conversion in fields
+                      if spec or conversion]
+            if shaped:  # {source:>999999999} pads every prompt to a billion characters
+                raise ConfigError(f"model.prompt_template's fields take no format spec or conversion: {shaped[0][:60]} in "
+                                  f"{prompt_template[:200]!r}; write {{{fields[0][0]}}}")
             unknown = sorted(names - set(FIELDS))
             if unknown or "source" not in names:
                 raise ConfigError(f"model.prompt_template must contain {{source}} and only the fields {', '.join(FIELDS)}; "
@@ -68,6 +75,13 @@ class CausalFamily(ModelFamily):
         """As every family; first decide the prompt: the chat template when the tokenizer has one and no
         ``prompt_template`` is given, else the plain template."""
         self.chat = tokenizer is not None and bool(getattr(tokenizer, "chat_template", None)) and self.prompt_template is None
+        if self.chat:  # render it once now: a template that fails does so here, in one line, not at segment 1
+            try:
+                tokenizer.apply_chat_template([{"role": "user", "content": "Hello."}], add_generation_prompt=True, tokenize=False)
+            except Exception as err:  # jinja2's TemplateError, or whatever the template raises
+                raise ModelError(f"the tokenizer's chat template fails to render ({type(err).__name__}: "
+                                 f"{str(err).strip()[:160]}); fix chat_template in tokenizer_config.json, or give "
+                                 "--prompt-template to use a plain prompt") from None
         return super().attach(model, tokenizer)
 
     def decoder_prefix(self, config: Any, tokenizer: Any) -> tuple[int, ...]:

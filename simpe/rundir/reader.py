@@ -20,6 +20,8 @@ import yaml
 from simpe.errors import RunDirError
 from simpe.rundir.layout import CONFIG_FILE, DONE_FILE, ENV_FILE, LOCK_FILE, SEGMENTS_FILE, SNAPSHOTS_FILE, STORE_FILE, SUMMARY_FILE, is_run_dir
 from simpe.rundir.record import SegmentRecord, check_schema
+from simpe.textfile import read_bytes
+from simpe.values import load_yaml
 
 logger = logging.getLogger(__name__)
 
@@ -113,7 +115,7 @@ def parse_line(line: str) -> dict[str, Any]:
 
 
 def _lines(path: Path) -> list[bytes]:
-    lines = path.read_bytes().split(b"\n")
+    lines = read_bytes(path, "run log", error=RunDirError).split(b"\n")
     if lines and lines[-1] == b"":
         lines.pop()
     return lines
@@ -237,7 +239,7 @@ def load_run(path: Path, allow_incomplete: bool = False) -> Run:
     config: dict[str, Any] = {}
     if (path / CONFIG_FILE).is_file():
         try:
-            loaded = yaml.safe_load((path / CONFIG_FILE).read_text(encoding="utf-8"))
+            loaded = load_yaml((path / CONFIG_FILE).read_text(encoding="utf-8"))
         except UnicodeDecodeError as err:
             raise RunDirError(f"{path / CONFIG_FILE} is not valid UTF-8 (byte {err.start})") from None
         except yaml.YAMLError as err:

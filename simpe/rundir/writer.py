@@ -14,6 +14,7 @@ to, and writes every file atomically. Neither translates, scores or adapts.
 """
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import io
@@ -41,6 +42,7 @@ from simpe.rundir.reader import read_jsonl, valid_prefix
 from simpe.rundir.record import SCHEMA_KEY, SCHEMA_VERSION, SegmentRecord
 from simpe.rundir.state import RunState, foreign_files, foreign_message, state
 from simpe.storefile import StoreMetadata, encode_store
+from simpe.textfile import check_replaceable
 
 PACKAGES = ("torch", "transformers", "sentencepiece", "sacrebleu", "sacremoses", "numpy", "unbabel-comet", "tqdm", "pyyaml")
 
@@ -133,6 +135,7 @@ def write_text_atomic(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` through a temporary file, so a reader never sees half of it (RunDirError when it fails)."""
     tmp = path.with_name(path.name + ".tmp")
     try:
+        check_replaceable(path, RunDirError)
         with open_file(tmp, "w") as handle:
             handle.write(text)
         tmp.replace(path)
@@ -145,6 +148,7 @@ def write_bytes_atomic(path: Path, data: bytes) -> None:
     """``write_text_atomic`` for bytes."""
     tmp = path.with_name(path.name + ".tmp")
     try:
+        check_replaceable(path, RunDirError)
         with open_file(tmp, "wb") as handle:  # unbuffered: write until every byte is out
             view = memoryview(data)
             while view:
@@ -275,8 +279,12 @@ class RunDir:
     def _lock(self) -> None:
         if self._lock_file is not None:
             return
-        self.path.mkdir(parents=True, exist_ok=True)
-        handle = open(self.path / layout.LOCK_FILE, "a+")
+        lock = self.path / layout.LOCK_FILE
+        try:
+            self.path.mkdir(parents=True, exist_ok=True)
+            handle = open(lock, "a+")
+        except OSError as err:
+            raise write_error(lock, err) from None
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -284,10 +292,17 @@ class RunDir:
             holder = handle.read().strip() or "another process"
             handle.close()
             raise RunDirError(f"{self.path} is being written by {holder}; wait for it to finish or stop it") from None
-        handle.seek(0)
-        handle.truncate()
-        handle.write(f"pid {os.getpid()} on {socket.gethostname()}")
-        handle.flush()
+        try:
+            handle.seek(0)
+            handle.truncate()
+            handle.write(f"pid {os.getpid()} on {socket.gethostname()}")
+            handle.flush()
+        except OSError as err:  # a disk full at the very start: nothing of the new run stays behind
+            with contextlib.suppress(OSError):  # closing flushes the same bytes again
+                handle.close()
+            if self._created is not None:
+                shutil.rmtree(self._created, ignore_errors=True)
+            raise write_error(lock, err) from None
         self._lock_file = handle
 
     def _unlock(self) -> None:
@@ -470,7 +485,9 @@ class OutputDir:
     """
 
     def __init__(self, path: Path, names: Iterable[str], overwrite: bool = True) -> None:
-        self.path = Path(path)
+        self.path, names = Path(path), list(names)
+        if self.path.exists() and not self.path.is_dir():
+            raise ConfigError(f"-o {self.path} is a file; the outputs ({', '.join(names)}) go into a folder: give its name")
         existing = [name for name in names if (self.path / name).exists()]
         if existing and not overwrite:
             raise ConfigError(f"{self.path} already holds {', '.join(existing)}; pass --overwrite to replace them")

@@ -102,6 +102,38 @@ def run_task(adapter: str, overrides: list[str], threads: int, resume: bool, cwd
             shutil.rmtree(scratch, ignore_errors=True)
 
 
+ADDRESS_TIMEOUT = 5.0  # seconds to wait for a Ray head to answer before the sweep is refused
+
+
+def check_address(address: str | None, timeout: float = ADDRESS_TIMEOUT) -> None:
+    """Refuse, in one line and within ``timeout`` seconds, an ``--address`` no Ray head answers at (ray.init would
+    retry for minutes), and ``ray://`` where the Ray Client's packages are missing (plain ``ray`` has no client)."""
+    import importlib.util
+    import socket
+
+    from simpe.errors import ConfigError
+
+    if not address or address in ("auto", "local"):
+        return
+    if address.startswith("ray://"):
+        if importlib.util.find_spec("grpc") is None:
+            raise ConfigError(f"--address {address}: the Ray Client (ray://) needs the packages of ray[client], which simpe does not "
+                              "install; `pip install 'ray[client]'` into the venv, or give the head's cluster address HOST:6379 "
+                              "from a machine of the cluster")
+        rest = address.removeprefix("ray://")
+    else:
+        rest = address
+    host, sep, port = rest.rpartition(":")
+    if not sep or not port.isdigit() or not host:
+        raise ConfigError(f"--address {address!r} is not HOST:PORT, ray://HOST:PORT or auto")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout).close()
+    except OSError as err:
+        why = "timed out" if isinstance(err, TimeoutError) else (err.strerror or type(err).__name__)
+        raise ConfigError(f"--address {address}: no Ray head answers at {host}:{port} ({why}, within {timeout:g} s); "
+                          "start the head (`ray start --head`) or give its address") from None
+
+
 def start_ray(address: str | None, cpus: int, gpus: float | None = None) -> Any:
     """Join the cluster at ``address``, or start a local Ray with ``cpus`` CPUs (no dashboard); reuse one already up.
 

@@ -189,7 +189,7 @@ def test_fuzz_checkpoint(tmp_path: Path):
     folder = tmp_path / "run"
     (folder / "state").mkdir(parents=True)
     checkpoint = folder / "state" / "checkpoint.pt"
-    torch.save({"segments_done": 2, "method": {"w": torch.ones(3)}, "rng": torch.get_rng_state()}, checkpoint)
+    torch.save({"segments_done": 2, "method": {"w": torch.ones(3)}, "torch_rng": torch.get_rng_state()}, checkpoint)
     rundir = RunDir(folder)
     assert rundir.checkpoint_file == checkpoint
     out = fuzz(checkpoint, lambda _p: rundir.load_checkpoint(), examples=EXAMPLES // 3)
