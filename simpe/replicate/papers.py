@@ -27,7 +27,7 @@ UNITS = (POINTS, RELATIVE, COEFFICIENT, TEXT)
 
 @dataclass(frozen=True)
 class Paper:
-    """One paper as its text file prints it (the text files print no venue)."""
+    """One paper as its text file prints it (the files print no venue; Simianer et al.'s prints no authors either)."""
 
     key: str  # simianer2019, yan2021, yan2022, amrhein2022
     cite: str  # "Simianer et al. (2019)"
