@@ -129,10 +129,10 @@ def paired_effect(base: np.ndarray, system: np.ndarray, score: Callable[[np.ndar
     the interval from a paired bootstrap over segments (sacreBLEU's resampling, ``simpe.report.stats``)."""
     base, system = np.asarray(base, dtype=np.float64), np.asarray(system, dtype=np.float64)  # (n, d)
     counts = resample_counts(base.shape[0], num_resamples, seed)  # (B, n)
-    b_obs, s_obs = float(score(base.sum(0))[0]), float(score(system.sum(0))[0])
+    b_obs, s_obs = np.float64(score(base.sum(0))[0]), np.float64(score(system.sum(0))[0])  # numpy: x / 0 is inf, not an error
     b_res, s_res = bootstrap_scores(base, score, counts), bootstrap_scores(system, score, counts)  # (B,)
     with np.errstate(invalid="ignore", divide="ignore"):
-        value = 100.0 * (s_obs / b_obs - 1.0) if relative else s_obs - b_obs
+        value = float(100.0 * (s_obs / b_obs - 1.0) if relative else s_obs - b_obs)
         resampled = 100.0 * (s_res / b_res - 1.0) if relative else s_res - b_res
     resampled = resampled[np.isfinite(resampled)]
     if not np.isfinite(value) or resampled.size == 0:

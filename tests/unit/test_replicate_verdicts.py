@@ -132,3 +132,9 @@ def test_probes_are_measured_and_missing_evidence_says_so():
     assert dict(verdicts(Evidence({}, studies), only=["yan2021-empty-modes"]))["yan2021-empty-modes"].verdict == MEASURED
     assert PROBES == {"sensitivity", "yan2021-empty-modes", "yan2022-t8-chrf", "beyond-forgetting", "beyond-repeated"}
     assert all("seed 0" not in v.source + v.paper + v.claim for _, v in verdicts(Evidence({}, None)))
+
+
+def test_a_relative_effect_against_a_zero_baseline_is_undefined_not_an_error():
+    base, system = np.tile([0.0, 10.0], (5, 1)), np.tile([1.0, 10.0], (5, 1))  # (n, 2)
+    found = paired_effect(base, system, lambda s: 100.0 * np.atleast_2d(s)[:, 0] / np.atleast_2d(s)[:, 1], True, "relative %")
+    assert np.isnan(found.value)
