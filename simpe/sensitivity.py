@@ -201,7 +201,9 @@ def analyse(model: Any, tokenizer: Any, sources: Sequence[str], references: Sequ
             scores = utility.matrix(texts, support, source).mean(axis=1) * scale  # (candidates,) mean over the support
             for kind, value in zip(pool, scores[1:]):
                 diffs[kind].append(float(value - scores[0]))
-    table = {kind: {"mean": sum(v) / len(v) if v else None, "sentences": len(v)} for kind, v in diffs.items()}
+    # values: each sentence's difference, for the replication's intervals
+    table = {kind: {"mean": sum(v) / len(v) if v else None, "sentences": len(v), "values": [round(x, 6) for x in v]}
+             for kind, v in diffs.items()}
     return {"utility": utility_name, "samples": samples, "seed": seed, "sentences": len(sources), "lang": lang,
             "signature": utility.signature(), "changes": table,
             "pools": {family: len(values) for family, values in pools.items()}, "seconds": time.perf_counter() - t0}

@@ -4,8 +4,8 @@ The forgetting runs (``forgetting_segments`` of ``scalc``) take a snapshot every
 ``forgetting_every`` segments with the forgetting probe only (the last ``forgetting_size`` dev
 segments, translated by the run's decoder).
 
-Every loop run logs the R variants of seed 002's Tables 3 and 4 beside the regular ones
-(``metrics.novel_vocab=train``, ``metrics.subword=content``), so one run per method answers
+Every loop run logs the R variants of Simianer et al. (2019)'s Tables 3 and 4 beside the regular ones
+(``metrics.novel_vocab=train``, ``metrics.subword=all``: Table 4 counts all tokens), so one run per method answers
 Tables 1-4 and Figure 2. Streams: ``scalc`` (the first ``segments``) and ``sdatabase`` (the
 second, smaller data set in the role of the paper's Table 5); ``smath`` is never touched. The
 sensitivity study runs on the first ``sensitivity_segments`` of ``scalc``.
@@ -18,8 +18,8 @@ from pathlib import Path
 from simpe.sweep import RELATIVE_COST, RunSpec, plan
 
 METHODS = ["baseline", "full", "bias", "fixed", "top", "lasso", "lora", "knn"]
-SEED_METHODS = ["baseline", "full", "bias", "fixed", "top", "lasso"]  # seed 002's five and its baseline
-LOGGED = ["metrics.novel_vocab=train", "metrics.subword=content", "snapshots.every=0"]
+SEED_METHODS = ["baseline", "full", "bias", "fixed", "top", "lasso"]  # Simianer et al. (2019)'s five and its baseline
+LOGGED = ["metrics.novel_vocab=train", "metrics.subword=all", "snapshots.every=0"]  # Table 4 counts all tokens (its footnote 8)
 # a baseline segment of a one-thread run, two runs at once, demo model (scaled by RELATIVE_COST): 0.074 s alone
 # (docs/benchmarks.md, bench-loop); 0.185 s measured in the first `make replicate`, with the 2 cores also busy with other work
 SECONDS_PER_SEGMENT = 0.09
@@ -30,18 +30,18 @@ SECONDS_PER_PROBE = {"exact": 1.5, "beam": 0.05}  # rough per sentence: exact to
 class Scale:
     """How much ``simpe replicate`` runs (the defaults are the committed page's)."""
 
-    segments: int = 2000  # scalc stream segments (seed 002's tables)
+    segments: int = 2000  # scalc stream segments (Simianer et al. (2019)'s tables)
     second_segments: int | None = None  # sdatabase segments; None: all 1,742
     sensitivity_segments: int = 200
     probe: int = 50  # dev sentences (at most 20 words) for the decoding studies
     beam_sizes: tuple[int, ...] = (5, 10, 20, 50, 100)
     ks: tuple[int, ...] = (5, 10)
     max_expansions: int = 20000
-    sensitivity_sentences: int = 100  # dev sentences with a number or a named entity (seed 001's MBR sensitivity)
+    sensitivity_sentences: int = 100  # dev sentences with a number or a named entity (Amrhein and Sennrich (2022)'s MBR sensitivity)
     sensitivity_samples: int = 50
     utilities: tuple[str, ...] = ("chrf++", "sbleu")
     sensitivity: bool = True
-    systems: bool = True  # seed 000's Table 3 across systems: the demo model and the forgetting runs' adapted states
+    systems: bool = True  # Yan et al. (2022)'s Table 3 across systems: the demo model and the forgetting runs' adapted states
     system_samples: int = 100  # Monte Carlo samples per sentence for each system's sampled kQRG
     mbr_samples: int = 100  # MBR samples per sentence (the paper's 100)
     forgetting_segments: int = 500  # scalc segments of the forgetting runs (0: none)
@@ -149,7 +149,7 @@ def describe(p: Plan, workers: int, parts: set[str] | frozenset[str] = frozenset
         lines.append(f"  {'mbr-sens.':<12} MBR sensitivity of {', '.join(s.utilities)} on {s.sensitivity_sentences} dev sentences "
                      f"({s.sensitivity_samples} samples each)")
     if s.systems and "systems" in parts and "forgetting" in p.experiments:
-        lines.append(f"  {'systems':<12} seed 000's Table 3: the demo model and every forgetting run's final adapted state, "
+        lines.append(f"  {'systems':<12} Yan et al. (2022)'s Table 3: the demo model and every forgetting run's final adapted state, "
                      f"sampled kQRG ({s.system_samples} samples) and MBR quality ({s.mbr_samples} samples) on the {s.probe} dev sentences")
     runs, studies = p.estimate(workers, studies)
     lines.append(f"  expected: about {runs / 3600:.1f} h of loop runs ({workers} at once) + {studies / 3600:.1f} h of studies "

@@ -139,7 +139,9 @@ def _cached(path: Path, convert: Any) -> dict[str, Any] | None:
 
 def _int_keys(figures: dict[str, Any]) -> dict[str, Any]:
     """JSON turned the beam sizes and ks into strings: back to ints."""
-    for key in ("search_errors", "top_region", "cut"):
+    for key in ("search_errors", "top_region", "cut", "search_flags"):
+        if key not in figures:  # a studies file from before the per-sentence figures
+            continue
         figures[key] = {int(k): v for k, v in figures[key].items()}
     return figures
 
@@ -160,7 +162,7 @@ def _facts(p: Plan, groups: dict[str, Any], seconds: float) -> dict[str, Any]:
     return {
         "model": f"{model_name(DEFAULT_MODEL)} (the embedded demo model; models/demo-en-de/README.md)",
         "data": (f"LibreOffice 7.4 help, en-US→de: scalc stream, first {s.segments} segments; sdatabase (reserved, "
-                 f"{s.second_segments or 'all 1,742'} segments) in the role of seed 002's Table 5; "
+                 f"{s.second_segments or 'all 1,742'} segments) in the role of Simianer et al. (2019)'s Table 5; "
                  + (f"sensitivity runs on the first {s.sensitivity_segments} scalc segments; " if s.sensitivity else "")
                  + f"decoding studies on {s.probe} dev (schart) sentences of at most 20 words; smath is never used"),
         "runs": f"{len(p.specs())} loop runs under {p.runs_dir}/ ({', '.join(f'{k}: {len(v)}' for k, v in p.experiments.items())})",

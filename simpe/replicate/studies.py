@@ -1,14 +1,15 @@
-"""The decoding studies of ``simpe replicate`` on the base model (seeds 003 and 000).
+"""The decoding studies of ``simpe replicate`` on the base model (Yan et al. (2021) and Yan et al. (2022)).
 
 On a probe set (dev sentences of at most 20 words), per sentence:
 
 * the exact top-1 (``topk`` with k = 1): the empty-mode rate (the top-1 is the empty
   hypothesis) and, for every beam size B, whether plain beam search and min-heap beam search
-  return a best hypothesis that scores below it (a search error; seed 003, Table 3);
-* the exact top-k for each k: the top region's kRG beside the random line (seed 000,
-  Figure 1), and the kQRG of plain beam's k-best list against the exact top-k's (seed 000's
+  return a best hypothesis that scores below it (a search error; Yan et al. (2021), Table 3);
+* the exact top-k for each k: the top region's kRG beside the random line (Yan et al. (2022),
+  Figure 1), and the kQRG of plain beam's k-best list against the exact top-k's (Yan et al. (2022)'s
   "lucky bias" of beam search);
-* qualities are chrF (``metrics.utility``), as the loop's ranking snapshots use by default.
+* qualities are chrF (``metrics.utility``), as the loop's ranking snapshots use by default;
+* per sentence (``search_flags``, ``top_region[k]["per_sentence"]``): what the verdicts' intervals resample.
 
 Sentences whose exact search is cut short by ``max_expansions`` are left out of the figures
 that need exactness, and counted.
@@ -26,7 +27,7 @@ from simpe.decoders.heap_beam import HeapBeamDecoder
 from simpe.decoders.topk import TopKDecoder
 from simpe.metrics.utility import build_utility
 from simpe.models.base import family_of
-from simpe.ranking.measures import kqrg, krg, random_krg
+from simpe.ranking.measures import kqrg, krg, random_krg, random_krg_of
 from simpe.ties import SCORE_ATOL, margin
 
 SEARCH_ERROR_SLACK = 1e-4  # a beam's best below the exact top-1 by more than this (and the tie tolerance) is an error
@@ -46,6 +47,8 @@ def decoding_studies(model: Any, tokenizer: Any, sources: Sequence[str], referen
     exact1 = TopKDecoder(k=1, beam_size=5, max_expansions=max_expansions)
     tops = {k: TopKDecoder(k=k, beam_size=k, max_expansions=max_expansions) for k in ks}
     errors = {b: {"beam": 0, "heap_beam": 0} for b in beam_sizes}
+    flags: dict[int, dict[str, list[int]]] = {b: {"beam": [], "heap_beam": []} for b in beam_sizes}  # per exact sentence
+    per_sentence: dict[int, list[dict[str, float | None]]] = {k: [] for k in ks}  # what the verdicts' intervals resample
     exact_sentences, empty = 0, 0
     krgs: dict[int, list[float]] = {k: [] for k in ks}
     kqrgs: dict[int, dict[str, list[float]]] = {k: {"exact": [], "beam": []} for k in ks}
@@ -69,7 +72,9 @@ def decoding_studies(model: Any, tokenizer: Any, sources: Sequence[str], referen
                 for b in beam_sizes:
                     for name, decoder in (("beam", BeamDecoder(beam_size=b)), ("heap_beam", HeapBeamDecoder(beam_size=b))):
                         found = decoder.decode(model, ids).hypotheses
-                        errors[b][name] += not found or found[0].score < floor
+                        error = not found or found[0].score < floor
+                        errors[b][name] += error
+                        flags[b][name].append(int(error))
             else:
                 cut[1] += 1
             for k, decoder in tops.items():
@@ -80,8 +85,13 @@ def decoding_studies(model: Any, tokenizer: Any, sources: Sequence[str], referen
                 q = quality([text(h.tokens) for h in result.hypotheses], reference, source)
                 krgs[k].append(krg(q))
                 beam = BeamDecoder(beam_size=k).decode(model, ids).hypotheses
+                beam_q = quality([text(h.tokens) for h in beam], reference, source)
                 kqrgs[k]["exact"].append(kqrg(q))
-                kqrgs[k]["beam"].append(kqrg(quality([text(h.tokens) for h in beam], reference, source)))
+                kqrgs[k]["beam"].append(kqrg(beam_q))
+                per_sentence[k].append({"krg": krgs[k][-1], "krg_linear": krg(q, "linear"),
+                                        "random_linear": random_krg_of(q, "linear"), "kqrg_exact": kqrgs[k]["exact"][-1],
+                                        "kqrg_beam": kqrgs[k]["beam"][-1],
+                                        "beam_krg_linear": krg(beam_q, "linear") if len(beam_q) >= 2 else None})
             if progress is not None:
                 progress(f"studies: {i + 1}/{len(sources)} sentences")
     search = {b: {name: count / exact_sentences if exact_sentences else None for name, count in found.items()}
@@ -91,7 +101,9 @@ def decoding_studies(model: Any, tokenizer: Any, sources: Sequence[str], referen
         exact_q, beam_q = _mean(kqrgs[k]["exact"]), _mean(kqrgs[k]["beam"])
         region[k] = {"krg": _mean(krgs[k]), "random_krg": random_krg(k), "sentences": len(krgs[k]),
                      "kqrg_exact": exact_q, "kqrg_beam": beam_q,
-                     "lucky_bias": None if not exact_q or beam_q is None else beam_q / exact_q - 1.0}
+                     "lucky_bias": None if not exact_q or beam_q is None else beam_q / exact_q - 1.0,
+                     "per_sentence": per_sentence[k]}
     return {"sentences": len(sources), "exact_sentences": exact_sentences, "cut": cut,
             "empty_rate": empty / exact_sentences if exact_sentences else None, "search_errors": search,
+            "search_flags": flags,
             "top_region": region, "seconds": time.perf_counter() - t0}

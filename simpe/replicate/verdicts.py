@@ -1,0 +1,166 @@
+"""The five verdicts of the replication page, and the rules that give them from an effect, its interval and the paper's size.
+
+* **reproduced**: the effect has the paper's direction, its 95 % interval excludes zero, and the
+  effect lies within the stated band of the paper's effect, in the paper's unit;
+* **partly**: the direction is reproduced (significant) but the size is outside the band, or only
+  some parts of a claim are reproduced;
+* **not reproduced**: a significant effect of the opposite sign, or no significant effect while the
+  interval rules out the paper's size (it lies wholly on zero's side of the band);
+* **inconclusive**: the interval holds both zero and the paper's size; the rule says how many
+  segments (or sentences, systems) would make it narrow enough to decide;
+* **not testable here**: what is missing, and what fills it.
+
+A probe beyond the papers is **measured**: its figures are reported, it is not counted in the
+headline. A "no effect" claim (bias leaves BLEU unchanged) is judged as equivalence: reproduced
+when the interval lies inside the band around zero, not reproduced when it lies outside.
+This module holds no paper figures and reads no runs.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from simpe.report.stats import DEFAULT_RESAMPLES, DEFAULT_SEED, bootstrap_scores, resample_counts
+
+REPRODUCED, PARTLY, NOT_REPRODUCED, INCONCLUSIVE, NOT_TESTABLE = (
+    "reproduced", "partly", "not reproduced", "inconclusive", "not testable here")
+MEASURED = "measured"  # a probe beyond the papers: reported, not counted
+COUNTED = (REPRODUCED, PARTLY, NOT_REPRODUCED, INCONCLUSIVE, NOT_TESTABLE)
+Z95 = 1.959963984540054
+
+
+@dataclass(frozen=True)
+class Effect:
+    """simpe's effect in the paper's unit with its 95 % interval over ``n`` units (segments, sentences, systems)."""
+
+    value: float
+    low: float
+    high: float
+    n: int
+    unit: str
+    of: str = "segments"
+
+    def show(self, digits: int = 1) -> str:
+        f = f"{{:+.{digits}f}}"
+        return f"{f.format(self.value)} {self.unit} (95% CI {f.format(self.low)} to {f.format(self.high)}, n={self.n} {self.of})"
+
+    @property
+    def significant(self) -> bool:
+        return self.low > 0 or self.high < 0
+
+
+@dataclass(frozen=True)
+class Band:
+    """Where simpe's effect counts as the paper's size, in the paper's unit."""
+
+    low: float
+    high: float
+
+    def show(self, unit: str) -> str:
+        return f"[{self.low:+g}, {self.high:+g}] {unit}"
+
+
+def band_around(paper: float, factor: float = 2.0) -> Band:
+    """Within a factor of ``factor`` of the paper's effect: [paper / factor, paper * factor] (ordered)."""
+    a, b = paper / factor, paper * factor
+    return Band(min(a, b), max(a, b))
+
+
+def n_to_decide(effect: Effect, size: float) -> int | None:
+    """Units at which the interval's half-width would shrink below ``size`` (half-width ~ 1/sqrt(n))."""
+    half = (effect.high - effect.low) / 2
+    if size <= 0 or half <= 0:
+        return None
+    return max(effect.n + 1, math.ceil(effect.n * (half / size) ** 2))
+
+
+def judge(effect: Effect, paper: float, band: Band) -> tuple[str, str]:
+    """The verdict of a directional claim whose paper effect is ``paper`` (non-zero), and why."""
+    assert paper != 0, "a zero effect is judged by judge_null"
+    sign = 1.0 if paper > 0 else -1.0
+    said = f"simpe {effect.show()} against the paper's {paper:+g}, band {band.show(effect.unit)}"
+    if effect.significant and effect.value * sign < 0:
+        return NOT_REPRODUCED, f"{said}: significant, opposite sign"
+    if effect.significant:
+        if band.low <= effect.value <= band.high:
+            return REPRODUCED, f"{said}: significant, within the band"
+        return PARTLY, f"{said}: significant, the size is outside the band"
+    edge = band.low if sign > 0 else band.high  # the paper-size edge nearest zero
+    if (sign > 0 and effect.high < edge) or (sign < 0 and effect.low > edge):
+        return NOT_REPRODUCED, f"{said}: not significant, and the interval rules out the paper's size"
+    need = n_to_decide(effect, abs(edge))
+    return INCONCLUSIVE, f"{said}: not significant, the interval holds both 0 and the band" + (
+        f"; about {need} {effect.of} would decide it" if need else "")
+
+
+def judge_null(effect: Effect, band: float) -> tuple[str, str]:
+    """The verdict of a claim of no effect: the interval inside [-band, band] or outside it."""
+    said = f"simpe {effect.show()} against the paper's no effect, band ±{band:g} {effect.unit}"
+    if -band <= effect.low and effect.high <= band:
+        return REPRODUCED, f"{said}: the interval lies inside the band"
+    if effect.low > band or effect.high < -band:
+        return NOT_REPRODUCED, f"{said}: the interval lies outside the band"
+    room = band - abs(effect.value)
+    need = n_to_decide(effect, room) if room > 0 else None
+    return INCONCLUSIVE, f"{said}: the interval crosses the band's edge" + (f"; about {need} {effect.of} would decide it" if need else "")
+
+
+def combine(parts: Sequence[str]) -> str:
+    """One verdict of a claim with several parts: all reproduced; some reproduced (partly); else inconclusive or not."""
+    judged = [v for v in parts if v != NOT_TESTABLE]
+    if not judged:
+        return NOT_TESTABLE
+    if all(v == REPRODUCED for v in judged) and len(judged) == len(parts):
+        return REPRODUCED
+    if any(v in (REPRODUCED, PARTLY) for v in judged):
+        return PARTLY
+    if any(v == INCONCLUSIVE for v in judged):
+        return INCONCLUSIVE
+    return NOT_REPRODUCED
+
+
+# ---------------------------------------------------------------------------------------- intervals
+def paired_effect(base: np.ndarray, system: np.ndarray, score: Callable[[np.ndarray], np.ndarray], relative: bool,
+                  unit: str, num_resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED) -> Effect:
+    """system minus base from per-segment statistics (n, d): in score points, or relative to base in % (``relative``);
+    the interval from a paired bootstrap over segments (sacreBLEU's resampling, ``simpe.report.stats``)."""
+    base, system = np.asarray(base, dtype=np.float64), np.asarray(system, dtype=np.float64)  # (n, d)
+    counts = resample_counts(base.shape[0], num_resamples, seed)  # (B, n)
+    b_obs, s_obs = np.float64(score(base.sum(0))[0]), np.float64(score(system.sum(0))[0])  # numpy: x / 0 is inf, not an error
+    b_res, s_res = bootstrap_scores(base, score, counts), bootstrap_scores(system, score, counts)  # (B,)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        value = float(100.0 * (s_obs / b_obs - 1.0) if relative else s_obs - b_obs)
+        resampled = 100.0 * (s_res / b_res - 1.0) if relative else s_res - b_res
+    resampled = resampled[np.isfinite(resampled)]
+    if not np.isfinite(value) or resampled.size == 0:
+        return Effect(float("nan"), float("nan"), float("nan"), base.shape[0], unit)
+    low, high = np.percentile(resampled, [2.5, 97.5])
+    return Effect(float(value), float(low), float(high), int(base.shape[0]), unit)
+
+
+def mean_effect(values: Sequence[float], unit: str, of: str = "sentences", scale: float = 1.0,
+                num_resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED) -> Effect:
+    """The mean of per-unit values (differences already paired per unit) times ``scale``, with a bootstrap interval."""
+    x = np.asarray([v for v in values if v is not None and math.isfinite(v)], dtype=np.float64) * scale  # (n,)
+    if x.size == 0:
+        return Effect(float("nan"), float("nan"), float("nan"), 0, unit, of)
+    counts = resample_counts(x.size, num_resamples, seed)  # (B, n)
+    means = counts @ x / x.size  # (B,)
+    low, high = np.percentile(means, [2.5, 97.5])
+    return Effect(float(x.mean()), float(low), float(high), int(x.size), unit, of)
+
+
+def pearson_effect(r: float, n: int) -> Effect:
+    """Pearson's r over ``n`` systems with its Fisher-z 95 % interval."""
+    if n <= 3 or abs(r) >= 1:
+        return Effect(r, -1.0 if n <= 3 else r, 1.0 if n <= 3 else r, n, "r", "systems")
+    z, se = math.atanh(r), 1 / math.sqrt(n - 3)
+    return Effect(r, math.tanh(z - Z95 * se), math.tanh(z + Z95 * se), n, "r", "systems")
+
+
+def systems_to_decide(r: float) -> int:
+    """Systems at which a Pearson r of this size would have a Fisher-z interval that excludes zero."""
+    return math.ceil(3 + (Z95 / math.atanh(abs(r))) ** 2) + 1

@@ -1,0 +1,140 @@
+"""The five verdicts of the replication page, each from hand-made evidence with its numbers worked out by hand."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from simpe.replicate.claims import PROBES, Evidence, verdicts
+from simpe.replicate.verdicts import (
+    INCONCLUSIVE,
+    MEASURED,
+    NOT_REPRODUCED,
+    NOT_TESTABLE,
+    PARTLY,
+    REPRODUCED,
+    Band,
+    Effect,
+    band_around,
+    combine,
+    judge,
+    judge_null,
+    mean_effect,
+    paired_effect,
+    pearson_effect,
+    systems_to_decide,
+)
+
+NINE = band_around(-9.0)  # the paper's full R0 -9 relative %: [-18, -4.5]
+
+
+def test_the_band_is_a_factor_of_two_of_the_papers_effect():
+    assert NINE == Band(-18.0, -4.5) and band_around(4.0) == Band(2.0, 8.0)
+
+
+@pytest.mark.parametrize("effect, verdict, says", [
+    (Effect(-8.0, -11.0, -5.0, 2000, "relative %"), REPRODUCED, "significant, within the band"),
+    (Effect(-2.0, -3.0, -1.0, 2000, "relative %"), PARTLY, "the size is outside the band"),
+    (Effect(-30.0, -40.0, -20.0, 2000, "relative %"), PARTLY, "the size is outside the band"),
+    (Effect(3.0, 1.0, 5.0, 2000, "relative %"), NOT_REPRODUCED, "opposite sign"),
+    (Effect(-1.0, -3.0, 1.0, 2000, "relative %"), NOT_REPRODUCED, "rules out the paper's size"),  # -4.5 is outside [-3, 1]
+    # half-width 6 at n = 200; to shrink it below the band's edge 4.5: 200 * (6 / 4.5)^2 = 355.6 -> 356 segments
+    (Effect(-2.0, -8.0, 4.0, 200, "relative %"), INCONCLUSIVE, "about 356 segments would decide it"),
+])
+def test_a_directional_claim_gets_each_verdict_by_its_interval(effect, verdict, says):
+    got, why = judge(effect, -9.0, NINE)
+    assert got == verdict and says in why
+    assert "against the paper's -9, band [-18, -4.5] relative %" in why
+
+
+def test_a_claim_of_no_effect_is_an_equivalence_test():
+    assert judge_null(Effect(0.5, -1.0, 1.5, 2000, "relative %"), 2.0)[0] == REPRODUCED
+    assert judge_null(Effect(4.0, 3.0, 5.0, 2000, "relative %"), 2.0)[0] == NOT_REPRODUCED
+    verdict, why = judge_null(Effect(1.0, -1.0, 3.0, 100, "relative %"), 2.0)  # half-width 2, room 1: 100 * 4 = 400
+    assert verdict == INCONCLUSIVE and "about 400 segments would decide it" in why
+
+
+def test_a_claim_of_several_parts_combines_them():
+    assert combine([REPRODUCED, REPRODUCED]) == REPRODUCED
+    assert combine([REPRODUCED, NOT_REPRODUCED]) == PARTLY
+    assert combine([PARTLY, PARTLY]) == PARTLY
+    assert combine([INCONCLUSIVE, NOT_REPRODUCED]) == INCONCLUSIVE
+    assert combine([NOT_REPRODUCED, NOT_REPRODUCED]) == NOT_REPRODUCED
+    assert combine([NOT_TESTABLE, NOT_TESTABLE]) == NOT_TESTABLE
+    assert combine([REPRODUCED, NOT_TESTABLE]) == PARTLY  # only some parts measured
+
+
+def test_the_relative_effect_and_its_interval_from_per_segment_statistics():
+    """Per-segment (hits, total) counts: baseline 50 % of every segment, system 55 %: +10 relative %, a degenerate interval."""
+    base = np.tile([5.0, 10.0], (40, 1))  # (n, 2)
+    system = np.tile([5.5, 10.0], (40, 1))  # (n, 2)
+
+    def rate(summed: np.ndarray) -> np.ndarray:
+        summed = np.atleast_2d(summed)
+        return 100.0 * summed[:, 0] / summed[:, 1]
+
+    found = paired_effect(base, system, rate, relative=True, unit="relative %")
+    assert found.value == pytest.approx(10.0) and found.low == pytest.approx(10.0) and found.high == pytest.approx(10.0)
+    assert paired_effect(base, system, rate, relative=False, unit="points").value == pytest.approx(5.0)
+    assert found.show() == "+10.0 relative % (95% CI +10.0 to +10.0, n=40 segments)"
+
+
+def test_a_mean_over_sentences_and_a_correlations_interval():
+    found = mean_effect([0.0, 1.0] * 50, "points", scale=100.0)  # mean 50, bootstrap se 5: about 40 to 60
+    assert found.value == pytest.approx(50.0) and 39.0 < found.low < 41.5 and 58.5 < found.high < 61.0 and found.n == 100
+    r = pearson_effect(0.48, 8)  # the earlier page's 8 systems: Fisher z 0.523 +- 0.877 = -0.354 to 1.400: r -0.340 to 0.885
+    assert r.low == pytest.approx(-0.340, abs=0.001) and r.high == pytest.approx(0.885, abs=0.001)
+    assert judge(r, 0.977, Band(0.5, 1.0))[0] == INCONCLUSIVE
+    assert systems_to_decide(0.5) == 17  # 3 + (1.96 / atanh 0.5)^2 = 15.7 -> 16, and one more to exclude zero
+
+
+def _studies(beam: list[int], heap: list[int], empty_rate: float) -> dict:
+    per = [{"krg": 0.6, "krg_linear": 0.80, "random_linear": 0.8042, "kqrg_exact": 0.40, "kqrg_beam": 0.45,
+            "beam_krg_linear": 0.81}] * len(beam)
+    return {"sentences": len(beam), "exact_sentences": len(beam), "empty_rate": empty_rate,
+            "search_errors": {5: {"beam": sum(beam) / len(beam), "heap_beam": sum(heap) / len(heap)}},
+            "search_flags": {5: {"beam": beam, "heap_beam": heap}}, "cut": {1: 0, 10: 0},
+            "top_region": {10: {"per_sentence": per}}}
+
+
+def test_search_errors_without_empty_modes_are_at_most_partly():
+    """50 sentences: beam errs on 40, min-heap on 2: -76 points against the paper's -65.33, inside [-130.66, -32.665]."""
+    studies = _studies([1] * 40 + [0] * 10, [1] * 2 + [0] * 48, empty_rate=0.0)
+    (_, row), = verdicts(Evidence({}, studies), only=["yan2021-t3-search-errors"])
+    assert row.verdict == PARTLY and "-76.0 points" in row.why and "another regime" in row.why
+    (_, row), = verdicts(Evidence({}, _studies([1] * 40 + [0] * 10, [1] * 2 + [0] * 48, empty_rate=0.6)),
+                         only=["yan2021-t3-search-errors"])
+    assert row.verdict == REPRODUCED
+    assert "67.53 (Table 3, Transformer(base), Beam Search; points; line 276)" in row.paper
+
+
+def test_the_top_region_and_beams_krg_and_the_lucky_bias_from_per_sentence_figures():
+    rows = dict(verdicts(Evidence({}, _studies([0] * 30, [0] * 30, 0.0)),
+                         only=["yan2022-top-region", "yan2022-beam-krg", "yan2022-lucky-bias", "yan2021-beam-sizes"]))
+    assert rows["yan2022-top-region"].verdict == REPRODUCED  # -0.42 points, no spread: inside +-3
+    assert rows["yan2022-beam-krg"].verdict == REPRODUCED  # +1 point, inside +-2
+    assert rows["yan2022-lucky-bias"].verdict == PARTLY and "+5.0 points" in rows["yan2022-lucky-bias"].why  # size not comparable
+    assert rows["yan2021-beam-sizes"].verdict == INCONCLUSIVE  # one beam size: no change to see
+
+
+def test_the_mbr_correlation_of_eight_systems_is_inconclusive_and_says_what_n_decides():
+    systems = {"models": [{"name": f"m{i}", "mc.kqrg": 0.1, "mbr.quality": 0.2} for i in range(8)],
+               "correlation": {"mc.kqrg": {"pearson": 0.48}, "beam.quality": {"pearson": 0.1}},
+               "settings": {"segments": 500, "probe": 50, "samples": 100, "mbr_samples": 100}}
+    (_, row), = verdicts(Evidence({}, None, systems=systems), only=["yan2022-mbr"])
+    assert row.verdict == INCONCLUSIVE and "about 17 systems would decide it" in row.why
+
+
+def test_probes_are_measured_and_missing_evidence_says_so():
+    rows = dict(verdicts(Evidence({"scalc": None}, None, {"scalc": "not run"})))
+    assert rows["simianer2019-bleu"].verdict == NOT_TESTABLE and rows["simianer2019-bleu"].why == "not run"
+    assert rows["yan2022-random"].verdict == REPRODUCED and rows["yan2022-random"].simpe.startswith("58.75 ")
+    studies = _studies([0] * 10, [0] * 10, 0.0)
+    assert dict(verdicts(Evidence({}, studies), only=["yan2021-empty-modes"]))["yan2021-empty-modes"].verdict == MEASURED
+    assert PROBES == {"sensitivity", "yan2021-empty-modes", "yan2022-t8-chrf", "beyond-forgetting", "beyond-repeated"}
+    assert all("seed 0" not in v.source + v.paper + v.claim for _, v in verdicts(Evidence({}, None)))
+
+
+def test_a_relative_effect_against_a_zero_baseline_is_undefined_not_an_error():
+    base, system = np.tile([0.0, 10.0], (5, 1)), np.tile([1.0, 10.0], (5, 1))  # (n, 2)
+    found = paired_effect(base, system, lambda s: 100.0 * np.atleast_2d(s)[:, 0] / np.atleast_2d(s)[:, 1], True, "relative %")
+    assert np.isnan(found.value)
