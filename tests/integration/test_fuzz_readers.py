@@ -226,3 +226,34 @@ def test_mutants_that_read_end_as_complete_runs(tmp_path: Path, capsys: pytest.C
         assert len(record.segments) == len(segments)
         ran += 1
     assert ran == 3
+
+
+def test_fuzz_model_folder_config(tmp_path: Path):
+    """A model folder's config.json, damaged: check_model reads it or refuses it in one line (never a traceback)."""
+    from simpe.model import check_model
+
+    folder = tmp_path / "model"
+    shutil.copytree(Path(__file__).resolve().parents[2] / "models" / "demo-en-de", folder)
+    out = fuzz(folder / "config.json", lambda _p: check_model(folder), examples=EXAMPLES // 3)
+    assert out["refused"] > 0, out
+
+
+def test_fuzz_resume_checkpoint_values(tmp_path: Path):
+    """A real checkpoint's bytes, damaged, then its values checked as a resume checks them (structure, the method's
+    state against the method on the demo model): each mutant loads or is refused in one line."""
+    from simpe.config import load_config
+    from simpe.simulate import Loop
+
+    loop = Loop(load_config("bias", [f"runs_dir={tmp_path}", "data.segments=3", "checkpoint_every=1", "snapshots.every=0",
+                                     "device=cpu"]), progress=False)
+    path = loop.run(stop_after=2)
+    from simpe.rundir.writer import RunDir
+
+    rundir = RunDir(path)
+
+    def read(_p: Path) -> None:
+        state = rundir.load_checkpoint()
+        loop._check_checkpoint(rundir, state)
+
+    out = fuzz(rundir.checkpoint_file, read, examples=EXAMPLES // 3)
+    assert out["refused"] > 0, out
