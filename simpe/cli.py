@@ -119,6 +119,9 @@ def _add_simulate(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--snapshot-every", type=int, help="ranking snapshot every N segments; 0 = off (default: snapshots.every of adapters/defaults.yaml)")
     p.add_argument("--skip-empty", action="store_true", help="skip segments with an empty source or reference (counted warning) instead of failing")
     p.add_argument("--reset", choices=["none", "document"], help="return to the base model at each document boundary (default: none)")
+    p.add_argument("--protocol", choices=["post-edit", "interactive"],
+                   help="post-edit (default), or interactive: a simulated translator corrects, the system completes from "
+                        "the typed prefix; KSMR and WSR per segment (protocol.level: char, word or both; docs/interactive.md)")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override any config key, e.g. --set update.lr=0.02 (repeatable)")
     p.add_argument("--config", type=Path, help="a resolved config.yaml of an earlier run: reproduce it")
@@ -139,7 +142,8 @@ def _add_simulate(sub: argparse._SubParsersAction) -> None:
 def _simulate_overrides(args: argparse.Namespace) -> list[str]:
     flags = {"data.name": args.dataset, "data.split": args.split, "model.path": args.model, "data.segments": args.segments,
              "device": args.device, "comet": args.comet, "metrics.truecaser": args.truecaser,
-             "snapshots.every": args.snapshot_every, "runs_dir": args.runs_dir, "reset": args.reset}
+             "snapshots.every": args.snapshot_every, "runs_dir": args.runs_dir, "reset": args.reset,
+             "protocol.name": args.protocol}
     out = [f"{key}={value}" for key, value in flags.items() if value is not None]
     if args.skip_empty:
         out.append("data.skip_empty=true")

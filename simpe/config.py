@@ -278,6 +278,30 @@ class SnapshotConfig:
             raise ConfigError("snapshots with ranking=false and forgetting=0 measure nothing; enable one, or set snapshots.every=0")
 
 
+PROTOCOLS = ("post-edit", "interactive")
+LEVELS = ("char", "word", "both")
+
+
+@dataclass
+class ProtocolConfig:
+    """How the translator works with the system (docs/interactive.md).
+
+    post-edit: the system translates, the translator rewrites (Simianer et al. 2019). interactive: the
+    interactive-predictive protocol (Knowles & Koehn 2016; Peris et al. 2017): after each correction the system
+    completes the sentence from the validated prefix; the effort (KSMR, WSR) is logged per segment. In both the
+    method adapts on (source, post-edit) once the segment is done.
+    """
+
+    name: str  # post-edit | interactive
+    level: str  # interactive: the simulated translator corrects a character (KSMR), a word (WSR) or both (two sessions)
+
+    def __post_init__(self) -> None:
+        if self.name not in PROTOCOLS:
+            raise ConfigError(f"unknown protocol.name {self.name!r}; known: {', '.join(PROTOCOLS)}")
+        if self.level not in LEVELS:
+            raise ConfigError(f"unknown protocol.level {self.level!r}; known: {', '.join(LEVELS)}")
+
+
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._=+,@-]*")
 
 
@@ -341,6 +365,7 @@ class RunConfig:
     metrics: MetricsConfig
     ranking: RankingConfig
     snapshots: SnapshotConfig
+    protocol: ProtocolConfig
 
     def __post_init__(self) -> None:
         check_name("adapter", self.adapter)

@@ -34,6 +34,7 @@ from simpe.config import RunConfig, load_saved_config, resume_difference
 from simpe.datasets import DATASETS, Segment, stream_hash
 from simpe.decoders import DECODERS
 from simpe.errors import ConfigError, DataError, ModelError, RunDirError
+from simpe.interactive import COMPLETING_DECODERS, EFFORT_OF, run_sessions
 from simpe.methods import METHODS
 from simpe.metrics.online import OnlineScorer, metric_for
 from simpe.metrics.recall import repeated_errors
@@ -95,7 +96,7 @@ def load_stream(cfg: RunConfig) -> tuple[Any, list[Segment]]:
 def run_path(cfg: RunConfig) -> Path:
     """The run's folder: ``<runs_dir>/<dataset>-<split>--<model>--<N>seg/<adapter>``."""
     model = model_name(cfg.model.path) if cfg.model.path else DEFAULT_MODEL.name
-    path = layout.run_path(cfg.runs_dir, cfg.data.name, cfg.data.split, model, cfg.data.segments, cfg.adapter)
+    path = layout.run_path(cfg.runs_dir, cfg.data.name, cfg.data.split, model, cfg.data.segments, cfg.adapter, cfg.protocol.name)
     if not layout.inside(path, cfg.runs_dir) or Path(path).resolve() == Path(cfg.runs_dir).resolve():
         raise ConfigError(f"the run folder {path} would lie outside the runs folder {cfg.runs_dir}; check the names")
     return path
@@ -181,6 +182,10 @@ class Loop:
         self.dataset, self.segments = load_stream(cfg)
         self.method = METHODS.build(cfg.method.name, **cfg.method.params)
         self.decoder = DECODERS.build(cfg.decoder.name, **cfg.decoder.params)
+        self.levels = ("char", "word") if cfg.protocol.level == "both" else (cfg.protocol.level,)
+        if cfg.protocol.name == "interactive" and cfg.decoder.name not in COMPLETING_DECODERS:
+            raise ConfigError(f"protocol interactive completes typed prefixes, which decoder {cfg.decoder.name!r} cannot; "
+                              f"use one of {', '.join(COMPLETING_DECODERS)}")
         self.path = run_path(cfg)
         self.probe = probe_set(cfg, self.dataset, self.segments) if cfg.snapshots.every and cfg.snapshots.ranking else []
         self.forgetting = forgetting_set(cfg, self.dataset)
@@ -285,9 +290,15 @@ class Loop:
         best = list(result.hypotheses[0].tokens) if result.hypotheses else []
         hypothesis = self.tokenizer.decode(best, skip_special_tokens=True)
         t1, m1 = time.perf_counter(), self.timer.seconds
+        effort = None
+        if self.cfg.protocol.name == "interactive":  # the translator corrects, the system completes; before the update
+            effort = run_sessions(self.model, self.tokenizer, self.decoder, pair.input_ids, hypothesis, seg.reference,
+                                  self.levels)
+        t1b, m1b = time.perf_counter(), self.timer.seconds
         pieces = self.cfg.metrics.subword == "all"
         scored = self.scorer.add(hypothesis, seg.reference, self.pieces(best) if pieces else None,
-                                 self.pieces(pair.labels[0].tolist()) if pieces else None, doc_id=seg.doc_id)
+                                 self.pieces(pair.labels[0].tolist()) if pieces else None, doc_id=seg.doc_id,
+                                 effort=None if effort is None else {EFFORT_OF[level]: e.stats() for level, e in effort.items()})
         t2, m2 = time.perf_counter(), self.timer.seconds
         upd = update(self.model, self.method, pair, self.cfg.update)  # reference i is seen only here
         self.method.after_segment(pair)  # knn stores the post-edit, icl remembers the pair
@@ -301,9 +312,12 @@ class Loop:
             hyp_score=result.hypotheses[0].score if result.hypotheses else None,
             **scored, update=upd,
             # phases of the loop; *_model: time inside model forward passes (ModelTimer), backward: inside autograd
-            seconds={"prepare": t0 - start, "translate": t1 - t0, "score": t2 - t1, "update": t3 - t2,
+            seconds={"prepare": t0 - start, "translate": t1 - t0, "score": t2 - t1b, "update": t3 - t2,
                      "translate_model": m1 - m0, "update_model": m3 - m2, "backward": backward},
         )
+        if effort is not None:
+            record.seconds.update({"interact": t1b - t1, "interact_model": m1b - m1})
+            record.effort = {level: e.to_dict() for level, e in effort.items()}
         if pair.truncated:
             record.truncated = list(pair.truncated)
             self.truncated += 1

@@ -74,6 +74,14 @@ class Decoder(ABC):
         the default is a loop over ``decode``."""
         return [self.decode(model, input_ids, index=start + offset) for offset, input_ids in enumerate(batch)]
 
+    def decode_source(self, model: Any, source: Any, *, t0: float | None = None) -> DecodeResult:
+        """Decode a source encoded already (``simpe.decoders.incremental.encode``), honouring its typed-prefix
+        constraint (``simpe.decoders.prefix``): what the interactive-predictive protocol asks after each correction.
+        Greedy, beam, min-heap beam and both exact top-k searches implement it; sampling and MBR do not."""
+        from simpe.errors import ConfigError
+
+        raise ConfigError(f"decoder {self.name!r} cannot complete a typed prefix; use greedy, beam, heap_beam, topk or topk_dfs")
+
     def bind(self, tokenizer: Any) -> Decoder:
         """Give the decoder the model's tokenizer (and let it load what it needs); returns self."""
         self.tokenizer = tokenizer

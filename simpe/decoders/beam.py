@@ -25,6 +25,7 @@ import torch
 
 from simpe.decoders.base import DECODERS, DecodeResult, Hypothesis
 from simpe.decoders.incremental import NEG_INF, LengthLimit, Lockstep, LockstepDecoder, Source, check_int, decoding, encode, step_scores
+from simpe.decoders.prefix import apply as apply_typed
 from simpe.ties import GATE, REL, SCORE_ATOL, margin, rank, tied, top
 
 StepHook = Callable[[int, list[tuple[int, ...]], list[float], torch.Tensor, torch.Tensor, Any], None]
@@ -171,6 +172,7 @@ def beam_search_many(model: Any, sources: list[Source], beam_size: int, heap: bo
             while last_row + 1 < rows and row_source[last_row + 1] == i:
                 last_row += 1
             block = slice(first, last_row + 1)
+            apply_typed(sources[i], logp[block], seqs[i])
             if on_step is not None:
                 on_step(i, seqs[i], scores[i], logp[block], states[block], rows_of.cache)
             expansions[i] += last_row + 1 - first

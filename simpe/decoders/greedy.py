@@ -11,7 +11,8 @@ from typing import Any
 import torch
 
 from simpe.decoders.base import DECODERS, Decoder, DecodeResult, Hypothesis
-from simpe.decoders.incremental import LengthLimit, Lockstep, decoding, encode, step_scores
+from simpe.decoders.incremental import LengthLimit, Lockstep, Source, decoding, encode, step_scores
+from simpe.decoders.prefix import apply as apply_typed
 from simpe.ties import SCORE_ATOL, top
 
 
@@ -26,7 +27,11 @@ class GreedyDecoder(Decoder):
     def decode(self, model: Any, input_ids: Any, *, index: int = 0, source: str | None = None) -> DecodeResult:
         t0 = time.perf_counter()
         with decoding(model):
-            source = encode(model, input_ids, self.limit)
+            return self.decode_source(model, encode(model, input_ids, self.limit), t0=t0)
+
+    def decode_source(self, model: Any, source: Source, *, t0: float | None = None) -> DecodeResult:
+        t0 = time.perf_counter() if t0 is None else t0
+        with decoding(model):
             stops = source.special.stops
             dec = Lockstep(model, [source])
             token = None  # step 0 feeds the target prefix
@@ -34,6 +39,7 @@ class GreedyDecoder(Decoder):
             score = 0.0
             for position in range(source.max_len):
                 logp = dec.step(token)  # (1, vocab)
+                apply_typed(source, logp, [tuple(tokens)])
                 allowed = step_scores(logp, source.special, last=position == source.max_len - 1)  # (1, vocab)
                 best = int(top(allowed[0], 1, atol=SCORE_ATOL)[0])  # tied to rounding noise (simpe.ties): the lower id
                 score += float(logp[0, best])

@@ -121,6 +121,8 @@ class Source:
     special: Special
     prefix: tuple[int, ...] = ()
     device: Any = None
+    room: int | None = None  # the most target tokens the model's position table allows after the prefix
+    constraint: Any = None  # a typed prefix the hypotheses must agree with (simpe.decoders.prefix.CharPrefix)
 
 
 def encode(model: Any, input_ids: Any, limit: LengthLimit) -> Source:
@@ -142,10 +144,11 @@ def encode(model: Any, input_ids: Any, limit: LengthLimit) -> Source:
     prefix = family.prefix if family.encoder_decoder else tuple(ids[0].tolist())
     # the target never runs past the model's position table (an mBART-50 checkpoint of 256 positions under a cap of
     # 256 and its 2-token prefix would index past it): prefix and hypothesis together fit max_tokens
-    max_len = max(1, min(limit(src_len), family.max_tokens(model.config) - len(prefix)))
+    room = max(1, family.max_tokens(model.config) - len(prefix))
+    max_len = min(limit(src_len), room)
     if family.encoder_decoder:
-        return Source(family.encode(model, ids), src_len, max_len, special, prefix, device)
-    return Source(None, src_len, max_len, special, prefix, device)
+        return Source(family.encode(model, ids), src_len, max_len, special, prefix, device, room)
+    return Source(None, src_len, max_len, special, prefix, device, room)
 
 
 def step_scores(logp: torch.Tensor, special: Special, last: bool, overwrite: bool = False) -> torch.Tensor:
@@ -329,6 +332,11 @@ class LockstepDecoder(Decoder):
         t0 = time.perf_counter()
         with decoding(model):
             return self.decode_sources(model, [encode(model, input_ids, self.limit) for input_ids in batch], start=start, t0=t0)
+
+    def decode_source(self, model: Any, source: Source, *, t0: float | None = None) -> DecodeResult:
+        """One source encoded already (and perhaps constrained to a typed prefix: ``simpe.decoders.prefix``)."""
+        with decoding(model):
+            return self.decode_sources(model, [source], t0=t0)[0]
 
     @abstractmethod
     def decode_sources(self, model: Any, sources: list[Source], *, start: int = 0, t0: float | None = None) -> list[DecodeResult]:

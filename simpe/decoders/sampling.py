@@ -26,7 +26,7 @@ from typing import Any
 
 import torch
 
-from simpe.decoders.base import DECODERS, DecodeResult, Hypothesis
+from simpe.decoders.base import DECODERS, Decoder, DecodeResult, Hypothesis
 from simpe.decoders.incremental import LengthLimit, Lockstep, LockstepDecoder, Source, check_int
 from simpe.ties import SCORE_ATOL, rank
 
@@ -174,6 +174,11 @@ class SamplingDecoder(LockstepDecoder):
     def decode(self, model: Any, input_ids: Any, *, index: int = 0, source: str | None = None) -> DecodeResult:
         """``samples`` samples drawn with seed ``seed + index``."""
         return self.decode_batch(model, [input_ids], start=index)[0]
+
+    def decode_source(self, model: Any, source: Source, *, t0: float | None = None) -> DecodeResult:
+        if source.constraint is not None:  # sampling draws from the unconstrained distribution: no typed prefix
+            return Decoder.decode_source(self, model, source, t0=t0)
+        return super().decode_source(model, source, t0=t0)
 
     def decode_sources(self, model: Any, sources: list[Source], *, start: int = 0, t0: float | None = None) -> list[DecodeResult]:
         """``decode_batch`` of sources encoded already (``incremental.encode`` with this decoder's length limit):

@@ -61,6 +61,7 @@ import torch
 from simpe.decoders.base import DECODERS, DecodeResult, Hypothesis
 from simpe.decoders.beam import beam_search_many
 from simpe.decoders.incremental import NEG_INF, LengthLimit, LockstepDecoder, Source, check_int, check_number, stack_sources
+from simpe.decoders.prefix import apply as apply_typed
 from simpe.errors import ConfigError
 from simpe.models import family_of
 from simpe.ties import SCORE_ATOL, margin, rank
@@ -172,6 +173,7 @@ class SentenceSearch:
         """Register expanded prefixes: note their stop-token (EOS) children, keep their sorted children above the bound."""
         stops = list(self.special.stops)
         rows = len(prefixes)
+        apply_typed(self.source, logp, prefixes)  # a typed prefix: tokens leaving it never enter the tree
         # logp (rows, vocab) float32 is this search's own (a fresh forward, or a beam row the beam is done with): masked in place
         if self.special.forbidden:
             logp[:, list(self.special.forbidden)] = NEG_INF

@@ -25,7 +25,8 @@ import torch
 
 from simpe.decoders.base import DECODERS, Decoder, DecodeResult, Hypothesis
 from simpe.decoders.beam import beam_search
-from simpe.decoders.incremental import NEG_INF, LengthLimit, check_int, check_number, decoding, encode, step_scores
+from simpe.decoders.incremental import NEG_INF, LengthLimit, Source, check_int, check_number, decoding, encode, step_scores
+from simpe.decoders.prefix import apply as apply_typed
 from simpe.models import family_of
 from simpe.ties import SCORE_ATOL, margin, rank
 
@@ -47,9 +48,13 @@ class TopKDfsDecoder(Decoder):
 
     def decode(self, model: Any, input_ids: Any, *, index: int = 0, source: str | None = None) -> DecodeResult:
         t0 = time.perf_counter()
+        with decoding(model):
+            return self.decode_source(model, encode(model, input_ids, self.limit), t0=t0)
+
+    def decode_source(self, model: Any, source: Source, *, t0: float | None = None) -> DecodeResult:
+        t0 = time.perf_counter() if t0 is None else t0
         family = family_of(model)
         with decoding(model):
-            source = encode(model, input_ids, self.limit)
             special, stops, device = source.special, source.special.stops, source.device
             beam_hyps, _, _ = beam_search(model, source, self.beam_size or self.k, heap=True)
             gamma = beam_hyps[self.k - 1].score if len(beam_hyps) >= self.k else NEG_INF
@@ -72,6 +77,7 @@ class TopKDfsDecoder(Decoder):
                     cross.extend(family.cross_layers(out))
                 new_legacy = [(layer.keys, layer.values) for layer in family.self_cache(out).layers]
                 logp = torch.log_softmax(logits.float(), dim=-1)  # (1, vocab)
+                apply_typed(source, logp, [prefix])
                 allowed = step_scores(logp, special, last=len(prefix) + 1 >= source.max_len)[0].double()  # (vocab,)
                 values, order = torch.sort(allowed, descending=True)  # (vocab,), (vocab,)
                 expansions += 1

@@ -45,6 +45,7 @@ from simpe import __version__
 from simpe.config import NOVEL_VOCAB_OF_DATASET, MetricsConfig
 from simpe.errors import ConfigError, DataError
 from simpe.metrics.base import METRICS, Metric
+from simpe.metrics.effort import EFFORT_METRICS
 from simpe.metrics.recall import RecallCounter, RecallMetric, load_vocab, r_signature, ratio, vocab_digest
 from simpe.metrics.sacre import SbleuMetric
 from simpe.metrics.stopwords import load_stopwords, stopwords_digest, stopwords_path
@@ -66,6 +67,8 @@ def metric_for(name: str) -> Metric:
     """
     if _R_NAME.match(name):
         return RecallMetric(name)
+    if name in EFFORT_METRICS:
+        return EFFORT_METRICS[name]
     return METRICS.build(name)
 
 
@@ -146,6 +149,7 @@ class OnlineScorer:
         self.num_segments = 0
         self.totals: dict[str, list] = {name: [0] * len(metric.stat_names) for name, metric in self.corpus.items()}
         self.sbleu_sum = 0.0
+        self.effort_totals: dict[str, list[float]] = {}  # ksmr / wsr under the interactive protocol
 
     # ------------------------------------------------------------ names
     def recall_counters(self) -> list[RecallCounter]:
@@ -162,7 +166,7 @@ class OnlineScorer:
 
     # ------------------------------------------------------------ scoring
     def add(self, hypothesis: str, reference: str, hyp_pieces: list[str] | None = None,
-            ref_pieces: list[str] | None = None, doc_id: str | None = None) -> dict:
+            ref_pieces: list[str] | None = None, doc_id: str | None = None, effort: Mapping[str, list] | None = None) -> dict:
         """Score one segment; returns the ``hyp_tokens``, ``ref_tokens``, ``metrics``, ``stats`` and ``cumulative``
         part of its record, exactly as in docs/run-format.md.
 
@@ -171,6 +175,8 @@ class OnlineScorer:
             reference: the detokenised reference (post-edit).
             hyp_pieces, ref_pieces: the subword pieces of both; required when ``cfg.subword`` is ``all``.
             doc_id: the segment's document (``scope: document`` restarts the counts when it changes).
+            effort: the interactive protocol's statistics of this segment, ``{"ksmr": [actions, chars], "wsr": [...]}``
+                (``simpe.interactive``): logged under ``stats`` and ``metrics`` beside the text metrics.
         """
         if self.cfg.subword == "all" and (hyp_pieces is None or ref_pieces is None):
             raise DataError("the subword R variants (subword: all) need hyp_pieces and ref_pieces for every segment")
@@ -191,6 +197,9 @@ class OnlineScorer:
             metrics.update(self.subwords.add(set(hyp_pieces), set(ref_pieces)))
         elif self.cfg.subword == "content":
             metrics.update(self.subwords.add(self._content_pieces(hyp_types), self._content_pieces(ref_types)))
+        for name, values in (effort or {}).items():
+            stats[name] = list(values)
+            metrics[name] = EFFORT_METRICS[name].score_from_stats(values)
         self._accumulate(stats, metrics["sbleu"])
         record = {"hyp_tokens": hyp_tokens, "ref_tokens": ref_tokens, "metrics": metrics, "stats": stats,
                   "cumulative": self.cumulative()}
@@ -214,6 +223,11 @@ class OnlineScorer:
             total = self.totals[name]
             for j, value in enumerate(stats[name]):
                 total[j] += value
+        for name in EFFORT_METRICS:
+            if name in stats:
+                total = self.effort_totals.setdefault(name, [0, 0])
+                for j, value in enumerate(stats[name]):
+                    total[j] += value
         self.sbleu_sum += sbleu
         self.num_segments += 1
 
@@ -253,6 +267,8 @@ class OnlineScorer:
         for counter in self.recall_counters():
             for name, (num, den) in counter.totals.items():
                 values[name] = ratio(num, den)
+        for name, total in self.effort_totals.items():
+            values[name] = EFFORT_METRICS[name].score_from_stats(total)
         return values
 
     def r_signatures(self) -> dict[str, str]:

@@ -19,6 +19,7 @@ import numpy as np
 
 from simpe.errors import RunDirError
 from simpe.metrics import Metric, logged_stats, metric_for
+from simpe.metrics.effort import EFFORT_METRICS
 from simpe.metrics.online import signature_label
 from simpe.metrics.utility import COMET
 from simpe.report.stats import DEFAULT_RESAMPLES, DEFAULT_SEED, bootstrap_scores, paired_test, resample_counts
@@ -216,6 +217,9 @@ def compare_runs(group: RunGroup, seed: int | None = DEFAULT_SEED, num_resamples
         columns.append(column(COMET))
     elif any(_corpus_value(run, COMET, group) is not None for run in group.runs):
         notes.append("COMET was scored for only some runs; its column is left out")
+    for key in EFFORT_METRICS:  # the interactive protocol's KSMR / WSR, when every run logged them
+        if all(_corpus_value(run, key, group) is not None for run in group.runs):
+            columns.append(column(key))
 
     counts = resample_counts(num_segments, num_resamples, seed).astype(np.float64)  # (B, n)
     rows: list[Row] = []

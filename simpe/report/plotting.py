@@ -34,6 +34,11 @@ DELTA_PANELS: list[tuple[str, str, str]] = [
     ("r0+1", "R0+1: R0 and R1 together", "Δ R0+1 (percentage points)"),
     ("bleu", "BLEU (corpus, from accumulated statistics)", "Δ BLEU (points)"),
 ]
+# the interactive protocol's effort (simpe.interactive), drawn beside them when every run logged it
+EFFORT_PANELS: list[tuple[str, str, str]] = [
+    ("ksmr", "KSMR: keystrokes and clicks per reference character (lower is better)", "Δ KSMR (percentage points)"),
+    ("wsr", "WSR: typed words per reference word (lower is better)", "Δ WSR (percentage points)"),
+]
 # (snapshot metric, panel title, y-axis label), in panel order
 SNAPSHOT_PANELS: list[tuple[str, str, str]] = [
     ("krg", "kRG: model ranking vs. quality ranking", "kRG (0–1, 1 = same order)"),
@@ -197,12 +202,17 @@ def _coverage(group: RunGroup) -> str:
 
 def plot_cumulative_deltas(group: RunGroup, out_dir: Path) -> list[Path]:
     """Seed 002 Figure 2 as ``cumulative_delta.png`` and ``.pdf``: one panel per metric, one line per method."""
-    curves = cumulative_deltas(group)
+    panels = DELTA_PANELS + [p for p in EFFORT_PANELS if all(p[0] in (run.segments[0].get("cumulative") or {})
+                                                             for run in group.runs if run.segments)]
+    curves = cumulative_deltas(group, tuple(key for key, _, _ in panels))
     colors = method_colors(group.runs)
-    fig = _figure(11.0, 7.6)
-    axes = fig.subplots(2, 2, sharex=True).ravel()
+    cols = 2 if len(panels) <= 4 else 3
+    fig = _figure(5.5 * cols, 7.6)
+    axes = fig.subplots(2, cols, sharex=True).ravel()
+    for ax in axes[len(panels):]:
+        ax.set_visible(False)
     clipped_before = 0
-    for ax, (key, title, ylabel) in zip(axes, DELTA_PANELS):
+    for ax, (key, title, ylabel) in zip(axes, panels):
         # drawn on top, dashed: a method identical to the baseline stays visible under it
         ax.axhline(0.0, color=colors[group.baseline.name], linewidth=1.1, linestyle=(0, (4, 3)), zorder=3,
                    label=f"{group.baseline.label} (zero line)")
@@ -224,7 +234,7 @@ def plot_cumulative_deltas(group: RunGroup, out_dir: Path) -> list[Path]:
         ax.set_ylabel(ylabel)
         ax.set_xlim(0, max(1, group.num_segments - 1))
         ax.grid(True, linewidth=0.4, alpha=0.5)
-    for ax in axes[2:]:
+    for ax in axes[cols:]:
         ax.set_xlabel("segment index (cumulative over segments 0..i)")
     handles, labels = axes[0].get_legend_handles_labels()
     if clipped_before:

@@ -66,14 +66,17 @@ def inside(path: Path, root: Path) -> bool:
     return True
 
 
-def group_name(dataset: str, split: str, model: str, segments: int | None) -> str:
-    """The folder shared by runs on the same stream: ``<dataset>-<split>--<model>--<N>seg``."""
-    return f"{dataset}-{split}--{model}--{segments if segments else 'all'}seg"
+def group_name(dataset: str, split: str, model: str, segments: int | None, protocol: str = "post-edit") -> str:
+    """The folder shared by runs on the same stream: ``<dataset>-<split>--<model>--<N>seg``, and ``--interactive``
+    after it for the interactive-predictive protocol (its runs are compared with each other, not with post-editing's)."""
+    suffix = "" if protocol == "post-edit" else f"--{protocol}"
+    return f"{dataset}-{split}--{model}--{segments if segments else 'all'}seg{suffix}"
 
 
-def run_path(runs_dir: str | Path, dataset: str, split: str, model: str, segments: int | None, adapter: str) -> Path:
+def run_path(runs_dir: str | Path, dataset: str, split: str, model: str, segments: int | None, adapter: str,
+             protocol: str = "post-edit") -> Path:
     """``<runs_dir>/<group>/<adapter>``: the folder of one run."""
-    return Path(runs_dir) / group_name(dataset, split, model, segments) / adapter
+    return Path(runs_dir) / group_name(dataset, split, model, segments, protocol) / adapter
 
 
 def compare_dir(group_dir: Path) -> Path:

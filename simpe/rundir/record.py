@@ -53,6 +53,7 @@ class SegmentRecord:
     truncated: list[str] | None = None  # the sides cut to the model's limit
     reset: bool | None = None  # reset: document (the state returned to the base's before this segment)
     non_finite: list[str] | None = None
+    effort: dict[str, Any] | None = None  # protocol interactive: each level's simulated translator (simpe.interactive)
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -97,7 +98,7 @@ _HEAD = ("index", "doc_id", "seg_id", "source", "reference", "hypothesis")
 _OPTIONAL_MIDDLE = ("mt", "examples", "info")
 _SCORED = ("hyp_tokens", "ref_tokens", "metrics", "stats", "cumulative")
 _TAIL = ("update", "seconds")
-_OPTIONAL_TAIL = ("truncated", "reset", "non_finite")
+_OPTIONAL_TAIL = ("truncated", "reset", "non_finite", "effort")
 _TYPES: dict[str, Any] = {f.name: f.type for f in dataclasses.fields(SegmentRecord) if f.name != "extra"}
 _KINDS = {"int": int, "str": str, "float": (int, float), "bool": bool, "dict": dict, "list": list}
 _NAMES = {"int": "an integer", "str": "a string", "float": "a number", "bool": "true or false", "dict": "a JSON object",
