@@ -138,6 +138,7 @@ class ModelFamily(ABC):
         the family on ``model`` (``family_of(model)`` finds it). Returns self."""
         self.tokenizer = tokenizer
         self.config = model.config
+        self.generation_config = getattr(model, "generation_config", None)
         self.digest = self.config_hash(model.config)  # as loaded: the loop changes config fields later (dropout)
         if tokenizer is not None:
             self.check_languages(tokenizer)
@@ -159,6 +160,15 @@ class ModelFamily(ABC):
     def forced_bos(self, config: Any, tokenizer: Any) -> int | None:
         """The target-language token forced after the decoder start, or None."""
         return None
+
+    def generation_setting(self, config: Any, key: str) -> Any:
+        """A generation setting (``forced_bos_token_id``) of the bound model: its config's (transformers 4 keeps
+        it there), else its ``generation_config``'s (transformers 5 keeps it only there, also when it reads an
+        older config.json that holds it); None when neither has it."""
+        value = getattr(config, key, None)
+        if value is None:
+            value = getattr(getattr(self, "generation_config", None), key, None)
+        return value
 
     def stop_ids(self, config: Any, tokenizer: Any) -> tuple[int, ...]:
         """The tokens that end a hypothesis, the reference's own stop token first."""
