@@ -336,8 +336,8 @@ class ModelFamily(ABC):
 
         inputs = self.decoder_inputs(model, tokens, mask)
         out = model(**inputs, encoder_outputs=BaseModelOutput(last_hidden_state=hidden), attention_mask=src_mask,
-                    decoder_attention_mask=mask, past_key_values=cache, use_cache=True, return_dict=True)
-        return out.logits[:, -1, :], out.past_key_values
+                    decoder_attention_mask=mask, **{cache_keyword(model): cache}, use_cache=True, return_dict=True)
+        return out.logits[:, -1, :], returned_cache(out)
 
     def decoder_inputs(self, model: Any, tokens: Any, mask: Any) -> dict[str, Any]:
         """The decoder's input for ``forward``: the token ids, or embeddings carrying each row's own position."""
@@ -370,6 +370,27 @@ class ModelFamily(ABC):
     def settings(self) -> dict[str, Any]:
         return {"family": self.name, "src_lang": self.src_lang, "tgt_lang": self.tgt_lang,
                 "prompt_template": self.prompt_template}
+
+
+_CACHE_KEYWORD: dict[type, str] = {}
+
+
+def cache_keyword(model: Any) -> str:
+    """The name of the forward argument that takes the key/value cache: ``cache`` (transformers 5.2x, where
+    ``past_key_values`` is deprecated, to go in 5.40) or ``past_key_values`` (transformers 4)."""
+    cls = type(model)
+    if cls not in _CACHE_KEYWORD:
+        import inspect
+
+        base = model.get_base_model() if hasattr(model, "get_base_model") else model  # a peft wrapper takes **kwargs
+        _CACHE_KEYWORD[cls] = "cache" if "cache" in inspect.signature(base.forward).parameters else "past_key_values"
+    return _CACHE_KEYWORD[cls]
+
+
+def returned_cache(out: Any) -> Any:
+    """The updated cache of a forward's output (``cache`` in transformers 5.2x, ``past_key_values`` before)."""
+    found = out.get("cache") if hasattr(out, "get") else None
+    return found if found is not None else out.past_key_values
 
 
 def position_lengths(mask: Any) -> Any:

@@ -41,7 +41,8 @@ from simpe.rundir.record import SCHEMA_KEY, SCHEMA_VERSION, SegmentRecord
 from simpe.rundir.state import RunState, foreign_files, foreign_message, state
 from simpe.storefile import StoreMetadata, encode_store
 
-PACKAGES = ("torch", "transformers", "sentencepiece", "sacrebleu", "sacremoses", "numpy", "unbabel-comet", "tqdm", "pyyaml")
+# unbabel-comet runs in its own environment: its version is in each COMET signature (simpe.metrics.comet)
+PACKAGES = ("torch", "transformers", "tokenizers", "sentencepiece", "peft", "sacrebleu", "sacremoses", "numpy", "tqdm", "pyyaml")
 
 
 def environment(device: Any) -> dict[str, Any]:
