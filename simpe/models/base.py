@@ -27,7 +27,8 @@ from __future__ import annotations
 
 import json
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -122,7 +123,8 @@ class ModelFamily(ABC):
         import transformers
 
         cls = getattr(transformers, self.auto_class)
-        return cls.from_pretrained(source, output_loading_info=True, dtype=DTYPES[dtype])
+        with quiet_progress():
+            return cls.from_pretrained(source, output_loading_info=True, dtype=DTYPES[dtype])
 
     def ignored_missing(self, key: str) -> bool:
         """A weight a checkpoint need not hold (computed at load: Marian's sinusoidal positions)."""
@@ -370,6 +372,21 @@ class ModelFamily(ABC):
     def settings(self) -> dict[str, Any]:
         return {"family": self.name, "src_lang": self.src_lang, "tgt_lang": self.tgt_lang,
                 "prompt_template": self.prompt_template}
+
+
+@contextmanager
+def quiet_progress() -> Iterator[None]:
+    """transformers' progress bars off while it loads or saves (transformers 5 draws one, "Loading weights", on
+    every ``from_pretrained``: simpe's console and its one-line errors stay as they were)."""
+    from transformers.utils import logging as hf_logging
+
+    was_on = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was_on:
+            hf_logging.enable_progress_bar()
 
 
 _CACHE_KEYWORD: dict[type, str] = {}

@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 from simpe.errors import ConfigError, ModelError
-from simpe.models.base import FAMILIES, ModelFamily, position_lengths
+from simpe.models.base import FAMILIES, ModelFamily, position_lengths, quiet_progress
 
 TOKENIZER_FILES = ("source.spm", "target.spm", "vocab.json")
 
@@ -54,7 +54,7 @@ class MarianFamily(ModelFamily):
 
         from simpe.models.base import DTYPES
 
-        with _vectorised_position_table():
+        with _vectorised_position_table(), quiet_progress():
             return MarianMTModel.from_pretrained(source, output_loading_info=True, dtype=DTYPES[dtype])
 
     def ignored_missing(self, key: str) -> bool:
