@@ -497,3 +497,19 @@ def test_the_demo_models_position_table_as_loaded_is_transformers_own() -> None:
     loaded = load_model(None, "cpu")
     theirs = _sinusoidal_table(*loaded.model.model.encoder.embed_positions.weight.shape)
     assert torch.equal(loaded.model.model.encoder.embed_positions.weight, theirs)
+
+
+def test_forced_bos_saved_in_the_generation_config_counts_as_set(tmp_path) -> None:
+    """transformers 5 saves an mBART/M2M100 checkpoint's forced_bos_token_id in generation_config.json only: the
+    check before loading reads it there, so such a folder needs no model.tgt_lang."""
+    import json
+
+    from simpe.model import _read_config
+    from simpe.models.mbart import MBartFamily
+
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "mbart"}), encoding="utf-8")
+    assert _read_config(str(tmp_path)).get("forced_bos_token_id") is None
+    (tmp_path / "generation_config.json").write_text(json.dumps({"forced_bos_token_id": 250003}), encoding="utf-8")
+    config = _read_config(str(tmp_path))
+    assert config["forced_bos_token_id"] == 250003
+    MBartFamily().check_config(config, "here")  # no "set model.tgt_lang" refusal
