@@ -169,9 +169,18 @@ def _read_config(source: str) -> dict[str, Any] | None:
         cached = try_to_load_from_cache(source, "config.json")
         return json.loads(Path(cached).read_text(encoding="utf-8")) if isinstance(cached, str) else None
     try:
-        return json.loads((path / "config.json").read_text(encoding="utf-8"))
+        config = json.loads((path / "config.json").read_text(encoding="utf-8"))
     except (ValueError, UnicodeDecodeError) as err:
         raise ModelError(f"{path / 'config.json'} is not valid JSON ({err}); copy or download the model again") from None
+    generation = path / "generation_config.json"
+    if isinstance(config, dict) and config.get("forced_bos_token_id") is None and generation.is_file():
+        try:  # transformers 5 saves forced_bos_token_id (mBART, M2M100) only there; the families' check_config reads it
+            forced = json.loads(generation.read_text(encoding="utf-8")).get("forced_bos_token_id")
+        except (ValueError, UnicodeDecodeError, AttributeError):
+            forced = None  # an unreadable generation config is transformers' to refuse when the model loads
+        if forced is not None:
+            config = {**config, "forced_bos_token_id": forced}
+    return config
 
 
 # config.json's sizes that build tensors: each a whole number in [1, LARGEST_DIMENSION] where present. A received

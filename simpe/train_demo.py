@@ -452,8 +452,11 @@ def finalize(cfg: TrainConfig, model: Any, tokenizer: Any, state: dict[str, Any]
         model.load_state_dict(load_state(ckpt_dir / "best.pt", device))
     model.eval()
     model.config.dropout = 0.0
-    model.save_pretrained(out, safe_serialization=True)
-    tokenizer.save_pretrained(out)
+    from simpe.models.base import quiet_progress
+
+    with quiet_progress():  # safetensors is the default of transformers 4 and 5 (5 has no safe_serialization switch)
+        model.save_pretrained(out)
+        tokenizer.save_pretrained(out)
     train_src, train_tgt = split_pairs(cfg, "train")
     stream_src, stream_tgt = (side[:1000] for side in split_pairs(cfg, "stream"))
     logger.info("scoring dev and the first %d stream segments with beam 5", len(stream_src))

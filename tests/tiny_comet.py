@@ -3,13 +3,15 @@
 A local folder with a tiny ``XLMRobertaConfig`` and an XLM-R tokenizer saved from a small
 SentencePiece model, and a ``RegressionMetric`` built on it with random weights, saved as
 ``checkpoints/model.ckpt`` plus ``hparams.yaml``: the real ``comet.load_from_checkpoint``
-and ``predict`` run on it.
+and ``predict`` run on it. unbabel-comet lives in COMET's own environment (``.venv-comet``), so
+``build_tiny_comet`` runs this file there (``python tests/tiny_comet.py ROOT``), where it imports
+nothing of simpe's but the worker's ``quiet_comet``.
 """
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
-
-import pytest
 
 SRC = ["Open the Format menu.", "Click OK.", "The function returns the sum of the cells.", "Help"]
 HYP = ["Öffnen Sie das Menü Format.", "Klick OK.", "Die Funktion gibt die Summe der Zellen zurück.", "Hilfe"]
@@ -21,14 +23,23 @@ TRAIN_TEXT = SRC + HYP + REF + [
 
 
 def build_tiny_comet(root: Path) -> Path:
-    """Build the model under ``root``; return the folder holding checkpoints/model.ckpt and hparams.yaml."""
-    spm = pytest.importorskip("sentencepiece")
+    """Build the model under ``root`` in COMET's environment; return the folder holding checkpoints/model.ckpt and hparams.yaml."""
+    from simpe.metrics.comet_env import comet_python
+
+    done = subprocess.run([str(comet_python()), __file__, str(root)], capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"building the tiny COMET model failed: {done.stderr.strip()[-2000:]}")
+    return root / "model"
+
+
+def _build_here(root: Path) -> Path:
+    """The build itself, in a Python that has unbabel-comet."""
+    import sentencepiece as spm
     import torch
     import yaml
+    quiet_comet = _worker_module().quiet_comet
     from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
     from transformers import XLMRobertaConfig, XLMRobertaTokenizerFast
-
-    from simpe.metrics.comet import quiet_comet
 
     spm.SentencePieceTrainer.train(sentence_iterator=iter(TRAIN_TEXT * 5), model_prefix=str(root / "spm"),
                                    vocab_size=80, hard_vocab_limit=False, model_type="unigram", character_coverage=1.0,
@@ -66,3 +77,18 @@ def build_tiny_comet(root: Path) -> Path:
                 "pytorch-lightning_version": pytorch_lightning.__version__}, folder / "checkpoints" / "model.ckpt")
     (folder / "hparams.yaml").write_text(yaml.safe_dump(dict(model.hparams)), encoding="utf-8")
     return folder
+
+
+def _worker_module():
+    """simpe/metrics/comet_worker.py read as a module of its own (not through simpe, whose packages are not here;
+    not by putting its folder on sys.path, where simpe's comet.py would shadow unbabel-comet's comet)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("comet_worker", Path(__file__).resolve().parent.parent / "simpe" / "metrics" / "comet_worker.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+if __name__ == "__main__":
+    print(_build_here(Path(sys.argv[1])))

@@ -63,14 +63,30 @@ def _vocab_size(tokenizer) -> int:
     return max(max(ids) + 1, len(tokenizer))
 
 
+def _from_spm(cls, model: Path, folder: Path, **settings):
+    """``cls`` read from a folder holding only its SentencePiece file, as a hub checkpoint without tokenizer.json is:
+    transformers 4 builds its slow (SentencePiece) class, transformers 5 converts the file to its ``tokenizers``
+    class (5 has no slow class for mBART-50, NLLB, T5 and Llama, and their constructors take vocabularies, not files)."""
+    own = folder / "own"
+    own.mkdir(exist_ok=True)
+    (own / cls.vocab_files_names["vocab_file"]).write_bytes(model.read_bytes())
+    return cls.from_pretrained(str(own), **settings)
+
+
 def _tokenizer(kind: str, folder: Path):
+    import transformers
     from transformers import LlamaTokenizer, M2M100Tokenizer, MBart50Tokenizer, NllbTokenizer, T5Tokenizer
 
     folder.mkdir(parents=True, exist_ok=True)
     if kind == "mbart":
-        return MBart50Tokenizer(str(train_spm(folder / "spm.model")), src_lang="en_XX", tgt_lang="de_DE")
+        return _from_spm(MBart50Tokenizer, train_spm(folder / "spm.model"), folder, src_lang="en_XX", tgt_lang="de_DE")
     if kind == "nllb":
-        return NllbTokenizer(str(train_spm(folder / "spm.model")), src_lang="eng_Latn", tgt_lang="deu_Latn")
+        codes = {}
+        if int(transformers.__version__.split(".")[0]) >= 5:  # 5 takes the SentencePiece file's own symbols (<2de>, <2en>)
+            from transformers.models.nllb.tokenization_nllb import FAIRSEQ_LANGUAGE_CODES  # for its language codes: name them
+
+            codes = {"extra_special_tokens": list(FAIRSEQ_LANGUAGE_CODES)}
+        return _from_spm(NllbTokenizer, train_spm(folder / "spm.model"), folder, src_lang="eng_Latn", tgt_lang="deu_Latn", **codes)
     if kind == "m2m100":
         import sentencepiece as spm
 
@@ -82,10 +98,10 @@ def _tokenizer(kind: str, folder: Path):
         (folder / "vocab.json").write_text(json.dumps(vocab), encoding="utf-8")
         return M2M100Tokenizer(str(folder / "vocab.json"), str(model), src_lang="en", tgt_lang="de")
     if kind == "t5":
-        return T5Tokenizer(str(train_spm(folder / "spm.model", pad_id=0, eos_id=1, unk_id=2)), extra_ids=0)
+        return _from_spm(T5Tokenizer, train_spm(folder / "spm.model", pad_id=0, eos_id=1, unk_id=2), folder, extra_ids=0)
     if kind == "llama":
-        return LlamaTokenizer(str(train_spm(folder / "spm.model", unk_id=0, bos_id=1, eos_id=2)),
-                              add_bos_token=True, add_eos_token=False)
+        return _from_spm(LlamaTokenizer, train_spm(folder / "spm.model", unk_id=0, bos_id=1, eos_id=2), folder,
+                         add_bos_token=True, add_eos_token=False)
     if kind == "qwen2":
         from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
         from transformers import PreTrainedTokenizerFast
@@ -121,7 +137,11 @@ def _model(kind: str, tokenizer, seed: int):
         cfg = tf.T5Config(vocab_size=vocab, d_model=16, d_kv=8, d_ff=32, num_layers=1, num_decoder_layers=1, num_heads=2,
                           dropout_rate=0.0, pad_token_id=0, eos_token_id=1, decoder_start_token_id=0, feed_forward_proj="gated-gelu",
                           tie_word_embeddings=False, n_positions=256)
-        return tf.T5ForConditionalGeneration(cfg)
+        model = tf.T5ForConditionalGeneration(cfg)
+        if model.lm_head.weight is model.shared.weight:  # transformers 5 builds every T5 tied (it unties one whose
+            model.config.tie_word_embeddings = False  # checkpoint holds its own lm_head): give it its own, as 4 does
+            model.lm_head.weight = torch.nn.Parameter(torch.randn_like(model.shared.weight))
+        return model
     causal = dict(vocab_size=vocab, hidden_size=16, intermediate_size=32, num_hidden_layers=2, num_attention_heads=2,
                   num_key_value_heads=1, max_position_embeddings=512)
     if kind == "llama":
@@ -170,6 +190,8 @@ def token_model(kind: str, seed: int, scale: float = 1.0):
         cls, cfg = (tf.LlamaForCausalLM, tf.LlamaConfig) if kind == "llama" else (tf.Qwen2ForCausalLM, tf.Qwen2Config)
         model = cls(cfg(vocab_size=12, hidden_size=16, intermediate_size=32, num_hidden_layers=2, num_attention_heads=2,
                         num_key_value_heads=1, max_position_embeddings=64, pad_token_id=0, bos_token_id=1, eos_token_id=2))
+    if kind in ("mbart", "m2m100", "nllb"):  # transformers 5 keeps forced_bos_token_id in the generation config only
+        model.generation_config.forced_bos_token_id = 11
     if scale != 1.0:
         with torch.no_grad():
             family_of(model).output_projection(model).weight.mul_(scale)

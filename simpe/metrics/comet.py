@@ -1,17 +1,24 @@
-"""COMET segment scores through unbabel-comet: a model loaded once, scored in batches, quietly.
+"""COMET segment scores through unbabel-comet in its own environment: a model loaded once, scored in batches, quietly.
+
+unbabel-comet 2.2.7 pins transformers<5, numpy<2, protobuf<5 and huggingface-hub<1, which simpe
+no longer runs on; so COMET runs in a process of its own (``simpe.metrics.comet_worker``, started
+with the Python of ``.venv-comet``, built on first use by ``simpe.metrics.comet_env``), and this
+module is simpe's end of it: requests and answers in JSON lines over the worker's stdin and stdout
+(docs/metrics.md says why). A worker is started once per (model, device) and process, and serves
+every ``CometScorer`` of that model: the end-of-run scores, ``simpe score --comet``,
+``simpe sensitivity --utility comet`` and, through ``CometScorer.matrix``, the encode-once
+utility of MBR and the ranking snapshots (``simpe.metrics.utility.CometUtility``).
 
 ``CometScorer(model)`` takes a hub id (``Unbabel/wmt22-comet-da``), a checkpoint file
 (``.../checkpoints/model.ckpt``) or a model folder holding ``checkpoints/model.ckpt`` and
-``hparams.yaml``. ``comet`` is imported lazily (it is slow and, on import, calls
-``logging.basicConfig(INFO)``; simpe restores the root logger afterwards), and scoring
-runs COMET's own ``prepare_for_inference`` and ``predict_step`` in length-sorted batches
-under ``torch.inference_mode`` instead of ``model.predict``: the same code per batch,
-without building a Lightning ``Trainer`` per call (its banners and overhead would land on
-every segment of the online loop). Scores equal ``model.predict``'s up to float noise
-(~1e-7, different padding per batch).
+``hparams.yaml``. The worker scores with COMET's own ``prepare_for_inference`` and
+``predict_step`` in length-sorted batches under ``torch.inference_mode`` instead of
+``model.predict``: the same code per batch, without building a Lightning ``Trainer`` per call.
+Scores equal ``model.predict``'s up to float noise (~1e-7, different padding per batch), and cross
+the process boundary exactly (JSON numbers written with ``repr``).
 
-comet loads checkpoints with ``strict=False``; simpe compares the checkpoint's weights with
-the model's parameters itself and refuses a checkpoint that lacks some.
+comet loads checkpoints with ``strict=False``; the worker compares the checkpoint's weights with
+the model's parameters itself and refuses a checkpoint that lacks some (``_check_weights``).
 
 ``CometMetric`` is COMET in the metric stack: a corpus figure is the mean of the segment
 scores (statistics [score, 1]), and its signature names the model, the batch size and the
@@ -20,106 +27,116 @@ unbabel-comet version. This module does not download anything itself and does no
 """
 from __future__ import annotations
 
-import contextlib
+import atexit
+import json
 import logging
 import os
-import warnings
-from collections.abc import Iterator, Sequence
+import subprocess
+import tempfile
+import threading
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from simpe.errors import ConfigError, DataError, ModelError
+from simpe.metrics import comet_worker
 from simpe.metrics.base import METRICS, MeanMetric
 
 logger = logging.getLogger(__name__)
 
-_NOISY_LOGGERS = ("comet", "pytorch_lightning", "lightning", "lightning.pytorch", "lightning_fabric",
-                  "transformers", "huggingface_hub", "torch", "urllib3", "filelock")
-_HARMLESS_MISSING = ("position_ids",)  # buffers newer transformers versions no longer save
+WORKER_FILE = Path(comet_worker.__file__)
+_ERRORS = {"ModelError": ModelError, "ConfigError": ConfigError, "DataError": DataError}
 
 
-@contextlib.contextmanager
-def quiet_comet() -> Iterator[None]:
-    """Import/load/run COMET without its INFO logging, Lightning chatter or deprecation warnings leaking out."""
-    root = logging.getLogger()
-    handlers, level = list(root.handlers), root.level
-    levels = {name: logging.getLogger(name).level for name in _NOISY_LOGGERS}
-    for name in _NOISY_LOGGERS:
-        logging.getLogger(name).setLevel(logging.ERROR)
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+def _check_weights(model: Any, ckpt: Path) -> None:
+    """comet loads with strict=False: refuse a checkpoint that lacks some of ``model``'s weights (None: only
+    check that the file reads as a checkpoint without unpickling code). The worker runs the same check."""
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            yield
-    finally:
-        # comet's import-time logging.basicConfig(INFO) adds a handler to an unconfigured root logger.
-        for handler in list(root.handlers):
-            if handler not in handlers:
-                root.removeHandler(handler)
-        root.setLevel(level)
-        for name, old in levels.items():
-            # keep comet's own logger quiet for good: it logs "Encoder model frozen." on every load
-            logging.getLogger(name).setLevel(logging.ERROR if name == "comet" else old)
+        comet_worker.check_weights(None if model is None else list(model.state_dict()), ckpt)
+    except comet_worker.WorkerError as err:
+        raise ModelError(str(err)) from None
 
 
-def _download_hint(model: str) -> str:
-    return (f"where a network is reachable, run `huggingface-cli download {model}` (it lands in the Hugging Face cache, "
-            f"~/.cache/huggingface/hub, where simpe finds it), or copy the model folder (the one holding "
-            f"checkpoints/model.ckpt and hparams.yaml) here and pass its path; the encoder named in its hparams.yaml "
-            f"(pretrained_model, e.g. xlm-roberta-large) must be in the same cache")
+class CometWorker:
+    """One worker process in COMET's environment, with one model loaded; ``call`` sends a request, returns the answer."""
 
+    def __init__(self, model: str, device: str, threads: int) -> None:
+        from simpe.metrics.comet_env import comet_python
 
-def resolve_checkpoint(model: str) -> Path:
-    """The ``model.ckpt`` file of a checkpoint path, a model folder, or a hub id (local cache first, then the hub)."""
-    path = Path(model).expanduser()
-    if path.is_file():
-        return path
-    if path.is_dir():
-        ckpt = path / "checkpoints" / "model.ckpt"
-        if not ckpt.is_file():
-            raise ModelError(f"COMET model folder {model!r} has no checkpoints/model.ckpt")
-        return ckpt
-    if model.startswith((".", "/", "~")) or model.endswith(".ckpt") or model.count("/") > 1:
-        raise ModelError(f"COMET checkpoint {model!r} does not exist (give a hub id such as Unbabel/wmt22-comet-da, "
-                         "a model folder or a .ckpt file)")
-    with quiet_comet():
-        from huggingface_hub import snapshot_download
-
+        python = comet_python()
+        self.stderr = tempfile.TemporaryFile(mode="w+b")  # COMET's and Lightning's chatter: shown only when the worker fails
+        env = {**os.environ, "PYTHONNOUSERSITE": "1", "TOKENIZERS_PARALLELISM": "false"}
+        env.pop("PYTHONPATH", None)  # simpe's own packages (transformers 5, numpy 2) must not shadow COMET's
         try:
-            folder = snapshot_download(repo_id=model, local_files_only=True)
-            return Path(folder) / "checkpoints" / "model.ckpt"
+            self.process = subprocess.Popen([str(python), str(WORKER_FILE)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                            stderr=self.stderr, env=env, cwd=str(WORKER_FILE.parent.parent.parent))
+        except OSError as err:
+            raise ModelError(f"cannot start the COMET worker with {python} ({err})") from None
+        self.lock = threading.Lock()
+        try:
+            answer = self.call("load", model=model, device=device, threads=threads)
         except Exception:
-            pass
-        try:
-            from comet import download_model
+            self.close()
+            raise
+        self.checkpoint, self.version = Path(answer["checkpoint"]), answer["version"]
 
-            return Path(download_model(model))
-        except Exception as err:
-            raise ModelError(f"COMET model {model!r} is not in the local cache and cannot be downloaded "
-                             f"({type(err).__name__}: {str(err).splitlines()[0] if str(err) else 'no detail'}); "
-                             f"{_download_hint(model)}") from None
+    def call(self, op: str, **fields: Any) -> dict[str, Any]:
+        with self.lock:
+            if self.process.poll() is not None:
+                raise ModelError(f"the COMET worker has exited ({self._stderr_tail()})")
+            try:
+                self.process.stdin.write((json.dumps({"op": op, **fields}) + "\n").encode("utf-8"))
+                self.process.stdin.flush()
+                line = self.process.stdout.readline()
+            except (BrokenPipeError, OSError):
+                line = b""
+            if not line:
+                self.process.wait(timeout=30)
+                raise ModelError(f"the COMET worker stopped during {op} (exit {self.process.returncode}: {self._stderr_tail()})")
+        answer = json.loads(line)
+        if not answer.pop("ok"):
+            raise _ERRORS.get(answer["error"], ModelError)(answer["message"])
+        return answer
+
+    def _stderr_tail(self) -> str:
+        self.stderr.seek(0)
+        lines = [ln for ln in self.stderr.read().decode("utf-8", "replace").strip().splitlines() if ln.strip()]
+        return " | ".join(lines[-3:])[-400:] or "no output"
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            try:
+                self.process.stdin.close()
+                self.process.wait(timeout=30)
+            except (OSError, subprocess.TimeoutExpired):
+                self.process.kill()
+                self.process.wait()
+        self.stderr.close()
 
 
-def _check_weights(model, ckpt: Path) -> None:
-    """comet loads with strict=False: refuse a checkpoint that lacks some of the model's weights."""
+_WORKERS: dict[tuple[str, str], CometWorker] = {}
+
+
+def worker_for(model: str, device: str) -> CometWorker:
+    """The process's worker for (model, device), started (and the model loaded) the first time."""
     import torch
 
-    try:  # weights_only: a checkpoint from anywhere is never unpickled with code (comet's own load is weights_only too)
-        try:
-            state = torch.load(ckpt, map_location="cpu", weights_only=True, mmap=True)
-        except RuntimeError:  # an old, non-zipfile checkpoint cannot be memory-mapped
-            state = torch.load(ckpt, map_location="cpu", weights_only=True)
-    except Exception as err:
-        detail = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        raise ModelError(f"COMET checkpoint {str(ckpt)!r} is not one simpe can read safely ({detail[:160]})") from None
-    saved = set(state.get("state_dict", {}))
-    missing = [k for k in model.state_dict() if k not in saved and not k.endswith(_HARMLESS_MISSING)]
-    if missing:
-        raise ModelError(f"COMET checkpoint {str(ckpt)!r} lacks {len(missing)} of the model's weights "
-                         f"(e.g. {', '.join(missing[:3])}); it does not match its hparams.yaml")
+    key = (str(Path(model).expanduser().resolve()) if Path(model).expanduser().exists() else model, device)
+    found = _WORKERS.get(key)
+    if found is None or found.process.poll() is not None:
+        found = _WORKERS[key] = CometWorker(model, device, torch.get_num_threads())
+    return found
+
+
+@atexit.register
+def close_workers() -> None:
+    """Stop every worker (at exit; a test may call it to start afresh)."""
+    while _WORKERS:
+        _WORKERS.popitem()[1].close()
 
 
 class CometScorer:
-    """A COMET model loaded once; ``score`` returns one float per (source, hypothesis, reference) triple."""
+    """A COMET model loaded once (in its worker); ``score`` returns one float per (source, hypothesis, reference) triple."""
 
     def __init__(self, model: str, batch_size: int = 16, device: str = "cpu") -> None:
         """
@@ -128,34 +145,26 @@ class CometScorer:
             batch_size: triples per forward pass.
             device: ``"cpu"``, ``"cuda"`` or ``"cuda:N"``.
         """
-        if not isinstance(batch_size, int) or batch_size < 1:
+        if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
             raise ConfigError(f"COMET batch_size must be a positive integer, got {batch_size!r}")
         if not (device == "cpu" or device == "cuda" or device.startswith("cuda:")):
             raise ConfigError(f"unknown COMET device {device!r}; known: cpu, cuda, cuda:N")
-        try:
-            with quiet_comet():
-                import torch
-                from comet import load_from_checkpoint
-        except ImportError as err:
-            raise ModelError(f"COMET needs the unbabel-comet package ({err}); install simpe's dependencies: pip install -e .") from None
-        if device != "cpu" and not torch.cuda.is_available():
-            raise ConfigError(f"COMET device {device!r} requested but no CUDA device is available; use cpu")
+        if device != "cpu":
+            import torch
+
+            if not torch.cuda.is_available():
+                raise ConfigError(f"COMET device {device!r} requested but no CUDA device is available; use cpu")
+        path = Path(model).expanduser()
+        if path.exists() or model.startswith((".", "/", "~")) or model.endswith(".ckpt") or model.count("/") > 1:
+            try:  # a local path: refused here, before COMET's environment is built or its worker started
+                comet_worker.resolve_checkpoint(model)
+            except comet_worker.WorkerError as err:
+                raise ModelError(str(err)) from None
         self.model_name = model
         self.batch_size = batch_size
-        self.device = torch.device(device)
-        self.checkpoint = resolve_checkpoint(model)
-        try:
-            with quiet_comet():
-                self.model = load_from_checkpoint(str(self.checkpoint))
-        except ModelError:
-            raise
-        except Exception as err:
-            raise ModelError(f"cannot load COMET checkpoint {str(self.checkpoint)!r} "
-                             f"({type(err).__name__}: {str(err).splitlines()[0] if str(err) else 'no detail'}); "
-                             f"{_download_hint(model)}") from None
-        _check_weights(self.model, self.checkpoint)
-        self.model.eval()
-        self.model.to(self.device)
+        self.device = device
+        self.worker = worker_for(model, device)
+        self.checkpoint = self.worker.checkpoint
 
     def score(self, sources: Sequence[str], hypotheses: Sequence[str], references: Sequence[str]) -> list[float]:
         """COMET score of each triple, in input order.
@@ -170,35 +179,35 @@ class CometScorer:
                             f"{len(hypotheses)}, {len(references)}")
         if not sources:
             return []
-        import torch
-        from pytorch_lightning.utilities import move_data_to_device
+        return self.worker.call("score", src=[str(s) for s in sources], mt=[str(h) for h in hypotheses],
+                                ref=[str(r) for r in references], batch_size=self.batch_size)["scores"]
 
-        samples = [{"src": str(s), "mt": str(h), "ref": str(r)} for s, h, r in zip(sources, hypotheses, references)]
-        order = sorted(range(len(samples)), key=lambda i: len(samples[i]["src"]))  # as COMET's length batching
-        scores: list[float] = [0.0] * len(samples)
-        with quiet_comet(), torch.inference_mode():
-            for start in range(0, len(order), self.batch_size):
-                ids = order[start:start + self.batch_size]
-                batch = self.model.prepare_for_inference([samples[i] for i in ids])
-                batch = move_data_to_device(batch, self.device)
-                prediction = self.model.predict_step(batch)
-                for i, value in zip(ids, prediction["scores"].view(-1).tolist()):
-                    scores[i] = float(value)
-        return scores
+    def matrix(self, source: str, hypotheses: Sequence[str], references: Sequence[str], batch_size: int = 64) -> list[list[float]]:
+        """(hypotheses x references) COMET(source, hypothesis, reference) from embeddings the worker computes once per
+        distinct sentence (COMET's encode-once API: ``encoder.prepare_sample``, ``get_sentence_embedding``, ``estimate``)."""
+        return self.worker.call("matrix", source=str(source), hypotheses=[str(h) for h in hypotheses],
+                                references=[str(r) for r in references], batch_size=batch_size)["matrix"]
+
+    def predict(self, samples: Sequence[dict[str, str]], batch_size: int = 8) -> list[float]:
+        """COMET's own ``model.predict(samples, gpus=0)`` scores (the reference ``score`` is held to)."""
+        return self.worker.call("predict", samples=list(samples), batch_size=batch_size)["scores"]
+
+    def weights_digest(self) -> dict[str, str]:
+        """sha256 of each loaded tensor's bytes, by name."""
+        return self.worker.call("digest")["weights"]
+
+    @property
+    def version(self) -> str:
+        return self.worker.version
 
     def __repr__(self) -> str:
-        return f"CometScorer({self.model_name!r}, batch_size={self.batch_size}, device={str(self.device)!r})"
+        return f"CometScorer({self.model_name!r}, batch_size={self.batch_size}, device={self.device!r})"
 
 
 def comet_signature(model: str, batch_size: int) -> str:
     """``model:<id>|batch:<n>|version:<unbabel-comet version>``."""
-    try:
-        from importlib.metadata import version
-
-        comet_version = version("unbabel-comet")
-    except Exception:  # pragma: no cover - metadata missing
-        comet_version = "unknown"
-    return f"model:{model}|batch:{batch_size}|version:{comet_version}"
+    found = [w.version for (name, _), w in _WORKERS.items() if name == model or w.checkpoint == Path(model)]
+    return f"model:{model}|batch:{batch_size}|version:{found[0] if found else comet_worker.COMET_VERSION}"
 
 
 @METRICS.add("comet")

@@ -7,14 +7,16 @@ wmt22-comet-da). ``matrix`` scores every (hypothesis, reference) pair, preparing
 distinct sentence once: the metric's n-gram extraction (``prepare_hypothesis`` /
 ``prepare_reference``), or for COMET the sentence embedding (COMET's encode-once API:
 ``model.encoder.prepare_sample``, ``model.get_sentence_embedding``, ``model.estimate``, as
-its own ``comet-mbr`` does). So ``matrix(h, [r])`` equals ``metric.utility(h, r)``. COMET is
-imported lazily, only when a COMET model is given.
+its own ``comet-mbr`` does; the COMET worker, in COMET's own environment, keeps the embeddings).
+So ``matrix(h, [r])`` equals ``metric.utility(h, r)``. The COMET worker starts only when a COMET
+model is given.
 
 This module does not decode; decoders/mbr.py and ranking/evaluate.py use it.
 """
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -78,76 +80,40 @@ class MetricUtility(Utility):
         return self.metric.signature()
 
 
-def comet_model_of(comet: Any) -> Any:
-    """The COMET regression model inside ``comet``: a loaded model, an object with ``.model``
-    (``simpe.metrics.comet.CometScorer``), or a hub id / folder / checkpoint path (loaded here)."""
+def comet_scorer_of(comet: Any) -> Any:
+    """The ``simpe.metrics.comet.CometScorer`` of ``comet``: one already made, or a hub id / folder / checkpoint path
+    (a scorer made here; its worker is the one every scorer of that model shares)."""
     if comet is None:
         check_utility(COMET, comet)
-    if isinstance(comet, str):
+    if isinstance(comet, (str, Path)):
         from simpe.metrics.comet import CometScorer
 
-        comet = CometScorer(comet)
-    model = getattr(comet, "model", comet) if not hasattr(comet, "get_sentence_embedding") else comet
-    if not (hasattr(model, "get_sentence_embedding") and hasattr(model, "estimate") and hasattr(model, "encoder")):
-        raise ConfigError(f"{type(comet).__name__} is not a COMET regression model (needs encoder.prepare_sample, "
-                          "get_sentence_embedding and estimate, e.g. wmt22-comet-da)")
-    return model
+        comet = CometScorer(str(comet))
+    if not callable(getattr(comet, "matrix", None)):
+        raise ConfigError(f"{type(comet).__name__} is not a COMET scorer (give a COMET model: a hub id, a model folder "
+                          "or a model.ckpt, e.g. Unbabel/wmt22-comet-da)")
+    return comet
 
 
 class CometUtility(Utility):
-    """COMET(source, hypothesis, reference), each distinct sentence embedded once."""
+    """COMET(source, hypothesis, reference), each distinct sentence embedded once (by the COMET worker)."""
 
     name = COMET
 
     def __init__(self, comet: Any, batch_size: int = 64) -> None:
-        self.model = comet_model_of(comet)
-        self.model.eval()  # no dropout: embeddings must not depend on (or draw from) the RNG
+        self.scorer = comet_scorer_of(comet)
         self.batch_size = batch_size
-        self._cache: dict[str, Any] = {}  # text -> (hidden,) embedding tensor
-
-    def embed(self, texts: Sequence[str]) -> Any:
-        """(len(texts), hidden) embeddings; new texts are encoded in batches, known ones reused."""
-        import torch
-
-        from simpe.metrics.comet import quiet_comet
-
-        todo = [t for t in dict.fromkeys(texts) if t not in self._cache]
-        device = next(self.model.parameters()).device
-        with quiet_comet(), torch.inference_mode():
-            for start in range(0, len(todo), self.batch_size):
-                chunk = todo[start:start + self.batch_size]
-                inputs = self.model.encoder.prepare_sample(chunk)
-                emb = self.model.get_sentence_embedding(inputs["input_ids"].to(device),
-                                                        inputs["attention_mask"].to(device))  # (chunk, hidden)
-                for text, row in zip(chunk, emb):
-                    self._cache[text] = row
-        return torch.stack([self._cache[t] for t in texts])  # (texts, hidden)
 
     def matrix(self, hypotheses: Sequence[str], references: Sequence[str], source: str | None = None) -> np.ndarray:
-        import torch
-
         if source is None:
             raise ConfigError("the COMET utility needs the source sentence")
-        src = self.embed([source])  # (1, hidden)
-        hyp = self.embed(hypotheses)  # (hyps, hidden)
-        ref = self.embed(references)  # (refs, hidden)
-        n_hyp, n_ref = hyp.shape[0], ref.shape[0]
-        out = np.zeros((n_hyp, n_ref))  # (hyps, refs)
-        pairs = [(i, j) for i in range(n_hyp) for j in range(n_ref)]
-        rows = max(1, 1024)
-        with torch.inference_mode():
-            for start in range(0, len(pairs), rows):
-                chunk = pairs[start:start + rows]
-                hi = torch.tensor([i for i, _ in chunk], device=hyp.device)  # (chunk,)
-                rj = torch.tensor([j for _, j in chunk], device=ref.device)  # (chunk,)
-                scores = self.model.estimate(src.expand(len(chunk), -1), hyp[hi], ref[rj])["score"]  # (chunk,)
-                for (i, j), value in zip(chunk, scores.view(-1).tolist()):
-                    out[i, j] = value
-        return out
+        if not len(hypotheses) or not len(references):
+            return np.zeros((len(hypotheses), len(references)))  # (hyps, refs)
+        return np.asarray(self.scorer.matrix(source, hypotheses, references, self.batch_size), dtype=np.float64)  # (hyps, refs)
 
 
 def build_utility(name: str, comet: Any = None) -> Utility:
-    """A utility by name: a sentence metric of ``METRICS`` or ``comet`` (which needs ``comet``, see ``comet_model_of``)."""
+    """A utility by name: a sentence metric of ``METRICS`` or ``comet`` (which needs ``comet``, see ``comet_scorer_of``)."""
     if name == COMET:
         return CometUtility(comet)
     if name not in METRICS:

@@ -27,7 +27,8 @@ from __future__ import annotations
 
 import json
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -122,7 +123,8 @@ class ModelFamily(ABC):
         import transformers
 
         cls = getattr(transformers, self.auto_class)
-        return cls.from_pretrained(source, output_loading_info=True, dtype=DTYPES[dtype])
+        with quiet_progress():
+            return cls.from_pretrained(source, output_loading_info=True, dtype=DTYPES[dtype])
 
     def ignored_missing(self, key: str) -> bool:
         """A weight a checkpoint need not hold (computed at load: Marian's sinusoidal positions)."""
@@ -138,6 +140,7 @@ class ModelFamily(ABC):
         the family on ``model`` (``family_of(model)`` finds it). Returns self."""
         self.tokenizer = tokenizer
         self.config = model.config
+        self.generation_config = getattr(model, "generation_config", None)
         self.digest = self.config_hash(model.config)  # as loaded: the loop changes config fields later (dropout)
         if tokenizer is not None:
             self.check_languages(tokenizer)
@@ -159,6 +162,15 @@ class ModelFamily(ABC):
     def forced_bos(self, config: Any, tokenizer: Any) -> int | None:
         """The target-language token forced after the decoder start, or None."""
         return None
+
+    def generation_setting(self, config: Any, key: str) -> Any:
+        """A generation setting (``forced_bos_token_id``) of the bound model: its config's (transformers 4 keeps
+        it there), else its ``generation_config``'s (transformers 5 keeps it only there, also when it reads an
+        older config.json that holds it); None when neither has it."""
+        value = getattr(config, key, None)
+        if value is None:
+            value = getattr(getattr(self, "generation_config", None), key, None)
+        return value
 
     def stop_ids(self, config: Any, tokenizer: Any) -> tuple[int, ...]:
         """The tokens that end a hypothesis, the reference's own stop token first."""
@@ -326,8 +338,8 @@ class ModelFamily(ABC):
 
         inputs = self.decoder_inputs(model, tokens, mask)
         out = model(**inputs, encoder_outputs=BaseModelOutput(last_hidden_state=hidden), attention_mask=src_mask,
-                    decoder_attention_mask=mask, past_key_values=cache, use_cache=True, return_dict=True)
-        return out.logits[:, -1, :], out.past_key_values
+                    decoder_attention_mask=mask, **{cache_keyword(model): cache}, use_cache=True, return_dict=True)
+        return out.logits[:, -1, :], returned_cache(out)
 
     def decoder_inputs(self, model: Any, tokens: Any, mask: Any) -> dict[str, Any]:
         """The decoder's input for ``forward``: the token ids, or embeddings carrying each row's own position."""
@@ -360,6 +372,42 @@ class ModelFamily(ABC):
     def settings(self) -> dict[str, Any]:
         return {"family": self.name, "src_lang": self.src_lang, "tgt_lang": self.tgt_lang,
                 "prompt_template": self.prompt_template}
+
+
+@contextmanager
+def quiet_progress() -> Iterator[None]:
+    """transformers' progress bars off while it loads or saves (transformers 5 draws one, "Loading weights", on
+    every ``from_pretrained``: simpe's console and its one-line errors stay as they were)."""
+    from transformers.utils import logging as hf_logging
+
+    was_on = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was_on:
+            hf_logging.enable_progress_bar()
+
+
+_CACHE_KEYWORD: dict[type, str] = {}
+
+
+def cache_keyword(model: Any) -> str:
+    """The name of the forward argument that takes the key/value cache: ``cache`` (transformers 5.2x, where
+    ``past_key_values`` is deprecated, to go in 5.40) or ``past_key_values`` (transformers 4)."""
+    cls = type(model)
+    if cls not in _CACHE_KEYWORD:
+        import inspect
+
+        base = model.get_base_model() if hasattr(model, "get_base_model") else model  # a peft wrapper takes **kwargs
+        _CACHE_KEYWORD[cls] = "cache" if "cache" in inspect.signature(base.forward).parameters else "past_key_values"
+    return _CACHE_KEYWORD[cls]
+
+
+def returned_cache(out: Any) -> Any:
+    """The updated cache of a forward's output (``cache`` in transformers 5.2x, ``past_key_values`` before)."""
+    found = out.get("cache") if hasattr(out, "get") else None
+    return found if found is not None else out.past_key_values
 
 
 def position_lengths(mask: Any) -> Any:

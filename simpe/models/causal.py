@@ -27,7 +27,7 @@ from typing import Any
 import torch
 
 from simpe.errors import ConfigError, ModelError
-from simpe.models.base import FAMILIES, ModelFamily
+from simpe.models.base import FAMILIES, ModelFamily, cache_keyword, returned_cache
 
 PLAIN = "Translate the following text from {src_lang} into {tgt_lang}.\n{examples}{src_lang}: {source}\n{tgt_lang}:"
 EXAMPLE = "{src_lang}: {source}\n{tgt_lang}: {target}\n\n"  # one example block of the plain template
@@ -161,6 +161,6 @@ class CausalFamily(ModelFamily):
         positions = None
         if mask is not None:
             positions = (mask.cumsum(dim=1) - 1).clamp(min=0)[:, -tokens.shape[1]:]  # (rows, t)
-        out = model(input_ids=tokens, attention_mask=mask, position_ids=positions, past_key_values=cache,
+        out = model(input_ids=tokens, attention_mask=mask, position_ids=positions, **{cache_keyword(model): cache},
                     use_cache=True, return_dict=True, logits_to_keep=1)
-        return out.logits[:, -1, :], out.past_key_values
+        return out.logits[:, -1, :], returned_cache(out)

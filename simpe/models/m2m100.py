@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from simpe.models.base import FAMILIES
-from simpe.models.mbart import MBartFamily, check_codes
+from simpe.models.mbart import MBartFamily, added_specials, check_codes
 
 
 @FAMILIES.add("m2m100")
@@ -32,7 +32,7 @@ class M2M100Family(MBartFamily):
 
     def check_languages(self, tokenizer: Any) -> None:
         m2m = getattr(tokenizer, "lang_code_to_token", None)  # M2M100Tokenizer: code -> __code__
-        known = sorted(m2m) if m2m else sorted(getattr(tokenizer, "additional_special_tokens", []) or [])
+        known = sorted(m2m) if m2m else sorted(added_specials(tokenizer))
         check_codes(self, tokenizer, known, "en, de (M2M100) or eng_Latn, deu_Latn (NLLB)")
         if self.src_lang is not None:
             tokenizer.src_lang = self.src_lang
@@ -44,7 +44,7 @@ class M2M100Family(MBartFamily):
             if hasattr(tokenizer, "get_lang_id"):  # M2M100Tokenizer: the code's __xx__ token
                 return int(tokenizer.get_lang_id(self.tgt_lang))
             return int(tokenizer.convert_tokens_to_ids(self.tgt_lang))  # NLLB: the code is the token
-        return config.forced_bos_token_id
+        return self.generation_setting(config, "forced_bos_token_id")
 
     def position_table(self, model: Any, positions: Any) -> Any:
         """(rows, d_model) sinusoidal embeddings of absolute target positions (index: position + padding_idx + 1)."""

@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 from simpe.errors import ConfigError, ModelError
-from simpe.models.base import FAMILIES, ModelFamily, position_lengths
+from simpe.models.base import FAMILIES, ModelFamily, position_lengths, quiet_progress
 
 TOKENIZER_FILES = ("source.spm", "target.spm", "vocab.json")
 
@@ -54,7 +54,7 @@ class MarianFamily(ModelFamily):
 
         from simpe.models.base import DTYPES
 
-        with _vectorised_position_table():
+        with _vectorised_position_table(), quiet_progress():
             return MarianMTModel.from_pretrained(source, output_loading_info=True, dtype=DTYPES[dtype])
 
     def ignored_missing(self, key: str) -> bool:
@@ -100,35 +100,43 @@ class MarianFamily(ModelFamily):
         return {"decoder_inputs_embeds": embeds}
 
 
-def _position_table(self: Any) -> None:
-    """``MarianSinusoidalPositionalEmbedding._init_weight`` with its table built by numpy array operations.
+def _position_values(self: Any) -> Any:
+    """(positions, dim) the sinusoidal table of ``MarianSinusoidalPositionalEmbedding``, built by numpy array operations.
 
-    transformers builds the (positions, dim) table with a Python loop over every cell (0.8 s of a 0.9 s
-    load of the demo model, on every load, since the table is not saved). The same float64 values here:
-    the dim powers ``np.power(10000, 2 * (j // 2) / dim)`` are the same scalar calls, and ``pos / power``
-    is one correctly rounded division either way; the rest is transformers' code as it stands
+    transformers builds the table with a Python loop over every cell (0.8 s of a 0.9 s load of the
+    demo model, on every load, since the table is not saved). The same float64 values here: the dim
+    powers ``np.power(10000, 2 * (j // 2) / dim)`` are the same scalar calls, and ``pos / power`` is
+    one correctly rounded division either way; the rest is transformers' code as it stands
     (``tests/unit/test_models.py`` checks the tables are bit-identical).
     """
-    from torch import nn
-
     n_pos, dim = self.weight.shape
     powers = np.array([np.power(10000, 2 * (j // 2) / dim) for j in range(dim)])
     position_enc = np.arange(n_pos, dtype=np.float64)[:, None] / powers[None, :]
-    out = torch.empty(n_pos, dim, dtype=self.weight.dtype, requires_grad=False)
+    out = torch.empty(n_pos, dim, dtype=self.weight.dtype, requires_grad=False)  # (positions, dim)
     sentinel = dim // 2 if dim % 2 == 0 else (dim // 2) + 1
     out[:, 0:sentinel] = torch.FloatTensor(np.sin(position_enc[:, 0::2]))
     out[:, sentinel:] = torch.FloatTensor(np.cos(position_enc[:, 1::2]))
-    self.weight = nn.Parameter(out, requires_grad=False)
+    return out
+
+
+def _position_table(self: Any) -> None:
+    """transformers 4's ``_init_weight``: the table as the module's (frozen) weight."""
+    from torch import nn
+
+    self.weight = nn.Parameter(_position_values(self), requires_grad=False)
 
 
 @contextmanager
 def _vectorised_position_table() -> Iterator[None]:
-    """transformers' position-table initialisation replaced by ``_position_table`` while a model loads."""
+    """transformers' position-table initialisation replaced by ``_position_values`` while a model loads
+    (transformers 4: ``_init_weight`` sets the weight; transformers 5: ``create_weight`` returns the table,
+    which the model's ``_init_weights`` copies in)."""
     from transformers.models.marian.modeling_marian import MarianSinusoidalPositionalEmbedding as Table
 
-    original = Table._init_weight
-    Table._init_weight = _position_table
+    name, replacement = ("create_weight", _position_values) if hasattr(Table, "create_weight") else ("_init_weight", _position_table)
+    original = getattr(Table, name)
+    setattr(Table, name, replacement)
     try:
         yield
     finally:
-        Table._init_weight = original
+        setattr(Table, name, original)

@@ -20,10 +20,20 @@ from simpe.errors import ConfigError
 from simpe.models.base import FAMILIES, ModelFamily, position_lengths
 
 
+def added_specials(tokenizer: Any) -> list[str]:
+    """The tokenizer's added special tokens beyond bos/eos/pad/unk (language codes in NLLB's): transformers 4
+    calls them ``additional_special_tokens``, transformers 5 ``extra_special_tokens`` (a list, or a mapping)."""
+    found = getattr(tokenizer, "additional_special_tokens", None)
+    if not found:
+        extra = getattr(tokenizer, "extra_special_tokens", None)
+        found = list(extra.values()) if isinstance(extra, dict) else list(extra or [])
+    return [str(token) for token in found]
+
+
 def language_tokens(tokenizer: Any) -> list[str]:
     """The language-code tokens a multilingual tokenizer knows (its additional special tokens)."""
     codes = getattr(tokenizer, "lang_code_to_id", None)
-    return sorted(codes) if codes else sorted(getattr(tokenizer, "additional_special_tokens", []) or [])
+    return sorted(codes) if codes else sorted(added_specials(tokenizer))
 
 
 def check_codes(family: ModelFamily, tokenizer: Any, known: list[str], example: str) -> None:
@@ -64,7 +74,7 @@ class MBartFamily(ModelFamily):
     def forced_bos(self, config: Any, tokenizer: Any) -> int | None:
         if self.tgt_lang is not None and tokenizer is not None:
             return int(tokenizer.convert_tokens_to_ids(self.tgt_lang))
-        return config.forced_bos_token_id
+        return self.generation_setting(config, "forced_bos_token_id")
 
     def max_tokens(self, config: Any) -> int:
         return int(config.max_position_embeddings)

@@ -90,14 +90,20 @@ class Detokenizer:
         self.drop: set[int] | None = None  # None: decode with the tokenizer's own skip_special_tokens
         self.keep: set[int] = set()
         try:
-            from transformers import PreTrainedTokenizer
+            import transformers
+            from transformers import MarianTokenizer, PreTrainedTokenizer
         except ImportError:  # pragma: no cover (transformers is a dependency)
             return
         kind = type(tokenizer)
-        if (isinstance(tokenizer, PreTrainedTokenizer) and kind._decode is PreTrainedTokenizer._decode
+        # transformers 5's MarianTokenizer wraps _decode only to choose its source or target SentencePiece model,
+        # from a keyword the plain decode here passes through unchanged
+        plain = (PreTrainedTokenizer._decode, getattr(MarianTokenizer, "_decode", None))
+        if (isinstance(tokenizer, PreTrainedTokenizer) and kind._decode in plain
                 and kind.convert_ids_to_tokens is PreTrainedTokenizer.convert_ids_to_tokens):
             self.special_ids = set(tokenizer.all_special_ids)
-            self.special_tokens = set(tokenizer.all_special_tokens)
+            # transformers 4's _decode also drops a token whose text is special; 5's drops by id only
+            five = int(transformers.__version__.split(".")[0]) >= 5
+            self.special_tokens = set() if five else set(tokenizer.all_special_tokens)
             self.drop, self.keep = set(), set()  # ids found special (dropped) or not
 
     def _kept(self, tokens: tuple[int, ...]) -> list[int]:

@@ -44,7 +44,8 @@ from simpe.rundir.state import RunState, foreign_files, foreign_message, state
 from simpe.storefile import StoreMetadata, encode_store
 from simpe.textfile import check_replaceable
 
-PACKAGES = ("torch", "transformers", "sentencepiece", "sacrebleu", "sacremoses", "numpy", "unbabel-comet", "tqdm", "pyyaml")
+# unbabel-comet runs in its own environment: its version is in each COMET signature (simpe.metrics.comet)
+PACKAGES = ("torch", "transformers", "tokenizers", "sentencepiece", "peft", "sacrebleu", "sacremoses", "numpy", "tqdm", "pyyaml")
 
 
 def environment(device: Any) -> dict[str, Any]:

@@ -185,8 +185,9 @@ def test_evaluate_records_match_direct_decoding(text_model) -> None:
 
 def test_cut_short_search_is_reported(text_model) -> None:
     model, tokenizer = text_model
-    # sentences whose exact top-3 needs more than 2 expansions with this tiny model and the demo vocabulary
-    out = snapshot(model, tokenizer, [SOURCES[0], SOURCES[2]], [REFERENCES[0], REFERENCES[2]],
+    # sentences whose exact top-3 needs more than 2 expansions with this tiny model and the demo vocabulary (its random
+    # weights differ between transformers 4 and 5, which initialise in another order: sentences 0 and 3 on both)
+    out = snapshot(model, tokenizer, [SOURCES[0], SOURCES[3]], [REFERENCES[0], REFERENCES[3]],
                    defaults("ranking", k=3, max_expansions=2, max_seconds=None, sampling=False))
     assert out["top.exact_rate"] == 0.0
     assert "mc.krg" not in out

@@ -465,26 +465,51 @@ def test_a_bfloat16_causal_lm_decodes_and_updates(family_model) -> None:
     assert record["repetitions"] == 2 and record["skipped"] is None
 
 
+def _sinusoidal_table(positions: int, dim: int) -> torch.Tensor:
+    """(positions, dim) the table a fresh ``MarianSinusoidalPositionalEmbedding`` initialises itself to: transformers 5's
+    ``create_weight`` returns it, transformers 4's ``_init_weight`` sets it as the weight."""
+    from transformers.models.marian.modeling_marian import MarianSinusoidalPositionalEmbedding as Table
+
+    table = Table(positions, dim)
+    if hasattr(table, "create_weight"):
+        return table.create_weight()
+    table._init_weight()
+    return table.weight
+
+
 @pytest.mark.parametrize("positions, dim", [(512, 256), (1024, 512), (64, 17), (7, 1)])
 def test_marians_vectorised_position_table_is_transformers_own_bit_for_bit(positions: int, dim: int) -> None:
     """simpe builds Marian's unsaved sinusoidal table with array operations while a model loads (it was 0.8 s of each
     load of the demo model); the table is transformers' own, bit for bit, for even and odd widths."""
     from transformers.models.marian.modeling_marian import MarianSinusoidalPositionalEmbedding as Table
 
-    from simpe.models.marian import _position_table, _vectorised_position_table
+    from simpe.models.marian import _position_table, _position_values, _vectorised_position_table
 
-    theirs, ours = Table(positions, dim), Table(positions, dim)
-    theirs._init_weight()
+    theirs = _sinusoidal_table(positions, dim)
     with _vectorised_position_table():
-        ours._init_weight()
-    assert torch.equal(theirs.weight, ours.weight) and not ours.weight.requires_grad
-    assert Table._init_weight is not _position_table  # transformers' method is back once the load is over
+        ours = _sinusoidal_table(positions, dim)
+    assert torch.equal(theirs, ours) and not ours.requires_grad
+    # transformers' method is back once the load is over
+    assert getattr(Table, "create_weight", None) is not _position_values and getattr(Table, "_init_weight", None) is not _position_table
 
 
 def test_the_demo_models_position_table_as_loaded_is_transformers_own() -> None:
-    from transformers.models.marian.modeling_marian import MarianSinusoidalPositionalEmbedding as Table
-
     loaded = load_model(None, "cpu")
-    theirs = Table(*loaded.model.model.encoder.embed_positions.weight.shape)
-    theirs._init_weight()
-    assert torch.equal(loaded.model.model.encoder.embed_positions.weight, theirs.weight)
+    theirs = _sinusoidal_table(*loaded.model.model.encoder.embed_positions.weight.shape)
+    assert torch.equal(loaded.model.model.encoder.embed_positions.weight, theirs)
+
+
+def test_forced_bos_saved_in_the_generation_config_counts_as_set(tmp_path) -> None:
+    """transformers 5 saves an mBART/M2M100 checkpoint's forced_bos_token_id in generation_config.json only: the
+    check before loading reads it there, so such a folder needs no model.tgt_lang."""
+    import json
+
+    from simpe.model import _read_config
+    from simpe.models.mbart import MBartFamily
+
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "mbart"}), encoding="utf-8")
+    assert _read_config(str(tmp_path)).get("forced_bos_token_id") is None
+    (tmp_path / "generation_config.json").write_text(json.dumps({"forced_bos_token_id": 250003}), encoding="utf-8")
+    config = _read_config(str(tmp_path))
+    assert config["forced_bos_token_id"] == 250003
+    MBartFamily().check_config(config, "here")  # no "set model.tgt_lang" refusal
