@@ -27,7 +27,7 @@ GRID ?=
 
 .DEFAULT_GOAL := help
 .PHONY: help venv comet-env test-compat simulate test lint test-slow docs cli-doc corpus demo-model baseline select-fixed compare plot report replicate stopwords \
-        bench-loop bench-metrics bench-topk bench-snapshot bench-simulate bench-train bench-scale sweep clean-runs
+        bench-loop bench-metrics bench-topk bench-snapshot bench-simulate bench-train bench-scale bench-size device-check device-wheels sweep clean-runs
 
 help: ## list every target with one line each
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "} {printf "  %-14s %s\n", $$1, $$2}'
@@ -148,6 +148,17 @@ sweep: $(STAMP) $(MODEL)/fixed-selection.json ## simpe sweep on Ray: SWEEP=sweep
 
 bench-scale: $(STAMP) ## cost as the stream grows: s/segment at the start and end of 4,000-segment runs per method, peak memory, knn's inverted file vs exact search and its recall (hours on 2 cores; ARGS="--segments 1000 --methods knn knn:exact")
 	$(PY) benchmarks/bench_scale.py $(ARGS)
+
+bench-size: $(STAMP) ## real-size models (NLLB-600M, M2M100-418M, mBART-50, MADLAD-400 3B, Llama 3.2 1B; random weights): peak memory and s/segment per method, float32 and bfloat16, beside the dry run's estimate (about 30 min on 2 cores; ARGS="--models nllb-600m --methods full lora")
+	$(PY) benchmarks/bench_size.py $(ARGS)
+
+device-check: ## the GPU check: CUDA tests, demo-model runs against carried CPU records, real-size models; OUT=folder (ARGS="--cpu": the same on tiny inputs on the CPU)
+	PYTHON=$(if $(wildcard $(PY)),$(PY),python3) scripts/device_check.sh --out $(or $(OUT),runs/device-check) $(ARGS)
+
+device-wheels: ## download into .whl/ the wheels the GPU image lacks (sacremoses; Python 3.12, manylinux x86-64), for device-check
+	mkdir -p .whl && x=$$(git rev-parse --git-common-dir)/info/exclude && (grep -qxF '/.whl/' $$x 2>/dev/null || echo '/.whl/' >> $$x)
+	$(PYTHON) -m pip download --no-deps --only-binary=:all: --python-version 3.12 --implementation cp --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 -d .whl sacremoses  # the rest is in the GPU image (docs/benchmarks.md)
+	du -sh .whl
 
 bench-topk: $(STAMP) ## exact top-10 on 50 stream sentences: batched search vs Algorithm 1 reference
 	$(PY) benchmarks/bench_topk.py $(ARGS)

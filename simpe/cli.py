@@ -132,6 +132,10 @@ def _add_simulate(sub: argparse._SubParsersAction) -> None:
                         "versions, device); the change is recorded in env.json and the summary")
     p.add_argument("--overwrite", action="store_true", help="replace an existing run")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--dry-run", action="store_true",
+                   help="load nothing, run nothing: print each run's parameters, memory (weights, gradients, method state, "
+                        "activations, datastore growth) and estimated s/segment; exit 2 naming a setting that fits if one cannot fit")
+    p.add_argument("--memory", type=float, metavar="GIB", help="with --dry-run: the memory to fit in (default: what the device has available)")
     p.add_argument("--workers", type=int, default=1, metavar="N",
                    help="run the methods as N parallel tasks on a local Ray (simpe sweep's executor; default: 1, one after another)")
     p.add_argument("--threads", type=int, metavar="T",
@@ -156,6 +160,17 @@ def _cmd_simulate(args: argparse.Namespace) -> None:
 
     if args.workers < 1 or (args.threads is not None and args.threads < 1):
         raise ConfigError(f"--workers and --threads must be >= 1, got {args.workers} and {args.threads}")
+    if args.memory is not None and not (args.memory > 0 and args.dry_run):
+        raise ConfigError(f"--memory takes a size in GiB > 0 and goes with --dry-run, got {args.memory}")
+    if args.dry_run:
+        from simpe.dryrun import GIB, report
+        from simpe.model import resolve_device
+
+        configs = run_configs(args.preset or ["baseline"], _simulate_overrides(args), args.config)
+        device = resolve_device(configs[0].device).type
+        for line in report(configs, device, None if args.memory is None else int(args.memory * GIB)):
+            print(line)
+        return
     if args.workers > 1 and not args.config and len(args.preset or []) > 1:
         if args.resume_anyway:
             raise ConfigError("--resume-anyway resumes the runs in this process, one at a time: leave out --workers")

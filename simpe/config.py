@@ -45,6 +45,8 @@ class UpdateConfig:
     ppl_threshold: float  # ... until its perplexity is <= this
     dropout: float
     label_smoothing: float
+    master_copies: bool  # bfloat16 / float16 tensors: step a float32 master copy, write the rounded value back
+    checkpointing: bool  # activation checkpointing in the update's forward (recompute in backward: less memory, more time)
 
     def __post_init__(self) -> None:
         if self.optimizer != "sgd":

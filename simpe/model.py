@@ -139,6 +139,10 @@ def _check_safetensors(path: Path) -> None:
 
 
 def _check_weights(folder: Path, source: str) -> None:
+    from simpe.models.shapes import random_init
+
+    if random_init(folder) is not None:  # weights drawn at load time (simpe.models.shapes)
+        return
     present = [name for name in WEIGHT_FILES if (folder / name).is_file()]
     if not present:
         raise ModelError(f"model folder {source} has no weights ({' or '.join(WEIGHT_FILES[:2])}); "
@@ -311,7 +315,11 @@ def load_model(model_id: str | os.PathLike[str] | None = None, device: str = "au
                 family.check_config(config, f"model {source}")
         tokenizer = _load_tokenizer(family, source)
         family.check_languages(tokenizer)  # a language code the tokenizer lacks: refused before the model loads
-        model, info = family.load_model(source, dtype)
+        from simpe.models.shapes import random_init
+
+        drawn = looks_local and path.is_dir() and random_init(path) is not None
+        with torch_device if drawn else contextlib.nullcontext():  # random weights are drawn where the model will run
+            model, info = family.load_model(source, dtype)
     except SimpeError:
         raise
     except Exception as err:  # transformers, safetensors and torch raise many kinds for a damaged checkpoint

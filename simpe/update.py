@@ -11,6 +11,15 @@ move is the method's business (``Method.select``), and so is the step itself
 is undone (``Backup``: spare buffers swapped in for SGD, copies of what a method's own step says it
 changes) is this module's alone: a method never sees it. The loop, not the update, then shows the
 method the pair (``Method.after_segment``: ``knn`` stores it).
+
+At bfloat16 or float16 (``model.dtype``) an SGD step of lr 0.01 is often smaller than half the spacing
+of the weight's format and rounds away. With ``update.master_copies`` (the default) each adapted tensor
+held at such a dtype has a float32 master copy (``MasterCopies``; only those tensors: a frozen weight
+never gets one): the step, its clipping and its undo work on the master, and the weight the model
+computes with gets the master's rounded value; the steps below the spacing add up in the master until
+the weight moves. ``update.checkpointing`` recomputes each layer's activations in the backward pass
+(``checkpoint_layers``) instead of keeping them: less memory for long segments on big models, about one
+more forward pass of time.
 """
 from __future__ import annotations
 
@@ -26,6 +35,99 @@ import torch
 from simpe.config import UpdateConfig
 from simpe.methods.base import Gradients, Method
 from simpe.model import Pair, teacher_forced_logits
+
+LOW_PRECISION = (torch.bfloat16, torch.float16)
+
+
+class MasterCopies:
+    """float32 master copies of a method's adapted tensors held at bfloat16 or float16, and the swap around a step.
+
+    ``enter`` makes each such parameter hold its float32 master (the same Parameter object: the step, the clipping,
+    ``Backup`` and a method's own step see float32 tensors and float32 gradients); ``leave`` keeps what the step left
+    as the new master and gives the parameter the rounded value, in its own storage at the model's dtype. A master is
+    valid while the parameter's storage and version are the ones ``leave`` left: a weight written since (a document
+    reset or a resume through ``Method.load_state_dict``, a store applied) gets a fresh master from its value.
+    Memory: 4 bytes per adapted value (plus ``Backup``'s float32 spare buffer of each), none for the frozen ones.
+    """
+
+    def __init__(self) -> None:
+        self.masters: dict[int, torch.Tensor] = {}  # id(parameter) -> its float32 master, shaped as it
+        self.left: dict[int, tuple[int, int]] = {}  # id(parameter) -> (data pointer, version) as ``leave`` left it
+
+    @staticmethod
+    def needed(params: Sequence[torch.Tensor]) -> list[torch.Tensor]:
+        """The parameters of ``params`` held at bfloat16 or float16 (the ones a master copy is for)."""
+        return [p for p in params if p.dtype in LOW_PRECISION]
+
+    def enter(self, params: Sequence[torch.Tensor]) -> list[torch.Tensor]:
+        """Make each low-precision parameter of ``params`` hold its float32 master; return their own tensors."""
+        lows = []
+        for param in params:
+            low = param.data
+            master = self.masters.get(id(param))
+            if master is None or self.left.get(id(param)) != (low.data_ptr(), param._version):
+                master = low.float()  # (the parameter's shape) float32: the weight as it is now
+            lows.append(low)
+            param.data = master
+        return lows
+
+    def leave(self, params: Sequence[torch.Tensor], lows: Sequence[torch.Tensor]) -> None:
+        """Keep each parameter's float32 value as its master and give it back its own tensor, holding the rounded value."""
+        with torch.no_grad():
+            for param, low in zip(params, lows):
+                self.masters[id(param)] = param.data
+                low.copy_(param.data)  # round to nearest even, as every bfloat16 / float16 conversion of torch
+                param.data = low
+                self.left[id(param)] = (low.data_ptr(), param._version)
+
+    def bytes(self) -> int:
+        """Bytes held by the master copies."""
+        return sum(m.numel() * m.element_size() for m in self.masters.values())
+
+
+# One MasterCopies per method, kept from segment to segment (as its Backup).
+_MASTERS: "weakref.WeakKeyDictionary[Method, MasterCopies]" = weakref.WeakKeyDictionary()
+
+
+def master_copies(method: Method) -> MasterCopies:
+    """The method's master copies (made empty on first use)."""
+    masters = _MASTERS.get(method)
+    if masters is None:
+        masters = _MASTERS[method] = MasterCopies()
+    return masters
+
+
+def _checkpointed(forward: Any, *args: Any, **kwargs: Any) -> Any:
+    """``forward`` under activation checkpointing when a gradient is being recorded, plain otherwise (decoding)."""
+    if torch.is_grad_enabled():
+        from torch.utils.checkpoint import checkpoint
+
+        return checkpoint(forward, *args, use_reentrant=False, **kwargs)
+    return forward(*args, **kwargs)
+
+
+def checkpoint_layers(model: Any) -> int:
+    """Wrap every encoder and decoder layer of ``model`` (the lists holding the family's top layers) in activation
+    checkpointing, once; return how many layers are wrapped.
+
+    Not transformers' ``gradient_checkpointing_enable``: that acts only in train mode, where a model's own dropout
+    rates (set at its construction, 0.1 in NLLB's config) would apply; this works in eval mode and only while a
+    gradient is recorded (the update's forward), never in decoding. Non-reentrant checkpointing: the gradient
+    reaches trainable tensors inside a layer whose input needs none (LoRA, a frozen embedding).
+    """
+    import functools
+
+    from simpe.models import family_of
+
+    wrapped = 0
+    for prefix in family_of(model).top_layer_prefixes(model):
+        layers = model.get_submodule(prefix.rstrip(".").rsplit(".", 1)[0])  # model.encoder.layers, decoder.block, ...
+        for layer in layers:
+            if not getattr(layer, "simpe_checkpointed", False):
+                layer.forward = functools.partial(_checkpointed, layer.forward)
+                layer.simpe_checkpointed = True
+            wrapped += 1
+    return wrapped
 
 
 def pair_loss(model: Any, pair: Pair, label_smoothing: float = 0.0) -> tuple[torch.Tensor, float]:
@@ -320,14 +422,26 @@ def update(model: Any, method: Method, pair: Pair, cfg: UpdateConfig) -> dict[st
     backward_seconds = 0.0
     if cfg.dropout > 0 and params:
         model.train()
+    if cfg.checkpointing and params:
+        checkpoint_layers(model)
     backup = _backup_for(method)  # the weights the last step changed, as before it, while it may still be undone
+    low = MasterCopies.needed(params) if cfg.master_copies else []  # the tensors stepped through a float32 master
+    masters = master_copies(method) if low else None
+
+    def undo() -> None:  # the last step, on the masters where there are some (the weights then get their rounded value)
+        if masters is None:
+            backup.restore()
+            return
+        lows = masters.enter(low)
+        backup.restore()
+        masters.leave(low, lows)
     try:
         for repeat in range(cfg.max_repeats + 1):
             may_step = bool(params) and repeat < cfg.max_repeats
             with torch.set_grad_enabled(may_step):
                 loss, nll = pair_loss(model, pair, cfg.label_smoothing)
             if record["repetitions"] and not math.isfinite(nll):  # the last step broke the model: undo it
-                backup.restore()
+                undo()
                 record["repetitions"] -= 1
                 record["skipped"] = f"non-finite loss after step {record['repetitions'] + 1}; step rolled back"
                 break
@@ -347,14 +461,22 @@ def update(model: Any, method: Method, pair: Pair, cfg: UpdateConfig) -> dict[st
                 break
             ns, ps, gs = [names[i] for i in present], [params[i] for i in present], [grads[i] for i in present]
             with torch.no_grad():
-                bad = clip_and_step(method, ns, ps, gs, cfg.lr, cfg.clip_norm, backup)
+                if masters is None:
+                    bad = clip_and_step(method, ns, ps, gs, cfg.lr, cfg.clip_norm, backup)
+                else:  # the step on float32 masters and float32 gradients; the weights get the rounded result
+                    lows = masters.enter(low)
+                    try:
+                        bad = clip_and_step(method, ns, ps, [g.float() for g in gs], cfg.lr, cfg.clip_norm, backup)
+                    finally:
+                        masters.leave(low, lows)
+                    backup.finite = backup.finite and not any(p.dtype == torch.float16 for p in low)  # float16 overflows at 65504
             if bad is not None:
                 record["skipped"] = f"non-finite gradient in {bad}"
                 break
             record["repetitions"] += 1
             bad = backup.first_non_finite()
             if bad is not None:
-                backup.restore()
+                undo()
                 record["repetitions"] -= 1
                 record["skipped"] = f"non-finite weights in {bad} after step {record['repetitions'] + 1}; step rolled back"
                 break

@@ -113,18 +113,18 @@ class LassoMethod(Method):
         # the same per-tensor kernel as a loop of calls would, without a Python round trip per tensor)
         gone = [name for name in self.tensors if name in previous and name not in kept]
         if gone:  # out of the budget now: back to the base values exactly
-            torch._foreach_copy_([self.tensors[n] for n in gone], [self.base[n] for n in gone])
+            torch._foreach_copy_([self.tensors[n] for n in gone], [self._base(n) for n in gone])
         offsets.update(self._offsets([name for name in kept if name not in offsets], step))
         if kept:  # θ ← θ0 + factor · (θ - lr·g - θ0), the proximal step of the group lasso
             new = [offsets[name] for name in kept]
             torch._foreach_mul_(new, list(kept.values()))
-            torch._foreach_add_(new, [self.base[name] for name in kept])
+            torch._foreach_add_(new, [self._base(name) for name in kept])
             torch._foreach_copy_([self.tensors[name] for name in kept], new)
         self.kept_tensors = sorted(kept)
         for name, (now, gone, factors) in rows.items():
-            weight, base = self.embeddings[name], self.base[name]
+            weight, base = self.embeddings[name], self.base[name]  # rows converted where a dtype must match
             if len(gone):
-                weight[gone] = base[gone]
+                weight[gone] = base[gone].to(weight.dtype)
             if len(now):
                 grad, rate = step[name][1:3] if name in step else (None, 0.0)
                 offset = self._offset(weight[now], base[now], None if grad is None else grad[now], rate)  # (kept, dim)
@@ -145,8 +145,15 @@ class LassoMethod(Method):
                                                          alpha=-rate)))
         offsets = {name: stepped[name] for name in names}
         if offsets:
-            torch._foreach_sub_(list(offsets.values()), [self.base[name] for name in offsets])
+            torch._foreach_sub_(list(offsets.values()), [self._base(name) for name in offsets])
         return offsets
+
+    def _base(self, name: str) -> torch.Tensor:
+        """The base value of ``name`` at the dtype the step sees it in: float32 under the update's master copies of a
+        bfloat16 / float16 model (``simpe.update.MasterCopies``: the base is kept at the model's dtype, converted
+        exactly, and only for the groups a step touches), else the base itself."""
+        base, dtype = self.base[name], self._trainable[name].dtype
+        return base if base.dtype == dtype else base.to(dtype)
 
     def _offset(self, param, base, grad, rate):
         """(θ - rate·g) - θ0, the offset after the SGD step of size ``rate`` (a new tensor; ``param`` is not changed)."""

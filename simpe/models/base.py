@@ -122,6 +122,11 @@ class ModelFamily(ABC):
         """The model and transformers' loading info (missing / mismatched keys)."""
         import transformers
 
+        from simpe.models.shapes import build_random, random_init
+
+        init = random_init(Path(source)) if Path(source).is_dir() else None
+        if init is not None:  # a shape-true model of real size (simpe.models.shapes): random weights built here
+            return build_random(self.auto_class, Path(source), DTYPES[dtype], init["seed"]), {"missing_keys": [], "mismatched_keys": []}
         cls = getattr(transformers, self.auto_class)
         with quiet_progress():
             return cls.from_pretrained(source, output_loading_info=True, dtype=DTYPES[dtype])

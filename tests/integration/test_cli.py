@@ -24,7 +24,7 @@ SUBPROCESS_TWIN = pytest.mark.slow
 @pytest.mark.parametrize("args, message", [
     (["simulate", "--preset", "sparse"], "simpe: error: no preset 'sparse' in adapters/; known: baseline, bias, fixed, fixed-25, full, icl, knn, knn-vanilla, lasso, lasso-25, lora, norms, top (or a path to a .yaml file)"),  # noqa: E501
     pytest.param(["simulate", "--dataset", "wmt"], "simpe: error: unknown dataset 'wmt'; known: autodesk, libreoffice, text, tmx, tsv", marks=SUBPROCESS_TWIN),
-    pytest.param(["simulate", "--set", "update.optimiser=adam"], "simpe: error: unknown key update.optimiser; known: optimizer, lr, clip_norm, max_repeats, ppl_threshold, dropout, label_smoothing", marks=SUBPROCESS_TWIN),  # noqa: E501
+    pytest.param(["simulate", "--set", "update.optimiser=adam"], "simpe: error: unknown key update.optimiser; known: optimizer, lr, clip_norm, max_repeats, ppl_threshold, dropout, label_smoothing, master_copies, checkpointing", marks=SUBPROCESS_TWIN),  # noqa: E501
     pytest.param(["simulate", "--set", "update.optimizer=adam"], "simpe: error: unknown update.optimizer 'adam'; known: sgd", marks=SUBPROCESS_TWIN),
     pytest.param(["simulate", "--segments", "0"], "simpe: error: data.segments must be >= 1 or null, got 0", marks=SUBPROCESS_TWIN),
     (["simulate", "--dataset", "autodesk"], "simpe: error: the Autodesk corpus is not at"),

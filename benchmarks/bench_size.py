@@ -1,0 +1,87 @@
+"""Real-size models measured: peak memory and seconds per segment (translate / update) per method, float32 and bfloat16.
+
+    python benchmarks/bench_size.py [--models nllb-600m llama3.2-1b ...] [--methods full bias ...] [--segments 4] [--threads 1]
+
+Each (model, method, dtype) runs in its own process (its peak resident memory is its own: ``os.wait4``) over the first
+``--segments`` segments of the LibreOffice stream (``--segments-large`` for MADLAD-400 3B), without snapshots, on the
+shape-true models of ``simpe.models.shapes`` (published sizes, random weights drawn at load: quality means nothing). Beside
+each measurement the dry run's estimate (``simpe.dryrun``) of the same run. A run whose estimate exceeds ``--memory`` GiB
+(default 24) or what this machine has is not run; the table says so and why. The figures go to docs/benchmark-results.md
+through the benchmark recorder (``record.py``), with the machine. Takes about 30 minutes on 2 cores with the defaults.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from record import record
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+METHODS = ["baseline", "full", "bias", "top", "lasso", "lora", "norms", "knn", "icl"]
+SETTINGS = {"nllb-600m": ["model.src_lang=eng_Latn", "model.tgt_lang=deu_Latn"], "m2m100-418m": ["model.src_lang=en", "model.tgt_lang=de"],
+            "mbart50-mmt": ["model.src_lang=en_XX", "model.tgt_lang=de_DE"], "madlad400-3b": ["model.tgt_lang=de"], "llama3.2-1b": []}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", nargs="+", default=list(SETTINGS))
+    parser.add_argument("--methods", nargs="+", default=METHODS)
+    parser.add_argument("--dtypes", nargs="+", default=["float32", "bfloat16"])
+    parser.add_argument("--segments", type=int, default=4)
+    parser.add_argument("--segments-large", type=int, default=2, help="segments for MADLAD-400 3B")
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--memory", type=float, default=24.0, help="GiB a run may need (runs estimated above it are not run)")
+    args = parser.parse_args()
+    from simpe.config import load_config
+    from simpe.dryrun import GIB, available, estimate
+    from simpe.models import shapes
+
+    budget = min(args.memory * GIB, available("cpu"))
+    figures: dict[str, str] = {}
+    with tempfile.TemporaryDirectory() as scratch:
+        for name in args.models:
+            folder = shapes.write(name, Path(scratch) / name)
+            segments = args.segments_large if name == "madlad400-3b" else args.segments
+            for dtype in args.dtypes:
+                for method in args.methods:
+                    overrides = [f"model.path={folder}", f"model.dtype={dtype}", "metrics.truecaser=null", *SETTINGS[name]]
+                    try:
+                        est = estimate(load_config(method, overrides + [f"data.segments={segments}"]), "cpu")
+                    except Exception as err:  # a method that does not apply to the family (fixed needs a selection)
+                        figures[f"{name} {method} {dtype}"] = f"not run: {str(err).splitlines()[0][:120]}"
+                        continue
+                    key = f"{name} {method} {dtype}"
+                    if est.peak > budget:
+                        figures[key] = f"not run: estimated {est.peak / GIB:.1f} GiB > {budget / GIB:.1f} GiB"
+                        continue
+                    command = [sys.executable, "-m", "simpe", "simulate", "--preset", method, "--segments", str(segments),
+                               "--runs-dir", str(Path(scratch) / "runs"), "--no-progress", "--threads", str(args.threads),
+                               "--overwrite", "--set", "snapshots.every=0", *[x for o in overrides for x in ("--set", o)]]
+                    env = {**os.environ, "OMP_NUM_THREADS": str(args.threads)}
+                    process = subprocess.Popen(command, env=env, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                    _, status, usage = os.wait4(process.pid, 0)
+                    if status != 0:
+                        figures[key] = f"failed: {process.stderr.read()[-300:]}"
+                        continue
+                    (path,) = [p.parent for p in (Path(scratch) / "runs").glob(f"*/{method}/DONE") if name in str(p)]
+                    rows = [json.loads(line) for line in (path / "segments.jsonl").read_text(encoding="utf-8").splitlines()]
+                    translate = sum(r["seconds"]["translate"] for r in rows) / len(rows)
+                    update = sum(r["seconds"].get("update", 0.0) for r in rows) / len(rows)
+                    summary = json.loads((path / "summary.json").read_text(encoding="utf-8"))
+                    store = (summary.get("method_facts") or {}).get("store_bytes")
+                    figures[key] = (f"peak {usage.ru_maxrss / 1024:.0f} MiB (estimated {est.peak / 2**20:.0f}); "
+                                    f"{translate + update:.2f} s/segment = translate {translate:.2f} + update {update:.2f}"
+                                    + (f" (estimated {est.seconds_per_segment:.2f})" if est.seconds_per_segment else "")
+                                    + (f"; store {store / 2**20:.1f} MiB" if store else ""))
+                    print(key, figures[key], flush=True)
+    record("bench-size", figures, threads=args.threads)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,187 @@
+"""The GPU check, ready before any GPU: one command that runs on a GPU machine without network (scripts/device_check.sh).
+
+Steps, each timed, each recorded even when it fails (a failure does not stop the later steps):
+
+1. ``cuda_tests``: the CUDA-marked tests (``pytest -m cuda``); they skip without a GPU.
+2. ``demo``: the demo model, presets baseline, full, lasso, lora and knn, ``--segments`` segments of the LibreOffice
+   stream, in float32 and bfloat16, on the device; each compared with the CPU records of the same run carried in the
+   checkout (``benchmarks/device_reference/``, made beforehand by ``--make-reference`` on a CPU): the share of identical
+   hypotheses and the difference of corpus BLEU and of the mean loss before the update. Without a reference the
+   step records the run alone.
+3. ``real_size``: NLLB-200-distilled-600M and Llama 3.2 1B of ``simpe.models.shapes`` (random weights, built on the
+   device), a few segments per method: seconds per segment (translate / update) and peak memory.
+
+Writes ``device-check.json`` and ``device-check.md`` to ``--out``. ``--cpu`` runs the same steps on tiny inputs on the
+CPU (2 segments, baseline and full, one narrow layer of the real-size models): the tests run it, so the script works the
+first time it meets a GPU.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+REFERENCE = REPO / "benchmarks" / "device_reference"
+PRESETS = ["baseline", "full", "lasso", "lora", "knn"]
+DTYPES = ["float32", "bfloat16"]
+SHAPE_SETTINGS = {"nllb-600m": ["model.src_lang=eng_Latn", "model.tgt_lang=deu_Latn"], "llama3.2-1b": []}
+TINY = {"nllb-600m": dict(encoder_layers=1, decoder_layers=1, d_model=64, encoder_ffn_dim=128, decoder_ffn_dim=128,
+                          encoder_attention_heads=2, decoder_attention_heads=2),
+        "llama3.2-1b": dict(num_hidden_layers=1, hidden_size=64, intermediate_size=128, num_attention_heads=2,
+                            num_key_value_heads=1, head_dim=32)}
+
+
+def _run(preset: str, overrides: list[str], runs: Path) -> tuple[Path, list[dict], float]:
+    """One simulate run in this process; (its folder, its records, its peak accelerator memory in MiB or None)."""
+    import torch
+
+    from simpe.config import load_config
+    from simpe.rundir import layout
+    from simpe.simulate import Loop
+
+    if torch.cuda.is_available():
+        torch.cuda.reset_peak_memory_stats()
+    cfg = load_config(preset, [f"runs_dir={runs}", "snapshots.every=0", *overrides])
+    loop = Loop(cfg, progress=False)
+    path = loop.run(overwrite=True)
+    loop.timer.remove()
+    records = [json.loads(line) for line in (path / layout.SEGMENTS_FILE).read_text(encoding="utf-8").splitlines()]
+    peak = torch.cuda.max_memory_allocated() / 2**20 if torch.cuda.is_available() else None
+    return path, records, peak
+
+
+def _summary(records: list[dict]) -> dict[str, Any]:
+    n = len(records)
+    seconds = {k: sum(r["seconds"].get(k, 0.0) for r in records) / n for k in ("translate", "update")}
+    losses = [r["update"]["loss_before"] for r in records if r.get("update") and r["update"].get("loss_before") is not None]
+    return {"segments": n, "s_per_segment": round(sum(seconds.values()), 4), "translate_s": round(seconds["translate"], 4),
+            "update_s": round(seconds["update"], 4), "mean_loss_before": sum(losses) / len(losses) if losses else None,
+            "bleu": records[-1]["cumulative"]["bleu"]}
+
+
+def _compare(records: list[dict], reference: list[dict]) -> dict[str, Any]:
+    pairs = list(zip(records, reference))
+    same = sum(a["hypothesis"] == b["hypothesis"] for a, b in pairs) / len(pairs)
+    mine, theirs = _summary(records), _summary(reference[:len(records)])
+    loss = None if mine["mean_loss_before"] is None else abs(mine["mean_loss_before"] - theirs["mean_loss_before"])
+    return {"identical_hypotheses": round(same, 4), "bleu_difference": round(mine["bleu"] - theirs["bleu"], 3),
+            "mean_loss_difference": None if loss is None else round(loss, 4)}
+
+
+def step_cuda_tests(cpu: bool) -> dict[str, Any]:
+    command = [sys.executable, "-m", "pytest", "-q", "-m", "cuda", "tests/integration/test_cuda.py", "-p", "no:cacheprovider"]
+    done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=240)
+    last = (done.stdout.strip().splitlines() or [""])[-1]
+    return {"ok": done.returncode in (0, 5) and "failed" not in last, "summary": last}
+
+
+def step_demo(device: str, segments: int, presets: list[str], runs: Path, make_reference: bool) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for dtype in DTYPES:
+        for preset in presets:
+            key = f"{preset}-{dtype}"
+            _, records, peak = _run(preset, [f"device={device}", f"model.dtype={dtype}", f"data.segments={segments}"], runs / key)
+            row = {**_summary(records), "peak_mib": peak}
+            reference = REFERENCE / f"{key}.jsonl"
+            if make_reference:
+                REFERENCE.mkdir(parents=True, exist_ok=True)
+                reference.write_text("".join(json.dumps({k: r[k] for k in ("hypothesis", "update", "cumulative", "seconds")}) + "\n"
+                                             for r in records), encoding="utf-8")
+            elif reference.is_file():
+                carried = [json.loads(line) for line in reference.read_text(encoding="utf-8").splitlines()]
+                row["against_cpu"] = _compare(records, carried)
+            out[key] = row
+    return out
+
+
+def step_real_size(device: str, tiny: bool, segments: int, presets: list[str], runs: Path) -> dict[str, Any]:
+    from simpe.models import shapes
+
+    out: dict[str, Any] = {}
+    for name, settings in SHAPE_SETTINGS.items():
+        folder = shapes.write(name, runs / f"shape-{name}", **(TINY[name] if tiny else {}))
+        for preset in presets:
+            dtype = "float32" if tiny else "bfloat16"
+            start = time.perf_counter()
+            _, records, peak = _run(preset, [f"model.path={folder}", f"device={device}", f"model.dtype={dtype}",
+                                             f"data.segments={segments}", "metrics.truecaser=null", *settings], runs / f"{name}-{preset}")
+            out[f"{name}-{preset}-{dtype}"] = {**_summary(records), "peak_mib": peak, "wall_s": round(time.perf_counter() - start, 1)}
+    return out
+
+
+def markdown(result: dict[str, Any]) -> str:
+    lines = [f"# Device check ({result['device']}, {result['machine']['gpu'] or 'no GPU'})", "",
+             f"torch {result['machine']['torch']}, transformers {result['machine']['transformers']}, "
+             f"{result['seconds']:.0f} s in all", "", "| step | run | s/segment (translate / update) | peak MiB | against the CPU |",
+             "| --- | --- | --- | --- | --- |"]
+    for step in ("demo", "real_size"):
+        for key, row in (result["steps"].get(step) or {}).items():
+            if not isinstance(row, dict) or "s_per_segment" not in row:
+                continue
+            against = row.get("against_cpu")
+            text = (f"{against['identical_hypotheses']:.0%} identical, BLEU {against['bleu_difference']:+.2f}" if against else "-")
+            peak = f"{row['peak_mib']:.0f}" if row.get("peak_mib") is not None else "-"
+            lines.append(f"| {step} | {key} | {row['s_per_segment']:.3f} ({row['translate_s']:.3f} / {row['update_s']:.3f}) | {peak} | {text} |")
+    for step, row in result["steps"].items():
+        if isinstance(row, dict) and "error" in row:
+            lines.append(f"\n{step} failed: {row['error']}")
+    cuda = result["steps"].get("cuda_tests") or {}
+    lines.append(f"\nCUDA tests: {cuda.get('summary', '-')}")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, required=True, help="folder for device-check.json and device-check.md")
+    parser.add_argument("--cpu", action="store_true", help="the same steps on tiny inputs on the CPU (the tests run this)")
+    parser.add_argument("--segments", type=int, default=100, help="demo-model segments per run (default 100; --cpu: 2)")
+    parser.add_argument("--make-reference", action="store_true", help="write the CPU records the GPU run is compared with")
+    args = parser.parse_args(argv)
+    import torch
+    import transformers
+
+    torch.set_num_threads(max(1, torch.get_num_threads()))
+    if not args.cpu and not args.make_reference and not torch.cuda.is_available():
+        print("device_check: torch sees no CUDA device; use --cpu for the CPU run of the same steps", file=sys.stderr)
+        return 2
+    device = "cpu" if args.cpu or args.make_reference else "cuda"
+    segments = 2 if args.cpu else args.segments
+    args.out.mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
+    result: dict[str, Any] = {"device": device, "steps": {}, "machine": {
+        "gpu": torch.cuda.get_device_name() if torch.cuda.is_available() else None, "torch": torch.__version__,
+        "transformers": transformers.__version__, "python": platform.python_version(), "cpu": platform.processor()}}
+    with tempfile.TemporaryDirectory() as scratch:
+        runs = Path(scratch)
+        steps = [("cuda_tests", lambda: step_cuda_tests(args.cpu)),
+                 ("demo", lambda: step_demo(device, segments, ["baseline", "full"] if args.cpu else PRESETS, runs, args.make_reference)),
+                 ("real_size", lambda: step_real_size(device, args.cpu, 1 if args.cpu else 3,
+                                                      ["full"] if args.cpu else ["baseline", "full", "lora", "lasso"], runs))]
+        if args.make_reference:
+            steps = [steps[1]]
+        for name, run in steps:
+            began = time.perf_counter()
+            try:
+                result["steps"][name] = run()
+            except Exception as err:  # a step that fails is recorded; the next one still runs
+                result["steps"][name] = {"error": f"{type(err).__name__}: {err}", "trace": traceback.format_exc()[-2000:]}
+            print(f"device_check: {name} {time.perf_counter() - began:.0f} s", file=sys.stderr)
+    result["seconds"] = time.perf_counter() - start
+    (args.out / "device-check.json").write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+    (args.out / "device-check.md").write_text(markdown(result), encoding="utf-8")
+    failed = [name for name, row in result["steps"].items() if isinstance(row, dict) and ("error" in row or row.get("ok") is False)]
+    print(f"device_check: wrote {args.out / 'device-check.json'} and device-check.md" + (f"; failed: {', '.join(failed)}" if failed else ""))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

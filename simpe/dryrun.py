@@ -1,0 +1,257 @@
+"""``simpe simulate --dry-run``: what each run would need, before any weight loads, and a refusal of one that cannot fit.
+
+For the model and presets given it prints the parameters, the memory each method needs (weights, gradients, method
+state, activations of the update, the runtime itself, and knn's datastore growth per 1,000 segments), an estimate of
+seconds per segment from a measured table, and refuses (ConfigError: one line, exit 2) a run whose memory exceeds
+what the device has, naming the setting that would make it fit (a lighter method, bfloat16, a smaller beam).
+
+How the figures are made (``estimate``):
+
+* parameters and trainable parameters: the model is built from its config.json on torch's meta device (nothing is
+  allocated, no weight file is read) and the method attached to it, so the counts are the method's own;
+* weights P·b (b the bytes of model.dtype); gradients T·b, and T·4 more for the float32 copies of master-copy
+  training (``update.master_copies`` at bfloat16/float16); method state: the update's spare buffer of each adapted
+  tensor (T·b, T·4 under master copies) plus the master copies (T·4), lasso's copy of the base weights (P·b), knn's
+  datastore (per entry: the key, hidden·4 bytes, its norm 4 and value 8 bytes; ``ENTRIES_PER_SEGMENT`` a segment);
+* activations of the update's forward and backward for a segment of ``TOKENS`` source and target tokens: per layer and
+  token ``ACTIVATION_WIDTHS`` values of the model's width and of its feed-forward width, the logits three times over
+  the vocabulary in float32 (with ``update.checkpointing``: each layer's input, and one layer's activations);
+* the runtime: this process's resident memory once torch and transformers are imported (measured, CPU) plus the loop's
+  own (``LOOP_OVERHEAD``, from the demo model's baseline run), or the CUDA context (``CUDA_CONTEXT``);
+* seconds per segment: ``SPEED_TABLE`` (measured per method on the demo model, one CPU thread), scaled by the work per
+  token (non-embedding parameters plus the output projection) relative to the demo model's; given only on the CPU.
+
+The estimate is checked against a measured run of the demo model (tests/integration/test_dryrun.py: within 30 %).
+This module loads no weights and runs nothing.
+"""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from simpe.config import RunConfig
+from simpe.errors import ConfigError
+
+GIB = 1024 ** 3
+MIB = 1024 ** 2
+TOKENS = 64  # source and target tokens of a long segment (the stream's 99th percentile is about 60 subwords)
+ENTRIES_PER_SEGMENT = 21  # knn datastore entries a segment adds (target tokens of the scalc stream: docs/benchmarks.md)
+ACTIVATION_WIDTHS = (14, 3)  # values kept per layer and token: 14 of the model's width, 3 of the feed-forward width
+LOOP_OVERHEAD = 100 * MIB  # the loop's own data, metrics and truecaser beyond the imports (demo baseline: 590 MiB measured, 483 without it)
+CUDA_CONTEXT = 600 * MIB  # the CUDA context and kernels of torch, outside its allocator (typical; not measured here)
+SPEED_TABLE = Path(__file__).parent / "scale_table.json"
+BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
+
+
+@dataclass
+class Estimate:
+    """What one run would need (bytes, seconds)."""
+
+    name: str  # the preset
+    method: str
+    parameters: int
+    trainable: int
+    weights: int
+    gradients: int
+    state: int
+    activations: int
+    runtime: int
+    datastore_per_1000: int  # bytes knn's datastore grows per 1,000 segments (0 for others)
+    segments: int | None
+    seconds_per_segment: float | None
+
+    @property
+    def peak(self) -> int:
+        """Peak bytes: everything at once, knn's datastore at the end of the run's segments (1,000 when unbounded)."""
+        grown = self.datastore_per_1000 * (self.segments or 1000) // 1000
+        return self.weights + self.gradients + self.state + self.activations + self.runtime + grown
+
+
+def _meta_model(cfg: RunConfig) -> tuple[Any, Any]:
+    """The model of ``cfg`` built on the meta device from its config.json, and its config."""
+    import torch
+    import transformers
+
+    from simpe.model import _read_config, model_folder
+    from simpe.paths import DEFAULT_MODEL
+
+    source = str(cfg.model.path) if cfg.model.path is not None else str(DEFAULT_MODEL)
+    data = _read_config(source)
+    if data is None:
+        raise ConfigError(f"--dry-run needs the model's config.json: {source} is a hub id not in the local cache; "
+                          "download it first or pass a local folder")
+    config = transformers.AutoConfig.for_model(**{k: v for k, v in data.items() if k not in ("transformers_version",)})
+    auto = "AutoModelForSeq2SeqLM" if getattr(config, "is_encoder_decoder", False) else "AutoModelForCausalLM"
+    with torch.device("meta"):
+        model = getattr(transformers, auto).from_config(config)
+    model.simpe_folder = model_folder(source)
+    return model, config
+
+
+def _unique(params: Any) -> list[Any]:
+    return list({id(p): p for p in params}.values())
+
+
+def _work_per_token(model: Any) -> int:
+    """Multiply-adds per token, about: every parameter but the embedding tables, plus the output projection."""
+    from simpe.methods.base import base_parameters, embedding_names
+    from simpe.models import family_of
+
+    params = base_parameters(model)
+    embeddings = embedding_names(model)
+    projection = family_of(model).output_projection(model).weight
+    return sum(p.numel() for n, p in params.items() if n not in embeddings) + projection.numel()
+
+
+def _runtime_bytes(device: str) -> int:
+    if device == "cuda":
+        return CUDA_CONTEXT
+    try:  # this process's resident memory (torch, transformers and simpe imported) plus the loop's own
+        return LOOP_OVERHEAD + _resident()
+    except (OSError, ValueError, IndexError):
+        return LOOP_OVERHEAD + 500 * MIB
+
+
+def _resident() -> int:
+    """This process's resident bytes (Linux)."""
+    with open("/proc/self/statm", encoding="ascii") as handle:
+        return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def _speed_table() -> dict[str, Any]:
+    return json.loads(SPEED_TABLE.read_text(encoding="utf-8"))
+
+
+_DEMO_WORK: int | None = None
+
+
+def _demo_work() -> int:
+    global _DEMO_WORK
+    if _DEMO_WORK is None:
+        from simpe.config import load_config
+
+        model, _ = _meta_model(load_config("baseline", ["model.path=null"]))
+        _DEMO_WORK = _work_per_token(model)
+    return _DEMO_WORK
+
+
+def estimate(cfg: RunConfig, device: str = "cpu") -> Estimate:
+    """The memory and time one run of ``cfg`` would need on ``device`` (cpu or cuda), its model never loaded."""
+
+    from simpe.methods import METHODS
+    from simpe.methods.base import base_parameters
+    from simpe.models import family_of
+
+    model, config = _meta_model(cfg)
+    family_of(model)
+    work = _work_per_token(model)
+    method = METHODS.build(cfg.method.name, **cfg.method.params)
+    base = sum(p.numel() for p in base_parameters(model).values())
+    if cfg.method.name == "fixed" and model.simpe_folder is None:
+        trainable = 0
+    else:
+        method.attach(model, model.simpe_folder, cfg.update)
+        trainable = sum(p.numel() for p in _unique(method.trainable().values()))
+    total = sum(p.numel() for p in _unique(model.parameters()))
+    b = BYTES[cfg.model.dtype]
+    masters = b < 4 and cfg.update.master_copies and trainable > 0
+    step = 4 if masters else b
+    gradients = trainable * b + (trainable * 4 if masters else 0)
+    if cfg.method.name == "lasso":  # its own step copies only the groups it changes; it keeps the base weights
+        state = base * b + (trainable * 4 if masters else 0)
+    else:
+        state = trainable * step + (trainable * 4 if masters else 0)
+    hidden = getattr(config, "d_model", None) or config.hidden_size
+    ffn = (getattr(config, "encoder_ffn_dim", None) or getattr(config, "d_ff", None) or config.intermediate_size)
+    layers = sum(int(getattr(config, key, 0) or 0) for key in ("encoder_layers", "decoder_layers")) or \
+        int(getattr(config, "num_layers", 0) or 0) + int(getattr(config, "num_decoder_layers", 0) or 0) or \
+        int(getattr(config, "num_hidden_layers", 0))
+    per_token_layer = (ACTIVATION_WIDTHS[0] * hidden + ACTIVATION_WIDTHS[1] * ffn) * b
+    activations = 0
+    if trainable:
+        tokens = TOKENS
+        if cfg.update.checkpointing:
+            activations = layers * tokens * hidden * b + tokens * per_token_layer
+        else:
+            activations = layers * tokens * per_token_layer
+        activations += 3 * TOKENS // 2 * config.vocab_size * 4  # logits, log-softmax and its gradient, float32
+    beam = int(cfg.decoder.params.get("beam_size", 5) or 5)
+    activations = max(activations, 3 * beam * config.vocab_size * 4)  # decoding: a beam's scores over the vocabulary
+    datastore = 0
+    if cfg.method.name == "knn":
+        datastore = 1000 * ENTRIES_PER_SEGMENT * (hidden * 4 + 4 + 8)  # float32 keys (simpe.methods.datastore)
+    seconds = None
+    table = _speed_table()
+    if device == "cpu" and cfg.method.name in table["seconds_per_segment"]:
+        seconds = table["seconds_per_segment"][cfg.method.name] * work / _demo_work() * beam / table["beam_size"]
+    return Estimate(cfg.adapter, cfg.method.name, total, trainable, total * b, gradients, state, activations,
+                    _runtime_bytes(device), datastore, cfg.data.segments, seconds)
+
+
+def available(device: str) -> int:
+    """Bytes this machine offers a run: CUDA's free memory, or the memory the kernel reports available."""
+    if device == "cuda":
+        import torch
+
+        return int(torch.cuda.mem_get_info()[0])
+    try:
+        for line in Path("/proc/meminfo").read_text(encoding="ascii").splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+
+
+def _fmt(value: int) -> str:
+    return f"{value / GIB:.2f} GiB" if value >= GIB else f"{value / MIB:.0f} MiB"
+
+
+def fix_hint(cfg: RunConfig, est: Estimate, budget: int, device: str) -> str:
+    """The setting that would make a run that does not fit ``budget`` fit, tried in this order: bfloat16, lora instead
+    of the method, activation checkpointing, a smaller beam; or the memory the smallest of them needs."""
+    from simpe.config import load_config
+
+    overrides = [f"model.path={cfg.model.path}" if cfg.model.path is not None else "model.path=null",
+                 f"model.dtype={cfg.model.dtype}"]
+    tries = []
+    if cfg.model.dtype == "float32":
+        tries.append(("--set model.dtype=bfloat16", cfg.adapter, ["model.dtype=bfloat16"]))
+    if cfg.method.name not in ("lora", "baseline", "bias", "knn", "icl"):
+        tries.append(("--preset lora", "lora", []))
+        if cfg.model.dtype == "float32":
+            tries.append(("--preset lora --set model.dtype=bfloat16", "lora", ["model.dtype=bfloat16"]))
+    if not cfg.update.checkpointing and est.trainable:
+        tries.append(("--set update.checkpointing=true", cfg.adapter, ["update.checkpointing=true"]))
+    smallest = est.peak
+    for hint, preset, extra in tries:
+        other = estimate(load_config(preset, overrides + extra), device)
+        smallest = min(smallest, other.peak)
+        if other.peak <= budget:
+            return f"{hint} would need {_fmt(other.peak)}"
+    return f"no lighter setting fits: the lightest tried needs {_fmt(smallest)}"
+
+
+def report(configs: list[RunConfig], device: str, budget: int | None = None) -> list[str]:
+    """The dry run's lines for ``configs`` on ``device``; raises ConfigError (one line) for the first run that does not
+    fit ``budget`` bytes (default: what the device has available)."""
+    budget = available(device) if budget is None else budget
+    lines = [f"dry run on {device}: {_fmt(budget)} available; nothing is loaded or run"]
+    refusal = None
+    for cfg in configs:
+        est = estimate(cfg, device)
+        seconds = f"{est.seconds_per_segment:.2f} s/segment (CPU, one thread, from {SPEED_TABLE.name})" \
+            if est.seconds_per_segment is not None else "no measured table for this device"
+        grow = f", datastore +{_fmt(est.datastore_per_1000)} per 1,000 segments" if est.datastore_per_1000 else ""
+        lines.append(f"{est.name}: {est.parameters:,} parameters ({cfg.model.dtype}), {est.trainable:,} adapted; memory "
+                     f"{_fmt(est.peak)} = weights {_fmt(est.weights)} + gradients {_fmt(est.gradients)} + method state "
+                     f"{_fmt(est.state)} + activations {_fmt(est.activations)} + runtime {_fmt(est.runtime)}{grow}; {seconds}")
+        if est.peak > budget and refusal is None:
+            refusal = (f"{est.name} needs about {_fmt(est.peak)} on {device}, more than the {_fmt(budget)} available; "
+                       + fix_hint(cfg, est, budget, device))
+    if refusal:
+        raise ConfigError(refusal)
+    return lines

@@ -1,0 +1,56 @@
+"""simpe simulate --dry-run: the estimate of the demo model's memory within 30 % of a measured run's peak, and a run that
+cannot fit refused in one line naming the setting that fits."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+ENV = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+
+
+def _simpe(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "simpe", *args], cwd=REPO, env=ENV, capture_output=True, text=True, timeout=300)
+
+
+def _estimated_mib(preset: str) -> float:
+    done = _simpe("simulate", "--dry-run", "--preset", preset, "--segments", "8")
+    assert done.returncode == 0, done.stderr
+    line = next(line for line in done.stdout.splitlines() if line.startswith(f"{preset}:"))
+    value, unit = re.search(r"memory ([\d.]+) (MiB|GiB)", line).groups()
+    return float(value) * (1024 if unit == "GiB" else 1)
+
+
+@pytest.mark.slow  # two real runs of the demo model (about 50 s on 2 busy cores)
+@pytest.mark.parametrize("preset", ["baseline", "full"])
+def test_the_dry_run_estimates_the_demo_models_peak_memory_within_30_percent(preset: str, tmp_path: Path) -> None:
+    estimated = _estimated_mib(preset)
+    command = [sys.executable, "-m", "simpe", "simulate", "--preset", preset, "--segments", "8", "--runs-dir", str(tmp_path),
+               "--no-progress", "--set", "snapshots.every=0", "--threads", "1"]
+    process = subprocess.Popen(command, cwd=REPO, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(process.pid, 0)
+    assert status == 0, process.stderr.read()
+    measured = usage.ru_maxrss / 1024  # MiB (Linux reports KiB)
+    print(f"{preset}: estimated {estimated:.0f} MiB, measured peak {measured:.0f} MiB")
+    assert abs(estimated - measured) / measured < 0.30, f"estimated {estimated:.0f} MiB, measured {measured:.0f} MiB"
+    records = [json.loads(line) for line in next(tmp_path.glob(f"*/{preset}/segments.jsonl")).read_text().splitlines()]
+    assert len(records) == 8
+
+
+def test_a_run_that_cannot_fit_is_refused_naming_what_fits() -> None:
+    done = _simpe("simulate", "--dry-run", "--preset", "full", "--memory", "0.62")
+    assert done.returncode == 2 and done.stdout == ""
+    assert len(done.stderr.strip().splitlines()) == 1
+    assert re.fullmatch(r"simpe: error: full needs about \d+ MiB on cpu, more than the 635 MiB available; "
+                        r"--preset lora would need \d+ MiB\n", done.stderr), done.stderr
+
+
+def test_memory_without_dry_run_is_refused() -> None:
+    done = _simpe("simulate", "--memory", "4")
+    assert done.returncode == 2 and "--memory takes a size in GiB > 0 and goes with --dry-run" in done.stderr
