@@ -722,10 +722,16 @@ def _add_replicate(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--threads", type=int, metavar="T", help="torch threads per run (default: cores / workers)")
     p.add_argument("--dry-run", action="store_true", help="print the plan and its expected time, run nothing")
     p.add_argument("--report-only", action="store_true",
-                   help="run nothing: write the page from the complete runs (a claim whose runs are not complete says so)")
+                   help="run nothing, read no run: judge every claim from the records and rewrite the page and its json "
+                        "(byte for byte what the call that wrote the records wrote)")
+    p.add_argument("--status", action="store_true",
+                   help="run nothing: list the page's rows whose records or claim code differ from the code as it is now, "
+                        "one line each, with the files that changed and the command that brings each up to date")
+    p.add_argument("--records", type=Path, metavar="DIR",
+                   help="the records folder (default: beside the page, docs/replication/records/ for docs/replication.md)")
     p.add_argument("--only", nargs="+", metavar="PART", help="run only these parts (scalc, sdatabase, forgetting, sensitivity, "
-                                                             "studies, mbr-sensitivity, systems); other claims keep their rows "
-                                                             "from docs/replication.json")
+                                                             "studies, mbr-sensitivity, systems); the other parts' records "
+                                                             "stay as earlier calls wrote them")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=_cmd_replicate)
 
@@ -733,9 +739,13 @@ def _add_replicate(sub: argparse._SubParsersAction) -> None:
 def _cmd_replicate(args: argparse.Namespace) -> None:
     from simpe.errors import ConfigError
     from simpe.replicate.plan import Scale, parts_to_run
+    from simpe.replicate.provenance import status
     from simpe.replicate.run import DEFAULT_OUT, replicate
 
     parts_to_run(args.only)  # an unknown part: one line, before anything runs
+    if args.status:
+        print(status(args.out or DEFAULT_OUT, args.records))
+        return
 
     for flag, value in (("--segments", args.segments), ("--second-segments", args.second_segments),
                         ("--sensitivity-segments", args.sensitivity_segments), ("--probe", args.probe),
@@ -745,7 +755,8 @@ def _cmd_replicate(args: argparse.Namespace) -> None:
     scale = Scale(segments=args.segments, second_segments=args.second_segments,
                   sensitivity_segments=args.sensitivity_segments, probe=args.probe, sensitivity=not args.no_sensitivity)
     print(replicate(scale, args.runs_dir, args.out or DEFAULT_OUT, workers=args.workers, threads=args.threads,
-                    dry_run=args.dry_run, progress=not args.no_progress, run=not args.report_only, only=args.only))
+                    dry_run=args.dry_run, progress=not args.no_progress, run=not args.report_only, only=args.only,
+                    records_dir=args.records))
 
 
 # ---------------------------------------------------------------- utility sensitivity (seed 001)

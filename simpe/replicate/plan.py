@@ -84,11 +84,11 @@ class Plan:
                 seen.setdefault(spec.path, spec)
         return list(seen.values())
 
-    def estimate(self, workers: int, with_studies: bool = True) -> tuple[float, float]:
+    def estimate(self, workers: int, with_studies: bool = True, reused: frozenset[Path] | set[Path] = frozenset()) -> tuple[float, float]:
         """(seconds of the loop runs, of the studies, 0 without ``with_studies``) expected on this kind of machine
-        with ``workers`` at once."""
+        with ``workers`` at once; the runs in ``reused`` cost nothing."""
         runs = sum(_segments(spec) * RELATIVE_COST.get(spec.cfg.method.name, 1.0) * SECONDS_PER_SEGMENT
-                   for spec in self.specs())
+                   for spec in self.specs() if spec.path not in reused)
         studies = self.scale.probe * (SECONDS_PER_PROBE["exact"] * (1 + len(self.scale.ks))
                                       + SECONDS_PER_PROBE["beam"] * sum(self.scale.beam_sizes) / 5 * 2)
         return runs / max(1, workers), (studies if with_studies else 0.0)
@@ -133,10 +133,47 @@ def make_plan(scale: Scale, runs_dir: Path) -> Plan:
     return Plan(scale, Path(runs_dir), experiments)
 
 
-def describe(p: Plan, workers: int, parts: set[str] | frozenset[str] = frozenset(PARTS)) -> str:
-    """The plan as text: runs per experiment, segments, the studies among ``parts``, and the expected time (``--dry-run``)."""
+def stale_runs(p: Plan) -> dict[Path, str]:
+    """The plan's runs that exist but are not to be reused, {folder: why}: their code fingerprint (env.json, written
+    when the run started) differs from the one the current code gives their config, or they recorded none.
+
+    Such a run starts again from nothing (complete or not); a run whose code matches is reused when complete and
+    resumed when not. The fingerprint covers the source files the run depends on and the model's files
+    (``simpe.fingerprint.run_code``); the config itself is compared by the sweep (a complete run of other settings
+    is refused)."""
+    from simpe.fingerprint import changed_files, run_code
+    from simpe.rundir.reader import run_env
+
+    stale: dict[Path, str] = {}
+    for spec in p.specs():
+        env = run_env(spec.path)
+        if not env:  # nothing ran there yet, or a run that died before it wrote env.json (it starts from nothing anyway)
+            continue
+        code = env.get("code")
+        now = run_code(spec.cfg.to_dict())
+        if not isinstance(code, dict) or not isinstance(code.get("files"), dict):
+            stale[spec.path] = "it recorded no code fingerprint (made before simpe recorded one)"
+        elif code.get("fingerprint") != now["fingerprint"]:
+            changed = changed_files(code["files"], now["files"])
+            stale[spec.path] = f"its code changed ({', '.join(changed[:3])}{' …' if len(changed) > 3 else ''})"
+    return stale
+
+
+def describe(p: Plan, workers: int, parts: set[str] | frozenset[str] = frozenset(PARTS), stale: dict[Path, str] | None = None) -> str:
+    """The plan as text: runs per experiment, segments, the studies among ``parts``, what is reused and what runs
+    again (``stale``: ``stale_runs``), and the expected time (``--dry-run``)."""
+    from simpe.rundir.state import RunState, state
+
     studies = bool({"studies", "mbr-sensitivity"} & set(parts))
     lines = [f"simpe replicate: {len(p.specs())} loop runs under {p.runs_dir}/" + (", plus the decoding studies" if studies else "")]
+    reused: list[Path] = []
+    if stale is not None:
+        found = {spec.path: state(spec.path) for spec in p.specs()}
+        reused = [path for path, st in found.items() if st is RunState.COMPLETE and path not in stale]
+        resumed = [path for path, st in found.items() if st is RunState.INCOMPLETE and path not in stale]
+        lines.append(f"  reused: {len(reused)} complete runs whose code matches the current code; resumed: {len(resumed)}; "
+                     f"started again: {len(stale)} whose code changed" + (f" (e.g. {next(iter(stale)).name}: {next(iter(stale.values()))})"
+                                                                          if stale else ""))
     for name, specs in p.experiments.items():
         segments = sorted({_segments(s) for s in specs})
         lines.append(f"  {name:<12} {len(specs):>3} runs x {'/'.join(map(str, segments))} segments: "
@@ -151,7 +188,8 @@ def describe(p: Plan, workers: int, parts: set[str] | frozenset[str] = frozenset
     if s.systems and "systems" in parts and "forgetting" in p.experiments:
         lines.append(f"  {'systems':<12} Yan et al. (2022)'s Table 3: the demo model and every forgetting run's final adapted state, "
                      f"sampled kQRG ({s.system_samples} samples) and MBR quality ({s.mbr_samples} samples) on the {s.probe} dev sentences")
-    runs, studies = p.estimate(workers, studies)
+    runs, studies = p.estimate(workers, studies, set(reused))
     lines.append(f"  expected: about {runs / 3600:.1f} h of loop runs ({workers} at once) + {studies / 3600:.1f} h of studies "
-                 "on a 2-core CPU (complete runs are skipped, so a second call costs only what is missing)")
+                 "on a 2-core CPU (complete runs whose code matches are reused, so a second call costs only what is missing "
+                 "or stale)")
     return "\n".join(lines)
