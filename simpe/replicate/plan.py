@@ -154,7 +154,7 @@ def stale_runs(p: Plan) -> dict[Path, str]:
         if not isinstance(code, dict) or not isinstance(code.get("files"), dict):
             stale[spec.path] = "it recorded no code fingerprint (made before simpe recorded one)"
         elif code.get("fingerprint") != now["fingerprint"]:
-            changed = changed_files(code["files"], now["files"])
+            changed = changed_files(code["files"], now["files"]) or ["the same files, another fingerprint"]
             stale[spec.path] = f"its code changed ({', '.join(changed[:3])}{' …' if len(changed) > 3 else ''})"
     return stale
 

@@ -66,17 +66,67 @@ def test_the_page_from_no_runs_judges_every_claim_and_says_what_is_missing(tmp_p
     out = tmp_path / "docs" / "replication.md"
     out.parent.mkdir()
     message = replicate(Scale(**TINY), tmp_path / "runs", out, workers=1, threads=1, progress=False, run=False)
-    assert message.endswith("(34 claims; 0 runs failed)")
+    assert message.endswith(f"(34 claims, judged from the records in {tmp_path / 'docs' / 'replication' / 'records'})")
     rows = json.loads(out.with_suffix(".json").read_text(encoding="utf-8"))["rows"]
     assert len(rows) == 34 and [c for c, row in rows.items() if row["verdict"] != NOT_TESTABLE] == ["yan2022-random"]
-    assert rows["simianer2019-bleu"]["why"] == ("the scalc runs have not run yet (3 of 3, e.g. "
-                                      f"{tmp_path / 'runs' / 'libreoffice-stream--demo-en-de--3seg' / 'baseline'})")
+    assert rows["simianer2019-bleu"]["why"] == ("no records of the scalc runs in records/scalc/ (`simpe replicate --only scalc` "
+                                                "runs them and writes them)")
+    assert rows["simianer2019-bleu"]["code"]["scalc"] is None and rows["simianer2019-bleu"]["measured"] == []
     page = out.read_text(encoding="utf-8")
     assert ("**1 reproduced, 0 partly, 0 not reproduced, 0 inconclusive, 28 not testable here** (of 29 claims of the papers; "
             "5 probes beyond them are measured, not counted)") in page
     assert "Simianer et al. (2019), *Measuring Immediate Adaptation Performance for Neural Machine Translation*" in page
     assert "58.75 (exact expectation; linear gain: 80.42)" in page and "**reproduced**: +0.03" in page
     assert "<table>" in (tmp_path / "runs" / "replication.html").read_text(encoding="utf-8")
+
+
+def test_report_only_rebuilds_the_page_byte_for_byte_from_the_records(tmp_path: Path, one_torch_thread):
+    """The page rests on the records alone. A short real run (3 scalc segments of the baseline and lasso, the demo
+    model through the loop, one thread) writes the records and the page; the records give the verdicts the runs give;
+    with the runs deleted, --report-only writes the page and its json again, byte for byte; --status finds every row
+    current, then names the rows, the run and the file behind a record made by other code."""
+    import shutil
+
+    from simpe.replicate import records as rec
+    from simpe.replicate.provenance import status
+    from simpe.replicate.run import replicate
+    from simpe.rundir.reader import load_group
+
+    out, runs = tmp_path / "docs" / "replication.md", tmp_path / "runs"
+    scale = Scale(**{**TINY, "methods": ["baseline", "lasso"]})
+    try:
+        message = replicate(scale, runs, out, workers=1, threads=1, progress=False, only=["scalc"], call="simpe replicate --test")
+    finally:
+        ray.shutdown()
+    assert message.endswith("(34 claims; 0 runs failed)")
+    folder = out.with_suffix("") / "records"
+    assert sorted(p.name for p in (folder / "scalc").iterdir()) == ["baseline.json", "lasso.json"]
+    group = load_group(sorted(runs.glob("*--3seg/*")))
+    records = rec.read_records(folder)
+    assert verdicts(records.evidence()) == verdicts(Evidence({"scalc": group}, None, {name: records.evidence().notes[name] for name in
+                                                                                      ("sdatabase", "forgetting", "sensitivity")}))
+    texts = [p.read_text(encoding="utf-8") for p in (folder / "scalc").glob("*.json")]
+    assert all(len(t) < 20_000 and group.baseline.segments[0]["hypothesis"] not in t and '"hyp_tokens"' not in t for t in texts)
+    page, data = out.read_bytes(), out.with_suffix(".json").read_bytes()
+    text = page.decode("utf-8")
+    assert "- **calls**: `simpe replicate --test` at commit " in text and " h of wall time, on " in text and "## Provenance" in text
+    assert "2 loop runs (scalc: 2) and 0 studies" in text and "in replication/records/" in text
+
+    shutil.rmtree(runs)
+    replicate(scale, runs, out, run=False)
+    assert out.read_bytes() == page and out.with_suffix(".json").read_bytes() == data
+    assert status(out).splitlines() == ["all 34 rows are current: their records and the page were made by the code as it is now"]
+
+    lasso = folder / "scalc" / "lasso.json"  # as if lasso.py had changed since the run
+    saved = json.loads(lasso.read_text(encoding="utf-8"))
+    lasso.write_text(lasso.read_text(encoding="utf-8").replace(f'"code": "{saved["code"]}"', '"code": "0000000000000000"'), encoding="utf-8")
+    tables = json.loads((folder / "code.json").read_text(encoding="utf-8"))
+    tables["0" * 16] = {**tables[saved["code"]], "simpe/methods/lasso.py": "0" * 16}
+    (folder / "code.json").write_text(json.dumps(tables), encoding="utf-8")
+    lines = status(out).splitlines()
+    assert lines[0] == ("simianer2019-bleu: stale: the scalc records were made by other code (lasso: simpe/methods/lasso.py): "
+                        "`simpe replicate --only scalc`")
+    assert lines[-1] == "11 of 34 rows stale against the code as it is now" and len(lines) == 12
 
 
 @pytest.fixture(scope="module")
@@ -91,7 +141,7 @@ def tiny(tmp_path_factory):
     scale = Scale(**TINY)
     out = root / "docs" / "replication.md"
     try:
-        message = replicate(scale, root / "runs", out, workers=1, threads=1, progress=False)
+        message = replicate(scale, root / "runs", out, workers=1, threads=1, progress=False, call="test")
     finally:
         ray.shutdown()
         torch.set_num_threads(threads)
@@ -134,36 +184,35 @@ def test_a_claims_figures_are_the_runs_own(tiny):
     assert random.verdict == REPRODUCED
 
 
-@pytest.mark.slow  # make test: test_the_page_from_no_runs_judges_every_claim_and_says_what_is_missing
-def test_a_call_with_only_judges_its_parts_and_keeps_the_other_rows(tiny, tmp_path: Path):
-    """--only forgetting: the forgetting claim is judged anew; a scalc claim keeps the row the first call measured, with
-    that call's stamp; the record names both calls."""
+@pytest.mark.slow  # make test: test_report_only_rebuilds_the_page_byte_for_byte_from_the_records
+def test_a_call_with_only_rewrites_its_parts_records_and_keeps_the_others(tiny, tmp_path: Path):
+    """--only forgetting, after the whole plan: the forgetting records are written again (by this call: the stale
+    forgetting runs start again), the scalc records stay byte for byte, and the page names both calls."""
+    import shutil
+
     import ray
 
-    from simpe.replicate.plan import Scale
     from simpe.replicate.run import replicate
 
     root, out, _ = tiny
-    record = json.loads(out.with_suffix(".json").read_text(encoding="utf-8"))
-    first = record["rows"]["simianer2019-bleu"]["measured"]
-    assert set(record["rows"]) >= {"simianer2019-bleu", "beyond-forgetting", "yan2022-mbr"}
     page = tmp_path / "docs" / "replication.md"
-    page.parent.mkdir()
-    page.with_suffix(".json").write_text(json.dumps({**record, "rows": {
-        **record["rows"], "simianer2019-bleu": {**record["rows"]["simianer2019-bleu"], "measured": "2026-01-01 at commit abc1234",
-                                     "why": "kept from before"}},
-        "calls": {**record["calls"], "2026-01-01 at commit abc1234": {"only": None, "facts": {"total time": "1 h"}}}}),
-        encoding="utf-8")
-    scale = Scale(**TINY)
+    shutil.copytree(out.with_suffix(""), page.with_suffix(""))  # the first call's records
+    records = page.with_suffix("") / "records"
+    scalc = {p.name: p.read_bytes() for p in (records / "scalc").glob("*.json")}
+    first = json.loads((records / "calls.json").read_text(encoding="utf-8"))["calls"][0]["id"]
+    for env in (root / "runs").glob("*--3seg/*--forgetting=2/env.json"):  # as if the code had changed since they ran
+        data = json.loads(env.read_text(encoding="utf-8"))
+        env.write_text(json.dumps({**data, "code": {**data["code"], "fingerprint": "0" * 16}}), encoding="utf-8")
     try:
-        replicate(scale, root / "runs", page, workers=1, threads=1, progress=False, only=["forgetting"])
+        replicate(Scale(**TINY), root / "runs", page, workers=1, threads=1, progress=False, only=["forgetting"], call="second")
     finally:
         ray.shutdown()
-    again = json.loads(page.with_suffix(".json").read_text(encoding="utf-8"))
-    assert again["rows"]["simianer2019-bleu"]["why"] == "kept from before"  # scalc did not run in this call
-    assert again["rows"]["simianer2019-bleu"]["measured"] == "2026-01-01 at commit abc1234"
-    assert again["rows"]["beyond-forgetting"]["measured"] != "2026-01-01 at commit abc1234"
-    assert set(again["calls"]) == {"2026-01-01 at commit abc1234", again["rows"]["beyond-forgetting"]["measured"]}
+    assert {p.name: p.read_bytes() for p in (records / "scalc").glob("*.json")} == scalc
+    calls = json.loads((records / "calls.json").read_text(encoding="utf-8"))["calls"]
+    assert [c["call"] for c in calls][-1] == "second" and calls[-1]["wall_seconds"] > 0
+    second = calls[-1]["id"]
+    rows = json.loads(page.with_suffix(".json").read_text(encoding="utf-8"))["rows"]
+    assert rows["simianer2019-bleu"]["measured"] == [first]
+    assert rows["beyond-forgetting"]["measured"] == [second]  # the forgetting runs ran again in the second call
     text = page.read_text(encoding="utf-8")
-    assert "kept from before" in text and "2026-01-01 at commit abc1234 (the whole plan; 1 h): `simianer2019-bleu`" in text
-    assert first
+    assert "`test` at commit" in text and "`second` at commit" in text
