@@ -116,7 +116,14 @@ def status(out: Path, folder: Path | None = None) -> str:
         page = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return f"{path} is missing or not JSON: `simpe replicate --report-only` writes it from the records"
-    records = read_records(folder or records_folder(out))
+    folder = folder or records_folder(out)
+    if "code" not in page:  # a page written before pages recorded what they rest on
+        rows = list(page.get("rows") or {})
+        return "\n".join([f"{cid}: stale: the page predates code fingerprints and records: `simpe replicate` (make replicate)"
+                          for cid in rows] + [f"{len(rows)} of {len(rows)} rows stale against the code as it is now"])
+    if not folder.is_dir():
+        return f"no records folder {folder}: the page's rows cannot be checked; `simpe replicate` (make replicate) writes it"
+    records = read_records(folder)
     lines, total = stale_rows(records, page, NEEDS)
     lines.append(f"{len(lines)} of {total} rows stale against the code as it is now" if lines
                  else f"all {total} rows are current: their records and the page were made by the code as it is now")

@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from simpe.errors import ConfigError
 from simpe.paths import DEFAULT_MODEL, REPO_ROOT
 from simpe.replicate import records as rec
 from simpe.replicate.page import write_page
@@ -148,6 +149,9 @@ def replicate(scale: Scale, runs_dir: Path, out: Path, workers: int | None = Non
     folder = records_dir or rec.records_folder(out)
     html_out = runs_dir / "replication.html"
     if not run and not dry_run:
+        if not folder.is_dir():  # never turn a page into rows of "not testable" for want of a folder
+            raise ConfigError(f"no records folder {folder}: `simpe replicate` (make replicate) writes the records the page is "
+                              "judged from; --report-only reads only them (--records DIR names another folder)")
         rows = write_page(folder, out, html_out)
         return f"{out} and {html_out} ({rows} claims, judged from the records in {folder})"
     parts = parts_to_run(only)

@@ -61,10 +61,13 @@ TINY = dict(segments=3, second_segments=3, sensitivity=False, probe=2, beam_size
 def test_the_page_from_no_runs_judges_every_claim_and_says_what_is_missing(tmp_path: Path):
     """--report-only before anything ran (make test's cover of the page; the tiny pipeline below, with its runs and
     studies, is make test-slow's): every claim gets a row, each that needs a run says which, both pages are written."""
+    from simpe.errors import ConfigError
     from simpe.replicate.run import replicate
 
     out = tmp_path / "docs" / "replication.md"
-    out.parent.mkdir()
+    with pytest.raises(ConfigError, match="no records folder .*: `simpe replicate` .* writes the records"):
+        replicate(Scale(**TINY), tmp_path / "runs", out, run=False)  # a page is never emptied for want of its records
+    (tmp_path / "docs" / "replication" / "records").mkdir(parents=True)  # an empty records folder: every row says why
     message = replicate(Scale(**TINY), tmp_path / "runs", out, workers=1, threads=1, progress=False, run=False)
     assert message.endswith(f"(34 claims, judged from the records in {tmp_path / 'docs' / 'replication' / 'records'})")
     rows = json.loads(out.with_suffix(".json").read_text(encoding="utf-8"))["rows"]

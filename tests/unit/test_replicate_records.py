@@ -133,3 +133,17 @@ def test_a_bad_records_folder_is_one_error(tmp_path: Path):
     with pytest.raises(rec.RecordError, match="is not valid JSON"):
         rec.read_records(tmp_path)
     assert rec.read_records(tmp_path / "absent").runs == {}
+
+
+def test_status_on_a_page_older_than_its_records_and_fingerprints(tmp_path: Path):
+    from simpe.replicate.provenance import status
+
+    page = tmp_path / "replication.md"
+    assert status(page).endswith("is missing or not JSON: `simpe replicate --report-only` writes it from the records")
+    page.with_suffix(".json").write_text(json.dumps({"rows": {"a": {}, "b": {}}}), encoding="utf-8")
+    assert status(page).splitlines() == [
+        "a: stale: the page predates code fingerprints and records: `simpe replicate` (make replicate)",
+        "b: stale: the page predates code fingerprints and records: `simpe replicate` (make replicate)",
+        "2 of 2 rows stale against the code as it is now"]
+    page.with_suffix(".json").write_text(json.dumps({"rows": {}, "code": {}}), encoding="utf-8")
+    assert status(page).startswith(f"no records folder {tmp_path / 'replication' / 'records'}")
