@@ -113,7 +113,24 @@ def _segments(records: rec.Records, experiment: str) -> int | None:
     return items[0].run.num_segments if items else None
 
 
+def _own_data_fact(records: rec.Records) -> str:
+    """A researcher's data: the dataset and its settings as the runs' configs name them, the segments, the dev part."""
+    config = records.runs[rec.OWN_MAIN][0].run.config
+    data = config.get("data") or {}
+    params = ", ".join(f"{k}={v}" for k, v in sorted((data.get("params") or {}).items()) if v not in (None, ""))
+    found = [f"{data.get('name')} ({params or 'its defaults'}): the stream's first {_segments(records, rec.OWN_MAIN)} segments"]
+    if _segments(records, "forgetting") is not None:
+        found.append(f"forgetting runs on its first {_segments(records, 'forgetting')} segments, probed on the dev split")
+    probe = ((records.studies.get("studies") or {}).get("settings") or {}).get("probe")
+    if probe is not None:
+        found.append(f"decoding studies on up to {probe} dev sentences of at most 20 words")
+    metrics = config.get("metrics") or {}
+    return "; ".join(found) + f"; target language {metrics.get('lang')} (stopwords {metrics.get('stopwords')})"
+
+
 def _data_fact(records: rec.Records) -> str:
+    if rec.OWN_MAIN in records.runs:
+        return _own_data_fact(records)
     texts = {"scalc": "scalc stream, first {n} segments",
              "sdatabase": "sdatabase (reserved, {n} segments) in the role of Simianer et al. (2019)'s Table 5",
              "sensitivity": "sensitivity runs on the first {n} scalc segments", "forgetting": "forgetting runs on the first {n} scalc segments"}
@@ -135,8 +152,9 @@ def _facts(records: rec.Records, rows: list[tuple[str, Verdict]], measured: dict
         "model": _model_fact(records),
         "data": _data_fact(records),
         "records": (f"{sum(len(v) for v in records.runs.values())} loop runs ({counts or 'none'}) and {len(records.studies)} "
-                    f"studies, {records.size() / 1e6:.2f} MB in {where}/ (`simpe replicate --report-only` rebuilds this page "
-                    "from them; `--status` lists the rows the code has left behind)"),
+                    f"{'study' if len(records.studies) == 1 else 'studies'}, {records.size() / 1e6:.2f} MB in {where}/ "
+                    "(`simpe replicate --report-only` rebuilds this page from them; `--status` lists the rows the code has "
+                    "left behind)"),
         "calls": "; ".join(rec.describe_call(calls[c]) if c in calls else f"{c} (not in calls.json)" for c in used) or "none",
         "total time": f"{runs / 3600:.1f} h of loop runs summed over the runs' own timings, {studies / 3600:.1f} h of studies",
     }

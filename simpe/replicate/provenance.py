@@ -27,9 +27,15 @@ STUDY_ROOTS = {
 CLAIM_ROOTS = ("simpe.replicate.claims", "simpe.replicate.page", "simpe.replicate.records", "simpe.replicate.provenance")
 
 
-def study_code(part: str, model: str | Path | None = None, runs: dict[str, str] | None = None) -> dict[str, Any]:
-    """The code of a study (``{"fingerprint", "files"}``); ``runs``: {run name: fingerprint} of the runs it reads."""
-    return code_of(STUDY_ROOTS[part], model, {f"run:{name}": fp for name, fp in sorted((runs or {}).items())})
+def study_code(part: str, model: str | Path | None = None, runs: dict[str, str] | None = None,
+               dataset: str = "libreoffice") -> dict[str, Any]:
+    """The code of a study (``{"fingerprint", "files"}``) on ``model`` (None: the demo model) and ``dataset``'s dev split;
+    ``runs``: {run name: fingerprint} of the runs it reads."""
+    from simpe.datasets import DATASETS
+
+    roots = [r for r in STUDY_ROOTS[part] if not r.startswith("simpe.datasets.")]
+    roots.append(DATASETS.get(dataset).__module__ if dataset in DATASETS else "simpe.datasets")
+    return code_of(roots, model, {f"run:{name}": fp for name, fp in sorted((runs or {}).items())})
 
 
 def claims_code() -> dict[str, Any]:
@@ -68,11 +74,11 @@ def stale_records(records: Records, part: str) -> list[str]:
             return []
         settings = record.get("settings") or {}
         runs = {name.split("/")[-1].removesuffix(".json"): str(code) for name, code, _ in records.part_records("forgetting")}
-        now = study_code(part, settings.get("model"), runs if part == "systems" else None)
+        now = study_code(part, settings.get("model"), runs if part == "systems" else None, settings.get("dataset") or "libreoffice")
         if record.get("code") != now["fingerprint"]:
             out.append(f"{STUDY_FILES[part]}: {_why(records.code.get(str(record.get('code'))), now['files'])}")
         return out
-    for item in records.runs.get(part, []):
+    for item in records.runs.get(records.resolve(part), []):
         now = run_code(item.run.config)
         if item.code != now["fingerprint"]:
             out.append(f"{item.run.name}: {_why(records.code.get(str(item.code)), now['files'])}")
@@ -93,8 +99,8 @@ def stale_rows(records: Records, page: dict[str, Any], needs: dict[str, tuple[st
             if part not in cache:
                 cache[part] = stale_records(records, part)
             if cache[part]:
-                reasons.append(f"the {part} records were made by other code ({'; '.join(cache[part][:3])}"
-                               f"{'; …' if len(cache[part]) > 3 else ''}): `simpe replicate --only {part}`")
+                reasons.append(f"the {records.resolve(part)} records were made by other code ({'; '.join(cache[part][:3])}"
+                               f"{'; …' if len(cache[part]) > 3 else ''}): `simpe replicate --only {records.resolve(part)}`")
             elif code.get(part) != part_fingerprint(records, part):
                 reasons.append(f"the page was judged from other {part} records: `simpe replicate --report-only`")
         if code.get("claims") != claims["fingerprint"]:

@@ -40,7 +40,9 @@ RECORD_VERSION = 1
 CALLS_FILE = "calls.json"
 CODE_FILE = "code.json"
 STUDY_FILES = {"studies": "studies.json", "mbr-sensitivity": "mbr-sensitivity.json", "systems": "systems.json"}
-EXPERIMENTS = ("scalc", "sdatabase", "forgetting", "sensitivity")
+EXPERIMENTS = ("scalc", "sdatabase", "forgetting", "sensitivity", "stream")
+# the claims' main stream is scalc; a researcher's own data (simpe replicate --model/--dataset) records it as "stream"
+MAIN, OWN_MAIN = "scalc", "stream"
 # the per-segment statistics the verdicts resample (simpe.replicate.claims): BLEU and R of words, novel words, subwords
 SEGMENT_KEYS = ("bleu", "r0", "r1", "novel:r0", "novel:r1", "subword:r0", "subword:r1")
 DERIVED_R = ("r0+1", "novel:r0+1", "subword:r0+1")  # R0 plus R1 (a type's 1st and 2nd occurrences are disjoint)
@@ -345,9 +347,17 @@ class Records:
     calls: list[dict[str, Any]] = field(default_factory=list)
     code: dict[str, dict[str, str]] = field(default_factory=dict)
 
+    def resolve(self, part: str) -> str:
+        """The experiment a part's records are under: the main stream of a researcher's data stands for scalc."""
+        return OWN_MAIN if part == MAIN and MAIN not in self.runs and OWN_MAIN in self.runs else part
+
     def group(self, experiment: str) -> tuple[RunGroup | None, str | None]:
         """The experiment's runs as a group, or None and why."""
+        experiment = self.resolve(experiment)
         records = self.runs.get(experiment)
+        if not records and OWN_MAIN in self.runs and experiment in ("sdatabase", "sensitivity"):
+            return None, (f"not run on your model and data: the {experiment} runs belong to the committed page's plan "
+                          "(the demo model on LibreOffice's splits)")
         if not records:
             return None, (f"no records of the {experiment} runs in {self.folder.name}/{experiment}/ "
                           f"(`simpe replicate --only {experiment}` runs them and writes them)")
@@ -373,7 +383,7 @@ class Records:
         from simpe.replicate.claims import Evidence
 
         groups, notes = {}, {}
-        for experiment in EXPERIMENTS:
+        for experiment in EXPERIMENTS[:-1]:  # the claims' names; the own main stream stands for scalc (resolve)
             groups[experiment], note = self.group(experiment)
             if note:
                 notes[experiment] = note
@@ -384,6 +394,7 @@ class Records:
         if part in STUDY_FILES:
             record = self.studies.get(part)
             return [] if record is None else [(STUDY_FILES[part], record.get("code"), record.get("call"))]
+        part = self.resolve(part)
         return [(f"{part}/{r.path.name}", r.code, r.call) for r in self.runs.get(part, [])]
 
     def size(self) -> int:

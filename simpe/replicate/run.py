@@ -21,7 +21,7 @@ from simpe.errors import ConfigError
 from simpe.paths import DEFAULT_MODEL, REPO_ROOT
 from simpe.replicate import records as rec
 from simpe.replicate.page import write_page
-from simpe.replicate.plan import Plan, Scale, describe, make_plan, parts_to_run, stale_runs
+from simpe.replicate.plan import Plan, Scale, check_source, describe, make_plan, parts_to_run, stale_runs
 from simpe.replicate.provenance import study_code
 
 logger = logging.getLogger(__name__)
@@ -58,20 +58,38 @@ def _save(path: Path, settings: dict[str, Any], figures: Any, code: dict[str, An
     return json.loads(path.read_text(encoding="utf-8"))  # as the record will hold it (JSON's string keys)
 
 
+def _model_and_dev(p: Plan, device: str) -> tuple[Any, list[Any]]:
+    """The plan's model (loaded, with its family's settings) and its dataset's dev split, as the runs' configs name them."""
+    from simpe.datasets import DATASETS
+    from simpe.model import load_model, model_family
+
+    cfg = next(iter(p.experiments.values()))[0].cfg if p.experiments else None
+    if cfg is None:  # a call with only the studies: the plan's main stream says which model and data
+        from simpe.replicate.plan import make_plan
+
+        cfg = next(iter(make_plan(p.scale, p.runs_dir, p.source).experiments.values()))[0].cfg
+    dataset = DATASETS.build(cfg.data.name, **DATASETS.resolve(cfg.data.name, cfg.data.params))
+    dev = dataset.load("dev", cfg.data.skip_empty)
+    family = model_family(cfg.model.path, cfg.model.family, cfg.model.family_settings())
+    loaded = load_model(cfg.model.path, device, family, cfg.model.dtype, family_name=cfg.model.family,
+                        settings=cfg.model.family_settings())
+    return loaded, dev
+
+
 def _studies(p: Plan, device: str, progress: bool, call: str) -> dict[str, Any]:
     """The decoding studies on the dev probe, cached in ``<runs_dir>/studies.json`` for the same settings and code."""
-    from simpe.datasets import DATASETS
-    from simpe.model import load_model
     from simpe.replicate.studies import decoding_studies
 
     s = p.scale
     settings = {"probe": s.probe, "beam_sizes": list(s.beam_sizes), "ks": list(s.ks), "max_expansions": s.max_expansions}
-    code = study_code("studies")
+    if s.own:
+        settings.update({"model": s.model, "dataset": s.dataset, "sets": list(s.sets)})
+    code = study_code("studies", s.model, dataset=s.dataset)
     cached = _cache(p.runs_dir / STUDIES_FILE, settings, code)
     if cached is not None:
         return cached
-    dev = [seg for seg in DATASETS.build("libreoffice").load("dev") if len(seg.source.split()) <= 20][: s.probe]
-    loaded = load_model(None, device)
+    loaded, dev_split = _model_and_dev(p, device)
+    dev = [seg for seg in dev_split if len(seg.source.split()) <= 20][: s.probe]
     report = (lambda text: logger.info("%s", text)) if progress else None
     figures = decoding_studies(loaded.model, loaded.tokenizer, [x.source for x in dev], [x.reference for x in dev],
                                s.beam_sizes, s.ks, s.max_expansions, progress=report)
@@ -154,8 +172,11 @@ def replicate(scale: Scale, runs_dir: Path, out: Path, workers: int | None = Non
                               "judged from; --report-only reads only them (--records DIR names another folder)")
         rows = write_page(folder, out, html_out)
         return f"{out} and {html_out} ({rows} claims, judged from the records in {folder})"
-    parts = parts_to_run(only)
-    p = make_plan(scale, runs_dir)
+    parts = parts_to_run(only, scale.own)
+    source = check_source(scale) if scale.own else None  # a bad model or dataset: one line, before a model loads
+    if source is not None and not source.dev:
+        parts -= {"forgetting", "studies"}
+    p = make_plan(scale, runs_dir, source)
     p.experiments = {name: specs for name, specs in p.experiments.items() if name in parts}
     stale = stale_runs(p)
     at_once = workers or max(1, cpu_count() // (threads or 1))
