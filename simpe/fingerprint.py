@@ -9,7 +9,9 @@ over a *file table*. The table of a loop run (``run_code``) holds:
   ``__init__`` imports every variant, only the base and the variants the run names (its method, decoder, dataset and
   the model's family) with what they import: a change to ``lasso.py`` makes the lasso runs stale, not the baseline;
   every metric counts for every run (the metrics package is not narrowed);
-* the model folder's files (weights, tokenizer, truecaser, the fixed selection), except its README and model card.
+* the model folder's files (weights, tokenizer, truecaser, the fixed selection), except its README and model card
+  (a file above 256 MiB, an LLM's weights, by its size and its first and last 8 MiB: hashing it whole would take
+  seconds per gigabyte at every run's start).
 
 Other results name their own roots (``source_table``), e.g. the replication page's claims or a decoding study.
 The stream is not in the table: a run's summary records its sha256. Nothing here imports torch or runs code from
@@ -88,17 +90,28 @@ def source_files(roots: Iterable[str]) -> list[Path]:
     return sorted(p for p in (_module_file(m) for m in seen) if p is not None)
 
 
+LARGE_FILE = 1 << 28  # 256 MiB: a larger file (an LLM's weights) is hashed by its size and its first and last SAMPLE bytes
+SAMPLE = 1 << 23
+
+
 @lru_cache(maxsize=None)
 def _file_hash(path: str, size: int, mtime_ns: int) -> str:
     digest = hashlib.sha256()
     with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
+        if size > LARGE_FILE:  # seconds per gigabyte otherwise, at every run's start; retrained weights change both ends
+            digest.update(f"size {size}\n".encode())
+            digest.update(handle.read(SAMPLE))
+            handle.seek(size - SAMPLE)
+            digest.update(handle.read(SAMPLE))
+        else:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
     return digest.hexdigest()[:16]
 
 
 def file_hash(path: Path) -> str:
-    """The first 16 hex digits of the file's SHA-256 (cached by path, size and modification time)."""
+    """The first 16 hex digits of the file's SHA-256 (of its size and first and last 8 MiB above 256 MiB), cached by
+    path, size and modification time."""
     info = path.stat()
     return _file_hash(str(path), info.st_size, info.st_mtime_ns)
 

@@ -147,3 +147,18 @@ def test_status_on_a_page_older_than_its_records_and_fingerprints(tmp_path: Path
         "2 of 2 rows stale against the code as it is now"]
     page.with_suffix(".json").write_text(json.dumps({"rows": {}, "code": {}}), encoding="utf-8")
     assert status(page).startswith(f"no records folder {tmp_path / 'replication' / 'records'}")
+
+
+def test_a_large_file_is_hashed_by_its_size_and_ends(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    import simpe.fingerprint as fp
+
+    monkeypatch.setattr(fp, "LARGE_FILE", 64)
+    monkeypatch.setattr(fp, "SAMPLE", 16)
+    path = tmp_path / "weights"
+    path.write_bytes(bytes(100))
+    first = fp.file_hash(path)
+    path.write_bytes(bytes(99) + b"\x01")  # the last byte
+    fp._file_hash.cache_clear()  # (the cache keys on the modification time, which a coarse clock may not move)
+    assert fp.file_hash(path) != first
+    path.write_bytes(bytes(101))  # the size
+    assert fp.file_hash(path) != first
