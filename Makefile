@@ -97,7 +97,7 @@ plot: $(STAMP) ## cumulative-delta figures (R0, R1, R0+1, BLEU) and ranking snap
 report: $(STAMP) ## one self-contained HTML page of DATASET/SEGMENTS: table, figures, snapshots, segment browser
 	$(PY) -m simpe report $(GROUP) $(ARGS)
 
-replicate: $(STAMP) $(MODEL)/fixed-selection.json ## run every experiment behind the seeds' findings and write docs/replication.md (hours on 2 cores; resumable; ARGS="--dry-run" prints the plan)
+replicate: $(STAMP) $(MODEL)/fixed-selection.json ## run every experiment behind the papers' findings, keep their records (docs/replication/records/) and write docs/replication.md from them (hours on 2 cores; resumable; a run is reused only while its code fingerprint matches; ARGS="--dry-run" prints the plan, ARGS="--report-only" rebuilds the page from the records, ARGS="--status" lists stale rows)
 	$(PY) -m simpe replicate --workers $(WORKERS) $(ARGS)
 
 test: lint $(COMET_STAMP) ## run the linter, then the test suite (CPU, a few minutes; builds .venv-comet once for the COMET tests)

@@ -34,6 +34,7 @@ from simpe.config import RunConfig, load_saved_config, resume_difference
 from simpe.datasets import DATASETS, Segment, stream_hash
 from simpe.decoders import DECODERS
 from simpe.errors import ConfigError, DataError, ModelError, RunDirError
+from simpe.fingerprint import run_code
 from simpe.interactive import COMPLETING_DECODERS, EFFORT_OF, run_sessions
 from simpe.methods import METHODS
 from simpe.metrics.online import OnlineScorer, metric_for
@@ -445,7 +446,9 @@ class Loop:
             records = rundir.rewind(0)  # no checkpoint yet: start the logs again (a torn first line too)
         if start == 0:
             rundir.write_config(self.cfg)
-            rundir.write_env({**environment(self.loaded.device), "stream_sha256": stream_hash(self.segments)})
+            # the code the run depends on (simpe.fingerprint): `simpe replicate` reuses a run only while it matches
+            rundir.write_env({**environment(self.loaded.device), "stream_sha256": stream_hash(self.segments),
+                              "code": run_code(self.cfg.to_dict())})
             manifest = self.dataset.manifest()
             if manifest is not None:
                 rundir.write_json(layout.MANIFEST_FILE, manifest)

@@ -2,7 +2,9 @@
 
 ``text``: two line-aligned files. ``tsv``: one file, source TAB reference per line.
 ``tmx``: translation units with a ``tuv`` in the source and in the target language.
-Each is a single ``stream`` split (the whole file, in file order).
+Each is a single ``stream`` split (the whole file, in file order); with ``dev: N`` the file's last N
+segments are held out as a ``dev`` split (what the forgetting probe and ``simpe replicate``'s decoding
+studies read) and the stream is the rest.
 """
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from simpe.datasets.base import DATASETS, Dataset, Segment, parallel_files
-from simpe.errors import DataError
+from simpe.errors import ConfigError, DataError
 from simpe.textfile import read_bytes, read_lines
 
 logger = logging.getLogger(__name__)
@@ -26,24 +28,51 @@ def _need(value: str | None, what: str, dataset: str) -> Path:
     return Path(value)
 
 
-@DATASETS.add("text")
-class TextDataset(Dataset):
-    def __init__(self, source: str | None = None, reference: str | None = None, src_lang: str = "en",
-                 tgt_lang: str = "de") -> None:
-        self.source, self.reference = _need(source, "source", "text"), _need(reference, "reference", "text")
-        self.src_lang, self.tgt_lang = src_lang, tgt_lang
+class _HeldOut(Dataset):
+    """One file's segments, the last ``dev`` of them held out as the ``dev`` split when ``dev`` > 0."""
+
+    dev = 0
+
+    def _hold_out(self, dev: int) -> None:
+        if isinstance(dev, bool) or not isinstance(dev, int) or dev < 0:
+            raise ConfigError(f"dataset {self.name!r}: dev must be a whole number of segments >= 0 (the file's last N "
+                              f"held out as the dev split), got {dev!r}")
+        self.dev = dev
+        self.splits = ("stream", "dev") if dev else ("stream",)
 
     def _load(self, split: str) -> list[Segment]:
+        segments = self._read()
+        if not self.dev:
+            return segments
+        if self.dev >= len(segments):
+            raise DataError(f"dataset {self.name!r}: dev={self.dev} holds out every one of its {len(segments)} segments; "
+                            "leave some for the stream")
+        return segments[-self.dev:] if split == "dev" else segments[: -self.dev]
+
+    def _read(self) -> list[Segment]:
+        raise NotImplementedError
+
+
+@DATASETS.add("text")
+class TextDataset(_HeldOut):
+    def __init__(self, source: str | None = None, reference: str | None = None, src_lang: str = "en",
+                 tgt_lang: str = "de", dev: int = 0) -> None:
+        self.source, self.reference = _need(source, "source", "text"), _need(reference, "reference", "text")
+        self.src_lang, self.tgt_lang = src_lang, tgt_lang
+        self._hold_out(dev)
+
+    def _read(self) -> list[Segment]:
         return parallel_files(self.source, self.reference)
 
 
 @DATASETS.add("tsv")
-class TsvDataset(Dataset):
-    def __init__(self, path: str | None = None, src_lang: str = "en", tgt_lang: str = "de") -> None:
+class TsvDataset(_HeldOut):
+    def __init__(self, path: str | None = None, src_lang: str = "en", tgt_lang: str = "de", dev: int = 0) -> None:
         self.path = _need(path, "path", "tsv")
         self.src_lang, self.tgt_lang = src_lang, tgt_lang
+        self._hold_out(dev)
 
-    def _load(self, split: str) -> list[Segment]:
+    def _read(self) -> list[Segment]:
         out = []
         for number, line in enumerate(read_lines(self.path, "TSV file"), 1):
             fields = line.split("\t")
@@ -93,10 +122,11 @@ def read_tmx(path: Path, src_lang: str, tgt_lang: str) -> list[Segment]:
 
 
 @DATASETS.add("tmx")
-class TmxDataset(Dataset):
-    def __init__(self, path: str | None = None, src_lang: str = "en", tgt_lang: str = "de") -> None:
+class TmxDataset(_HeldOut):
+    def __init__(self, path: str | None = None, src_lang: str = "en", tgt_lang: str = "de", dev: int = 0) -> None:
         self.path = _need(path, "path", "tmx")
         self.src_lang, self.tgt_lang = src_lang, tgt_lang
+        self._hold_out(dev)
 
-    def _load(self, split: str) -> list[Segment]:
+    def _read(self) -> list[Segment]:
         return read_tmx(self.path, self.src_lang, self.tgt_lang)

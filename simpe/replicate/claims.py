@@ -557,9 +557,13 @@ def _mbr_sensitivity(utility: str, table: str, families: tuple[str, ...]) -> Cal
 
 # ---------------------------------------------------------------------------------------- beyond the papers
 def _repeated_stats(run: Any, n: int) -> np.ndarray:
-    """(n, 2) per-segment (missed again, shown after a miss) from the run's logged tokens."""
+    """(n, 2) per-segment (missed again, shown after a miss): as a record keeps them (``records.REPEATED``), else from
+    the run's logged tokens."""
     from simpe.report.marks import repeated_error_stats
 
+    segments = run.segments[:n]
+    if segments and all("repeated" in s for s in segments):
+        return np.asarray([s["repeated"] for s in segments], dtype=np.float64).reshape(-1, 2)
     return np.asarray(repeated_error_stats(run, n), dtype=np.float64).reshape(-1, 2)
 
 

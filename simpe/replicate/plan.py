@@ -9,11 +9,18 @@ Every loop run logs the R variants of Simianer et al. (2019)'s Tables 3 and 4 be
 Tables 1-4 and Figure 2. Streams: ``scalc`` (the first ``segments``) and ``sdatabase`` (the
 second, smaller data set in the role of the paper's Table 5); ``smath`` is never touched. The
 sensitivity study runs on the first ``sensitivity_segments`` of ``scalc``.
+
+A researcher's own model and data (``Scale.model``, ``Scale.dataset``, ``Scale.sets``) get the parts that need
+only a model and a stream (``OWN_PARTS``): ``stream`` (the methods on the dataset's stream: Simianer et al. (2019)'s
+Tables 1-4, Figure 2, the repeated errors), ``forgetting`` and ``studies`` when the dataset has a dev split (text,
+TSV and TMX hold one out with ``data.params.dev=N``). ``check_source`` reads the data and the model's config (not
+its weights) and refuses bad input in one line before anything loads a model.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from simpe.sweep import RELATIVE_COST, RunSpec, plan
 
@@ -48,24 +55,80 @@ class Scale:
     forgetting_every: int = 250
     forgetting_size: int = 100  # held-out dev segments (snapshots.forgetting)
     methods: list[str] = field(default_factory=lambda: list(METHODS))
+    model: str | None = None  # a researcher's model (folder or hub id); None: the demo model
+    dataset: str = "libreoffice"  # a researcher's dataset (autodesk, text, tsv, tmx ...)
+    sets: tuple[str, ...] = ()  # KEY=VALUE for every run: data.params.*, model.src_lang, metrics.lang ...
+
+    @property
+    def own(self) -> bool:
+        """A researcher's model or data: the parts of ``OWN_PARTS`` on them, not the committed page's plan."""
+        return self.model is not None or self.dataset != "libreoffice"
 
 
 # the parts of the plan, each runnable alone (simpe replicate --only): the four run experiments and the three studies;
 # the systems study ranks the forgetting runs' final states, so it needs those runs
 PARTS = ("scalc", "sdatabase", "forgetting", "sensitivity", "studies", "mbr-sensitivity", "systems")
+OWN_PARTS = ("stream", "forgetting", "studies")  # what needs only a model and a stream (--model, --dataset)
 DEPENDS = {"systems": ("forgetting",)}
 
 
-def parts_to_run(only: list[str] | None) -> set[str]:
+def parts_to_run(only: list[str] | None, own: bool = False) -> set[str]:
     """The parts a call runs: all, or ``only`` with what they depend on (unknown names refused)."""
     from simpe.errors import ConfigError
 
+    known = OWN_PARTS if own else PARTS
     if not only:
-        return set(PARTS)
-    unknown = [name for name in only if name not in PARTS]
+        return set(known)
+    unknown = [name for name in only if name not in known]
     if unknown:
-        raise ConfigError(f"unknown part {unknown[0]!r} of the replication; known: {', '.join(PARTS)}")
+        raise ConfigError(f"unknown part {unknown[0]!r} of the replication{' of your model and data' if own else ''}; "
+                          f"known: {', '.join(known)}")
     return set(only) | {dep for name in only for dep in DEPENDS.get(name, ())}
+
+
+@dataclass
+class Source:
+    """What ``check_source`` found of a researcher's model and data, for the plan and the page."""
+
+    stream: int  # segments of the stream split
+    dev: int  # segments of the dev split (0: none)
+    novel: bool  # the dataset has a train vocabulary (novel-word R, Simianer et al. (2019)'s Table 3)
+    fixed: bool  # a fixed-selection.json beside the model (the `fixed` method)
+    notes: list[str] = field(default_factory=list)  # what the plan leaves out, and why
+
+
+def check_source(scale: Scale) -> Source:
+    """Check a researcher's model and data before any model loads: the settings (``sets``), the model's folder and
+    family (its config.json, not its weights), the dataset's files and splits, and the segments asked for; a bad one
+    raises a SimpeError naming it (one line, exit 2)."""
+    from simpe.config import load_config
+    from simpe.datasets import DATASETS
+    from simpe.errors import DataError
+    from simpe.model import model_family
+    from simpe.paths import DEFAULT_MODEL
+
+    cfg = load_config("baseline", [f"data.name={scale.dataset}", *([f"model.path={scale.model}"] if scale.model else []),
+                                   *scale.sets])
+    model_family(cfg.model.path, cfg.model.family, cfg.model.family_settings())
+    dataset = DATASETS.build(cfg.data.name, **DATASETS.resolve(cfg.data.name, cfg.data.params))
+    stream = dataset.load("stream", cfg.data.skip_empty)
+    if scale.segments > len(stream):
+        raise DataError(f"--segments {scale.segments}, but the stream of {cfg.data.name} has {len(stream)} segments; "
+                        f"pass --segments {len(stream)} or fewer")
+    dev = len(dataset.load("dev", cfg.data.skip_empty)) if "dev" in dataset.splits else 0
+    vocab = dataset.train_vocab(cfg.metrics.lang)
+    folder = Path(cfg.model.path) if cfg.model.path else DEFAULT_MODEL
+    found = Source(len(stream), dev, vocab is not None and Path(vocab).is_file(), (folder / "fixed-selection.json").is_file())
+    if not dev:
+        found.notes.append(f"no forgetting runs and no decoding studies: {cfg.data.name} has no dev split"
+                           + (" (--set data.params.dev=N holds out the stream's last N segments)" if "dev" in
+                              DATASETS.resolve(cfg.data.name, {}) else ""))
+    if not found.novel:
+        found.notes.append("no novel-word R (Table 3): the dataset has no train vocabulary "
+                           "(--set metrics.novel_vocab=FILE of '<count> <word>' lines gives one)")
+    if not found.fixed and "fixed" in scale.methods:
+        found.notes.append("no `fixed` runs: no fixed-selection.json beside the model (`simpe select-fixed` writes it)")
+    return found
 
 
 @dataclass
@@ -75,6 +138,7 @@ class Plan:
     scale: Scale
     runs_dir: Path
     experiments: dict[str, list[RunSpec]]
+    source: Any = None  # Source, for a researcher's model and data
 
     def specs(self) -> list[RunSpec]:
         """Every run once (experiments share their baselines and some runs)."""
@@ -84,11 +148,11 @@ class Plan:
                 seen.setdefault(spec.path, spec)
         return list(seen.values())
 
-    def estimate(self, workers: int, with_studies: bool = True) -> tuple[float, float]:
+    def estimate(self, workers: int, with_studies: bool = True, reused: frozenset[Path] | set[Path] = frozenset()) -> tuple[float, float]:
         """(seconds of the loop runs, of the studies, 0 without ``with_studies``) expected on this kind of machine
-        with ``workers`` at once."""
+        with ``workers`` at once; the runs in ``reused`` cost nothing."""
         runs = sum(_segments(spec) * RELATIVE_COST.get(spec.cfg.method.name, 1.0) * SECONDS_PER_SEGMENT
-                   for spec in self.specs())
+                   for spec in self.specs() if spec.path not in reused)
         studies = self.scale.probe * (SECONDS_PER_PROBE["exact"] * (1 + len(self.scale.ks))
                                       + SECONDS_PER_PROBE["beam"] * sum(self.scale.beam_sizes) / 5 * 2)
         return runs / max(1, workers), (studies if with_studies else 0.0)
@@ -99,13 +163,33 @@ def _segments(spec: RunSpec) -> int:
     return cfg.data.segments if cfg.data.segments is not None else 1742  # sdatabase when all
 
 
-def _stream(split: str, segments: int | None, runs_dir: Path) -> list[str]:
+def _stream(split: str, segments: int | None, runs_dir: Path, scale: Scale | None = None, novel: bool = True) -> list[str]:
+    own: list[str] = []
+    if scale is not None:
+        own = [f"data.name={scale.dataset}", *([f"model.path={scale.model}"] if scale.model else []), *scale.sets]
     return ["data.name=libreoffice", f"data.split={split}", f"data.segments={'null' if segments is None else segments}",
-            f"runs_dir={runs_dir}", *LOGGED]
+            f"runs_dir={runs_dir}", *(LOGGED if novel else [x for x in LOGGED if not x.startswith("metrics.novel_vocab")]),
+            *own]
 
 
-def make_plan(scale: Scale, runs_dir: Path) -> Plan:
-    """The plan; every run's config is built and checked here, before anything runs."""
+def _own_plan(scale: Scale, runs_dir: Path, source: Source) -> Plan:
+    """The parts of ``OWN_PARTS`` on a researcher's model and data."""
+    methods = [m for m in scale.methods if m != "fixed" or source.fixed]
+    experiments = {"stream": plan(methods, overrides=_stream("stream", scale.segments, runs_dir, scale, source.novel))}
+    if scale.forgetting_segments and source.dev:
+        segments = min(scale.forgetting_segments, source.stream)  # a short stream: all of it, a snapshot at its end
+        probe = [*_stream("stream", segments, runs_dir, scale, source.novel),
+                 f"snapshots.every={min(scale.forgetting_every, segments)}", "snapshots.ranking=false"]
+        experiments["forgetting"] = plan(methods, grid={"snapshots.forgetting": [min(scale.forgetting_size, source.dev)]},
+                                         overrides=probe)
+    return Plan(scale, Path(runs_dir), experiments, source)
+
+
+def make_plan(scale: Scale, runs_dir: Path, source: Source | None = None) -> Plan:
+    """The plan; every run's config is built and checked here, before anything runs (``source``: what
+    ``check_source`` found of a researcher's model and data)."""
+    if scale.own:
+        return _own_plan(scale, runs_dir, source or check_source(scale))
     main = _stream("stream", scale.segments, runs_dir)
     experiments = {
         "scalc": plan(scale.methods, overrides=main),
@@ -133,16 +217,57 @@ def make_plan(scale: Scale, runs_dir: Path) -> Plan:
     return Plan(scale, Path(runs_dir), experiments)
 
 
-def describe(p: Plan, workers: int, parts: set[str] | frozenset[str] = frozenset(PARTS)) -> str:
-    """The plan as text: runs per experiment, segments, the studies among ``parts``, and the expected time (``--dry-run``)."""
+def stale_runs(p: Plan) -> dict[Path, str]:
+    """The plan's runs that exist but are not to be reused, {folder: why}: their code fingerprint (env.json, written
+    when the run started) differs from the one the current code gives their config, or they recorded none.
+
+    Such a run starts again from nothing (complete or not); a run whose code matches is reused when complete and
+    resumed when not. The fingerprint covers the source files the run depends on and the model's files
+    (``simpe.fingerprint.run_code``); the config itself is compared by the sweep (a complete run of other settings
+    is refused)."""
+    from simpe.fingerprint import changed_files, run_code
+    from simpe.rundir.reader import run_env
+
+    stale: dict[Path, str] = {}
+    for spec in p.specs():
+        env = run_env(spec.path)
+        if not env:  # nothing ran there yet, or a run that died before it wrote env.json (it starts from nothing anyway)
+            continue
+        code = env.get("code")
+        now = run_code(spec.cfg.to_dict())
+        if not isinstance(code, dict) or not isinstance(code.get("files"), dict):
+            stale[spec.path] = "it recorded no code fingerprint (made before simpe recorded one)"
+        elif code.get("fingerprint") != now["fingerprint"]:
+            changed = changed_files(code["files"], now["files"]) or ["the same files, another fingerprint"]
+            stale[spec.path] = f"its code changed ({', '.join(changed[:3])}{' …' if len(changed) > 3 else ''})"
+    return stale
+
+
+def describe(p: Plan, workers: int, parts: set[str] | frozenset[str] = frozenset(PARTS), stale: dict[Path, str] | None = None) -> str:
+    """The plan as text: runs per experiment, segments, the studies among ``parts``, what is reused and what runs
+    again (``stale``: ``stale_runs``), and the expected time (``--dry-run``)."""
+    from simpe.rundir.state import RunState, state
+
     studies = bool({"studies", "mbr-sensitivity"} & set(parts))
     lines = [f"simpe replicate: {len(p.specs())} loop runs under {p.runs_dir}/" + (", plus the decoding studies" if studies else "")]
+    reused: list[Path] = []
+    if stale is not None:
+        found = {spec.path: state(spec.path) for spec in p.specs()}
+        reused = [path for path, st in found.items() if st is RunState.COMPLETE and path not in stale]
+        resumed = [path for path, st in found.items() if st is RunState.INCOMPLETE and path not in stale]
+        lines.append(f"  reused: {len(reused)} complete runs whose code matches the current code; resumed: {len(resumed)}; "
+                     f"started again: {len(stale)} whose code changed" + (f" (e.g. {next(iter(stale)).name}: {next(iter(stale.values()))})"
+                                                                          if stale else ""))
     for name, specs in p.experiments.items():
         segments = sorted({_segments(s) for s in specs})
         lines.append(f"  {name:<12} {len(specs):>3} runs x {'/'.join(map(str, segments))} segments: "
                      + ", ".join(s.name for s in specs))
     s = p.scale
-    if "studies" in parts:
+    if p.source is not None:
+        lines.insert(0, f"your model and data: {s.model or 'the demo model'} on {s.dataset} ({p.source.stream} stream segments, "
+                        f"{p.source.dev} dev segments)")
+        lines += [f"  left out: {note}" for note in p.source.notes]
+    if "studies" in parts and (p.source is None or p.source.dev):
         lines.append(f"  {'studies':<12} {s.probe} dev sentences: exact top-1/top-k (k {', '.join(map(str, s.ks))}), "
                      f"beam and min-heap beam at {', '.join(map(str, s.beam_sizes))}")
     if "mbr-sensitivity" in parts:
@@ -151,7 +276,8 @@ def describe(p: Plan, workers: int, parts: set[str] | frozenset[str] = frozenset
     if s.systems and "systems" in parts and "forgetting" in p.experiments:
         lines.append(f"  {'systems':<12} Yan et al. (2022)'s Table 3: the demo model and every forgetting run's final adapted state, "
                      f"sampled kQRG ({s.system_samples} samples) and MBR quality ({s.mbr_samples} samples) on the {s.probe} dev sentences")
-    runs, studies = p.estimate(workers, studies)
+    runs, studies = p.estimate(workers, studies, set(reused))
     lines.append(f"  expected: about {runs / 3600:.1f} h of loop runs ({workers} at once) + {studies / 3600:.1f} h of studies "
-                 "on a 2-core CPU (complete runs are skipped, so a second call costs only what is missing)")
+                 "on a 2-core CPU (complete runs whose code matches are reused, so a second call costs only what is missing "
+                 "or stale)")
     return "\n".join(lines)

@@ -216,6 +216,23 @@ def run_store(path: Path) -> Path:
     return store
 
 
+def run_env(path: Path) -> dict[str, Any]:
+    """A run's env.json without reading its logs (empty when it is missing or not a JSON object)."""
+    try:
+        env = json.loads((Path(path) / ENV_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return env if isinstance(env, dict) else {}
+
+
+def finished_at(path: Path) -> float | None:
+    """When a complete run finished (its DONE file's modification time, seconds since the epoch), else None."""
+    try:
+        return (Path(path) / DONE_FILE).stat().st_mtime
+    except OSError:
+        return None
+
+
 def load_run(path: Path, allow_incomplete: bool = False) -> Run:
     """Load one run directory; refuse an incomplete one (no DONE) unless ``allow_incomplete``.
 

@@ -22,6 +22,7 @@ import shutil
 import tempfile
 import time
 import traceback
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -236,14 +237,19 @@ class _Tail:
         return self.count, " ".join(parts)
 
 
-def _triage(specs: list[RunSpec], as_simulate: tuple[bool, bool] | None) -> tuple[dict[str, Outcome], list[tuple[RunSpec, bool]]]:
+def _triage(specs: list[RunSpec], as_simulate: tuple[bool, bool] | None,
+            restart: Collection[Path] = ()) -> tuple[dict[str, Outcome], list[tuple[RunSpec, bool]]]:
     """The outcomes known before anything runs (complete: skipped; a folder that is not a run's: failed) and the
-    runs to start, each with whether it resumes. As ``simpe simulate``, every run starts (its folders are checked)."""
+    runs to start, each with whether it resumes. As ``simpe simulate``, every run starts (its folders are checked).
+    A run in ``restart`` starts again from nothing, complete or not."""
     outcomes: dict[str, Outcome] = {}
     todo: list[tuple[RunSpec, bool]] = []
     for spec in specs:
         if as_simulate is not None:
             todo.append((spec, as_simulate[0]))
+            continue
+        if spec.path in restart:
+            todo.append((spec, False))
             continue
         try:
             found = state(spec)
@@ -274,16 +280,17 @@ def _start(address: str | None, workers: int | None, threads: int | None, runs: 
 
 def execute(specs: list[RunSpec], workers: int | None = None, threads: int | None = None, address: str | None = None,
             gpus_per_run: float = 0.0, progress: bool = True, as_simulate: tuple[bool, bool] | None = None,
-            return_results: bool = False) -> list[Outcome]:
+            return_results: bool = False, restart: Collection[Path] = ()) -> list[Outcome]:
     """Run ``specs`` as Ray tasks, ``workers`` at a time with ``threads`` torch threads (CPUs) each.
 
     Complete runs are skipped, incomplete ones resumed; a failed run is an ``Outcome`` with
     its error, never an exception. Locally Ray gets ``workers * threads`` CPUs. With
     ``as_simulate=(resume, overwrite)`` every run is started as ``simpe simulate`` would
     (the caller has checked the folders), nothing skipped. With ``return_results`` the runs
-    come back to this machine's ``runs_dir`` as archives (see the module docstring).
+    come back to this machine's ``runs_dir`` as archives (see the module docstring). The runs whose folders are in
+    ``restart`` start again from nothing (their folders emptied, as ``--overwrite`` does), complete or not.
     """
-    outcomes, todo = _triage(specs, as_simulate)
+    outcomes, todo = _triage(specs, as_simulate, restart)
     overwrite = bool(as_simulate and as_simulate[1])
     if todo and not address:  # a model this machine cannot have fails every run: say so once, before Ray starts
         from simpe.model import check_available
@@ -305,7 +312,7 @@ def execute(specs: list[RunSpec], workers: int | None = None, threads: int | Non
                     if gpus_per_run:
                         overrides.append("device=cuda")
                     returned = pack(spec.path) if return_results and resume else None
-                    pending[remote.remote(spec.adapter, overrides, threads, resume, cwd, overwrite, returned,
+                    pending[remote.remote(spec.adapter, overrides, threads, resume, cwd, overwrite or spec.path in restart, returned,
                                           return_results)] = (spec, resume)
                     if shown is not None:
                         shown.start(spec)

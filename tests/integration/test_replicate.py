@@ -9,6 +9,7 @@ against the runs' own summaries).
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -61,22 +62,73 @@ TINY = dict(segments=3, second_segments=3, sensitivity=False, probe=2, beam_size
 def test_the_page_from_no_runs_judges_every_claim_and_says_what_is_missing(tmp_path: Path):
     """--report-only before anything ran (make test's cover of the page; the tiny pipeline below, with its runs and
     studies, is make test-slow's): every claim gets a row, each that needs a run says which, both pages are written."""
+    from simpe.errors import ConfigError
     from simpe.replicate.run import replicate
 
     out = tmp_path / "docs" / "replication.md"
-    out.parent.mkdir()
+    with pytest.raises(ConfigError, match="no records folder .*: `simpe replicate` .* writes the records"):
+        replicate(Scale(**TINY), tmp_path / "runs", out, run=False)  # a page is never emptied for want of its records
+    (tmp_path / "docs" / "replication" / "records").mkdir(parents=True)  # an empty records folder: every row says why
     message = replicate(Scale(**TINY), tmp_path / "runs", out, workers=1, threads=1, progress=False, run=False)
-    assert message.endswith("(34 claims; 0 runs failed)")
+    assert message.endswith(f"(34 claims, judged from the records in {tmp_path / 'docs' / 'replication' / 'records'})")
     rows = json.loads(out.with_suffix(".json").read_text(encoding="utf-8"))["rows"]
     assert len(rows) == 34 and [c for c, row in rows.items() if row["verdict"] != NOT_TESTABLE] == ["yan2022-random"]
-    assert rows["simianer2019-bleu"]["why"] == ("the scalc runs have not run yet (3 of 3, e.g. "
-                                      f"{tmp_path / 'runs' / 'libreoffice-stream--demo-en-de--3seg' / 'baseline'})")
+    assert rows["simianer2019-bleu"]["why"] == ("no records of the scalc runs in records/scalc/ (`simpe replicate --only scalc` "
+                                                "runs them and writes them)")
+    assert rows["simianer2019-bleu"]["code"]["scalc"] is None and rows["simianer2019-bleu"]["measured"] == []
     page = out.read_text(encoding="utf-8")
     assert ("**1 reproduced, 0 partly, 0 not reproduced, 0 inconclusive, 28 not testable here** (of 29 claims of the papers; "
             "5 probes beyond them are measured, not counted)") in page
     assert "Simianer et al. (2019), *Measuring Immediate Adaptation Performance for Neural Machine Translation*" in page
     assert "58.75 (exact expectation; linear gain: 80.42)" in page and "**reproduced**: +0.03" in page
     assert "<table>" in (tmp_path / "runs" / "replication.html").read_text(encoding="utf-8")
+
+
+def test_report_only_rebuilds_the_page_byte_for_byte_from_the_records(tmp_path: Path, one_torch_thread):
+    """The page rests on the records alone. A short real run (3 scalc segments of the baseline and lasso, the demo
+    model through the loop, one thread) writes the records and the page; the records give the verdicts the runs give;
+    with the runs deleted, --report-only writes the page and its json again, byte for byte; --status finds every row
+    current, then names the rows, the run and the file behind a record made by other code."""
+    from simpe.replicate import records as rec
+    from simpe.replicate.provenance import status
+    from simpe.replicate.run import replicate
+    from simpe.rundir.reader import load_group
+
+    out, runs = tmp_path / "docs" / "replication.md", tmp_path / "runs"
+    scale = Scale(**{**TINY, "methods": ["baseline", "lasso"]})  # type: ignore[arg-type]
+    try:
+        message = replicate(scale, runs, out, workers=1, threads=1, progress=False, only=["scalc"], call="simpe replicate --test")
+    finally:
+        ray.shutdown()
+    assert message.endswith("(34 claims; 0 runs failed)")
+    folder = out.with_suffix("") / "records"
+    assert sorted(p.name for p in (folder / "scalc").iterdir()) == ["baseline.json", "lasso.json"]
+    group = load_group(sorted(runs.glob("*--3seg/*")))
+    records = rec.read_records(folder)
+    assert verdicts(records.evidence()) == verdicts(Evidence({"scalc": group}, None, {name: records.evidence().notes[name] for name in
+                                                                                      ("sdatabase", "forgetting", "sensitivity")}))
+    texts = [p.read_text(encoding="utf-8") for p in (folder / "scalc").glob("*.json")]
+    assert all(len(t) < 20_000 and group.baseline.segments[0]["hypothesis"] not in t and '"hyp_tokens"' not in t for t in texts)
+    page, data = out.read_bytes(), out.with_suffix(".json").read_bytes()
+    text = page.decode("utf-8")
+    assert "- **calls**: `simpe replicate --test` at commit " in text and " h of wall time, on " in text and "## Provenance" in text
+    assert "2 loop runs (scalc: 2) and 0 studies" in text and "in replication/records/" in text
+
+    shutil.rmtree(runs)
+    replicate(scale, runs, out, run=False)
+    assert out.read_bytes() == page and out.with_suffix(".json").read_bytes() == data
+    assert status(out).splitlines() == ["all 34 rows are current: their records and the page were made by the code as it is now"]
+
+    lasso = folder / "scalc" / "lasso.json"  # as if lasso.py had changed since the run
+    saved = json.loads(lasso.read_text(encoding="utf-8"))
+    lasso.write_text(lasso.read_text(encoding="utf-8").replace(f'"code": "{saved["code"]}"', '"code": "0000000000000000"'), encoding="utf-8")
+    tables = json.loads((folder / "code.json").read_text(encoding="utf-8"))
+    tables["0" * 16] = {**tables[saved["code"]], "simpe/methods/lasso.py": "0" * 16}
+    (folder / "code.json").write_text(json.dumps(tables), encoding="utf-8")
+    lines = status(out).splitlines()
+    assert lines[0] == ("simianer2019-bleu: stale: the scalc records were made by other code (lasso: simpe/methods/lasso.py): "
+                        "`simpe replicate --only scalc`")
+    assert lines[-1] == "11 of 34 rows stale against the code as it is now" and len(lines) == 12
 
 
 @pytest.fixture(scope="module")
@@ -91,7 +143,7 @@ def tiny(tmp_path_factory):
     scale = Scale(**TINY)
     out = root / "docs" / "replication.md"
     try:
-        message = replicate(scale, root / "runs", out, workers=1, threads=1, progress=False)
+        message = replicate(scale, root / "runs", out, workers=1, threads=1, progress=False, call="test")
     finally:
         ray.shutdown()
         torch.set_num_threads(threads)
@@ -134,36 +186,135 @@ def test_a_claims_figures_are_the_runs_own(tiny):
     assert random.verdict == REPRODUCED
 
 
-@pytest.mark.slow  # make test: test_the_page_from_no_runs_judges_every_claim_and_says_what_is_missing
-def test_a_call_with_only_judges_its_parts_and_keeps_the_other_rows(tiny, tmp_path: Path):
-    """--only forgetting: the forgetting claim is judged anew; a scalc claim keeps the row the first call measured, with
-    that call's stamp; the record names both calls."""
+@pytest.mark.slow  # make test: test_report_only_rebuilds_the_page_byte_for_byte_from_the_records
+def test_a_call_with_only_rewrites_its_parts_records_and_keeps_the_others(tiny, tmp_path: Path):
+    """--only forgetting, after the whole plan: the forgetting records are written again (by this call: the stale
+    forgetting runs start again), the scalc records stay byte for byte, and the page names both calls."""
     import ray
 
-    from simpe.replicate.plan import Scale
     from simpe.replicate.run import replicate
 
     root, out, _ = tiny
-    record = json.loads(out.with_suffix(".json").read_text(encoding="utf-8"))
-    first = record["rows"]["simianer2019-bleu"]["measured"]
-    assert set(record["rows"]) >= {"simianer2019-bleu", "beyond-forgetting", "yan2022-mbr"}
     page = tmp_path / "docs" / "replication.md"
-    page.parent.mkdir()
-    page.with_suffix(".json").write_text(json.dumps({**record, "rows": {
-        **record["rows"], "simianer2019-bleu": {**record["rows"]["simianer2019-bleu"], "measured": "2026-01-01 at commit abc1234",
-                                     "why": "kept from before"}},
-        "calls": {**record["calls"], "2026-01-01 at commit abc1234": {"only": None, "facts": {"total time": "1 h"}}}}),
-        encoding="utf-8")
-    scale = Scale(**TINY)
+    shutil.copytree(out.with_suffix(""), page.with_suffix(""))  # the first call's records
+    records = page.with_suffix("") / "records"
+    scalc = {p.name: p.read_bytes() for p in (records / "scalc").glob("*.json")}
+    first = json.loads((records / "calls.json").read_text(encoding="utf-8"))["calls"][0]["id"]
+    for env in (root / "runs").glob("*--3seg/*--forgetting=2/env.json"):  # as if the code had changed since they ran
+        data = json.loads(env.read_text(encoding="utf-8"))
+        env.write_text(json.dumps({**data, "code": {**data["code"], "fingerprint": "0" * 16}}), encoding="utf-8")
     try:
-        replicate(scale, root / "runs", page, workers=1, threads=1, progress=False, only=["forgetting"])
+        replicate(Scale(**TINY), root / "runs", page, workers=1, threads=1, progress=False, only=["forgetting"], call="second")
     finally:
         ray.shutdown()
-    again = json.loads(page.with_suffix(".json").read_text(encoding="utf-8"))
-    assert again["rows"]["simianer2019-bleu"]["why"] == "kept from before"  # scalc did not run in this call
-    assert again["rows"]["simianer2019-bleu"]["measured"] == "2026-01-01 at commit abc1234"
-    assert again["rows"]["beyond-forgetting"]["measured"] != "2026-01-01 at commit abc1234"
-    assert set(again["calls"]) == {"2026-01-01 at commit abc1234", again["rows"]["beyond-forgetting"]["measured"]}
+    assert {p.name: p.read_bytes() for p in (records / "scalc").glob("*.json")} == scalc
+    calls = json.loads((records / "calls.json").read_text(encoding="utf-8"))["calls"]
+    assert [c["call"] for c in calls][-1] == "second" and calls[-1]["wall_seconds"] > 0
+    second = calls[-1]["id"]
+    rows = json.loads(page.with_suffix(".json").read_text(encoding="utf-8"))["rows"]
+    assert rows["simianer2019-bleu"]["measured"] == [first]
+    assert rows["beyond-forgetting"]["measured"] == [second]  # the forgetting runs ran again in the second call
     text = page.read_text(encoding="utf-8")
-    assert "kept from before" in text and "2026-01-01 at commit abc1234 (the whole plan; 1 h): `simianer2019-bleu`" in text
-    assert first
+    assert "`test` at commit" in text and "`second` at commit" in text
+
+
+# ---------------------------------------------------------------------------------------- your model, your data
+@pytest.fixture
+def tiny_text(tmp_path: Path) -> list[str]:
+    """A text dataset of 40 LibreOffice segments, its last 10 held out as the dev split: the --set flags naming it."""
+    from simpe.paths import DATA_DIR
+
+    for name, lang in (("src.en", "en"), ("ref.de", "de")):
+        lines = (DATA_DIR / "libreoffice" / f"stream.{lang}").read_text(encoding="utf-8").splitlines()[:40]
+        (tmp_path / name).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return ["--set", f"data.params.source={tmp_path / 'src.en'}", "--set", f"data.params.reference={tmp_path / 'ref.de'}",
+            "--set", "data.params.dev=10"]
+
+
+@pytest.fixture
+def no_model_load(monkeypatch: pytest.MonkeyPatch) -> None:
+    import transformers
+
+    def guard(*args, **kwargs):
+        raise AssertionError("the model was loaded")
+
+    for cls in (transformers.MarianMTModel, transformers.AutoModelForSeq2SeqLM, transformers.AutoModelForCausalLM):
+        monkeypatch.setattr(cls, "from_pretrained", guard)
+
+
+def test_your_model_and_data_plan_the_parts_that_need_only_a_model_and_a_stream(tiny_text, tmp_path: Path, capsys, no_model_load):
+    """--dataset text (the demo model, 5 segments) --dry-run: the stream runs, the forgetting runs on the held-out dev
+    split and the studies, what is left out and why; nothing written, no model loaded."""
+    from simpe.cli import main
+
+    runs = tmp_path / "runs"
+    assert main(["replicate", "--dataset", "text", *tiny_text, "--segments", "5", "--runs-dir", str(runs), "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("your model and data: the demo model on text (30 stream segments, 10 dev segments)\n")
+    assert "  stream         8 runs x 5 segments: baseline, full, bias, fixed, top, lasso, lora, knn" in out
+    assert "  forgetting     8 runs x 30 segments: baseline--forgetting=10," in out and "  studies      50 dev sentences" in out
+    assert "left out: no novel-word R (Table 3): the dataset has no train vocabulary" in out
+    assert "sdatabase" not in out and "sensitivity" not in out and "MBR" not in out
+    assert not runs.exists() and not (tmp_path / "replication").exists()
+    assert main(["replicate", "--dataset", "text", *tiny_text[:4], "--segments", "5", "--runs-dir", str(runs), "--dry-run"]) == 0
+    out = capsys.readouterr().out  # no dev split: no forgetting runs, no studies, and the flag that holds one out
+    assert "\n  forgetting  " not in out and "\n  studies  " not in out
+    assert "left out: no forgetting runs and no decoding studies: text has no dev split (--set data.params.dev=N holds out" in out
+
+
+@pytest.mark.parametrize("case", ["missing-file", "missing-model", "too-many-segments", "dev-too-large", "unknown-part",
+                                  "set-without-model", "unknown-dataset", "unknown-key"])
+def test_bad_input_to_your_replication_is_one_line_before_the_model_loads(case: str, tiny_text, tmp_path: Path, capsys,
+                                                                          no_model_load):
+    from simpe.cli import main
+
+    runs = tmp_path / "runs"
+    base = ["replicate", "--dataset", "text", *tiny_text, "--segments", "5", "--runs-dir", str(runs)]
+    args, fragment = {
+        "missing-file": ([*base[:4], f"data.params.source={tmp_path / 'nope.en'}", *base[5:]], "nope.en' does not exist"),
+        "missing-model": ([*base, "--model", str(tmp_path / "nomodel")], "nomodel does not exist"),
+        "too-many-segments": ([*base[:-3], "500", *base[-2:]], "--segments 500, but the stream of text has 30 segments"),
+        "dev-too-large": ([*base, "--set", "data.params.dev=40"], "dev=40 holds out every one of its 40 segments"),
+        "unknown-part": ([*base, "--only", "scalc"], "unknown part 'scalc' of the replication of your model and data; known: "
+                                                     "stream, forgetting, studies"),
+        "set-without-model": (["replicate", "--set", "data.params.dev=1", "--runs-dir", str(runs)], "give --model or --dataset"),
+        "unknown-dataset": ([*base[:2], "wmt", *base[3:]], "unknown dataset 'wmt'"),
+        "unknown-key": ([*base, "--set", "data.params.nonesuch=1"], "nonesuch"),
+    }[case]
+    capsys.readouterr()
+    assert main(args) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("simpe: error: ") and fragment in lines[0], lines
+    assert not runs.exists()
+
+
+@pytest.mark.slow  # make test: the dry run above (the plan) and test_report_only_rebuilds_the_page_byte_for_byte_from_the_records
+def test_your_model_and_data_fill_the_same_page_with_their_names_at_the_top(tiny_text, tmp_path: Path, one_torch_thread):
+    """A real call on the tiny text dataset (3 methods, 5 segments, the studies on 2 dev sentences): the page names the
+    model and the data at the top, judges the stream's claims, says what is not run on your data, and is rebuilt byte
+    for byte from its records."""
+    from simpe.replicate.run import replicate
+
+    sets = tuple(tiny_text[i + 1] for i in range(0, len(tiny_text), 2))
+    scale = Scale(segments=5, probe=2, beam_sizes=(2, 3), ks=(2, 3), max_expansions=300, methods=["baseline", "full", "lasso"],
+                  forgetting_segments=5, forgetting_every=5, forgetting_size=3, dataset="text", sets=sets)
+    out, runs = tmp_path / "runs" / "replication.md", tmp_path / "runs"
+    try:
+        replicate(scale, runs, out, workers=1, threads=1, progress=False, call="simpe replicate --dataset text")
+    finally:
+        ray.shutdown()
+    text = out.read_text(encoding="utf-8")
+    assert "- **model**: demo-en-de (the embedded demo model" in text
+    assert f"- **data**: text (dev=10, reference={tmp_path / 'ref.de'}, source={tmp_path / 'src.en'}, src_lang=en, tgt_lang=de): " \
+           "the stream's first 5 segments; forgetting runs on its first 5 segments, probed on the dev split" in text
+    rows = json.loads(out.with_suffix(".json").read_text(encoding="utf-8"))["rows"]
+    assert rows["simianer2019-bleu"]["verdict"] != NOT_TESTABLE and rows["simianer2019-bleu"]["code"]["scalc"]
+    assert rows["beyond-forgetting"]["simpe"].startswith("BLEU on 3 held-out dev segments after 5 stream segments")
+    assert "not run on your model and data" in rows["simianer2019-t5-streams"]["why"]
+    assert rows["yan2021-empty-modes"]["verdict"] == "measured" and rows["yan2021-empty-modes"]["simpe"] != "–"
+    page = out.read_bytes()
+    shutil.rmtree(runs / "libreoffice-stream--demo-en-de--5seg", ignore_errors=True)
+    for group in runs.glob("text-stream--*"):
+        shutil.rmtree(group)
+    replicate(scale, runs, out, run=False)
+    assert out.read_bytes() == page

@@ -192,3 +192,19 @@ def test_a_run_folder_is_followed_line_by_line(tmp_path: Path):
     with open(file, "a") as handle:
         handle.write('ative": {"bleu": 40.0, "r0+1": 0.5}}\n')
     assert tail.read() == (2, "BLEU 40.0 R0+1 50.0")
+
+
+def test_a_run_named_to_restart_starts_again_complete_or_not(tmp_path: Path):
+    """``execute(restart=...)`` (what simpe replicate gives the runs whose code changed): a complete run in it is
+    started again from nothing, not skipped; the others keep their triage."""
+    from simpe.sweep.executor import _triage
+
+    specs = plan(["full"], overrides=_overrides(tmp_path))
+    for spec in specs:
+        spec.path.mkdir(parents=True)
+        (spec.path / layout.SEGMENTS_FILE).write_text("")
+        (spec.path / layout.DONE_FILE).write_text("complete\n")
+    outcomes, todo = _triage(specs, None)
+    assert {o.status for o in outcomes.values()} == {"skipped"} and todo == []
+    outcomes, todo = _triage(specs, None, restart={specs[1].path})
+    assert list(outcomes) == ["baseline"] and todo == [(specs[1], False)]

@@ -20,6 +20,7 @@ NEVER = {
     "simulate": {"report", "cli", "sweep"},
     "sweep": {"cli"},
     "replicate": {"cli"},
+    "fingerprint": {"cli", "simulate", "sweep", "replicate", "report", "rundir"},
     "models": {"model", "decoders", "methods", "metrics", "rundir", "simulate", "cli", "update", "ranking", "report", "store",
                "sweep", "datasets", "score", "select_fixed", "train_demo", "build_data", "profiling"},
 }

@@ -53,6 +53,26 @@ def test_text_loader_and_errors(tmp_path: Path):
         DATASETS.build("text", source=str(tmp_path / "nope"), reference=str(ref)).load()
 
 
+def test_a_files_last_segments_held_out_as_the_dev_split(tmp_path: Path):
+    """text/tsv/tmx with dev=N: the last N segments are the dev split, the stream the rest (never both); dev=0 has no
+    dev split."""
+    src = _write(tmp_path / "a.en", "".join(f"s{i}\n" for i in range(5)))
+    ref = _write(tmp_path / "a.de", "".join(f"r{i}\n" for i in range(5)))
+    held = DATASETS.build("text", source=str(src), reference=str(ref), dev=2)
+    assert held.splits == ("stream", "dev")
+    assert [s.source for s in held.load("stream")] == ["s0", "s1", "s2"] and [s.source for s in held.load("dev")] == ["s3", "s4"]
+    tsv = _write(tmp_path / "a.tsv", "".join(f"s{i}\tr{i}\n" for i in range(5)))
+    assert [s.reference for s in DATASETS.build("tsv", path=str(tsv), dev=1).load("dev")] == ["r4"]
+    plain = DATASETS.build("text", source=str(src), reference=str(ref))
+    assert plain.splits == ("stream",) and len(plain.load()) == 5
+    with raises_naming(DataError, "'dev'", "stream"):
+        plain.load("dev")
+    with raises_naming(DataError, "dev=5", "every one of its 5 segments"):
+        DATASETS.build("text", source=str(src), reference=str(ref), dev=5).load()
+    with raises_naming(ConfigError, "dev", ">= 0"):
+        DATASETS.build("text", source=str(src), reference=str(ref), dev=-1)
+
+
 def test_empty_segments_fail_or_are_skipped_with_a_count(tmp_path: Path, caplog):
     src = _write(tmp_path / "a.en", "Hello\n  \nThird\nFourth\n")
     ref = _write(tmp_path / "a.de", "Hallo\nZwei\nDritte\n\t\n")
