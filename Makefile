@@ -17,7 +17,10 @@ SEGMENTS ?= 500
 MODEL ?= models/demo-en-de
 MODEL_NAME := $(notdir $(MODEL))
 RUNS ?= runs
-GROUP := $(RUNS)/$(DATASET)-$(SPLIT)--$(MODEL_NAME)--$(SEGMENTS)seg
+PROTOCOL ?= post-edit
+# the interactive protocol's runs have their own group (simpe.rundir.layout.group_name); ARGS="--protocol interactive" too
+PROTOCOL_SUFFIX := $(if $(findstring interactive,$(PROTOCOL) $(ARGS)),--interactive,)
+GROUP := $(RUNS)/$(DATASET)-$(SPLIT)--$(MODEL_NAME)--$(SEGMENTS)seg$(PROTOCOL_SUFFIX)
 # the hints make simulate prints name RUNS only when it is not the default
 RUNS_ARG := $(if $(filter runs,$(RUNS)),, RUNS=$(RUNS))
 ARGS ?=
@@ -31,7 +34,7 @@ GRID ?=
 
 help: ## list every target with one line each
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "} {printf "  %-14s %s\n", $$1, $$2}'
-	@echo "  variables: DATASET=$(DATASET) PRESETS=\"$(PRESETS)\" SEGMENTS=$(SEGMENTS) MODEL=$(MODEL) WORKERS=$(WORKERS) RUNS=$(RUNS) SWEEP=... GRID=... ARGS=..."
+	@echo "  variables: DATASET=$(DATASET) PRESETS=\"$(PRESETS)\" SEGMENTS=$(SEGMENTS) MODEL=$(MODEL) WORKERS=$(WORKERS) RUNS=$(RUNS) PROTOCOL=$(PROTOCOL) SWEEP=... GRID=... ARGS=..."
 
 LOCK := requirements/lock-linux-x86_64-py311.txt
 COMPAT_LOCK := requirements/compat-linux-x86_64-py311.txt
@@ -72,7 +75,7 @@ test-compat: $(COMPAT_STAMP) $(COMET_STAMP) ## the test suite (as make test) on 
 	.venv-compat/bin/python -m pytest -q --deselect tests/unit/test_evaluate.py::test_evaluate_records_match_direct_decoding
 
 simulate: $(STAMP) $(MODEL)/fixed-selection.json ## run PRESETS on the first SEGMENTS segments of DATASET (default: six presets, 500 libreoffice stream segments; DATASET=autodesk reads $SIMPE_AUTODESK_DIR or data/autodesk/), WORKERS at a time
-	$(PY) -m simpe simulate --dataset $(DATASET) --split $(SPLIT) --model $(MODEL) --segments $(SEGMENTS) --preset $(PRESETS) --workers $(WORKERS) --runs-dir $(RUNS) $(ARGS)
+	$(PY) -m simpe simulate --dataset $(DATASET) --split $(SPLIT) --model $(MODEL) --segments $(SEGMENTS) --preset $(PRESETS) --workers $(WORKERS) --runs-dir $(RUNS) --protocol $(PROTOCOL) $(ARGS)
 	@echo "runs: $(GROUP)/"
 	@# the report, compare and plot set methods against the baseline: they need two runs
 	@if [ $(words $(PRESETS)) -gt 1 ]; then \

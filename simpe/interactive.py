@@ -143,7 +143,7 @@ class Completer:
         best = result.hypotheses[0] if result.hypotheses else None
         text = typed
         if best is not None and best.score > NEG_INF:
-            text = self.tokenizer.decode(list(best.tokens), skip_special_tokens=True)
+            text = self.tokenizer.decode(list(best.tokens), skip_special_tokens=True).lstrip(" ")  # as prefix.py compares
         self.latency_ms.append(1000 * (time.perf_counter() - t0))
         return text
 
@@ -154,7 +154,7 @@ def run_sessions(model: Any, tokenizer: Any, decoder: Any, input_ids: Any, propo
     out: dict[str, Effort] = {}
     for level in levels:
         completer = Completer(model, tokenizer, decoder, input_ids)
-        effort = session(proposal, reference, completer, level)
+        effort = session(proposal.lstrip(" "), reference, completer, level)
         effort.latency_ms = completer.latency_ms
         out[level] = effort
     return out

@@ -43,11 +43,13 @@ def read_bytes(path: str | Path, what: str = "file", limit: int = MAX_FILE_BYTES
         raise error(f"{what} {str(path)!r} is a folder, not a file") from None
     except OSError as err:
         raise error(f"{what} {str(path)!r} cannot be read ({err.strerror})") from None
+    info = os.fstat(fd)
+    kind = special_kind(info.st_mode)
+    if kind is not None:
+        os.close(fd)
+        raise error(f"{what} {str(path)!r} is {kind}, not a regular file" if kind != "a folder" else
+                    f"{what} {str(path)!r} is a folder, not a file")
     with os.fdopen(fd, "rb") as handle:
-        info = os.fstat(handle.fileno())
-        kind = special_kind(info.st_mode)
-        if kind is not None:
-            raise error(f"{what} {str(path)!r} is {kind}, not a regular file")
         if info.st_size > limit:
             raise error(f"{what} {str(path)!r} is {info.st_size:,} bytes; simpe reads files of at most {limit:,}")
         data = handle.read(limit + 1)

@@ -9,9 +9,10 @@ agree (one is a prefix of the other), and it may end only once its text covers t
 How the text of a hypothesis grows is read from the tokenizer once (``Surfaces``): each token's *surface*, the
 bytes it appends to the text: SentencePiece pieces with ``▁`` as a space (byte-fallback pieces ``<0xNN>`` as
 that byte), byte-level BPE pieces through the GPT-2 byte table. Special tokens have none and are never allowed
-while the prefix is not yet covered. SentencePiece's decode drops the text's leading space (the first ``▁``), so
-there the first surface is compared without it, and one token of spaces only may come first (``▁`` then ``W``
-where the vocabulary has no ``▁W``); byte-level decode keeps every byte. Comparing bytes, not characters, lets a byte-level
+while the prefix is not yet covered. A text's leading spaces are not compared (SentencePiece's slow decode drops
+the first ``▁``, the fast decoders keep it, a translator sees neither): the first surface is compared without
+them, and one token of spaces only may come first (``▁`` then ``W`` where the vocabulary has no ``▁W``); the
+caller compares ``text.lstrip(" ")`` with what was typed. Comparing bytes, not characters, lets a byte-level
 token end inside a multi-byte character.
 
 The constraint is a mask: at each step every decoder (greedy, beam, min-heap beam, exact top-k and its DFS)
@@ -68,7 +69,10 @@ class Surfaces:
         table = _byte_level_table() if byte_level else {}
         pieces = tokenizer.convert_ids_to_tokens(list(range(size)))
         self.size = size
-        self.strip_start = not byte_level  # SentencePiece's decode drops the text's leading space; byte-level's keeps it
+        # A text's leading spaces are never compared: SentencePiece's slow decode drops the first "▁", the fast
+        # Metaspace and byte-level decoders keep it (" Wählen"), and a translator sees neither. The caller compares
+        # text.lstrip(" ") with what was typed (simpe.interactive.Completer).
+        self.strip_start = True
         self.surface: list[bytes | None] = []
         for token, piece in enumerate(pieces):
             if token in special or piece is None:

@@ -7,6 +7,7 @@ the checkpoint, what is wrong, and --overwrite, before any record is written.
 """
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -98,7 +99,8 @@ def test_the_command_line_says_it_in_one_line_and_exits_2(tmp_path: Path, one_to
     torch.save({}, checkpoint)
     cmd = [sys.executable, "-m", "simpe", "simulate", "--preset", "bias", "--segments", "4", "--device", "cpu", "--runs-dir",
            str(tmp_path), "--set", "checkpoint_every=2", "--set", "snapshots.every=0", "--resume", "--no-progress"]
-    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=240)
+    env = {**os.environ, "OMP_NUM_THREADS": str(torch.get_num_threads())}  # the run's thread count: no environment refusal
+    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=240, env=env)
     assert proc.returncode == 2 and proc.stderr.strip().splitlines() == [
         f"simpe: error: {checkpoint} holds nothing; a checkpoint holds method, segments_done, torch_rng; it was not loaded. "
         "Start the run again with --overwrite"], proc.stderr

@@ -38,7 +38,8 @@ def _input_ids(loaded, text: str = SOURCE):
 
 
 def _text(tokenizer, tokens) -> str:
-    return tokenizer.decode(list(tokens), skip_special_tokens=True)
+    """The text a translator sees: leading spaces dropped (fast tokenizers' decode keeps the first ▁ as one)."""
+    return tokenizer.decode(list(tokens), skip_special_tokens=True).lstrip(" ")
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -58,23 +59,33 @@ def test_every_decoders_completion_starts_with_the_typed_prefix(kind: str, famil
 
 
 def _agrees(text: str, typed: str) -> bool:
-    text = text.rstrip("\ufffd")  # a byte-level token that cuts a character: its bytes so far, not a wrong character
+    if not typed.isascii():
+        text = text.rstrip("\ufffd")  # a byte-level token that cuts a character: its bytes so far, not a wrong character
     return typed.startswith(text) or text.startswith(typed)
 
 
 def brute_force_best(loaded, ids, typed: str, max_len: int) -> tuple[float, tuple[int, ...]]:
-    """The best complete hypothesis of at most ``max_len`` tokens whose text starts with ``typed``, exhaustively."""
+    """The best complete hypothesis of at most ``max_len`` tokens whose text starts with ``typed``, exhaustively.
+
+    The space is the protocol's: until the text covers ``typed`` no special token (language codes, EOS ...) and
+    at most one leading token that writes nothing (SentencePiece's lone ▁ before a piece without one)."""
     model, tokenizer = loaded.model, loaded.tokenizer
     stops = set(loaded.family.special.stops)
     vocab = model.get_output_embeddings().weight.shape[0]
     forbidden = set(loaded.family.special.forbidden)
+    special = set(tokenizer.all_special_ids) | {i for i, t in tokenizer.added_tokens_decoder.items() if t.special}
+    blank = {t for t in range(vocab) if t not in special and _text(tokenizer, [t]) == ""}
 
     def rows(prefixes: list[tuple[int, ...]]) -> torch.Tensor:
         """(len(prefixes), vocab) log P(next | prefix): one full forward of each prefix + a placeholder token."""
-        labels = torch.tensor([list(p) + [0] for p in prefixes], dtype=torch.long)  # (n, len + 1)
-        with torch.inference_mode():
-            logits = teacher_forced_logits(model, ids.expand(len(prefixes), -1), labels)  # (n, len + 1, vocab)
-        return torch.log_softmax(logits[:, -1].double(), dim=-1)  # (n, vocab)
+        out = []
+        for start in range(0, len(prefixes), 128):
+            chunk = prefixes[start:start + 128]
+            labels = torch.tensor([list(p) + [0] for p in chunk], dtype=torch.long)  # (n, len + 1)
+            with torch.inference_mode():
+                logits = teacher_forced_logits(model, ids.expand(len(chunk), -1), labels)  # (n, len + 1, vocab)
+            out.append(torch.log_softmax(logits[:, -1].double(), dim=-1))  # (n, vocab)
+        return torch.cat(out)
 
     best = (NEG_INF, ())
     frontier: list[tuple[tuple[int, ...], float]] = [((), 0.0)]
@@ -94,18 +105,24 @@ def brute_force_best(loaded, ids, typed: str, max_len: int) -> tuple[float, tupl
                 if token in stops or token in forbidden or float(row[token]) == NEG_INF:
                     continue
                 child = prefix + (token,)
-                if covered or _agrees(_text(tokenizer, child), typed):
+                if covered:
+                    nxt.append((child, score + float(row[token])))
+                elif token not in special and not (token in blank and (prefix or not text == "")) and \
+                        (token in blank or _agrees(_text(tokenizer, child), typed)):
                     nxt.append((child, score + float(row[token])))
         frontier = nxt
     return best
 
 
-@pytest.mark.parametrize("kind", KINDS)
+# the brute force takes 20 s (t5) to 75 s (nllb) on 2 cores: t5 in make test, every family in make test-slow
+@pytest.mark.parametrize("kind", [k if k == "t5" else pytest.param(k, marks=pytest.mark.slow) for k in KINDS])
 def test_exact_constrained_search_equals_brute_force(kind: str, family_model) -> None:
     loaded = _loaded(family_model, kind)
     ids = _input_ids(loaded, "Cells.")
     tokenizer = loaded.tokenizer
-    for typed in ("Zel", "ä"):
+    # byte-level BPE (qwen2): a cut character decodes to U+FFFD, which agrees with anything here, so its brute force
+    # would walk every byte token; "ä" (two bytes) is covered there by the consistency test above
+    for typed in (("Zel",) if kind == "qwen2" else ("Zel", "ä")):
         forced = len(tokenizer(typed, add_special_tokens=False)["input_ids"])
         max_len = forced + 2  # the tokens of the typed text, one free token, the stop: brute force stays small
         for name in ("topk", "topk_dfs"):
@@ -123,10 +140,12 @@ def test_the_constraint_reads_surfaces_of_sentencepiece_and_byte_level_tokens(fa
     """Hand-checked pieces: SentencePiece's ▁ is a space (dropped at the text's start); byte-level BPE's Ġ is one."""
     sp = _loaded(family_model, "mbart").tokenizer
     surfaces = Surfaces(sp)
-    wid = sp.convert_tokens_to_ids("▁W")
-    assert surfaces.surface[wid] == b" W" and surfaces.surface[sp.eos_token_id] is None
-    constraint = CharPrefix(surfaces, "W")
-    assert constraint.state((wid,)) == -1  # covers "W" once the text's leading space is dropped
+    piece = min(p for p in sp.get_vocab() if p.startswith("▁") and len(p) > 2 and p[1:].isalpha())  # e.g. "▁Sie"
+    wid = sp.convert_tokens_to_ids(piece)
+    assert surfaces.surface[wid] == (" " + piece[1:]).encode() and surfaces.surface[sp.eos_token_id] is None
+    constraint = CharPrefix(surfaces, piece[1:2])
+    assert constraint.state((wid,)) == -1  # covers its first letter once the text's leading space is dropped
+    assert CharPrefix(surfaces, piece[1:] + "x").state((wid,)) == len(piece) - 1  # all but the x matched
     bpe = _loaded(family_model, "qwen2").tokenizer
     surfaces = Surfaces(bpe)
     token = next(i for piece, i in bpe.get_vocab().items() if piece.startswith("Ġ") and len(piece) > 2)
