@@ -85,8 +85,10 @@ def _meta_model(cfg: RunConfig) -> tuple[Any, Any]:
                           "download it first or pass a local folder")
     config = transformers.AutoConfig.for_model(**{k: v for k, v in data.items() if k not in ("transformers_version",)})
     auto = "AutoModelForSeq2SeqLM" if getattr(config, "is_encoder_decoder", False) else "AutoModelForCausalLM"
+    from simpe.models.shapes import untie_as_configured
+
     with torch.device("meta"):
-        model = getattr(transformers, auto).from_config(config)
+        model = untie_as_configured(getattr(transformers, auto).from_config(config), data.get("tie_word_embeddings") is False)
     model.simpe_folder = model_folder(source)
     return model, config
 

@@ -133,7 +133,9 @@ def checkpoint_layers(model: Any) -> int:
 def pair_loss(model: Any, pair: Pair, label_smoothing: float = 0.0) -> tuple[torch.Tensor, float]:
     """Mean token loss (for the gradient) and mean token NLL (for perplexity) of ``pair``."""
     logits = teacher_forced_logits(model, pair.input_ids, pair.labels)  # (1, tgt_len, vocab)
-    flat = logits.view(-1, logits.size(-1))  # (tgt_len, vocab)
+    # float32 for a bf16/fp16 model's logits (a no-op at float32): a loss near 12 rounded to bf16's spacing of 1/16
+    # hides a step's change and decides the perplexity threshold on rounding
+    flat = logits.view(-1, logits.size(-1)).float()  # (tgt_len, vocab)
     nll = torch.nn.functional.cross_entropy(flat, pair.labels.view(-1))
     if label_smoothing > 0:
         loss = torch.nn.functional.cross_entropy(flat, pair.labels.view(-1), label_smoothing=label_smoothing)

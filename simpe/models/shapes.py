@@ -168,18 +168,32 @@ def tokenizer(name: str, folder: Path, repo: Path) -> Any:
     entry = shape(name)
     folder.mkdir(parents=True, exist_ok=True)
     model = folder / "spm.model"
+
+    def from_spm(cls: Any, data: bytes, **settings: Any) -> Any:
+        """``cls`` read from a folder holding only its SentencePiece file, as a hub checkpoint without tokenizer.json
+        is: transformers 4 builds the slow class, 5 converts the file (5's constructors take vocabularies, not files)."""
+        model.write_bytes(data)
+        own = folder / "own"
+        own.mkdir(exist_ok=True)
+        (own / cls.vocab_files_names["vocab_file"]).write_bytes(data)
+        return cls.from_pretrained(str(own), **settings)
+
     if entry.kind == "nllb":
-        model.write_bytes(filled_spm(base_spm(repo), entry.pieces))
-        return NllbTokenizer(str(model), src_lang="eng_Latn", tgt_lang="deu_Latn")
+        import transformers
+
+        codes = {}
+        if int(transformers.__version__.split(".")[0]) >= 5:  # 5 takes the SentencePiece file's own symbols for its
+            from transformers.models.nllb.tokenization_nllb import FAIRSEQ_LANGUAGE_CODES  # language codes: name them
+
+            codes = {"extra_special_tokens": list(FAIRSEQ_LANGUAGE_CODES)}
+        return from_spm(NllbTokenizer, filled_spm(base_spm(repo), entry.pieces), src_lang="eng_Latn", tgt_lang="deu_Latn", **codes)
     if entry.kind == "mbart":
-        model.write_bytes(filled_spm(base_spm(repo), entry.pieces))
-        return MBart50Tokenizer(str(model), src_lang="en_XX", tgt_lang="de_DE")
+        return from_spm(MBart50Tokenizer, filled_spm(base_spm(repo), entry.pieces), src_lang="en_XX", tgt_lang="de_DE")
     if entry.kind == "t5":
-        model.write_bytes(filled_spm(base_spm(repo, pad_id=0, eos_id=1, unk_id=2), entry.pieces))
-        return T5Tokenizer(str(model), extra_ids=0)
+        return from_spm(T5Tokenizer, filled_spm(base_spm(repo, pad_id=0, eos_id=1, unk_id=2), entry.pieces), extra_ids=0)
     if entry.kind == "llama":
-        model.write_bytes(filled_spm(base_spm(repo, unk_id=0, bos_id=1, eos_id=2), entry.pieces))
-        return LlamaTokenizer(str(model), add_bos_token=True, add_eos_token=False)
+        return from_spm(LlamaTokenizer, filled_spm(base_spm(repo, unk_id=0, bos_id=1, eos_id=2), entry.pieces),
+                        add_bos_token=True, add_eos_token=False)
     if entry.kind == "m2m100":
         import sentencepiece as spm
 
@@ -241,6 +255,18 @@ def random_init(folder: Path) -> dict[str, Any] | None:
     return data
 
 
+def untie_as_configured(model: Any, untied: bool) -> Any:
+    """``model`` with its own output projection when ``untied`` (config.json's ``tie_word_embeddings: false``):
+    transformers 5 builds every new T5 tied, whatever its config says (it unties only one whose checkpoint holds
+    its own lm_head), and MADLAD's output projection is its own."""
+    import torch
+
+    out, inp = model.get_output_embeddings(), model.get_input_embeddings()
+    if untied and out is not None and out.weight is inp.weight:
+        out.weight = torch.nn.Parameter(inp.weight.detach().clone())
+    return model
+
+
 def build_random(auto_class: str, folder: Path, dtype: Any, seed: int) -> Any:
     """The model of ``folder``'s config.json with random weights drawn under ``seed``, built at ``dtype`` directly (a
     float32 copy of a 3B model is never made)."""
@@ -252,7 +278,8 @@ def build_random(auto_class: str, folder: Path, dtype: Any, seed: int) -> Any:
     torch.manual_seed(seed)
     torch.set_default_dtype(dtype)
     try:
-        model = getattr(transformers, auto_class).from_config(cfg)
+        untied = json.loads((folder / "config.json").read_text(encoding="utf-8")).get("tie_word_embeddings") is False
+        model = untie_as_configured(getattr(transformers, auto_class).from_config(cfg), untied)
     finally:
         torch.set_default_dtype(previous)
     return model.to(dtype)
@@ -265,7 +292,9 @@ def parameter_count(name_or_config: Any) -> int:
     import transformers
 
     cfg = config(name_or_config) if isinstance(name_or_config, str) else name_or_config
+    untied = shape(name_or_config).config.get("tie_word_embeddings") is False if isinstance(name_or_config, str) else \
+        getattr(cfg, "tie_word_embeddings", True) is False
     auto = "AutoModelForCausalLM" if not getattr(cfg, "is_encoder_decoder", False) else "AutoModelForSeq2SeqLM"
     with torch.device("meta"):
-        model = getattr(transformers, auto).from_config(cfg)
+        model = untie_as_configured(getattr(transformers, auto).from_config(cfg), untied)
     return sum(p.numel() for p in {id(p): p for p in model.parameters()}.values())
