@@ -38,7 +38,10 @@ BLANK = -2  # nothing matched yet, but a token of spaces only was taken: no seco
 
 
 def _byte_level_table() -> dict[str, int]:
-    """GPT-2's byte -> printable character table, inverted (byte-level BPE pieces are strings of those characters)."""
+    """GPT-2's byte -> printable character table, inverted (byte-level BPE pieces are strings of those characters).
+
+    transformers' own ``bytes_to_unicode`` moved between versions (models/gpt2 in 4.x, convert_slow_tokenizer in
+    5.x); these ten lines are the table itself, so simpe reads it the same on both."""
     printable = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
     chars = printable[:]
     extra = 0
