@@ -22,13 +22,14 @@ logger = logging.getLogger(__name__)
 XML_LANG = "{http://www.w3.org/XML/1998/namespace}lang"
 
 
-def _need(value: str | None, what: str, dataset: str) -> Path:
+def need_path(value: str | None, what: str, dataset: str, example: str = "FILE") -> Path:
+    """``value`` as a path; DataError naming the ``--set`` that gives it when it is empty."""
     if not value:
-        raise DataError(f"dataset {dataset!r} needs {what} (e.g. --set data.params.{what}=FILE)")
+        raise DataError(f"dataset {dataset!r} needs {what} (e.g. --set data.params.{what}={example})")
     return Path(value)
 
 
-class _HeldOut(Dataset):
+class HeldOutDataset(Dataset):
     """One file's segments, the last ``dev`` of them held out as the ``dev`` split when ``dev`` > 0."""
 
     dev = 0
@@ -54,10 +55,10 @@ class _HeldOut(Dataset):
 
 
 @DATASETS.add("text")
-class TextDataset(_HeldOut):
+class TextDataset(HeldOutDataset):
     def __init__(self, source: str | None = None, reference: str | None = None, src_lang: str = "en",
                  tgt_lang: str = "de", dev: int = 0) -> None:
-        self.source, self.reference = _need(source, "source", "text"), _need(reference, "reference", "text")
+        self.source, self.reference = need_path(source, "source", "text"), need_path(reference, "reference", "text")
         self.src_lang, self.tgt_lang = src_lang, tgt_lang
         self._hold_out(dev)
 
@@ -66,9 +67,9 @@ class TextDataset(_HeldOut):
 
 
 @DATASETS.add("tsv")
-class TsvDataset(_HeldOut):
+class TsvDataset(HeldOutDataset):
     def __init__(self, path: str | None = None, src_lang: str = "en", tgt_lang: str = "de", dev: int = 0) -> None:
-        self.path = _need(path, "path", "tsv")
+        self.path = need_path(path, "path", "tsv")
         self.src_lang, self.tgt_lang = src_lang, tgt_lang
         self._hold_out(dev)
 
@@ -122,9 +123,9 @@ def read_tmx(path: Path, src_lang: str, tgt_lang: str) -> list[Segment]:
 
 
 @DATASETS.add("tmx")
-class TmxDataset(_HeldOut):
+class TmxDataset(HeldOutDataset):
     def __init__(self, path: str | None = None, src_lang: str = "en", tgt_lang: str = "de", dev: int = 0) -> None:
-        self.path = _need(path, "path", "tmx")
+        self.path = need_path(path, "path", "tmx")
         self.src_lang, self.tgt_lang = src_lang, tgt_lang
         self._hold_out(dev)
 

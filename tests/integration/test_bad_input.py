@@ -171,6 +171,10 @@ def cases(models: dict[str, Path], data: Path, tmp: Path) -> list[tuple[str, lis
         ("tmx-languages", ["--dataset", "tmx", "--set", f"data.params.path={data / 'wrong_langs.tmx'}"],
          ('wrong_langs.tmx', "'en'", "'de'", 'es, fr')),
         ("tmx-malformed", ["--dataset", "tmx", "--set", f"data.params.path={data / 'broken.tmx'}"], ('broken.tmx', 'TMX')),
+        ("hf-param-typo", ["--dataset", "hf", "--set", "data.params.source_col=src"],
+         ("'source_col'", "'hf'", 'path', 'source_column', 'target_column', 'document_column', 'stream_split')),
+        ("hf-no-path", ["--dataset", "hf"], ("'hf'", '--set data.params.path=DIR')),
+        ("hf-empty-folder", ["--dataset", "hf", "--set", f"data.params.path={data / 'folder'}"], ('folder', 'holds no', '*.parquet')),
         # item 9 and 4: model folders
         ("model-missing", ["--model", str(tmp / "nomodel")], ('nomodel', 'does not exist')),
         ("model-file", ["--model", str(models["a_file"])], ('a_file', 'not a folder')),

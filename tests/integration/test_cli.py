@@ -23,7 +23,7 @@ SUBPROCESS_TWIN = pytest.mark.slow
 
 @pytest.mark.parametrize("args, message", [
     (["simulate", "--preset", "sparse"], "simpe: error: no preset 'sparse' in adapters/; known: baseline, bias, fixed, fixed-25, full, icl, knn, knn-vanilla, lasso, lasso-25, lora, norms, top (or a path to a .yaml file)"),  # noqa: E501
-    pytest.param(["simulate", "--dataset", "wmt"], "simpe: error: unknown dataset 'wmt'; known: autodesk, libreoffice, text, tmx, tsv", marks=SUBPROCESS_TWIN),
+    pytest.param(["simulate", "--dataset", "wmt"], "simpe: error: unknown dataset 'wmt'; known: autodesk, hf, libreoffice, text, tmx, tsv", marks=SUBPROCESS_TWIN),  # noqa: E501
     pytest.param(["simulate", "--set", "update.optimiser=adam"], "simpe: error: unknown key update.optimiser; known: optimizer, lr, clip_norm, max_repeats, ppl_threshold, dropout, label_smoothing, master_copies, checkpointing", marks=SUBPROCESS_TWIN),  # noqa: E501
     pytest.param(["simulate", "--set", "update.optimizer=adam"], "simpe: error: unknown update.optimizer 'adam'; known: sgd", marks=SUBPROCESS_TWIN),
     pytest.param(["simulate", "--segments", "0"], "simpe: error: data.segments must be >= 1 or null, got 0", marks=SUBPROCESS_TWIN),
@@ -53,7 +53,7 @@ def test_list_prints_every_registry():
     result = simpe("list")
     assert result.returncode == 0
     out = result.stdout
-    assert "datasets: autodesk, libreoffice, text, tmx, tsv" in out
+    assert "datasets: autodesk, hf, libreoffice, text, tmx, tsv" in out
     assert "methods: baseline, bias, fixed, full, icl, knn, lasso, lora, norms, top" in out
     assert "presets: baseline, bias, fixed, fixed-25, full, icl, knn, knn-vanilla, lasso, lasso-25, lora, norms, top" in out
     assert "decoders: beam, greedy, heap_beam, mbr, sampling, topk, topk_dfs" in out

@@ -12,7 +12,7 @@ from simpe.errors import ConfigError, DataError
 
 
 def test_registry_lists_known_datasets_on_unknown_name():
-    with raises_naming(ConfigError, "'wmt'", "autodesk", "libreoffice", "text", "tmx", "tsv"):
+    with raises_naming(ConfigError, "'wmt'", "autodesk", "hf", "libreoffice", "text", "tmx", "tsv"):
         DATASETS.build("wmt")
 
 

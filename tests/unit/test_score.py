@@ -141,7 +141,7 @@ def test_novel_vocab_train_is_the_train_vocabulary_of_the_dataset_named(files, c
     hyp, ref = files
     report = run_json(capsys, "-i", hyp, "-r", ref, "--novel-vocab", "train", "--dataset", "libreoffice")
     assert "vocab:vocab.train.de." in report["signatures"]["novel:r"]  # data/libreoffice/vocab.train.de, hashed
-    for dataset, fragments in (("nope", ["'nope'", "known: autodesk, libreoffice, text, tmx, tsv"]),
+    for dataset, fragments in (("nope", ["'nope'", "known: autodesk, hf, libreoffice, text, tmx, tsv"]),
                                ("text", ["dataset 'text' has no train vocabulary", "--novel-vocab PATH"]),
                                ("autodesk", ["needs a dataset with a train vocabulary"])):
         assert main(["score", "-i", hyp, "-r", ref, "--novel-vocab", "train", "--dataset", dataset]) == 2
