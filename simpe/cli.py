@@ -738,7 +738,7 @@ def _add_replicate(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--model", help="your model (folder or hub id, any supported family): run the parts that need only a "
                                    "model and a stream (stream, forgetting, studies) on it; its page does not go to "
                                    "docs/replication.md unless -o says so")
-    p.add_argument("--dataset", help="your dataset (autodesk, text, tsv, tmx ...; its files and settings with --set "
+    p.add_argument("--dataset", help="your dataset (autodesk, text, tsv, tmx, hf ...; its files and settings with --set "
                                      "data.params.KEY=VALUE; data.params.dev=N holds out a text/TSV/TMX file's last N "
                                      "segments as the dev split)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",

@@ -111,9 +111,12 @@ class HfDataset(HeldOutDataset):
     """A dataset saved by ``datasets`` or parquet / JSON-lines files (see the module docstring)."""
 
     def __init__(self, path: str | None = None, source_column: str = "source", target_column: str = "post_edit",
-                 document_column: str | None = DOC_COLUMN, stream_split: str = "test", dev_split: str = "validation",
+                 document_column: str | None = DOC_COLUMN, stream_split: str = "test", dev_split: str | None = "validation",
                  dev: int = 0) -> None:
         self.path = need_path(path, "path", "hf", "DIR")
+        if stream_split == dev_split:
+            raise ConfigError(f"dataset 'hf': stream_split and dev_split are both {stream_split!r}; name two splits "
+                              "(dev_split: null for none)")
         self.columns = {"source": source_column, "target": target_column}
         self.document_column = document_column
         self.stream_split, self.dev_split = stream_split, dev_split
@@ -141,12 +144,13 @@ class HfDataset(HeldOutDataset):
                 names = json.loads(read_bytes(listing, "DatasetDict listing").decode("utf-8"))["splits"]
             except (ValueError, TypeError, KeyError):
                 raise DataError(f"{listing} is not a DatasetDict listing (JSON with a list of \"splits\")") from None
-            if not isinstance(names, list) or not all(isinstance(name, str) for name in names):
-                raise DataError(f"{listing} is not a DatasetDict listing (JSON with a list of \"splits\")")
+            if not isinstance(names, list) or not all(isinstance(name, str) and name.strip(". ") and "/" not in name
+                                                      for name in names):  # a name is a folder beside the listing
+                raise DataError(f"{listing} is not a DatasetDict listing (JSON with a list of \"splits\", each a folder name)")
             if self.dev:
                 raise ConfigError(f"dataset 'hf': dev={self.dev} holds out the last rows of one table, but {self.path} is "
                                   f"a DatasetDict with its own splits ({', '.join(names)}); leave dev at 0")
-            renamed = {self.stream_split: "stream", self.dev_split: "dev"}
+            renamed = {self.stream_split: "stream", **({self.dev_split: "dev"} if self.dev_split else {})}
             mapping = {renamed.get(name, name): name for name in names}
             if len(mapping) < len(names):
                 raise DataError(f"{self.path}: two of the DatasetDict's splits ({', '.join(names)}) would both be simpe's "

@@ -56,7 +56,7 @@ class Scale:
     forgetting_size: int = 100  # held-out dev segments (snapshots.forgetting)
     methods: list[str] = field(default_factory=lambda: list(METHODS))
     model: str | None = None  # a researcher's model (folder or hub id); None: the demo model
-    dataset: str = "libreoffice"  # a researcher's dataset (autodesk, text, tsv, tmx ...)
+    dataset: str = "libreoffice"  # a researcher's dataset (autodesk, text, tsv, tmx, hf ...)
     sets: tuple[str, ...] = ()  # KEY=VALUE for every run: data.params.*, model.src_lang, metrics.lang ...
 
     @property

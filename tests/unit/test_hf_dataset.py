@@ -82,12 +82,25 @@ def test_a_datasetdicts_test_split_is_the_stream_validation_the_dev(saved):
     with raises_naming(DataError, "'test'", "stream (its 'test')", "dev (its 'validation')", "train"):
         ds.load("test")
     # another split as the stream; then test keeps its own name
-    other = _hf(saved["dict"], stream_split="train", dev_split="none")
+    other = _hf(saved["dict"], stream_split="train", dev_split=None)
     assert other.splits == ("stream", "validation", "test") and [s.source for s in other.load()] == ["Train one.", "Train two."]
     with raises_naming(DataError, "'stream'", "'nope'", "data.params.stream_split=NAME", "train", "validation", "test"):
         _hf(saved["dict"], stream_split="nope").load()
     with raises_naming(ConfigError, "dev=1", "DatasetDict", "train, validation, test"):
         _hf(saved["dict"], dev=1).load()
+
+
+def test_a_datasetdict_listing_and_split_names_that_cannot_be_read(saved, tmp_path):
+    with raises_naming(ConfigError, "stream_split and dev_split", "'test'", "dev_split: null"):
+        _hf(saved["dict"], dev_split="test")
+    for listing, expected in (({"splits": ["test", "../table"]}, "each a folder name"), ({"split": ["test"]}, "list of \"splits\""),
+                              ({"splits": ["test", "stream"]}, "would both be simpe's stream or dev")):
+        (tmp_path / "dataset_dict.json").write_text(json.dumps(listing))
+        with raises_naming(DataError, "dataset_dict.json" if "folder" in expected or "list" in expected else str(tmp_path), expected):
+            _hf(tmp_path).load()
+    (tmp_path / "dataset_dict.json").write_text(json.dumps({"splits": ["test"]}))
+    with raises_naming(DataError, "lists split 'test'", "test/state.json"):
+        _hf(tmp_path).load()
 
 
 def test_a_parquet_folder_is_one_table_of_its_files_in_name_order(saved):
