@@ -290,6 +290,7 @@ class HfDataset(HeldOutDataset):
             {"file": os.path.relpath(p, self.path) if p != self.path else p.name, "bytes": p.stat().st_size,
              "sha256_16": file_hash(p)} for p in files)
         self._manifest.setdefault("rows", {}).update(rows)
+        logger.info("hf: read %s from %s (%s)", ", ".join(f"{count} rows of {name}" for name, count in rows.items()), self.path, kind)
 
     def manifest(self) -> dict[str, Any]:
         return {"dataset": self.name, **self._manifest}
