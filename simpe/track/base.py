@@ -69,12 +69,14 @@ def tracker_names(values: Iterable[str]) -> list[str]:
 
 
 def build_trackers(names: Iterable[str], params: dict[str, dict[str, Any]] | None = None) -> list[Tracker]:
-    """The trackers ``names`` (checked), each built with its entry of ``params`` (``{"mlflow": {"uri": ...}}``).
+    """The trackers ``names`` (checked), each built with its entry of ``params`` (``{"mlflow": {"uri": ...}}``; a
+    None value is a parameter not given).
 
     A parameter for a tracker that is not among ``names`` is refused: it would be silently ignored otherwise.
     """
     names = tracker_names(names)
-    params = {name: dict(given) for name, given in (params or {}).items() if given}
+    params = {name: {key: value for key, value in given.items() if value is not None} for name, given in (params or {}).items()}
+    params = {name: given for name, given in params.items() if given}
     for name in params:
         TRACKERS.get(name)
         if name not in names:
