@@ -213,3 +213,15 @@ def test_a_long_run_logs_in_seconds(tracked: Path, tmp_path: Path, capsys, file_
     (found,) = _mlflow_runs(group / "mlruns", group.name)
     history = MlflowClient(tracking_uri=(group / "mlruns").resolve().as_uri()).get_metric_history(found.info.run_id, "cumulative/bleu")
     assert sorted(m.step for m in history) == list(range(2000))
+
+
+def test_a_sweep_tracks_every_run_of_its_grid_those_complete_before_too(tracked: Path, tmp_path: Path, capsys):
+    """The grid's one run is complete (the sweep skips it and starts no Ray): it is logged all the same."""
+    root = tracked.parents[2]
+    settings = ["data.name=text", f"data.params.source={root / 's.en'}", f"data.params.reference={root / 's.de'}",
+                "data.params.src_lang=en", "data.params.tgt_lang=de", "data.params.dev=0", "device=cpu", *SNAPSHOTS]
+    assert main(["sweep", "--preset", "full", "--no-baseline", "--runs-dir", str(tracked.parents[1]), "--no-progress",
+                 *(arg for key in settings for arg in ("--set", key)), "--track", "tensorboard", "--track-dir", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert f"skipped (complete): {tracked}" in out and "tensorboard: full: " in out
+    assert (tmp_path / tracked.parent.name / "full" / "simpe-run.json").is_file()
