@@ -31,6 +31,7 @@ ALLOW_FILE_STORE = "MLFLOW_ALLOW_FILE_STORE"
 ARTIFACTS = (CONFIG_FILE, SUMMARY_FILE, ENV_FILE)
 ARTIFACT_DIR = "run"
 FINISHED = "FINISHED"
+PROBE_SECONDS = 10  # how long a tracking server may take to answer the probe
 
 logger = logging.getLogger(__name__)
 
@@ -46,16 +47,24 @@ def is_file_store(uri: str) -> bool:
 
 
 @contextmanager
-def file_store_allowed(uri: str) -> Iterator[None]:
-    """While writing to a file store: MLflow's opt-in to it (``MLFLOW_ALLOW_FILE_STORE``), as it was afterwards."""
-    before = os.environ.get(ALLOW_FILE_STORE)
-    if is_file_store(uri) and before is None:
-        os.environ[ALLOW_FILE_STORE] = "true"
+def environment(values: dict[str, str], replace: bool = False) -> Iterator[None]:
+    """``values`` in the environment while the block runs (only those not set already, unless ``replace``), then the
+    environment as it was: MLflow reads its settings from there."""
+    before = {key: os.environ.get(key) for key in values}
+    os.environ.update({key: value for key, value in values.items() if replace or before[key] is None})
     try:
         yield
     finally:
-        if before is None:
-            os.environ.pop(ALLOW_FILE_STORE, None)
+        for key, value in before.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+def file_store_allowed(uri: str) -> Any:
+    """While writing to a file store: MLflow's opt-in to it (``MLFLOW_ALLOW_FILE_STORE``), unless the user set it."""
+    return environment({ALLOW_FILE_STORE: "true"} if is_file_store(uri) else {})
 
 
 def _limits() -> dict[str, int]:
@@ -82,6 +91,22 @@ class MlflowTracker(Tracker):
     def __init__(self, uri: str | None = None) -> None:
         self.uri = uri
         require("mlflow", "mlflow")
+        if uri and not is_file_store(uri):
+            self._probe(uri)
+
+    @staticmethod
+    def _probe(uri: str) -> None:
+        """Refuse, in one line and within seconds, a tracking server that does not answer: before any run, not after
+        hours of simulation and minutes of MLflow's retries."""
+        from mlflow.exceptions import MlflowException
+        from mlflow.tracking import MlflowClient
+
+        try:
+            with environment({"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "0", "MLFLOW_HTTP_REQUEST_TIMEOUT": str(PROBE_SECONDS)}, replace=True):
+                MlflowClient(tracking_uri=uri).search_experiments(max_results=1)
+        except MlflowException as err:
+            message = " ".join(str(err).split())
+            raise ConfigError(f"mlflow at {uri} cannot be used ({message[:300]}); check the tracking URI") from None
 
     def log(self, run: Run) -> str:
         from mlflow.exceptions import MlflowException

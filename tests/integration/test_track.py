@@ -175,6 +175,11 @@ def test_a_bad_tracker_is_one_line_naming_it_and_the_known_ones(args, fragments,
 def test_a_setting_without_its_tracker_and_a_missing_package_are_one_line(capsys, monkeypatch):
     assert main(["simulate", "--track", "tensorboard", "--track-uri", "http://localhost:5000"]) == 2
     assert "--track-uri goes with --track mlflow" in capsys.readouterr().err
+    start = time.perf_counter()  # a tracking server that does not answer: refused before the run, not after MLflow's retries
+    assert main(["simulate", "--track", "mlflow", "--track-uri", "http://127.0.0.1:9", "--preset", "baseline"]) == 2
+    err = capsys.readouterr().err
+    assert "mlflow at http://127.0.0.1:9 cannot be used" in err and len(err.strip().splitlines()) == 1
+    assert time.perf_counter() - start < 60
     monkeypatch.setitem(sys.modules, "mlflow", None)  # as if it were not installed
     assert main(["simulate", "--track", "mlflow", "--preset", "baseline"]) == 2
     err = capsys.readouterr().err
