@@ -317,18 +317,17 @@ class _Tracking:
         from simpe.track import build_trackers
 
         names = list(args.track)
-        flag = "--track" if args.command != "track" else "--to"
-        for option, value, tracker in (("uri", args.track_uri, "mlflow"), ("dir", args.track_dir, "tensorboard")):
-            option = f"--track-{option}" if args.command != "track" else f"--{option}"
+        prefix = "--" if args.command == "track" else "--track-"  # simpe track --to NAME --uri/--dir
+        for tracker, option, value in (("mlflow", "uri", args.track_uri), ("tensorboard", "dir", args.track_dir)):
             if value is not None and tracker not in names:
-                raise ConfigError(f"{option} goes with {flag} {tracker}")
+                raise ConfigError(f"{prefix}{option} goes with {'--to' if args.command == 'track' else '--track'} {tracker}")
         self.trackers = build_trackers(names, {"mlflow": {"uri": args.track_uri},
                                                "tensorboard": {"directory": None if args.track_dir is None else str(args.track_dir)}})
         self.untracked: list[str] = []
         self.to = ",".join(names)
 
     def __call__(self, path: Path) -> None:
-        from simpe.track.base import complete_run
+        from simpe.track import complete_run
 
         try:
             run = complete_run(path)

@@ -3,7 +3,8 @@
 Tracking is derived from a run directory, never hooked into the loop: ``Tracker.log(run)`` reads what the run logged
 (``simpe.rundir.reader``; what every tracker logs: ``simpe.track.extract``) and sends it once. Logging a run that the
 destination holds already, unchanged, is skipped; a run made again since (another digest) replaces its old entry.
-``simpe simulate --track`` and ``simpe sweep --track`` log each run as it completes, ``simpe track`` runs made before.
+``simpe simulate --track`` logs each run as it completes, ``simpe sweep --track`` every run of its grid once they are
+done, ``simpe track`` runs made before.
 
 A tracker imports its package in its constructor, so that a missing one is a one-line error before any run starts.
 """
@@ -114,9 +115,3 @@ def run_paths(paths: Iterable[Path]) -> tuple[list[Path], list[Path]]:
             elif run.resolve() not in {known.resolve() for known in runs}:
                 runs.append(run)
     return runs, left_out
-
-
-def log_run(path: Path, trackers: list[Tracker]) -> list[str]:
-    """Log the complete run at ``path`` with every tracker; the lines saying what became of it, one per tracker."""
-    run = complete_run(path)
-    return [f"{tracker.name}: {tracker.log(run)}" for tracker in trackers]
