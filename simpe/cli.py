@@ -140,6 +140,7 @@ def _add_simulate(sub: argparse._SubParsersAction) -> None:
                    help="run the methods as N parallel tasks on a local Ray (simpe sweep's executor; default: 1, one after another)")
     p.add_argument("--threads", type=int, metavar="T",
                    help="torch threads (CPUs) per run (default: cores / N with --workers N > 1, else torch's default)")
+    _add_track_flags(p)
     p.set_defaults(func=_cmd_simulate)
 
 
@@ -162,6 +163,7 @@ def _cmd_simulate(args: argparse.Namespace) -> None:
         raise ConfigError(f"--workers and --threads must be >= 1, got {args.workers} and {args.threads}")
     if args.memory is not None and not (args.memory > 0 and args.dry_run):
         raise ConfigError(f"--memory takes a size in GiB > 0 and goes with --dry-run, got {args.memory}")
+    tracking = _Tracking(args)  # bad trackers, or a missing package: one line before any model loads
     if args.dry_run:
         from simpe.dryrun import GIB, report
         from simpe.model import resolve_device
@@ -174,7 +176,7 @@ def _cmd_simulate(args: argparse.Namespace) -> None:
     if args.workers > 1 and not args.config and len(args.preset or []) > 1:
         if args.resume_anyway:
             raise ConfigError("--resume-anyway resumes the runs in this process, one at a time: leave out --workers")
-        _simulate_parallel(args)
+        _simulate_parallel(args, tracking)
         return
     # bad presets and settings: one line in a fraction of a second, before torch and the model load
     configs = run_configs(args.preset or ["baseline"], _simulate_overrides(args), args.config)
@@ -185,12 +187,13 @@ def _cmd_simulate(args: argparse.Namespace) -> None:
 
         torch.set_num_threads(args.threads)
     paths = simulate(configs, resume=args.resume, overwrite=args.overwrite, resume_anyway=args.resume_anyway,
-                     progress=not args.no_progress)
+                     progress=not args.no_progress, on_done=tracking if tracking.trackers else None)
     for path in paths:
         print(f"complete: {path}")
+    tracking.finish()
 
 
-def _simulate_parallel(args: argparse.Namespace) -> None:
+def _simulate_parallel(args: argparse.Namespace, tracking: _Tracking) -> None:
     """``simpe simulate --workers N``: the presets as Ray tasks (simpe.sweep.execute), with simulate's folder rules."""
     from simpe.rundir.writer import RunDir
     from simpe.sweep import execute, plan
@@ -200,7 +203,9 @@ def _simulate_parallel(args: argparse.Namespace) -> None:
         RunDir.check(spec.path, args.resume, args.overwrite)  # refuse before Ray starts, as simulate does
     outcomes = execute(specs, workers=args.workers, threads=args.threads, progress=not args.no_progress,
                        as_simulate=(args.resume, args.overwrite))
+    tracking.outcomes(outcomes)
     _report_outcomes(outcomes, "complete")
+    tracking.finish()
 
 
 def _report_outcomes(outcomes: list, done_word: str) -> None:
@@ -242,6 +247,7 @@ def _add_sweep(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--bootstrap", type=int, default=1000, metavar="N", help="bootstrap resamples of the final tables (default: %(default)s)")
     p.add_argument("--dry-run", action="store_true", help="list the runs and what would become of each, run nothing")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    _add_track_flags(p)
     p.set_defaults(func=_cmd_sweep)
 
 
@@ -256,6 +262,7 @@ def _cmd_sweep(args: argparse.Namespace) -> None:
             raise ConfigError(f"{flag} must be >= 1, got {value}")
     if args.gpus_per_run < 0:
         raise ConfigError(f"--gpus-per-run must be >= 0, got {args.gpus_per_run}")
+    tracking = _Tracking(args)
     grid = {key: values if isinstance(values, list) else [values] for key, values in (data.get("grid") or {}).items()}
     grid.update(parse_grid(args.grid))
     flags = {"data.name": args.dataset or data.get("dataset"), "data.split": args.split or data.get("split"),
@@ -274,7 +281,111 @@ def _cmd_sweep(args: argparse.Namespace) -> None:
     if not args.no_baseline and data.get("baseline", True):
         for group_dir, text in compare_groups(specs, outcomes, args.bootstrap):
             print(f"\n## {group_dir}\n\n{text}")
+    tracking.outcomes(outcomes)  # every run of the grid, those complete before this sweep too
     _report_outcomes(outcomes, "done")
+    tracking.finish()
+
+
+# ---------------------------------------------------------------- trackers (mlflow, tensorboard)
+def _tracker_list(value: str) -> list[str]:
+    """``--track`` / ``--to``: one tracker name or a comma list, each checked (argparse makes a bad one one line)."""
+    from simpe.track import tracker_names
+
+    try:
+        return tracker_names([value])
+    except SimpeError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
+def _add_track_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--track", action="extend", type=_tracker_list, default=[], metavar="TRACKER",
+                   help="also log each run, as it completes, to mlflow and/or tensorboard (repeatable, or a comma list; "
+                        "docs/tracking.md); simpe report's HTML page stays the default view")
+    p.add_argument("--track-uri", metavar="URI",
+                   help="with --track mlflow: the tracking URI (default: a file store in the run's group folder, GROUP/mlruns)")
+    p.add_argument("--track-dir", type=Path, metavar="DIR",
+                   help="with --track tensorboard: event files go to DIR/<group>/<run> (default: GROUP/tensorboard/<run>)")
+
+
+class _Tracking:
+    """The trackers ``--track`` asks for (built when this is made: a missing package is one line before any run),
+    called with each completed run's folder. A run a tracker fails to take is named and the others go on;
+    ``finish`` then fails the command, naming the runs to log again with ``simpe track``."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        from simpe.errors import ConfigError
+        from simpe.track import build_trackers
+
+        names = list(args.track)
+        prefix = "--" if args.command == "track" else "--track-"  # simpe track --to NAME --uri/--dir
+        for tracker, option, value in (("mlflow", "uri", args.track_uri), ("tensorboard", "dir", args.track_dir)):
+            if value is not None and tracker not in names:
+                raise ConfigError(f"{prefix}{option} goes with {'--to' if args.command == 'track' else '--track'} {tracker}")
+        self.trackers = build_trackers(names, {"mlflow": {"uri": args.track_uri},
+                                               "tensorboard": {"directory": None if args.track_dir is None else str(args.track_dir)}})
+        self.untracked: list[str] = []
+        self.to = ",".join(names)
+
+    def __call__(self, path: Path) -> None:
+        from simpe.track import complete_run
+
+        try:
+            run = complete_run(path)
+        except SimpeError as err:
+            self._failed(path, "every tracker", err)
+            return
+        for tracker in self.trackers:
+            try:
+                print(f"{tracker.name}: {tracker.log(run)}", flush=True)
+            except Exception as err:  # a tracker's failure (a server down) must not cost the runs that follow
+                self._failed(path, tracker.name, err)
+
+    def _failed(self, path: Path, tracker: str, err: Exception) -> None:
+        logger.debug("tracking %s failed", path, exc_info=True)
+        what = str(err) if isinstance(err, SimpeError) else f"{type(err).__name__}: {err}"
+        print(f"not tracked ({tracker}): {path}: {what}", file=sys.stderr, flush=True)
+        if str(path) not in self.untracked:
+            self.untracked.append(str(path))
+
+    def outcomes(self, outcomes: list) -> None:
+        """Log the runs of a sweep's outcomes that are complete (done, resumed or complete before; not failed ones)."""
+        if self.trackers:
+            for outcome in outcomes:
+                if outcome.status != "failed":
+                    self(outcome.path)
+
+    def finish(self) -> None:
+        if self.untracked:
+            raise SimpeError(f"{len(self.untracked)} run(s) not tracked (above: why); once that is fixed, log them with "
+                             f"simpe track {' '.join(self.untracked)} --to {self.to}")
+
+
+def _add_track(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("track", help="log complete runs made before to mlflow and/or tensorboard (a group folder: all its complete runs)")
+    p.add_argument("runs", nargs="+", type=Path, metavar="RUN",
+                   help="run directories (complete), or group folders runs/<dataset>-<split>--<model>--<N>seg/ (their complete runs)")
+    p.add_argument("--to", dest="track", action="extend", type=_tracker_list, required=True, metavar="TRACKER",
+                   help="mlflow and/or tensorboard (repeatable, or a comma list; docs/tracking.md)")
+    p.add_argument("--uri", dest="track_uri", metavar="URI",
+                   help="with --to mlflow: the tracking URI (default: a file store in each run's group folder, GROUP/mlruns)")
+    p.add_argument("--dir", dest="track_dir", type=Path, metavar="DIR",
+                   help="with --to tensorboard: event files go to DIR/<group>/<run> (default: GROUP/tensorboard/<run>)")
+    p.set_defaults(func=_cmd_track)
+
+
+def _cmd_track(args: argparse.Namespace) -> None:
+    from simpe.errors import RunDirError
+    from simpe.track import run_paths
+
+    tracking = _Tracking(args)
+    paths, incomplete = run_paths(args.runs)
+    for path in incomplete:
+        print(f"left out (incomplete, no DONE): {path}", file=sys.stderr)
+    if not paths:
+        raise RunDirError(f"no complete run in {', '.join(map(str, args.runs))}: only complete runs are tracked")
+    for path in paths:
+        tracking(path)
+    tracking.finish()
 
 
 def _add_select_fixed(sub: argparse._SubParsersAction) -> None:
@@ -623,7 +734,7 @@ def _cmd_report(args: argparse.Namespace) -> None:
 
 
 def _add_list(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("list", help="list every registry: datasets, methods, presets, decoders, metrics, utilities, model families")
+    p = sub.add_parser("list", help="list every registry: datasets, methods, presets, decoders, metrics, utilities, model families, trackers")
     p.set_defaults(func=_cmd_list)
 
 
@@ -635,10 +746,11 @@ def _cmd_list(args: argparse.Namespace) -> None:
     from simpe.metrics import METRICS
     from simpe.metrics.utility import utility_names
     from simpe.models import FAMILIES
+    from simpe.track import TRACKERS
 
     listing = {"datasets": DATASETS.names(), "methods": METHODS.names(), "presets": known_presets(),
                "decoders": DECODERS.names(), "metrics": METRICS.names(), "utilities": utility_names(),
-               "model families": FAMILIES.names()}
+               "model families": FAMILIES.names(), "trackers": TRACKERS.names()}
     for kind, names in listing.items():
         print(f"{kind}: {', '.join(names)}")
     for name in FAMILIES.names():
@@ -855,7 +967,7 @@ def _cmd_sensitivity(args: argparse.Namespace) -> None:
 
 
 PARSER_BUILDERS = [_add_corpus, _add_train_demo_model, _add_score, _add_simulate, _add_sweep, _add_select_fixed, _add_compare, _add_plot,
-                   _add_report, _add_rank, _add_list, _add_export_store, _add_translate, _add_replicate, _add_sensitivity]
+                   _add_report, _add_track, _add_rank, _add_list, _add_export_store, _add_translate, _add_replicate, _add_sensitivity]
 OLD_COMMANDS = [(_add_train_demo_model, "train-baseline", "train-demo-model"), (_add_export_store, "export-adapter", "export-store")]
 
 

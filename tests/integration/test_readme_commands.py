@@ -1,7 +1,7 @@
 """Every `simpe` command of the README runs, as written, in a test.
 
 "Your own data": on a three-unit TMX and three-line text files of the test's own, each command
-ends as complete runs and `simpe compare` finds the group the README names (so a group name
+ends as complete runs, and `simpe compare` and `simpe track` find the group the README names (so a group name
 that does not match what `simulate` writes fails here). One change: `--workers 2` becomes
 `--workers 1` (the same runs one after another; the Ray executor has its own tests in test_sweep.py).
 "Your own model": no hub is reachable here, so each command must end, with the hub cut off
@@ -41,7 +41,7 @@ def test_your_own_data_commands_run_as_written(tmp_path: Path, monkeypatch: pyte
     (tmp_path / "doc.en").write_text("Click OK.\nSave the file.\n", encoding="utf-8")
     (tmp_path / "doc.de").write_text("Klicken Sie auf OK.\nSpeichern Sie die Datei.\n", encoding="utf-8")
     commands = readme_commands("Your own data")
-    assert [c[0] for c in commands] == ["simulate", "simulate", "compare"]
+    assert [c[0] for c in commands] == ["simulate", "simulate", "compare", "track"]
     for args in commands:
         args = ["1" if a == "2" and args[i - 1] == "--workers" else a for i, a in enumerate(args)]
         if args[0] == "simulate":
@@ -52,6 +52,8 @@ def test_your_own_data_commands_run_as_written(tmp_path: Path, monkeypatch: pyte
     assert tmx_runs == ["baseline", "full", "lasso"]
     assert (tmp_path / "runs" / "text-stream--demo-en-de--allseg" / "full" / "DONE").exists()
     assert (tmp_path / "runs" / "tmx-stream--demo-en-de--allseg" / "compare").is_dir()
+    tracked = sorted(p.parent.name for p in (tmp_path / "runs" / "tmx-stream--demo-en-de--allseg" / "tensorboard").glob("*/simpe-run.json"))
+    assert tracked == ["baseline", "full", "lasso"]
 
 
 def test_your_own_model_commands_name_how_to_get_the_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys):
