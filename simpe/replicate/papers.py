@@ -168,6 +168,11 @@ QUOTES: dict[str, Quote] = {
     "s02.t4.text": Quote(S02, "Section 6 (Analysis)", "lasso", "R0", -1, RELATIVE, 121,
                          "R0 for the lasso method is degraded only slightly below the baseline ( - 1"),
     "s02.t4.all_tokens": Quote(S02, "footnote 8", "", "", None, TEXT, 149, "Note that this includes all tokens , not just parts of content words"),
+    "s02.lasso.budget": Quote(S02, "Section 4 (lasso's budget)", "lasso", "parameters", None, TEXT, 100,
+                              "we allow 1 M parameters excluding the embeddings , for which we allow 1 M parameters in total"),
+    "s02.model": Quote(S02, "Section 4 (the model)", "", "", None, TEXT, 93,
+                       "six layers in the encoder , three layers in the decoder , each with eight attention heads with "
+                       "dimensionality 256 , distinct input and output embeddings , and vocabulary sizes of around 40,000"),
     # Table 5: lasso and full R0 on the other data sets (relative %, line 144)
     "s02.t5.user1.r0.full": Quote(S02, "Table 5, User 1 block", "full", "R0", -7, RELATIVE, 144,
                                   "User 1 BLEU SBLEU TER R0 +1 R0 R1 baseline 35.7 55.2 52.4 44.3 42.8 50.3 bias 8 6 - 4 - 5 - 5 - 4 full 36 18 - 22 -4 - 7"),
