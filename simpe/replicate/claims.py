@@ -604,6 +604,43 @@ def _mbr_sensitivity(utility: str, table: str, families: tuple[str, ...]) -> Cal
 
 
 # ---------------------------------------------------------------------------------------- beyond the papers
+def _f1_points(summed: np.ndarray) -> np.ndarray:
+    """Corpus F1 (%) from summed [matched, in the outputs, in the sources] rows (simpe.sensitivity.number_counts)."""
+    summed = np.atleast_2d(summed)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return 100.0 * 2 * summed[:, 0] / (summed[:, 1] + summed[:, 2])
+
+
+def number_f1(ev: Evidence) -> Verdict:
+    claim = "MBR outputs match the source's numbers less often than beam search outputs (number F1)."
+    source = _cite(S01, "Table 2 (numbers, en-de) and Section 5")
+    paper = show("s01.t2.beam_numbers", "s01.t2.mbr_chrf_numbers", "s01.t2.mbr_bleu_numbers", "s01.t2.mbr_comet_numbers")
+    beam = QUOTES["s01.t2.beam_numbers"].value or 0.0
+    targets = {"chrf++": round((QUOTES["s01.t2.mbr_chrf_numbers"].value or 0.0) - beam, 2),
+               "sbleu": round((QUOTES["s01.t2.mbr_bleu_numbers"].value or 0.0) - beam, 2)}
+    rule = ("corpus number F1 against the source (numbers by regular expression, separators removed), MBR output minus beam "
+            "output, points, paired bootstrap over the sentences (paper en-de: " + ", ".join(f"MBR {u} {v:+g}" for u, v in targets.items())
+            + f"); {FACTOR_RULE}. Named entities (the table's right half) need spaCy's NER models: not offline")
+    parts, figures = [], []
+    for utility, target in targets.items():
+        result = (ev.sensitivity or {}).get(utility) or {}
+        counts = result.get("number_f1")
+        if not counts:
+            parts.append((NOT_TESTABLE, f"MBR {utility}: the sensitivity analysis kept no number counts (it ran before it did)"))
+            continue
+        b, m = np.asarray(counts["beam"]["counts"], dtype=np.float64), np.asarray(counts["mbr"]["counts"], dtype=np.float64)
+        found = paired_effect(b, m, _f1_points, False, POINTS)
+        parts.append(_part(f"MBR {utility}", found, target))
+        figures.append(f"MBR {utility} {counts['mbr']['f1']:.2f}")
+        if "beam" not in " ".join(figures):
+            figures.insert(0, f"reference {counts['reference']['f1']:.2f}, beam {counts['beam']['f1']:.2f}")
+    if all(v == NOT_TESTABLE for v, _ in parts):
+        return _missing(claim, source, paper, rule, "; ".join(why for _, why in parts))
+    out = _parts(claim, source, paper, rule, parts)
+    out.simpe = "number F1: " + ", ".join(figures) + f" ({len(b)} dev sentences with a number or a named entity)"
+    return out
+
+
 def _repeated_stats(run: Any, n: int) -> np.ndarray:
     """(n, 2) per-segment (missed again, shown after a miss): as a record keeps them (``records.REPEATED``), else from
     the run's logged tokens."""
@@ -788,10 +825,7 @@ CLAIMS: list[tuple[str, Callable[[Evidence], Verdict]]] = [
         "COMET is less sensitive to a changed number or named entity than to a changed noun.", _cite(S01, "Table 3 (wmt20-comet-da)"),
         show("s01.t3.numbers", "s01.t3.nes", "s01.t3.nouns"),
         "no COMET model offline; `simpe sensitivity --utility comet --comet PATH` with a downloaded wmt22-comet-da fills it")),
-    ("amrhein2022-f1", _not_testable(
-        "MBR outputs match the source's numbers less often than beam search outputs (number F1).", _cite(S01, "Table 2"),
-        show("s01.t2.beam_numbers", "s01.t2.mbr_chrf_numbers", "s01.t2.mbr_comet_numbers"),
-        "simpe does not compute number / named-entity F1 of MBR outputs against the source yet")),
+    ("amrhein2022-f1", number_f1),
     ("amrhein2022-retrain", _not_testable(
         "Retraining COMET on synthetic number/named-entity errors raises its sensitivity only a little.", _cite(S01, "Section 7"),
         "Table 2's last row, Tables 8-10", "needs COMET training data and a GPU run of COMET training")),
@@ -823,7 +857,8 @@ _STUDIES = ("yan2021-t3-search-errors", "yan2021-beam-sizes", "yan2021-fig1b-ble
 NEEDS: dict[str, tuple[str, ...]] = {
     **{cid: ("scalc",) for cid in _SCALC}, **{cid: ("studies",) for cid in _STUDIES},
     "simianer2019-t5-streams": ("scalc", "sdatabase"), "sensitivity": ("sensitivity",), "yan2022-mbr": ("systems",),
-    "amrhein2022-chrf++": ("mbr-sensitivity",), "amrhein2022-sbleu": ("mbr-sensitivity",), "beyond-forgetting": ("forgetting",),
+    "amrhein2022-chrf++": ("mbr-sensitivity",), "amrhein2022-sbleu": ("mbr-sensitivity",),
+    "amrhein2022-f1": ("mbr-sensitivity",), "beyond-forgetting": ("forgetting",),
     "why-model-size": ("scalc", "why-size"), "why-lasso-budget": ("scalc", "why-budget"),
 }
 

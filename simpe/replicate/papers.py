@@ -260,6 +260,8 @@ QUOTES: dict[str, Quote] = {
                                  "beam search 95.91 +02.67 95.73"),
     "s01.t2.mbr_chrf_numbers": Quote(S01, "Table 2", "MBR chrF++", "Numbers en-de (F1)", 93.43, POINTS, 118,
                                      "MBR chrF++ 91.22 -02.02 93.43"),
+    "s01.t2.mbr_bleu_numbers": Quote(S01, "Table 2", "MBR bleu", "Numbers en-de (F1)", 91.37, POINTS, 119,
+                                     "MBR bleu 93.88 +00.64 91.37"),
     "s01.t2.mbr_comet_numbers": Quote(S01, "Table 2", "MBR wmt20-comet-da", "Numbers en-de (F1)", 89.14, POINTS, 120,
                                       "MBR wmt20-comet-da 90.34 -02.90 89.14"),
 }
