@@ -611,6 +611,10 @@ def _f1_points(summed: np.ndarray) -> np.ndarray:
         return 100.0 * 2 * summed[:, 0] / (summed[:, 1] + summed[:, 2])
 
 
+def _f1_text(value: float | None) -> str:
+    return "–" if value is None else f"{value:.2f}"
+
+
 def number_f1(ev: Evidence) -> Verdict:
     claim = "MBR outputs match the source's numbers less often than beam search outputs (number F1)."
     source = _cite(S01, "Table 2 (numbers, en-de) and Section 5")
@@ -630,10 +634,13 @@ def number_f1(ev: Evidence) -> Verdict:
             continue
         b, m = np.asarray(counts["beam"]["counts"], dtype=np.float64), np.asarray(counts["mbr"]["counts"], dtype=np.float64)
         found = paired_effect(b, m, _f1_points, False, POINTS)
+        if math.isnan(found.value):  # no number in any source or output: F1 is undefined
+            parts.append((NOT_TESTABLE, f"MBR {utility}: no number in the sentences' sources or outputs"))
+            continue
         parts.append(_part(f"MBR {utility}", found, target))
-        figures.append(f"MBR {utility} {counts['mbr']['f1']:.2f}")
-        if "beam" not in " ".join(figures):
-            figures.insert(0, f"reference {counts['reference']['f1']:.2f}, beam {counts['beam']['f1']:.2f}")
+        if not figures:
+            figures.append(f"reference {_f1_text(counts['reference']['f1'])}, beam {_f1_text(counts['beam']['f1'])}")
+        figures.append(f"MBR {utility} {_f1_text(counts['mbr']['f1'])}")
     if all(v == NOT_TESTABLE for v, _ in parts):
         return _missing(claim, source, paper, rule, "; ".join(why for _, why in parts))
     out = _parts(claim, source, paper, rule, parts)
