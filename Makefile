@@ -29,7 +29,7 @@ SWEEP ?=
 GRID ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help venv comet-env test-compat simulate test lint test-slow docs cli-doc corpus demo-model baseline select-fixed compare plot report replicate stopwords \
+.PHONY: help venv comet-env test-compat simulate test lint test-slow docs cli-doc corpus demo-model demo-model-small baseline select-fixed compare plot report replicate stopwords \
         bench-loop bench-metrics bench-topk bench-snapshot bench-simulate bench-train bench-scale bench-size device-check device-wheels sweep clean-runs
 
 help: ## list every target with one line each
@@ -124,6 +124,11 @@ corpus: $(STAMP) ## build data/libreoffice (splits, train vocabulary) from Debia
 demo-model: $(STAMP) ## train the demo model into models/demo-en-de (the defaults, the train section of defaults.yaml, are the shipped model's: 11,000 steps; ARGS="--resume ..." goes on)
 	@test -f data/libreoffice/train.en || $(MAKE) corpus
 	$(PY) -m simpe train-demo-model $(ARGS)
+
+demo-model-small: $(STAMP) ## train the smaller model of the demo's family that `make replicate`'s why-size part uses (3 + 2 layers, d_model 128, 4,000 types) into models/demo-en-de-small (ARGS="--resume" goes on)
+	@test -f data/libreoffice/train.en || $(MAKE) corpus
+	$(PY) -m simpe train-demo-model -o models/demo-en-de-small --vocab-size 4000 --d-model 128 --encoder-layers 3 \
+		--decoder-layers 2 --heads 4 --ffn-dim 512 --lr 0.001 --max-steps 8000 --decay-steps 2000 $(ARGS)
 
 baseline: # old name of demo-model, kept for one release
 	@echo "make: warning: 'make baseline' is deprecated (kept for one release); use 'make demo-model'" >&2

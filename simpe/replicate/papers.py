@@ -168,6 +168,11 @@ QUOTES: dict[str, Quote] = {
     "s02.t4.text": Quote(S02, "Section 6 (Analysis)", "lasso", "R0", -1, RELATIVE, 121,
                          "R0 for the lasso method is degraded only slightly below the baseline ( - 1"),
     "s02.t4.all_tokens": Quote(S02, "footnote 8", "", "", None, TEXT, 149, "Note that this includes all tokens , not just parts of content words"),
+    "s02.lasso.budget": Quote(S02, "Section 4 (lasso's budget)", "lasso", "parameters", None, TEXT, 100,
+                              "we allow 1 M parameters excluding the embeddings , for which we allow 1 M parameters in total"),
+    "s02.model": Quote(S02, "Section 4 (the model)", "", "", None, TEXT, 93,
+                       "six layers in the encoder , three layers in the decoder , each with eight attention heads with "
+                       "dimensionality 256 , distinct input and output embeddings , and vocabulary sizes of around 40,000"),
     # Table 5: lasso and full R0 on the other data sets (relative %, line 144)
     "s02.t5.user1.r0.full": Quote(S02, "Table 5, User 1 block", "full", "R0", -7, RELATIVE, 144,
                                   "User 1 BLEU SBLEU TER R0 +1 R0 R1 baseline 35.7 55.2 52.4 44.3 42.8 50.3 bias 8 6 - 4 - 5 - 5 - 4 full 36 18 - 22 -4 - 7"),
@@ -255,6 +260,8 @@ QUOTES: dict[str, Quote] = {
                                  "beam search 95.91 +02.67 95.73"),
     "s01.t2.mbr_chrf_numbers": Quote(S01, "Table 2", "MBR chrF++", "Numbers en-de (F1)", 93.43, POINTS, 118,
                                      "MBR chrF++ 91.22 -02.02 93.43"),
+    "s01.t2.mbr_bleu_numbers": Quote(S01, "Table 2", "MBR bleu", "Numbers en-de (F1)", 91.37, POINTS, 119,
+                                     "MBR bleu 93.88 +00.64 91.37"),
     "s01.t2.mbr_comet_numbers": Quote(S01, "Table 2", "MBR wmt20-comet-da", "Numbers en-de (F1)", 89.14, POINTS, 120,
                                       "MBR wmt20-comet-da 90.34 -02.90 89.14"),
 }

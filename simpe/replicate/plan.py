@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from simpe.paths import REPO_ROOT
 from simpe.sweep import RELATIVE_COST, RunSpec, plan
 
 METHODS = ["baseline", "full", "bias", "fixed", "top", "lasso", "lora", "knn"]
@@ -31,6 +32,20 @@ LOGGED = ["metrics.novel_vocab=train", "metrics.subword=all", "snapshots.every=0
 # (docs/benchmarks.md, bench-loop); 0.185 s measured in the first `make replicate`, with the 2 cores also busy with other work
 SECONDS_PER_SEGMENT = 0.09
 SECONDS_PER_PROBE = {"exact": 1.5, "beam": 0.05}  # rough per sentence: exact top-k search, one beam size
+# The "why" part (issue: "why, measured"): explanations of the Simianer et al. (2019) rows the demo model does not
+# reproduce, each a change of one thing on the scalc stream.
+# * the model's size: the same methods on a second, smaller model of the demo's family, trained from the same data
+#   (`make demo-model-small`: 3 + 2 layers, d_model 128, vocabulary 4,000; models/demo-en-de-small/README.md);
+SMALL_MODEL = "models/demo-en-de-small"
+WHY_SIZE_METHODS = ["baseline", "full", "lasso", "top"]
+# * lasso's budget: the paper's 1M + 1M parameters (line 100) scaled to the demo model part by part. Its model (lines
+#   92-93: 6 + 3 layers, dimension 256, distinct input and output embeddings of about 40,000 types) has about 7.9M
+#   parameters outside the embeddings (with a 1,024 feed-forward) and about 3 x 40,000 x 256 = 30.7M in them: 1M is
+#   12.7 % of the former and 3.3 % of the latter. The demo model (10.2M: 8.1M outside, one 8,000 x 256 = 2.0M tied
+#   embedding) gets 12.7 % x 8.1M = 1.03M tensor parameters (0.10 of the model, lasso's unit) and 3.3 % x 2.0M = 67k
+#   embedding rows (0.0066); and, as an upper probe, 25 % + 25 %. The default 0.025 + 0.025 is the paper's share of
+#   its whole model.
+WHY_BUDGETS = (("0.1", "0.0066"), ("0.25", "0.25"))
 
 
 @dataclass
@@ -54,6 +69,7 @@ class Scale:
     forgetting_segments: int = 500  # scalc segments of the forgetting runs (0: none)
     forgetting_every: int = 250
     forgetting_size: int = 100  # held-out dev segments (snapshots.forgetting)
+    why: bool = True  # the why-budget and why-size parts: lasso's budgets and the smaller model on the scalc stream
     methods: list[str] = field(default_factory=lambda: list(METHODS))
     model: str | None = None  # a researcher's model (folder or hub id); None: the demo model
     dataset: str = "libreoffice"  # a researcher's dataset (autodesk, text, tsv, tmx, hf ...)
@@ -67,9 +83,9 @@ class Scale:
 
 # the parts of the plan, each runnable alone (simpe replicate --only): the four run experiments and the three studies;
 # the systems study ranks the forgetting runs' final states, so it needs those runs
-PARTS = ("scalc", "sdatabase", "forgetting", "sensitivity", "studies", "mbr-sensitivity", "systems")
+PARTS = ("scalc", "sdatabase", "forgetting", "sensitivity", "studies", "mbr-sensitivity", "systems", "why-budget", "why-size")
 OWN_PARTS = ("stream", "forgetting", "studies")  # what needs only a model and a stream (--model, --dataset)
-DEPENDS = {"systems": ("forgetting",)}
+DEPENDS = {"systems": ("forgetting",), "why-budget": ("scalc",)}  # lasso's budgets are judged against the scalc runs
 
 
 def parts_to_run(only: list[str] | None, own: bool = False) -> set[str]:
@@ -214,6 +230,15 @@ def make_plan(scale: Scale, runs_dir: Path, source: Source | None = None) -> Pla
             specs += plan(["full", "lasso"], grid={key: [value]}, overrides=small, baseline=False)
         specs += plan(["full"], overrides=small, baseline=False)
         experiments["sensitivity"] = specs
+    if scale.why:
+        specs = plan(["lasso"], grid={"method.params.budget_nonembedding": [WHY_BUDGETS[0][0]],
+                                      "method.params.budget_embedding": [WHY_BUDGETS[0][1]]}, overrides=main)
+        for tensors, rows in WHY_BUDGETS[1:]:
+            specs += plan(["lasso"], grid={"method.params.budget_nonembedding": [tensors], "method.params.budget_embedding": [rows]},
+                          overrides=main, baseline=False)
+        experiments["why-budget"] = specs
+        if (REPO_ROOT / SMALL_MODEL / "config.json").is_file():
+            experiments["why-size"] = plan(WHY_SIZE_METHODS, overrides=[*main, f"model.path={SMALL_MODEL}"])
     return Plan(scale, Path(runs_dir), experiments)
 
 

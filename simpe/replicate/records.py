@@ -40,7 +40,7 @@ RECORD_VERSION = 1
 CALLS_FILE = "calls.json"
 CODE_FILE = "code.json"
 STUDY_FILES = {"studies": "studies.json", "mbr-sensitivity": "mbr-sensitivity.json", "systems": "systems.json"}
-EXPERIMENTS = ("scalc", "sdatabase", "forgetting", "sensitivity", "stream")
+EXPERIMENTS = ("scalc", "sdatabase", "forgetting", "sensitivity", "why-budget", "why-size", "stream")
 # the claims' main stream is scalc; a researcher's own data (simpe replicate --model/--dataset) records it as "stream"
 MAIN, OWN_MAIN = "scalc", "stream"
 # the per-segment statistics the verdicts resample (simpe.replicate.claims): BLEU and R of words, novel words, subwords
@@ -404,7 +404,7 @@ class Records:
 
 def int_keys(figures: dict[str, Any]) -> dict[str, Any]:
     """JSON turned the studies' beam sizes and ks into strings: back to ints."""
-    for key in ("search_errors", "top_region", "cut", "search_flags"):
+    for key in ("search_errors", "top_region", "cut", "search_flags", "bleu_stats"):
         if key in figures:  # a studies file from before the per-sentence figures has fewer
             figures[key] = {int(k): v for k, v in figures[key].items()}
     return figures

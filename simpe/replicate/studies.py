@@ -8,6 +8,9 @@ On a probe set (dev sentences of at most 20 words), per sentence:
 * the exact top-k for each k: the top region's kRG beside the random line (Yan et al. (2022),
   Figure 1), and the kQRG of plain beam's k-best list against the exact top-k's (Yan et al. (2022)'s
   "lucky bias" of beam search);
+* for every sentence and beam size, the sentence-BLEU statistics (sacreBLEU's, ``bleu_stats``) of plain beam's and
+  min-heap beam's best hypothesis: corpus BLEU against beam size (Yan et al. (2021), Figure 1b) and min-heap beam's
+  BLEU without length normalisation (Table 4), with paired intervals over sentences;
 * qualities are chrF (``metrics.utility``), as the loop's ranking snapshots use by default;
 * per sentence (``search_flags``, ``top_region[k]["per_sentence"]``): what the verdicts' intervals resample.
 
@@ -25,6 +28,7 @@ import torch
 from simpe.decoders.beam import BeamDecoder
 from simpe.decoders.heap_beam import HeapBeamDecoder
 from simpe.decoders.topk import TopKDecoder
+from simpe.metrics import metric_for
 from simpe.metrics.utility import build_utility
 from simpe.models.base import family_of
 from simpe.ranking.measures import kqrg, krg, random_krg, random_krg_of
@@ -42,12 +46,14 @@ def decoding_studies(model: Any, tokenizer: Any, sources: Sequence[str], referen
                      progress: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Run the studies; returns their figures (rates and means as fractions, kRG/kQRG in [0, 1])."""
     utility = build_utility("chrf")
+    bleu = metric_for("bleu")
     device = next(model.parameters()).device
     t0 = time.perf_counter()
     exact1 = TopKDecoder(k=1, beam_size=5, max_expansions=max_expansions)
     tops = {k: TopKDecoder(k=k, beam_size=k, max_expansions=max_expansions) for k in ks}
     errors = {b: {"beam": 0, "heap_beam": 0} for b in beam_sizes}
     flags: dict[int, dict[str, list[int]]] = {b: {"beam": [], "heap_beam": []} for b in beam_sizes}  # per exact sentence
+    bleu_stats: dict[int, dict[str, list[list[float]]]] = {b: {"beam": [], "heap_beam": []} for b in beam_sizes}  # per sentence
     per_sentence: dict[int, list[dict[str, float | None]]] = {k: [] for k in ks}  # what the verdicts' intervals resample
     exact_sentences, empty = 0, 0
     krgs: dict[int, list[float]] = {k: [] for k in ks}
@@ -64,19 +70,22 @@ def decoding_studies(model: Any, tokenizer: Any, sources: Sequence[str], referen
         for i, (source, reference) in enumerate(zip(sources, references)):
             ids = family_of(model).encode_source(tokenizer, source, device)[0]
             best = exact1.decode(model, ids)
+            floor = None
             if best.exact:
                 exact_sentences += 1
                 top = best.hypotheses[0]
                 empty += len(top.tokens) == 1  # EOS alone
                 floor = top.score - SEARCH_ERROR_SLACK - margin(top.score, SCORE_ATOL)
-                for b in beam_sizes:
-                    for name, decoder in (("beam", BeamDecoder(beam_size=b)), ("heap_beam", HeapBeamDecoder(beam_size=b))):
-                        found = decoder.decode(model, ids).hypotheses
+            else:
+                cut[1] += 1
+            for b in beam_sizes:
+                for name, decoder in (("beam", BeamDecoder(beam_size=b)), ("heap_beam", HeapBeamDecoder(beam_size=b))):
+                    found = decoder.decode(model, ids).hypotheses
+                    bleu_stats[b][name].append([float(x) for x in bleu.segment_stats(text(found[0].tokens) if found else "", reference)])
+                    if floor is not None:
                         error = not found or found[0].score < floor
                         errors[b][name] += error
                         flags[b][name].append(int(error))
-            else:
-                cut[1] += 1
             for k, decoder in tops.items():
                 result = decoder.decode(model, ids)
                 if not result.exact or len(result.hypotheses) < 2:
@@ -105,5 +114,5 @@ def decoding_studies(model: Any, tokenizer: Any, sources: Sequence[str], referen
                      "per_sentence": per_sentence[k]}
     return {"sentences": len(sources), "exact_sentences": exact_sentences, "cut": cut,
             "empty_rate": empty / exact_sentences if exact_sentences else None, "search_errors": search,
-            "search_flags": flags,
+            "search_flags": flags, "bleu_stats": bleu_stats, "bleu_signature": bleu.signature(),
             "top_region": region, "seconds": time.perf_counter() - t0}

@@ -72,7 +72,7 @@ def band_around(paper: float, factor: float = 2.0) -> Band:
 def n_to_decide(effect: Effect, size: float) -> int | None:
     """Units at which the interval's half-width would shrink below ``size`` (half-width ~ 1/sqrt(n))."""
     half = (effect.high - effect.low) / 2
-    if size <= 0 or half <= 0:
+    if size <= 0 or not half > 0 or not math.isfinite(half):  # NaN: no interval to scale
         return None
     return max(effect.n + 1, math.ceil(effect.n * (half / size) ** 2))
 

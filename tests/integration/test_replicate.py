@@ -21,17 +21,25 @@ ray = pytest.importorskip("ray")
 
 
 def test_the_plan_covers_every_experiment_and_never_smath(tmp_path: Path):
+    from simpe.paths import REPO_ROOT
+    from simpe.replicate.plan import SMALL_MODEL
+
     p = make_plan(Scale(), tmp_path)
-    assert {name: len(specs) for name, specs in p.experiments.items()} == {"scalc": 8, "sdatabase": 8, "forgetting": 8,
-                                                                           "sensitivity": 18}
+    small = (REPO_ROOT / SMALL_MODEL / "config.json").is_file()  # why-size runs only where the smaller model is
+    assert {name: len(specs) for name, specs in p.experiments.items()} == {
+        "scalc": 8, "sdatabase": 8, "forgetting": 8, "sensitivity": 18, "why-budget": 3, **({"why-size": 4} if small else {})}
+    # lasso's budgets share the scalc baseline (one run): the paper's 1M + 1M scaled part by part, and 25 % + 25 %
+    assert {spec.name for spec in p.experiments["why-budget"]} == {
+        "baseline", "lasso--budget_nonembedding=0.1--budget_embedding=0.0066", "lasso--budget_nonembedding=0.25--budget_embedding=0.25"}
+    assert p.experiments["why-budget"][0].path == p.experiments["scalc"][0].path
     splits = {spec.cfg.data.split for spec in p.specs()}
     assert splits == {"stream", "sdatabase"}  # the reserved split's smath half is never loaded
     assert {spec.cfg.data.segments for spec in p.experiments["scalc"]} == {2000}
     assert all(spec.cfg.metrics.novel_vocab == "train" and spec.cfg.metrics.subword == "all" for spec in p.specs())
-    assert len(p.specs()) == 42  # no run twice
+    assert len(p.specs()) == 44 + 4 * small  # no run twice
     assert all(spec.cfg.snapshots.forgetting == 100 and not spec.cfg.snapshots.ranking for spec in p.experiments["forgetting"])
     text = describe(p, 2)
-    assert "42 loop runs" in text and "expected: about" in text and "plus the decoding studies" in text
+    assert f"{44 + 4 * small} loop runs" in text and "expected: about" in text and "plus the decoding studies" in text
 
 
 def test_a_call_with_only_some_parts_describes_only_those(tmp_path: Path):
@@ -70,15 +78,15 @@ def test_the_page_from_no_runs_judges_every_claim_and_says_what_is_missing(tmp_p
         replicate(Scale(**TINY), tmp_path / "runs", out, run=False)  # a page is never emptied for want of its records
     (tmp_path / "docs" / "replication" / "records").mkdir(parents=True)  # an empty records folder: every row says why
     message = replicate(Scale(**TINY), tmp_path / "runs", out, workers=1, threads=1, progress=False, run=False)
-    assert message.endswith(f"(34 claims, judged from the records in {tmp_path / 'docs' / 'replication' / 'records'})")
+    assert message.endswith(f"(36 claims, judged from the records in {tmp_path / 'docs' / 'replication' / 'records'})")
     rows = json.loads(out.with_suffix(".json").read_text(encoding="utf-8"))["rows"]
-    assert len(rows) == 34 and [c for c, row in rows.items() if row["verdict"] != NOT_TESTABLE] == ["yan2022-random"]
+    assert len(rows) == 36 and [c for c, row in rows.items() if row["verdict"] != NOT_TESTABLE] == ["yan2022-random"]
     assert rows["simianer2019-bleu"]["why"] == ("no records of the scalc runs in records/scalc/ (`simpe replicate --only scalc` "
                                                 "runs them and writes them)")
     assert rows["simianer2019-bleu"]["code"]["scalc"] is None and rows["simianer2019-bleu"]["measured"] == []
     page = out.read_text(encoding="utf-8")
     assert ("**1 reproduced, 0 partly, 0 not reproduced, 0 inconclusive, 28 not testable here** (of 29 claims of the papers; "
-            "5 probes beyond them are measured, not counted)") in page
+            "7 probes beyond them are measured, not counted)") in page
     assert "Simianer et al. (2019), *Measuring Immediate Adaptation Performance for Neural Machine Translation*" in page
     assert "58.75 (exact expectation; linear gain: 80.42)" in page and "**reproduced**: +0.03" in page
     assert "<table>" in (tmp_path / "runs" / "replication.html").read_text(encoding="utf-8")
@@ -100,13 +108,13 @@ def test_report_only_rebuilds_the_page_byte_for_byte_from_the_records(tmp_path: 
         message = replicate(scale, runs, out, workers=1, threads=1, progress=False, only=["scalc"], call="simpe replicate --test")
     finally:
         ray.shutdown()
-    assert message.endswith("(34 claims; 0 runs failed)")
+    assert message.endswith("(36 claims; 0 runs failed)")
     folder = out.with_suffix("") / "records"
     assert sorted(p.name for p in (folder / "scalc").iterdir()) == ["baseline.json", "lasso.json"]
     group = load_group(sorted(runs.glob("*--3seg/*")))
     records = rec.read_records(folder)
     assert verdicts(records.evidence()) == verdicts(Evidence({"scalc": group}, None, {name: records.evidence().notes[name] for name in
-                                                                                      ("sdatabase", "forgetting", "sensitivity")}))
+                                                                                      ("sdatabase", "forgetting", "sensitivity", "why-budget", "why-size")}))
     texts = [p.read_text(encoding="utf-8") for p in (folder / "scalc").glob("*.json")]
     assert all(len(t) < 20_000 and group.baseline.segments[0]["hypothesis"] not in t and '"hyp_tokens"' not in t for t in texts)
     page, data = out.read_bytes(), out.with_suffix(".json").read_bytes()
@@ -117,7 +125,7 @@ def test_report_only_rebuilds_the_page_byte_for_byte_from_the_records(tmp_path: 
     shutil.rmtree(runs)
     replicate(scale, runs, out, run=False)
     assert out.read_bytes() == page and out.with_suffix(".json").read_bytes() == data
-    assert status(out).splitlines() == ["all 34 rows are current: their records and the page were made by the code as it is now"]
+    assert status(out).splitlines() == ["all 36 rows are current: their records and the page were made by the code as it is now"]
 
     lasso = folder / "scalc" / "lasso.json"  # as if lasso.py had changed since the run
     saved = json.loads(lasso.read_text(encoding="utf-8"))
@@ -128,7 +136,7 @@ def test_report_only_rebuilds_the_page_byte_for_byte_from_the_records(tmp_path: 
     lines = status(out).splitlines()
     assert lines[0] == ("simianer2019-bleu: stale: the scalc records were made by other code (lasso: simpe/methods/lasso.py): "
                         "`simpe replicate --only scalc`")
-    assert lines[-1] == "11 of 34 rows stale against the code as it is now" and len(lines) == 12
+    assert lines[-1] == "13 of 36 rows stale against the code as it is now" and len(lines) == 14  # the two why rows too
 
 
 @pytest.fixture(scope="module")

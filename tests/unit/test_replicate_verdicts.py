@@ -130,7 +130,8 @@ def test_probes_are_measured_and_missing_evidence_says_so():
     assert rows["yan2022-random"].verdict == REPRODUCED and rows["yan2022-random"].simpe.startswith("58.75 ")
     studies = _studies([0] * 10, [0] * 10, 0.0)
     assert dict(verdicts(Evidence({}, studies), only=["yan2021-empty-modes"]))["yan2021-empty-modes"].verdict == MEASURED
-    assert PROBES == {"sensitivity", "yan2021-empty-modes", "yan2022-t8-chrf", "beyond-forgetting", "beyond-repeated"}
+    assert PROBES == {"sensitivity", "yan2021-empty-modes", "yan2022-t8-chrf", "beyond-forgetting", "beyond-repeated",
+                      "why-model-size", "why-lasso-budget"}
     assert all("seed 0" not in v.source + v.paper + v.claim for _, v in verdicts(Evidence({}, None)))
 
 
@@ -138,3 +139,50 @@ def test_a_relative_effect_against_a_zero_baseline_is_undefined_not_an_error():
     base, system = np.tile([0.0, 10.0], (5, 1)), np.tile([1.0, 10.0], (5, 1))  # (n, 2)
     found = paired_effect(base, system, lambda s: 100.0 * np.atleast_2d(s)[:, 0] / np.atleast_2d(s)[:, 1], True, "relative %")
     assert np.isnan(found.value)
+
+
+def _bleu_studies(beam: dict[int, list[str]], heap: list[str], refs: list[str], empty_rate: float = 0.0) -> dict:
+    from simpe.metrics import metric_for
+
+    bleu = metric_for("bleu")
+    stats = {b: {"beam": [bleu.segment_stats(h, r) for h, r in zip(hyps, refs)],
+                 "heap_beam": [bleu.segment_stats(h, r) for h, r in zip(heap if b == min(beam) else hyps, refs)]}
+             for b, hyps in beam.items()}
+    return {**_studies([0] * len(refs), [0] * len(refs), empty_rate), "bleu_stats": stats}
+
+
+REFS = [f"the file number {i} is open in the editor now" for i in range(30)]
+
+
+def test_the_beam_curse_and_min_heaps_bleu_from_the_studies_bleu_statistics():
+    """Beam 5 returns the references, beam 100 drops the last four words of every one: BLEU falls from 100 (corpus BLEU
+    of exact copies) to 100 * BP * precisions with 6-word outputs against 10-word references; min-heap at beam 5
+    returns the empty string on every sentence (BLEU 0), as the paper's 0.40 after empty modes."""
+    cut = [" ".join(r.split()[:6]) for r in REFS]
+    rows = dict(verdicts(Evidence({}, _bleu_studies({5: REFS, 100: cut}, [""] * 30, REFS, empty_rate=0.64)),
+                         only=["yan2021-fig1b-bleu", "yan2021-t4-heap-bleu"]))
+    curse, heap = rows["yan2021-fig1b-bleu"], rows["yan2021-t4-heap-bleu"]
+    assert curse.verdict == REPRODUCED and "B=5: 100.0" in curse.simpe and "B=100 − B=5: -" in curse.why
+    # -100 points against the paper's -26.82: outside the factor-of-2 band [-53.64, -13.41]
+    assert heap.verdict == PARTLY and "beam 100.0, min-heap 0.0" in heap.simpe and "-100.0 points" in heap.why
+    same = dict(verdicts(Evidence({}, _bleu_studies({5: REFS, 100: REFS}, REFS, REFS)), only=["yan2021-t4-heap-bleu"]))
+    row = same["yan2021-t4-heap-bleu"]  # no empty modes: min-heap returns beam's outputs, no collapse, no interval
+    assert row.verdict == NOT_REPRODUCED and "the demo model has 0.0%" in row.why
+
+
+def test_number_f1_of_mbr_against_beam_from_the_sensitivity_counts():
+    """30 sentences with 2 source numbers each: beam matches both (F1 100), MBR under chrf++ one of the two and adds none
+    (2 * 30 / (30 + 60) = 66.67, -33.3 points against the paper's -2.3: outside the band), MBR under sbleu matches both."""
+    def counts(rows):
+        from simpe.sensitivity import number_f1
+
+        return {"f1": number_f1(rows), "counts": rows}
+
+    both, one = [[2, 2, 2]] * 30, [[1, 1, 2]] * 30
+    sensitivity = {"chrf++": {"number_f1": {"reference": counts(both), "beam": counts(both), "mbr": counts(one)}},
+                   "sbleu": {"number_f1": {"reference": counts(both), "beam": counts(both), "mbr": counts(both)}}}
+    (_, row), = verdicts(Evidence({}, None, sensitivity=sensitivity), only=["amrhein2022-f1"])
+    assert row.simpe.startswith("number F1: reference 100.00, beam 100.00, MBR chrf++ 66.67, MBR sbleu 100.00")
+    assert "MBR chrf++: simpe -33.3 points" in row.why and "MBR sbleu: simpe +0.0 points" in row.why
+    # chrf++ partly (the size); sbleu's zero rules out the paper's -4.36 (not reproduced): only some parts, partly
+    assert "**not reproduced** MBR sbleu" in row.why and row.verdict == PARTLY

@@ -73,3 +73,17 @@ def test_a_real_run_on_the_demo_model(demo_model):
                     samples=4, seed=0, lang="de")
     assert again["changes"] == result["changes"]  # seeded: the same table twice
     assert "average nouns" in format_table(result)
+
+
+def test_numbers_match_the_source_as_multisets_with_separators_removed():
+    """Amrhein and Sennrich (2022)'s Table 2 counts numbers against the source: English 1,000.5 is German 1.000,5."""
+    from simpe.sensitivity import number_counts, number_f1
+
+    source = "Set 1,000.5 rows on 2 sheets and 2 more, version 7.4."  # 1,000.5, 2, 2 and 7.4
+    # 1.000,5, 2 and 7.4 match; 3 does not (the second 2 has no partner)
+    assert number_counts("Setzen Sie 1.000,5 Zeilen auf 2 Blätter und 3 weitere, Version 7.4.", source) == [3, 4, 4]
+    assert number_counts("Keine Zahlen.", source) == [0, 0, 4]
+    assert number_counts("Keine Zahlen.", "No numbers.") == [0, 0, 0]
+    # corpus F1 = 2 * matched / (in the outputs + in the sources): 2 * 3 / (4 + 4 + 0 + 4) = 50
+    assert number_f1([[3, 4, 4], [0, 0, 4], [0, 0, 0]]) == pytest.approx(50.0)
+    assert number_f1([[0, 0, 0]]) is None
