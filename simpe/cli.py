@@ -461,7 +461,7 @@ def _add_score(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--subword-model", metavar="SPM", help="SentencePiece model: adds the subword variants subword:r0 ...")
     p.add_argument("--subword", choices=["all", "content"], help="with --subword-model: count every piece (default) "
                                                                   "or only the pieces of content words")
-    p.add_argument("--sbleu", choices=["nakov", "exp"], help="SBLEU smoothing (default: metrics.sbleu, nakov BLEU+1 as seed 002)")
+    p.add_argument("--sbleu", choices=["nakov", "exp"], help="SBLEU smoothing (default: metrics.sbleu, nakov BLEU+1 as Simianer et al. (2019))")
     p.add_argument("--comet", metavar="MODEL", help="COMET hub id, model folder or model.ckpt (needs --src)")
     p.add_argument("--mt", metavar="MT", help="the raw MT output the references were post-edited from (e.g. a run's mt.de on "
                                               "the Autodesk corpus): also report its TER against the references (HTER-style)")
@@ -521,7 +521,7 @@ def _train_vocab(dataset: str, lang: str):
 
 # ---------------------------------------------------------------- rank (ranking)
 def _add_rank(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("rank", help="ranking model errors (kRG/kQRG, seed 000) of a model on a test set, "
+    p = sub.add_parser("rank", help="ranking model errors (kRG/kQRG, Yan et al. (2022)) of a model on a test set, "
                                     "or their correlation with MBR across models (--models)")
     who = p.add_mutually_exclusive_group()
     who.add_argument("--model", default=None, help="model folder or hub id (default: the embedded demo model)")
@@ -695,7 +695,7 @@ def _cmd_compare(args: argparse.Namespace) -> None:
 
 
 def _add_plot(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("plot", help="plot cumulative metric deltas to the baseline (seed 002 Figure 2) and ranking snapshots")
+    p = sub.add_parser("plot", help="plot cumulative metric deltas to the baseline (Simianer et al. (2019), Figure 2) and ranking snapshots")
     _add_run_group_args(p, "output folder for the PNG and PDF figures (default: GROUP/plots)")
     p.set_defaults(func=_cmd_plot)
 
@@ -842,7 +842,7 @@ def _decoder_overrides(overrides: list[str], decoder: str | None) -> tuple[str |
 def _add_replicate(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("replicate", help="run every experiment of the seeds' findings and write docs/replication.md "
                                          "(resumable: complete runs are skipped)")
-    p.add_argument("--segments", type=int, default=2000, help="scalc stream segments of seed 002's tables (default: %(default)s)")
+    p.add_argument("--segments", type=int, default=2000, help="scalc stream segments of Simianer et al. (2019)'s tables (default: %(default)s)")
     p.add_argument("--second-segments", type=int, help="sdatabase segments (default: all 1,742)")
     p.add_argument("--sensitivity-segments", type=int, default=200, help="scalc segments of each sensitivity run (default: %(default)s)")
     p.add_argument("--no-sensitivity", action="store_true", help="leave out the sensitivity study")
@@ -911,10 +911,10 @@ def _cmd_replicate(args: argparse.Namespace) -> None:
                     records_dir=args.records))
 
 
-# ---------------------------------------------------------------- utility sensitivity (seed 001)
+# ---------------------------------------------------------------- utility sensitivity (Amrhein and Sennrich (2022))
 def _add_sensitivity(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("sensitivity", help="MBR-based sensitivity of a utility to changed numbers, named entities and "
-                                           "nouns (seed 001), against copy / hallucination / alternative controls")
+                                           "nouns (Amrhein and Sennrich (2022)), against copy / hallucination / alternative controls")
     p.add_argument("--src", type=Path, help="source sentences, one per line (default: the libreoffice dev split)")
     p.add_argument("-r", "--ref", type=Path, help="reference translations, one per line (with --src)")
     p.add_argument("--model", help="model folder or hub id drawing the support samples (default: the demo model)")
