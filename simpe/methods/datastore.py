@@ -41,6 +41,7 @@ A key with a value beyond float16's range (65504) is refused rather than stored 
 """
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import torch
@@ -345,10 +346,11 @@ def _index_add(sums: torch.Tensor, owner: torch.Tensor, keys: torch.Tensor) -> t
 
 def _rounded(keys: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     """``keys`` (n, dim) float32 rounded to ``dtype`` and back to float32: the values a store of ``dtype`` holds.
-    A value beyond ``dtype``'s range is refused (ModelError, one line), never stored as an infinity."""
+    A finite value beyond ``dtype``'s range is refused (ModelError, one line), never stored as an infinity (a NaN or an
+    infinity is stored as a float32 store stores it, and refused where a store or state is read)."""
     largest = torch.finfo(dtype).max
-    peak = float(keys.abs().max()) if keys.numel() else 0.0
-    if not peak <= largest:
+    peak = float(keys.abs().nan_to_num(nan=0.0).max()) if keys.numel() else 0.0
+    if largest < peak < math.inf:
         raise ModelError(f"a knn key holds a value of magnitude {peak:.4g}, beyond {str(dtype).removeprefix('torch.')}'s "
                          f"range ({largest:.0f}); set the knn parameter key_dtype: float32")
     return keys.to(dtype).float()
