@@ -1,6 +1,7 @@
 """Real-size models measured: peak memory and seconds per segment (translate / update) per method, float32 and bfloat16.
 
     python benchmarks/bench_size.py [--models nllb-600m llama3.2-1b ...] [--methods full bias ...] [--segments 4] [--threads 1]
+                                    [--no-savers] [--plan] [--no-record]
 
 Each (model, method, dtype) runs in its own process (its peak resident memory is its own: ``os.wait4``) over the first
 ``--segments`` segments of the LibreOffice stream (``--segments-large`` for MADLAD-400 3B), without snapshots, on the
@@ -8,6 +9,13 @@ shape-true models of ``simpe.models.shapes`` (published sizes, random weights dr
 each measurement the dry run's estimate (``simpe.dryrun``) of the same run. A run whose estimate exceeds ``--memory`` GiB
 (default 24) or what this machine has is not run; the table says so and why. The figures go to docs/benchmark-results.md
 through the benchmark recorder (``record.py``), with the machine. Takes about 30 minutes on 2 cores with the defaults.
+
+Beside a method's plain row, a row for each memory saver that applies to it (``SAVERS``; ``--no-savers`` leaves them
+out), run the same way: knn with float16 keys (``adapters/knn-fp16.yaml``) and full with activation checkpointing
+(``update.checkpointing=true``). Each saver row ends with what it saves against the plain row of the same model and
+dtype: peak memory, s/segment, and for knn the datastore's growth per 1,000 segments (its store bytes per segment, as
+measured, times 1,000). ``--plan`` prints the runs and the dry run's estimates without running any; ``--no-record``
+prints the figures without writing them to docs/benchmark-results.md (a partial run).
 """
 from __future__ import annotations
 
@@ -24,6 +32,8 @@ from record import record
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 METHODS = ["baseline", "full", "bias", "top", "lasso", "lora", "norms", "knn", "icl"]
+# the memory savers measured beside a method's plain row: row label -> (preset, extra --set overrides)
+SAVERS = {"knn": {"knn+fp16-keys": ("knn-fp16", [])}, "full": {"full+checkpointing": ("full", ["update.checkpointing=true"])}}
 SETTINGS = {"nllb-600m": ["model.src_lang=eng_Latn", "model.tgt_lang=deu_Latn"], "m2m100-418m": ["model.src_lang=en", "model.tgt_lang=de"],
             "mbart50-mmt": ["model.src_lang=en_XX", "model.tgt_lang=de_DE"], "madlad400-3b": ["model.tgt_lang=de"], "llama3.2-1b": []}
 
@@ -37,6 +47,9 @@ def main() -> None:
     parser.add_argument("--segments-large", type=int, default=2, help="segments for MADLAD-400 3B")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--memory", type=float, default=24.0, help="GiB a run may need (runs estimated above it are not run)")
+    parser.add_argument("--no-savers", action="store_true", help="leave out the memory savers' rows (knn float16 keys, full with checkpointing)")
+    parser.add_argument("--plan", action="store_true", help="print the runs and their estimates, run nothing")
+    parser.add_argument("--no-record", action="store_true", help="print the figures, leave docs/benchmark-results.md as it is")
     args = parser.parse_args()
     from simpe.config import load_config
     from simpe.dryrun import GIB, available, estimate
@@ -44,23 +57,35 @@ def main() -> None:
 
     budget = min(args.memory * GIB, available("cpu"))
     figures: dict[str, str] = {}
+    measured: dict[str, dict[str, float | None]] = {}  # key -> peak MiB, s/segment, knn's datastore MiB per 1,000 segments
     with tempfile.TemporaryDirectory() as scratch:
         for name in args.models:
             folder = shapes.write(name, Path(scratch) / name)
             segments = args.segments_large if name == "madlad400-3b" else args.segments
             for dtype in args.dtypes:
+                runs = []  # (row label, preset, extra overrides): each method, then its savers
                 for method in args.methods:
-                    overrides = [f"model.path={folder}", f"model.dtype={dtype}", "metrics.truecaser=null", *SETTINGS[name]]
+                    runs.append((method, method, []))
+                    if not args.no_savers:
+                        runs += [(label, preset, extra) for label, (preset, extra) in SAVERS.get(method, {}).items()]
+                for label, preset, extra in runs:
+                    overrides = [f"model.path={folder}", f"model.dtype={dtype}", "metrics.truecaser=null", *SETTINGS[name], *extra]
+                    key = f"{name} {label} {dtype}"
                     try:
-                        est = estimate(load_config(method, overrides + [f"data.segments={segments}"]), "cpu")
+                        est = estimate(load_config(preset, overrides + [f"data.segments={segments}"]), "cpu")
                     except Exception as err:  # a method that does not apply to the family (fixed needs a selection)
-                        figures[f"{name} {method} {dtype}"] = f"not run: {str(err).splitlines()[0][:120]}"
+                        figures[key] = f"not run: {str(err).splitlines()[0][:120]}"
+                        print(key, figures[key], flush=True)
                         continue
-                    key = f"{name} {method} {dtype}"
                     if est.peak > budget:
                         figures[key] = f"not run: estimated {est.peak / GIB:.1f} GiB > {budget / GIB:.1f} GiB"
+                        print(key, figures[key], flush=True)
                         continue
-                    command = [sys.executable, "-m", "simpe", "simulate", "--preset", method, "--segments", str(segments),
+                    if args.plan:
+                        print(key, f"would run --preset {preset} {' '.join(extra)}: estimated {est.peak / 2**20:.0f} MiB"
+                              + (f", {est.seconds_per_segment:.2f} s/segment" if est.seconds_per_segment else ""), flush=True)
+                        continue
+                    command = [sys.executable, "-m", "simpe", "simulate", "--preset", preset, "--segments", str(segments),
                                "--runs-dir", str(Path(scratch) / "runs"), "--no-progress", "--threads", str(args.threads),
                                "--overwrite", "--set", "snapshots.every=0", *[x for o in overrides for x in ("--set", o)]]
                     env = {**os.environ, "OMP_NUM_THREADS": str(args.threads)}
@@ -68,19 +93,35 @@ def main() -> None:
                     _, status, usage = os.wait4(process.pid, 0)
                     if status != 0:
                         figures[key] = f"failed: {process.stderr.read()[-300:]}"
+                        print(key, figures[key], flush=True)
                         continue
-                    (path,) = [p.parent for p in (Path(scratch) / "runs").glob(f"*/{method}/DONE") if name in str(p)]
+                    (path,) = [p.parent for p in (Path(scratch) / "runs").glob(f"*/{preset}/DONE") if name in str(p)]
                     rows = [json.loads(line) for line in (path / "segments.jsonl").read_text(encoding="utf-8").splitlines()]
                     translate = sum(r["seconds"]["translate"] for r in rows) / len(rows)
                     update = sum(r["seconds"].get("update", 0.0) for r in rows) / len(rows)
                     summary = json.loads((path / "summary.json").read_text(encoding="utf-8"))
-                    store = (summary.get("method_facts") or {}).get("store_bytes")
+                    store = summary.get("store_bytes")
+                    measured[key] = {"peak": usage.ru_maxrss / 1024, "seconds": translate + update,
+                                     "grows": store * 1000 / len(rows) / 2**20 if store and preset.startswith("knn") else None}
                     figures[key] = (f"peak {usage.ru_maxrss / 1024:.0f} MiB (estimated {est.peak / 2**20:.0f}); "
                                     f"{translate + update:.2f} s/segment = translate {translate:.2f} + update {update:.2f}"
                                     + (f" (estimated {est.seconds_per_segment:.2f})" if est.seconds_per_segment else "")
-                                    + (f"; store {store / 2**20:.1f} MiB" if store else ""))
+                                    + (f"; store {store / 2**20:.1f} MiB" if store else "")
+                                    + _saved(measured.get(f"{name} {label.split('+')[0]} {dtype}") if "+" in label else None, measured[key]))
                     print(key, figures[key], flush=True)
-    record("bench-size", figures, threads=args.threads)
+    if not args.plan and not args.no_record:
+        record("bench-size", figures, threads=args.threads)
+
+
+def _saved(plain: dict[str, float | None] | None, saver: dict[str, float | None]) -> str:
+    """What a saver's row saves against its method's plain row (measured in this run), or nothing without one."""
+    if plain is None:
+        return ""
+    text = (f"; against the plain row: peak {saver['peak'] - plain['peak']:+.0f} MiB, "
+            f"{saver['seconds'] - plain['seconds']:+.2f} s/segment")
+    if saver["grows"] is not None and plain["grows"] is not None:
+        text += f", datastore {plain['grows']:.1f} -> {saver['grows']:.1f} MiB per 1,000 segments"
+    return text
 
 
 if __name__ == "__main__":

@@ -12,7 +12,8 @@ How the figures are made (``estimate``):
 * weights P·b (b the bytes of model.dtype); gradients T·b, and T·4 more for the float32 copies of master-copy
   training (``update.master_copies`` at bfloat16/float16); method state: the update's spare buffer of each adapted
   tensor (T·b, T·4 under master copies) plus the master copies (T·4), lasso's copy of the base weights (P·b), knn's
-  datastore (per entry: the key, hidden·4 bytes, its norm 4 and value 8 bytes; ``ENTRIES_PER_SEGMENT`` a segment);
+  datastore (per entry: the key, hidden·4 bytes, or hidden·2 with ``key_dtype: float16``, its float32 norm 4 and int64
+  value 8 bytes; ``ENTRIES_PER_SEGMENT`` a segment);
 * activations of the update's forward and backward for a segment of ``TOKENS`` source and target tokens: per layer and
   token ``ACTIVATION_WIDTHS`` values of the model's width and of its feed-forward width, the logits three times over
   the vocabulary in float32 (with ``update.checkpointing``: each layer's input, and one layer's activations);
@@ -184,7 +185,8 @@ def estimate(cfg: RunConfig, device: str = "cpu") -> Estimate:
     activations = max(activations, 3 * beam * config.vocab_size * 4)  # decoding: a beam's scores over the vocabulary
     datastore = 0
     if cfg.method.name == "knn":
-        datastore = 1000 * ENTRIES_PER_SEGMENT * (hidden * 4 + 4 + 8)  # float32 keys (simpe.methods.datastore)
+        key = BYTES[cfg.method.params.get("key_dtype", "float32")]  # the keys' dtype (simpe.methods.datastore)
+        datastore = 1000 * ENTRIES_PER_SEGMENT * (hidden * key + 4 + 8)
     seconds = None
     table = _speed_table()
     if device == "cpu" and cfg.method.name in table["seconds_per_segment"]:

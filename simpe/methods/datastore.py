@@ -31,13 +31,22 @@ the same neighbours on every CPU; k-means starts from entries chosen by a fixed 
 its list's first entry and the entry farthest from it. The index (``index_state``: the centroids,
 each entry's list, the size at the last training) is part of the state: a resumed run and a
 loaded store search the lists the run had, not lists trained afresh on the whole store.
+
+Keys in float16 (``key_dtype="float16"``) halve the keys' memory and the per-user store: each key is rounded to
+float16 once, as it is stored, and its squared norm is taken from the rounded key in float32. Every distance is
+still computed in float32: a float16 store is read in blocks of ``UPCAST_BYTES`` that are copied to float32 one
+at a time (an exact search, a k-means pass, an inverted list), so no float32 copy of all the keys is ever made;
+the centroids stay float32. A float32 store (the default) is read as it always was, in one piece, bit for bit.
+A key with a value beyond float16's range (65504) is refused rather than stored as an infinity.
 """
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import torch
 
+from simpe.errors import ModelError
 from simpe.methods.base import INDEX_BYTES
 from simpe.ties import smallest_per_row
 
@@ -53,15 +62,20 @@ KMEANS_SAMPLE = 65536
 # whose members a split cannot part, duplicates of one context, is tried again at twice the size, not at every add)
 SPLIT_AT = 2 * LIST_SIZE
 INDEXES = ("auto", "exact")
+KEY_DTYPES = {"float32": torch.float32, "float16": torch.float16}  # what a key is stored as; distances are float32
+# a float16 store is read in float32 blocks of at most this many bytes (4,096 keys of d_model 1024): the extra memory
+# a search or a k-means pass needs beyond the float16 keys, whatever the store's size
+UPCAST_BYTES = 16 * 1024 ** 2
 
 
 class Datastore:
     """Growing (key, value) store with k-nearest-neighbour search by squared L2 distance (exact, or IVF past a size)."""
 
     def __init__(self, dim: int, device: Any = "cpu", index: str = "exact", exact_entries: int = 16384,
-                 probe_lists: int = 8) -> None:
+                 probe_lists: int = 8, key_dtype: str = "float32") -> None:
         self.dim = dim
-        self.keys = torch.zeros((0, dim), dtype=torch.float32, device=device)  # (capacity, dim)
+        self.key_dtype = KEY_DTYPES[key_dtype]
+        self.keys = torch.zeros((0, dim), dtype=self.key_dtype, device=device)  # (capacity, dim)
         self.values = torch.zeros(0, dtype=torch.long, device=device)  # (capacity,) int64, as gather/scatter take them
         self.norms = torch.zeros(0, dtype=torch.float32, device=device)  # (capacity,) squared key norms
         self.size = 0
@@ -91,14 +105,16 @@ class Datastore:
         n = int(keys.shape[0])
         if self.size + n > self.keys.shape[0]:
             capacity = max(2 * self.keys.shape[0], self.size + n, 256)
-            grown = torch.zeros((capacity, self.dim), dtype=torch.float32, device=self.keys.device)  # (capacity, dim)
+            grown = torch.zeros((capacity, self.dim), dtype=self.key_dtype, device=self.keys.device)  # (capacity, dim)
             grown[: self.size] = self.keys[: self.size]
             grown_values = torch.zeros(capacity, dtype=torch.long, device=self.keys.device)  # (capacity,)
             grown_values[: self.size] = self.values[: self.size]
             grown_norms = torch.zeros(capacity, dtype=torch.float32, device=self.keys.device)  # (capacity,)
             grown_norms[: self.size] = self.norms[: self.size]
             self.keys, self.values, self.norms = grown, grown_values, grown_norms
-        keys = keys.detach().to(self.keys.device, torch.float32)
+        keys = keys.detach().to(self.keys.device, torch.float32)  # (n, dim)
+        if self.key_dtype != torch.float32:
+            keys = _rounded(keys, self.key_dtype)  # the key as stored: its norm is the stored key's
         start = self.size
         self.keys[start: start + n] = keys
         self.values[start: start + n] = values.to(self.keys.device, torch.long)
@@ -123,7 +139,7 @@ class Datastore:
     def _nearest(self, queries: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
         """Exact search over every entry."""
         keys, norms = self.keys[: self.size], self.norms[: self.size]  # (n, dim), (n,)
-        partial = _partial(keys, norms, queries)  # (rows, n)
+        partial = _partial(keys, norms, queries)  # (rows, n), a float16 store read block by block
         squares = (queries * queries).sum(dim=1, keepdim=True)  # (rows, 1)
         # entries at equal distance (to rounding noise of terms the size of ||q||² + ||key||², simpe.ties)
         # are taken the most recent first: the translator's latest post-edit of that context
@@ -173,15 +189,15 @@ class Datastore:
         keys, count = self.keys[: self.size], max(1, self.size // LIST_SIZE)
         generator = torch.Generator().manual_seed(KMEANS_SEED)
         start = torch.randperm(self.size, generator=generator)[:count].sort().values.to(keys.device)  # (count,)
-        centroids = keys.index_select(0, start).clone()  # (count, dim)
+        centroids = keys.index_select(0, start).to(torch.float32)  # (count, dim) float32 whatever the keys' dtype
         train, train_norms = keys, self.norms[: self.size]  # (n, dim), (n,): every entry, or the sample
         if self.size > KMEANS_SAMPLE:
             sample = torch.randperm(self.size, generator=generator)[:KMEANS_SAMPLE].sort().values.to(keys.device)
             train, train_norms = keys.index_select(0, sample), train_norms.index_select(0, sample)
         for _ in range(KMEANS_ITERATIONS):
             owner = self._owners(train, train_norms, centroids)  # (n,)
-            sums = torch.zeros_like(centroids).index_add_(0, owner, train)  # (count, dim)
-            counts = torch.bincount(owner, minlength=count).to(keys.dtype)  # (count,)
+            sums = _index_add(torch.zeros_like(centroids), owner, train)  # (count, dim)
+            counts = torch.bincount(owner, minlength=count).to(centroids.dtype)  # (count,)
             filled = counts > 0
             centroids[filled] = sums[filled] / counts[filled, None]  # an empty list keeps its centroid
         self.centroids, self._trained_at = centroids, self.size
@@ -213,14 +229,14 @@ class Datastore:
         from it): one half keeps the list's number, the other becomes the last list. Members that a split cannot
         part (every one nearest the same seed) stay together."""
         members, keys, norms = self.lists[list_id], self.list_keys[list_id], self.list_norms[list_id]
-        first = keys[:1]  # (1, dim)
+        first = keys[:1].float()  # (1, dim)
         # the farthest entry from the first: the nearest to it by the negated distance (a near-tie: the earliest)
         _, far = smallest_per_row(-_partial(keys, norms, first), 1, later_first=False)  # (1, 1)
-        centroids = torch.cat([first, keys[far[0]]]).clone()  # (2, dim)
+        centroids = torch.cat([first, keys[far[0]].float()]).clone()  # (2, dim) float32
         for _ in range(KMEANS_ITERATIONS):
             owner = self._owners(keys, norms, centroids)  # (members,) 0 or 1
-            sums = torch.zeros_like(centroids).index_add_(0, owner, keys)  # (2, dim)
-            counts = torch.bincount(owner, minlength=2).to(keys.dtype)  # (2,)
+            sums = _index_add(torch.zeros_like(centroids), owner, keys)  # (2, dim)
+            counts = torch.bincount(owner, minlength=2).to(centroids.dtype)  # (2,)
             filled = counts > 0
             centroids[filled] = sums[filled] / counts[filled, None]
         owner = self._owners(keys, norms, centroids)  # (members,)
@@ -262,23 +278,26 @@ class Datastore:
     def _owners(keys: torch.Tensor, norms: torch.Tensor, centroids: torch.Tensor) -> torch.Tensor:
         """(n,) the nearest centroid of each key (a near-tie: the lower centroid, by ``simpe.ties``)."""
         owners = []
-        for chunk in range(0, keys.shape[0], 8192):  # (8192, lists) at a time: bounded memory
-            rows = keys[chunk: chunk + 8192]
+        step = 8192 if keys.dtype == torch.float32 else min(8192, _block_rows(keys.shape[1]))
+        for chunk in range(0, keys.shape[0], step):  # (8192, lists) at a time: bounded memory
+            rows = keys[chunk: chunk + step].float()  # (chunk, dim): a float16 store's block in float32
             partial = _partial(centroids, (centroids * centroids).sum(dim=1), rows)  # (chunk, lists)
             owners.append(smallest_per_row(partial, 1, later_first=False)[1][:, 0])
         return torch.cat(owners)
 
     def nbytes(self) -> int:
-        """Bytes of the entries as a per-user store holds them (float32 keys, int32 values), and of the inverted file
-        (``index_state``: float32 centroids, an int32 list per entry, the int64 size at the last training)."""
+        """Bytes of the entries as a per-user store holds them (keys at ``key_dtype``, int32 values), and of the inverted
+        file (``index_state``: float32 centroids, an int32 list per entry, the int64 size at the last training)."""
         index = 0 if self.centroids is None else self.centroids.numel() * 4 + self.size * INDEX_BYTES + 8
-        return self.size * (self.dim * 4 + INDEX_BYTES) + index
+        return self.size * (self.dim * self.keys.element_size() + INDEX_BYTES) + index
 
     def memory_bytes(self) -> int:
-        """Bytes this datastore holds in memory: its capacity (keys, int64 values, norms) and the IVF."""
-        held = self.keys.numel() * 4 + self.values.numel() * 8 + self.norms.numel() * 4
+        """Bytes this datastore holds in memory: its capacity (keys at ``key_dtype``, int64 values, float32 norms) and
+        the IVF (float32 centroids; per entry its index, its key's copy at ``key_dtype`` and its norm)."""
+        key = self.keys.element_size()
+        held = self.keys.numel() * key + self.values.numel() * 8 + self.norms.numel() * 4
         if self.centroids is not None:
-            held += self.centroids.numel() * 4 + sum(lst.numel() for lst in self.lists) * (8 + 4 * self.dim + 4)
+            held += self.centroids.numel() * 4 + sum(lst.numel() for lst in self.lists) * (8 + key * self.dim + 4)
         return held
 
 
@@ -291,9 +310,47 @@ def _crosses(before: int, after: int) -> bool:
 
 
 def _partial(keys: torch.Tensor, norms: torch.Tensor, queries: torch.Tensor) -> torch.Tensor:
-    """(rows, n) ||key||² - 2 q·key, the part of ||q - key||² that varies over keys.
+    """(rows, n) ||key||² - 2 q·key, the part of ||q - key||² that varies over keys, in float32.
 
     Taken as keys · queriesᵀ, (n, rows), read as its transpose: with few query rows the store in
     its own row-major layout is streamed once (1.5× with 1 thread, 2.8× with 2, faster than
-    queries · keysᵀ at 25k entries on an AMD EPYC with MKL)."""
-    return torch.addmm(norms[:, None], keys, queries.T, alpha=-2.0).T
+    queries · keysᵀ at 25k entries on an AMD EPYC with MKL). Float16 ``keys`` are taken in float32
+    blocks of ``UPCAST_BYTES`` (``_blocks``), the products written into one (rows, n) result."""
+    if keys.dtype == torch.float32:
+        return torch.addmm(norms[:, None], keys, queries.T, alpha=-2.0).T
+    out = torch.empty((queries.shape[0], keys.shape[0]), dtype=torch.float32, device=keys.device)  # (rows, n)
+    for start, stop in _blocks(keys):
+        out[:, start:stop] = torch.addmm(norms[start:stop, None], keys[start:stop].float(), queries.T, alpha=-2.0).T
+    return out
+
+
+def _blocks(keys: torch.Tensor) -> list[tuple[int, int]]:
+    """(start, stop) row ranges of ``keys`` whose float32 copy takes at most ``UPCAST_BYTES`` (at least one row)."""
+    step = _block_rows(keys.shape[1])
+    return [(start, min(start + step, keys.shape[0])) for start in range(0, keys.shape[0], step)]
+
+
+def _block_rows(dim: int) -> int:
+    """Rows of ``dim`` float32 values in ``UPCAST_BYTES`` (at least one)."""
+    return max(1, UPCAST_BYTES // (4 * max(1, dim)))
+
+
+def _index_add(sums: torch.Tensor, owner: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
+    """``sums.index_add_(0, owner, keys)`` in float32; float16 ``keys`` block by block (the same additions, in order)."""
+    if keys.dtype == torch.float32:
+        return sums.index_add_(0, owner, keys)
+    for start, stop in _blocks(keys):
+        sums.index_add_(0, owner[start:stop], keys[start:stop].float())
+    return sums
+
+
+def _rounded(keys: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """``keys`` (n, dim) float32 rounded to ``dtype`` and back to float32: the values a store of ``dtype`` holds.
+    A finite value beyond ``dtype``'s range is refused (ModelError, one line), never stored as an infinity (a NaN or an
+    infinity is stored as a float32 store stores it, and refused where a store or state is read)."""
+    largest = torch.finfo(dtype).max
+    peak = float(keys.abs().nan_to_num(nan=0.0).max()) if keys.numel() else 0.0
+    if largest < peak < math.inf:
+        raise ModelError(f"a knn key holds a value of magnitude {peak:.4g}, beyond {str(dtype).removeprefix('torch.')}'s "
+                         f"range ({largest:.0f}); set the knn parameter key_dtype: float32")
+    return keys.to(dtype).float()

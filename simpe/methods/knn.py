@@ -22,10 +22,12 @@ loss see the interpolated distribution without a change to their code, and the e
 search stays exact (log p(y) <= 0 still). With an empty datastore the model is untouched.
 With λ = 1, tokens no entry retrieves get probability 0 (log -inf).
 
-No model parameter changes; the per-user store is the datastore: float32 keys (the output
-projection's input size each) and int32 values, and once the search uses an inverted file, that
-index (its float32 centroids, an int32 list per entry and the size it was last trained at), so that
-a resumed run and a loaded store search the lists the run had.
+No model parameter changes; the per-user store is the datastore: keys (the output projection's
+input size each; float32, or float16 with ``key_dtype: float16``, half the memory and store, the
+distances still float32: simpe.methods.datastore) and int32 values, and once the search uses an
+inverted file, that index (its float32 centroids, an int32 list per entry and the size it was last
+trained at), so that a resumed run and a loaded store search the lists the run had. A store and a
+resume state hold the keys at the run's ``key_dtype``, and one at another dtype is refused.
 """
 from __future__ import annotations
 
@@ -36,7 +38,7 @@ import torch
 
 from simpe.errors import ConfigError, ModelError
 from simpe.methods.base import METHODS, Method, check_finite
-from simpe.methods.datastore import INDEXES, Datastore
+from simpe.methods.datastore import INDEXES, KEY_DTYPES, Datastore
 from simpe.model import eval_mode
 from simpe.models import family_of
 
@@ -49,7 +51,7 @@ class KnnMethod(Method):
     """Online kNN-MT: interpolate the model with a datastore of the post-edits; no parameter changes."""
 
     def __init__(self, k: int = 2, temperature: float = 100.0, knn_lambda: float = 1.0, distance_aware: bool = True,
-                 index: str = "exact", exact_entries: int = 16384, probe_lists: int = 8) -> None:
+                 index: str = "exact", exact_entries: int = 16384, probe_lists: int = 8, key_dtype: str = "float32") -> None:
         # index "exact" when not given: what a run configured before the inverted file existed did (its saved config
         # has no index key); the presets (adapters/knn*.yaml) choose "auto"
         if isinstance(k, bool) or not isinstance(k, int) or k < 1:
@@ -60,14 +62,17 @@ class KnnMethod(Method):
             raise ConfigError(f"knn knn_lambda must be in [0, 1], got {knn_lambda}")
         if index not in INDEXES:
             raise ConfigError(f"unknown knn index {index!r}; known: {', '.join(INDEXES)}")
+        if key_dtype not in KEY_DTYPES:
+            raise ConfigError(f"unknown knn key_dtype {key_dtype!r}; known: {', '.join(KEY_DTYPES)}")
         for name, value in (("exact_entries", exact_entries), ("probe_lists", probe_lists)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ConfigError(f"knn {name} must be an integer >= 1, got {value!r}")
         self.k, self.temperature, self.knn_lambda, self.distance_aware = k, float(temperature), float(knn_lambda), bool(distance_aware)
-        self.index, self.exact_entries, self.probe_lists = index, exact_entries, probe_lists
+        self.index, self.exact_entries, self.probe_lists, self.key_dtype = index, exact_entries, probe_lists, key_dtype
 
     def _datastore(self, dim: int, device: Any) -> Datastore:
-        return Datastore(dim, device=device, index=self.index, exact_entries=self.exact_entries, probe_lists=self.probe_lists)
+        return Datastore(dim, device=device, index=self.index, exact_entries=self.exact_entries, probe_lists=self.probe_lists,
+                         key_dtype=self.key_dtype)
 
     def select(self, model):
         family = family_of(model)
@@ -132,16 +137,16 @@ class KnnMethod(Method):
         return {"trainable_tensors": 0, "datastore_entries": self.store.size, "datastore_memory_bytes": self.store.memory_bytes(),
                 "datastore_lists": 0 if self.store.centroids is None else len(self.store.lists), "k": self.k,
                 "temperature": self.temperature, "knn_lambda": self.knn_lambda, "distance_aware": self.distance_aware,
-                "index": self.index}
+                "index": self.index, "key_dtype": self.key_dtype}
 
     def export_store(self) -> dict[str, torch.Tensor]:
-        """The datastore: keys (entries, d_model) float32 and values (entries,) int32, and its inverted file once it
-        has one (``Datastore.index_state``), ``store_bytes()`` bytes."""
+        """The datastore: keys (entries, d_model) at ``key_dtype`` and values (entries,) int32, and its inverted file
+        once it has one (``Datastore.index_state``), ``store_bytes()`` bytes."""
         return {name: tensor.cpu().contiguous() for name, tensor in self.state_dict().items()}
 
     def load_store(self, model: Any, tensors: dict[str, torch.Tensor]) -> None:
         """Install the hooks on a fresh base model and fill the datastore from the store."""
-        _check_store(model, tensors)
+        _check_store(model, tensors, self.key_dtype)
         self.model = model
         self.select(model)
         self.load_state_dict(tensors)
@@ -150,7 +155,7 @@ class KnnMethod(Method):
         """A resume state is a store (``state_dict`` is what ``export_store`` writes): the store's checks, and finite keys."""
         if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
             raise ModelError(f"is not a knn datastore (a mapping of {KEYS}, {VALUES} and the index to tensors)")
-        _check_store(self.model, state)
+        _check_store(self.model, state, self.key_dtype)
         check_finite(KEYS, state[KEYS])
         if IVF["centroids"] in state:
             check_finite(IVF["centroids"], state[IVF["centroids"]])
@@ -168,13 +173,16 @@ class KnnMethod(Method):
         self.store.load(state[KEYS], state[VALUES], ivf if keep else None)
 
 
-def _check_store(model: Any, tensors: dict[str, torch.Tensor]) -> None:
-    """Refuse, in one line, a datastore that this model's knn could not have written."""
+def _check_store(model: Any, tensors: dict[str, torch.Tensor], key_dtype: str = "float32") -> None:
+    """Refuse, in one line, a datastore that this model's knn (keys at ``key_dtype``) could not have written."""
     size = family_of(model).hidden_size(model)
     if set(tensors) - set(IVF.values()) != {KEYS, VALUES} or tensors[KEYS].dim() != 2 or tensors[KEYS].size(1) != size:
         raise ModelError(f"the store holds {sorted(tensors)} with keys of shape {tuple(tensors[KEYS].shape) if KEYS in tensors else '?'}; "
                          f"a knn store holds {KEYS} (entries, {size}) and {VALUES}, and may hold {', '.join(IVF.values())}")
     keys, values = tensors[KEYS], tensors[VALUES]
+    if keys.dtype != KEY_DTYPES[key_dtype]:
+        raise ModelError(f"the knn store's keys are {str(keys.dtype).removeprefix('torch.')}; this knn stores them as "
+                         f"{key_dtype} (its key_dtype): was the store made with another key_dtype?")
     if values.dim() != 1 or values.numel() != keys.size(0):
         raise ModelError(f"the knn store holds {keys.size(0)} keys but {values.numel()} values (shape {tuple(values.shape)}); "
                          "each key has one value")

@@ -60,3 +60,14 @@ def test_a_run_that_cannot_fit_is_refused_naming_what_fits() -> None:
 def test_memory_without_dry_run_is_refused() -> None:
     done = _simpe("simulate", "--memory", "4")
     assert done.returncode == 2 and "--memory takes a size in GiB > 0 and goes with --dry-run" in done.stderr
+
+
+def test_the_datastore_grows_at_the_keys_dtype() -> None:
+    """knn's datastore per 1,000 segments: 21 entries a segment, each a key of the demo model's 256 values (4 bytes each,
+    or 2 with key_dtype float16), a float32 norm and an int64 value."""
+    from simpe.config import load_config
+    from simpe.dryrun import estimate
+
+    float32, float16 = (estimate(load_config(preset, [])).datastore_per_1000 for preset in ("knn", "knn-fp16"))
+    assert float32 == 1000 * 21 * (256 * 4 + 4 + 8) == 21_756_000
+    assert float16 == 1000 * 21 * (256 * 2 + 4 + 8) == 11_004_000

@@ -63,7 +63,7 @@ def test_an_old_command_runs_the_new_one_after_one_line(old, new, tmp_path: Path
 
 def test_an_unknown_preset_lists_the_preset_files():
     with pytest.raises(ConfigError, match=r"^no preset 'lasso-tiny' in adapters/; known: baseline, bias, fixed, fixed-25, full, icl, "
-                                          r"knn, knn-vanilla, lasso, lasso-25, lora, norms, top \(or a path"):
+                                          r"knn, knn-fp16, knn-vanilla, lasso, lasso-25, lora, norms, top \(or a path"):
         load_config("lasso-tiny")
     assert known_presets() == sorted(p.stem for p in PRESETS_DIR.glob("*.yaml") if p.name != "defaults.yaml")
     assert DEFAULTS_FILE == REPO_ROOT / "adapters" / "defaults.yaml" and not (REPO_ROOT / "presets").exists()
