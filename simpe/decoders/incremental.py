@@ -123,6 +123,7 @@ class Source:
     device: Any = None
     room: int | None = None  # the most target tokens the model's position table allows after the prefix
     constraint: Any = None  # a typed prefix the hypotheses must agree with (simpe.decoders.prefix.CharPrefix)
+    memo: Any = None  # rows of earlier decodes of this source to read, and to add to (simpe.decoders.reuse.PrefixMemo)
 
 
 def encode(model: Any, input_ids: Any, limit: LengthLimit) -> Source:
@@ -211,10 +212,17 @@ class Lockstep:
     reorders or repeats rows (beam reordering, dropping finished samples). Every pass goes through
     the family's ``forward``, i.e. ``model(...)`` itself, so anything an adaptation method attaches
     to the model (an extra output bias, hooks, swapped modules) is honoured.
+
+    Reuse (one source with a ``Source.memo``, and ``reuse``): while the memo holds every row's token prefix, a step
+    reads the rows from it and runs nothing; at the first step it does not, the rows' cache is assembled from the
+    memo's states and the model runs from there; every row computed is added to the memo (simpe.decoders.reuse).
     """
 
-    def __init__(self, model: Any, sources: list[Source]) -> None:
+    def __init__(self, model: Any, sources: list[Source], reuse: bool = True) -> None:
         self.model, self.sources = model, sources
+        self.memo = sources[0].memo if reuse and len(sources) == 1 else None
+        self.replaying = self.memo is not None and self.memo.started  # no cache yet: rows read from the memo
+        self.row_tokens: list[tuple[int, ...]] = [()] * len(sources)  # each row's target tokens (kept with a memo)
         self.family = family_of(model)
         self.hidden, self.src_mask = stack_sources(sources)  # (n, max_src, d_model), (n, max_src) or None
         self.prefixes, self.prefix_mask = stack_prefixes(sources)  # (n, longest), (n, longest) or None
@@ -236,6 +244,35 @@ class Lockstep:
         Returns:
             (rows, vocab) float32 log-probabilities of the next token.
         """
+        if self.memo is not None:
+            fed_tokens = self.row_tokens if self.position == 0 else \
+                [prefix + (token,) for prefix, token in zip(self.row_tokens, tokens.tolist())]
+            if self.replaying:
+                served = self.memo.serve(fed_tokens)  # (rows, vocab) or None
+                if served is not None:
+                    self.row_tokens = fed_tokens
+                    self.position += 1
+                    return served
+                self.replaying = False
+                if self.position > 0:
+                    self._assemble()
+            logp = self._run(tokens)  # (rows, vocab)
+            self.row_tokens = fed_tokens
+            self.memo.record(fed_tokens, logp, self.states(),
+                             self.family.cross_layers(self.cache) if self.position == 1 else None)
+            return logp
+        return self._run(tokens)
+
+    def _assemble(self) -> None:
+        """The cache of the current rows, from the memo's states (the first step the memo cannot serve)."""
+        states = self.memo.states(self.row_tokens)  # (rows, positions, layers, 2, heads, head_dim)
+        own = [(states[:, :, layer, 0].transpose(1, 2).contiguous(), states[:, :, layer, 1].transpose(1, 2).contiguous())
+               for layer in range(states.shape[2])]  # per layer (rows, heads, positions, head_dim)
+        self.cache = self.family.build_cache(own, self.memo.cross)
+        self._cross_base = list(self.memo.cross)  # the source's own rows, as select expects (none: a causal LM)
+
+    def _run(self, tokens: torch.Tensor | None) -> torch.Tensor:
+        """``step`` through the model."""
         rows = self.rows
         if self.position == 0:
             fed, mask, enc = self.prefixes, self.prefix_mask, self.hidden  # (n, longest), ..., (n, max_src, d_model)
@@ -269,6 +306,11 @@ class Lockstep:
         new_sources = sources if sources is not None else [self.row_source[r] for r in keep]
         if new_sources == self.row_source and keep == list(range(self.rows)):
             return
+        if self.memo is not None:
+            self.row_tokens = [self.row_tokens[r] for r in keep]
+            if self.replaying:  # no cache to reorder yet
+                self.row_source = list(new_sources)
+                return
         index = torch.tensor(keep, dtype=torch.long, device=device)
         moved = new_sources != self.row_source  # the cross-attention keys/values follow the rows' sources
         if not self._reorder_in_place(index, new_sources if moved else None):

@@ -1,0 +1,97 @@
+"""The decoder states of one source's token prefixes, kept from one decode to the next (``PrefixMemo``).
+
+The interactive-predictive protocol decodes the same source again after every correction, each time under a longer
+typed prefix (``simpe.decoders.prefix``). Much of each search walks token prefixes an earlier search of the segment
+walked already: the validated text, tokenised as the model prefers to write it. A ``PrefixMemo`` remembers, per token
+prefix a search fed, the model's next-token log-probabilities after it and the self-attention keys/values of its last
+position (and, once, the cross-attention states of the source). A later search of the same source with the same
+model (``Lockstep`` with ``Source.memo``) runs from the target's start as before, with every decision taken as before
+(the typed prefix's mask applies to every row, the length limit, the tie rules), but it reads the rows of the
+prefixes the memo holds instead of running the model on them; at the first row it does not hold, the rows' cache is
+assembled from the memo and the search goes on with the model. So a completion is the completion decoded from
+scratch: the same tokens, its scores equal up to float noise (a row computed in a batch of another shape).
+
+Nothing is assumed about how the typed text is tokenised: a prefix that ends inside a word, or a tokenisation other
+than the tokenizer's own, is served when (and only when) a search fed it before. ``prune`` drops the prefixes whose
+text left the typed prefix: no later search of the segment can reach them, since the translator only ever types more.
+
+This module does not search, and it is only valid for one source and one state of the model: the caller (the
+interactive ``Completer``) keeps one per segment and translator, and drops it before the model adapts.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+DEFAULT_BUDGET_BYTES = 256 * 2**20  # per memo: 8,000 rows of an 8,000-token vocabulary (the demo model's)
+
+
+class PrefixMemo:
+    """Per token prefix fed by a search of one source: (next-token log-probabilities, states of its last position).
+
+    The set of prefixes is closed under taking prefixes (a search feeds a prefix only after its parent), so the
+    cache of any held prefix can be assembled from its ancestors' states. Recording stops (serving goes on) once
+    the memo holds ``budget_bytes``.
+    """
+
+    def __init__(self, budget_bytes: int = DEFAULT_BUDGET_BYTES) -> None:
+        self.budget_bytes = budget_bytes
+        self.rows: dict[tuple[int, ...], tuple[torch.Tensor, torch.Tensor]] = {}  # prefix -> ((vocab,), (fed, layers, 2, heads, head_dim))
+        self.cross: list[tuple[torch.Tensor, torch.Tensor]] = []  # per layer (1, heads, src_len, head_dim); none for a causal LM
+        self.bytes = 0
+        self.served = 0  # rows read from the memo instead of computed
+        self.computed = 0  # rows computed by the model while the memo was attached
+
+    def __contains__(self, prefix: tuple[int, ...]) -> bool:
+        return prefix in self.rows
+
+    @property
+    def started(self) -> bool:
+        """A search fed the target's fixed prefix (step 0) already: its row and states are held."""
+        return () in self.rows
+
+    def serve(self, prefixes: list[tuple[int, ...]]) -> torch.Tensor | None:
+        """(rows, vocab) log-probabilities after each of ``prefixes`` (a fresh tensor the caller may mask in place),
+        or None unless the memo holds every one."""
+        held = [self.rows.get(p) for p in prefixes]
+        if any(h is None for h in held):
+            return None
+        self.served += len(prefixes)
+        return torch.stack([h[0] for h in held])  # (rows, vocab)
+
+    def record(self, prefixes: list[tuple[int, ...]], logp: torch.Tensor, states: torch.Tensor,
+               cross: list[tuple[torch.Tensor, torch.Tensor]] | None = None) -> None:
+        """Keep the rows a search just computed.
+
+        Args:
+            prefixes: each row's target tokens (without the family's fixed prefix).
+            logp: (rows, vocab) their next-token log-probabilities, before any mask (copied here).
+            states: (rows, fed, layers, 2, heads, head_dim) self-attention keys/values of the positions fed last.
+            cross: at step 0, per layer the (1, heads, src_len, head_dim) cross-attention keys and values.
+        """
+        self.computed += len(prefixes)
+        if cross is not None and not self.cross:
+            self.cross = [(keys[:1].clone(), values[:1].clone()) for keys, values in cross]
+        for row, prefix in enumerate(prefixes):
+            if prefix in self.rows:
+                continue
+            if prefix and prefix[:-1] not in self.rows:  # its parent was not kept (over budget): keep it closed
+                continue
+            size = logp[row].numel() * logp.element_size() + states[row].numel() * states.element_size()
+            if self.bytes + size > self.budget_bytes:
+                return
+            self.rows[prefix] = (logp[row].clone(), states[row].clone())
+            self.bytes += size
+
+    def states(self, prefixes: list[tuple[int, ...]]) -> torch.Tensor:
+        """(rows, positions, layers, 2, heads, head_dim) the self-attention states of every position fed for each
+        of ``prefixes`` (all of the same length, all held): the family's fixed prefix, then one per token."""
+        return torch.stack([torch.cat([self.rows[p[:n]][1] for n in range(len(p) + 1)]) for p in prefixes])
+
+    def prune(self, keep: Any) -> None:
+        """Drop every prefix for which ``keep(prefix)`` is false (and so its descendants: ``keep`` must be false for
+        every extension of a prefix it rejects, as a typed prefix's constraint is)."""
+        for prefix in [p for p in self.rows if p and not keep(p)]:
+            logp, states = self.rows.pop(prefix)
+            self.bytes -= logp.numel() * logp.element_size() + states.numel() * states.element_size()
