@@ -151,6 +151,8 @@ class Completer:
         t0 = time.perf_counter()
         source = constrain(self.source, self.tokenizer, typed)
         if self.memo is not None:
+            if self.memo.over_budget:
+                self.memo.clear()
             if source.constraint is not None:  # the prefixes whose text left what was typed are never fed again
                 self.memo.prune(lambda tokens: source.constraint.state(tokens) is not None)
             source = dataclasses.replace(source, memo=self.memo)

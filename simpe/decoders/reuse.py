@@ -28,18 +28,20 @@ DEFAULT_BUDGET_BYTES = 256 * 2**20  # per memo: 8,000 rows of an 8,000-token voc
 
 
 class PrefixMemo:
-    """Per token prefix fed by a search of one source: (next-token log-probabilities, states of its last position).
+    """Per token prefix fed by a search of one source: (next-token log-probabilities, states of every position fed).
 
-    The set of prefixes is closed under taking prefixes (a search feeds a prefix only after its parent), so the
-    cache of any held prefix can be assembled from its ancestors' states. Recording stops (serving goes on) once
-    the memo holds ``budget_bytes``.
+    The states are kept once per position in an arena (each prefix holds its slots: its parent's and its own), so a
+    prefix's cache is one gather. The set of prefixes is closed under taking prefixes (a search feeds a prefix only
+    after its parent). ``budget_bytes`` is checked between decodes (``over_budget``): the caller starts again.
     """
 
     def __init__(self, budget_bytes: int = DEFAULT_BUDGET_BYTES) -> None:
         self.budget_bytes = budget_bytes
-        self.rows: dict[tuple[int, ...], tuple[torch.Tensor, torch.Tensor]] = {}  # prefix -> ((vocab,), (fed, layers, 2, heads, head_dim))
+        self.rows: dict[tuple[int, ...], tuple[torch.Tensor, tuple[int, ...]]] = {}  # prefix -> ((vocab,), slots)
         self.cross: list[tuple[torch.Tensor, torch.Tensor]] = []  # per layer (1, heads, src_len, head_dim); none for a causal LM
-        self.bytes = 0
+        self.arena: torch.Tensor | None = None  # (slots, layers, 2, heads, head_dim)
+        self.used = 0  # arena slots written
+        self.row_bytes = 0
         self.served = 0  # rows read from the memo instead of computed
         self.computed = 0  # rows computed by the model while the memo was attached
 
@@ -51,18 +53,36 @@ class PrefixMemo:
         """A search fed the target's fixed prefix (step 0) already: its row and states are held."""
         return () in self.rows
 
-    def serve(self, prefixes: list[tuple[int, ...]]) -> torch.Tensor | None:
-        """(rows, vocab) log-probabilities after each of ``prefixes`` (a fresh tensor the caller may mask in place),
-        or None unless the memo holds every one."""
-        held = [self.rows.get(p) for p in prefixes]
-        if any(h is None for h in held):
-            return None
-        self.served += len(prefixes)
-        return torch.stack([h[0] for h in held])  # (rows, vocab)
+    @property
+    def bytes(self) -> int:
+        arena = 0 if self.arena is None else self.used * self.arena[0].numel() * self.arena.element_size()
+        return self.row_bytes + arena
+
+    @property
+    def over_budget(self) -> bool:
+        return self.bytes > self.budget_bytes
+
+    def clear(self) -> None:
+        self.rows, self.cross, self.arena, self.used, self.row_bytes = {}, [], None, 0, 0
+
+    def get(self, prefix: tuple[int, ...]) -> torch.Tensor | None:
+        """(vocab,) the log-probabilities after ``prefix``, or None when not held."""
+        held = self.rows.get(prefix)
+        return None if held is None else held[0]
+
+    def slots(self, prefixes: list[tuple[int, ...]]) -> torch.Tensor:
+        """(rows, positions) arena slots of every position fed for each of ``prefixes`` (held, of one length)."""
+        return torch.tensor([self.rows[p][1] for p in prefixes], dtype=torch.long)
+
+    def states(self, prefixes: list[tuple[int, ...]]) -> torch.Tensor:
+        """(rows, positions, layers, 2, heads, head_dim) the self-attention states of every position fed for each of
+        ``prefixes`` (all held, of one length): the family's fixed prefix, then one per token."""
+        assert self.arena is not None
+        return self.arena[self.slots(prefixes).to(self.arena.device)]
 
     def record(self, prefixes: list[tuple[int, ...]], logp: torch.Tensor, states: torch.Tensor,
                cross: list[tuple[torch.Tensor, torch.Tensor]] | None = None) -> None:
-        """Keep the rows a search just computed.
+        """Keep rows a search just computed (their parents held: the step before fed them).
 
         Args:
             prefixes: each row's target tokens (without the family's fixed prefix).
@@ -73,25 +93,31 @@ class PrefixMemo:
         self.computed += len(prefixes)
         if cross is not None and not self.cross:
             self.cross = [(keys[:1].clone(), values[:1].clone()) for keys, values in cross]
+        fed = states.shape[1]
         for row, prefix in enumerate(prefixes):
             if prefix in self.rows:
                 continue
-            if prefix and prefix[:-1] not in self.rows:  # its parent was not kept (over budget): keep it closed
-                continue
-            size = logp[row].numel() * logp.element_size() + states[row].numel() * states.element_size()
-            if self.bytes + size > self.budget_bytes:
-                return
-            self.rows[prefix] = (logp[row].clone(), states[row].clone())
-            self.bytes += size
+            first = self._write(states[row])  # (fed, layers, 2, heads, head_dim)
+            own = tuple(range(first, first + fed))
+            self.rows[prefix] = (logp[row].clone(), (self.rows[prefix[:-1]][1] + own) if prefix else own)
+            self.row_bytes += logp[row].numel() * logp.element_size()
 
-    def states(self, prefixes: list[tuple[int, ...]]) -> torch.Tensor:
-        """(rows, positions, layers, 2, heads, head_dim) the self-attention states of every position fed for each
-        of ``prefixes`` (all of the same length, all held): the family's fixed prefix, then one per token."""
-        return torch.stack([torch.cat([self.rows[p[:n]][1] for n in range(len(p) + 1)]) for p in prefixes])
+    def _write(self, states: torch.Tensor) -> int:
+        """Store (n, layers, 2, heads, head_dim) states in the next ``n`` slots; returns the first."""
+        n = states.shape[0]
+        if self.arena is None or self.used + n > self.arena.shape[0]:
+            grown = torch.empty((max(256, 2 * (self.used + n)), *states.shape[1:]), dtype=states.dtype, device=states.device)
+            if self.arena is not None:
+                grown[: self.used] = self.arena[: self.used]
+            self.arena = grown  # (slots, layers, 2, heads, head_dim)
+        self.arena[self.used: self.used + n] = states
+        self.used += n
+        return self.used - n
 
     def prune(self, keep: Any) -> None:
         """Drop every prefix for which ``keep(prefix)`` is false (and so its descendants: ``keep`` must be false for
-        every extension of a prefix it rejects, as a typed prefix's constraint is)."""
+        every extension of a prefix it rejects, as a typed prefix's constraint is). Their arena slots stay written
+        (``clear`` frees them)."""
         for prefix in [p for p in self.rows if p and not keep(p)]:
-            logp, states = self.rows.pop(prefix)
-            self.bytes -= logp.numel() * logp.element_size() + states.numel() * states.element_size()
+            logp, _ = self.rows.pop(prefix)
+            self.row_bytes -= logp.numel() * logp.element_size()
