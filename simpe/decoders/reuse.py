@@ -6,10 +6,10 @@ walked already: the validated text, tokenised as the model prefers to write it. 
 prefix a search fed, the model's next-token log-probabilities after it and the self-attention keys/values of its last
 position (and, once, the cross-attention states of the source). A later search of the same source with the same
 model (``Lockstep`` with ``Source.memo``) runs from the target's start as before, with every decision taken as before
-(the typed prefix's mask applies to every row, the length limit, the tie rules), but it reads the rows of the
-prefixes the memo holds instead of running the model on them; at the first row it does not hold, the rows' cache is
-assembled from the memo and the search goes on with the model. So a completion is the completion decoded from
-scratch: the same tokens, its scores equal up to float noise (a row computed in a batch of another shape).
+(the typed prefix's mask applies to every row, the length limit, the tie rules), but at each step it reads the rows
+of the prefixes the memo holds instead of running the model on them, and runs the model only on the others, on a
+cache gathered from the memo's states of their prefixes. So a completion is the completion decoded from scratch: the
+same tokens, its scores equal up to float noise (a row computed in a batch of another shape).
 
 Nothing is assumed about how the typed text is tokenised: a prefix that ends inside a word, or a tokenisation other
 than the tokenizer's own, is served when (and only when) a search fed it before. ``prune`` drops the prefixes whose
