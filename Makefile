@@ -30,7 +30,7 @@ GRID ?=
 
 .DEFAULT_GOAL := help
 .PHONY: help venv comet-env test-compat simulate test lint test-slow docs cli-doc corpus demo-model demo-model-small baseline select-fixed compare plot report replicate stopwords \
-        bench-loop bench-metrics bench-topk bench-snapshot bench-simulate bench-train bench-scale bench-size device-check device-wheels sweep clean-runs
+        bench-loop bench-interactive bench-metrics bench-topk bench-snapshot bench-simulate bench-train bench-scale bench-size device-check device-wheels sweep clean-runs
 
 help: ## list every target with one line each
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "} {printf "  %-14s %s\n", $$1, $$2}'
@@ -139,6 +139,9 @@ stopwords: $(STAMP) ## regenerate stopwords/*.txt from the stopwordsiso package
 
 bench-loop: $(STAMP) ## seconds per segment per method, the share outside the model and where it goes
 	$(PY) benchmarks/bench_loop.py $(ARGS)
+
+bench-interactive: $(STAMP) ## the interactive protocol's cost per segment and per completion (mean, median, p95) by segment length, with and without reusing earlier completions' decoder states, side by side (ARGS="--segments 50 --threads 2")
+	$(PY) benchmarks/bench_interactive.py $(ARGS)
 
 bench-train: $(STAMP) ## training throughput (target tokens/s) of demo-model architectures, side by side
 	$(PY) benchmarks/bench_train.py $(ARGS)

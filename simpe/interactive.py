@@ -24,13 +24,15 @@ completion from that encoder output with the run's decoder, constrained to the t
 """
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from simpe.decoders.incremental import NEG_INF, decoding, encode
+from simpe.decoders.incremental import NEG_INF, Source, decoding, encode
 from simpe.decoders.prefix import constrain
+from simpe.decoders.reuse import PrefixMemo
 
 LEVELS = ("char", "word")
 EFFORT_OF = {"char": "ksmr", "word": "wsr"}  # the metric (simpe.metrics.effort) each level's session measures
@@ -128,18 +130,33 @@ class Completer:
     """The system side of a session: the source encoded once, each completion decoded from it under the typed prefix.
 
     ``decoder`` is the run's decoder (greedy, beam, heap_beam, topk or topk_dfs: ``Decoder.decode_source``); the
-    completion is its best hypothesis, detokenised as the loop detokenises hypotheses.
+    completion is its best hypothesis, detokenised as the loop detokenises hypotheses. With ``reuse`` (the default)
+    the decoder states of the token prefixes earlier completions fed are kept (``simpe.decoders.reuse``): a completion
+    reads the rows of the validated text the model wrote before instead of running the model on them, and computes
+    only from the first token prefix no earlier completion fed; the completions are the same as without it.
+    ``source``: the segment's source encoded already (``encode`` with the decoder's limit), shared by the levels.
     """
 
-    def __init__(self, model: Any, tokenizer: Any, decoder: Any, input_ids: Any) -> None:
+    def __init__(self, model: Any, tokenizer: Any, decoder: Any, input_ids: Any, *, reuse: bool = True,
+                 source: Source | None = None) -> None:
         self.model, self.tokenizer, self.decoder = model, tokenizer, decoder
-        with decoding(model):
-            self.source = encode(model, input_ids, decoder.limit)  # the encoder runs once per segment
+        if source is None:
+            with decoding(model):
+                source = encode(model, input_ids, decoder.limit)  # the encoder runs once per segment
+        self.source = source
+        self.memo = PrefixMemo() if reuse else None
         self.latency_ms: list[float] = []
 
     def __call__(self, typed: str) -> str:
         t0 = time.perf_counter()
-        result = self.decoder.decode_source(self.model, constrain(self.source, self.tokenizer, typed))
+        source = constrain(self.source, self.tokenizer, typed)
+        if self.memo is not None:
+            if self.memo.over_budget:
+                self.memo.clear()
+            if source.constraint is not None:  # the prefixes whose text left what was typed are never fed again
+                self.memo.prune(lambda tokens: source.constraint.state(tokens) is not None)
+            source = dataclasses.replace(source, memo=self.memo)
+        result = self.decoder.decode_source(self.model, source)
         best = result.hypotheses[0] if result.hypotheses else None
         text = typed
         if best is not None and best.score > NEG_INF:
@@ -149,11 +166,15 @@ class Completer:
 
 
 def run_sessions(model: Any, tokenizer: Any, decoder: Any, input_ids: Any, proposal: str, reference: str,
-                 levels: tuple[str, ...]) -> dict[str, Effort]:
-    """Every level's session on one segment, each with the same proposal; latencies per level."""
+                 levels: tuple[str, ...], reuse: bool = True) -> dict[str, Effort]:
+    """Every level's session on one segment, each with the same proposal; latencies per level. The source is
+    encoded once for all levels; ``reuse``: each level's completions reuse the decoder states of its earlier ones
+    (``Completer``)."""
     out: dict[str, Effort] = {}
+    with decoding(model):
+        source = encode(model, input_ids, decoder.limit)
     for level in levels:
-        completer = Completer(model, tokenizer, decoder, input_ids)
+        completer = Completer(model, tokenizer, decoder, input_ids, reuse=reuse, source=source)
         effort = session(proposal.lstrip(" "), reference, completer, level)
         effort.latency_ms = completer.latency_ms
         out[level] = effort

@@ -151,7 +151,7 @@ def beam_search_many(model: Any, sources: list[Source], beam_size: int, heap: bo
     n = len(sources)
     special = sources[0].special
     device = sources[0].device
-    rows_of = Lockstep(model, sources)
+    rows_of = Lockstep(model, sources, reuse=on_step is None)  # a step hook reads every step's states: run them all
     row_source = list(range(n))  # source of each cache row; rows are grouped by source
     tokens_in = None  # step 0 feeds the target prefixes
     seqs: list[list[tuple[int, ...]]] = [[()] for _ in range(n)]

@@ -123,6 +123,7 @@ class Source:
     device: Any = None
     room: int | None = None  # the most target tokens the model's position table allows after the prefix
     constraint: Any = None  # a typed prefix the hypotheses must agree with (simpe.decoders.prefix.CharPrefix)
+    memo: Any = None  # rows of earlier decodes of this source to read, and to add to (simpe.decoders.reuse.PrefixMemo)
 
 
 def encode(model: Any, input_ids: Any, limit: LengthLimit) -> Source:
@@ -211,10 +212,16 @@ class Lockstep:
     reorders or repeats rows (beam reordering, dropping finished samples). Every pass goes through
     the family's ``forward``, i.e. ``model(...)`` itself, so anything an adaptation method attaches
     to the model (an extra output bias, hooks, swapped modules) is honoured.
+
+    Reuse (one source with a ``Source.memo``, and ``reuse``): a step reads the rows whose token prefix the memo
+    holds from it, and runs the model only on the others, on a cache assembled from the memo's states of their
+    prefixes; every row computed is added to the memo (simpe.decoders.reuse). There is no cache of its own then.
     """
 
-    def __init__(self, model: Any, sources: list[Source]) -> None:
+    def __init__(self, model: Any, sources: list[Source], reuse: bool = True) -> None:
         self.model, self.sources = model, sources
+        self.memo = sources[0].memo if reuse and len(sources) == 1 else None
+        self.row_tokens: list[tuple[int, ...]] = [()] * len(sources)  # each row's target tokens (kept with a memo)
         self.family = family_of(model)
         self.hidden, self.src_mask = stack_sources(sources)  # (n, max_src, d_model), (n, max_src) or None
         self.prefixes, self.prefix_mask = stack_prefixes(sources)  # (n, longest), (n, longest) or None
@@ -236,6 +243,58 @@ class Lockstep:
         Returns:
             (rows, vocab) float32 log-probabilities of the next token.
         """
+        if self.memo is not None:
+            return self._reuse(tokens)
+        return self._run(tokens)
+
+    def _reuse(self, tokens: torch.Tensor | None) -> torch.Tensor:
+        """``step`` with a memo: the rows it holds read from it, the others run through the model on a cache assembled
+        from the memo's states of their prefixes (all rows have as many positions), and added to it."""
+        memo = self.memo
+        if self.position == 0:
+            fed = list(self.row_tokens)
+            held = memo.get(())
+            if held is None:
+                logp = self._run(None)  # (1, vocab)
+                memo.record(fed, logp, self.states(), self.family.cross_layers(self.cache))
+                self.cache = None  # from here on, caches come from the memo
+                return logp
+            memo.served += 1
+            self.position += 1
+            return held.unsqueeze(0).clone()  # (1, vocab)
+        assert tokens is not None
+        parents = self.row_tokens
+        fed = [prefix + (token,) for prefix, token in zip(parents, tokens.tolist())]
+        rows = [memo.get(prefix) for prefix in fed]
+        missing = [row for row, found in enumerate(rows) if found is None]
+        memo.served += len(fed) - len(missing)
+        if missing:
+            computed, states = self._run_missing([parents[row] for row in missing], tokens[missing])  # (missing, vocab)
+            memo.record([fed[row] for row in missing], computed, states)
+            for i, row in enumerate(missing):
+                rows[row] = computed[i]
+        self.row_tokens = fed
+        self.position += 1
+        return torch.stack(rows)  # (rows, vocab), a fresh tensor
+
+    def _run_missing(self, parents: list[tuple[int, ...]], tokens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """((rows, vocab) log-probabilities after ``parents`` + ``tokens``, (rows, 1, layers, 2, heads, head_dim) the
+        new position's states), on a cache of the parents' states from the memo."""
+        rows = len(parents)
+        states = self.memo.states(parents)  # (rows, positions, layers, 2, heads, head_dim)
+        own = [(states[:, :, layer, 0].transpose(1, 2).contiguous(), states[:, :, layer, 1].transpose(1, 2).contiguous())
+               for layer in range(states.shape[2])]  # per layer (rows, heads, positions, head_dim)
+        cross = [(keys.expand(rows, -1, -1, -1), values.expand(rows, -1, -1, -1)) for keys, values in self.memo.cross]
+        cache = self.family.build_cache(own, cross)
+        enc = None if self.hidden is None else self.hidden[:1].expand(rows, -1, -1)  # only its shape is read
+        logits, cache = self.family.forward(self.model, tokens.view(rows, 1), cache, hidden=enc, src_mask=None, mask=None)
+        layers = self.family.self_cache(cache).layers
+        states = torch.stack([torch.stack([layer.keys[:, :, -1:], layer.values[:, :, -1:]], dim=1)  # (rows, 2, heads, 1, head_dim)
+                              for layer in layers], dim=1).permute(0, 4, 1, 2, 3, 5)  # (rows, 1, layers, 2, heads, head_dim)
+        return torch.log_softmax(logits.float(), dim=-1), states
+
+    def _run(self, tokens: torch.Tensor | None) -> torch.Tensor:
+        """``step`` through the model."""
         rows = self.rows
         if self.position == 0:
             fed, mask, enc = self.prefixes, self.prefix_mask, self.hidden  # (n, longest), ..., (n, max_src, d_model)
@@ -268,6 +327,10 @@ class Lockstep:
         device = self.prefixes.device
         new_sources = sources if sources is not None else [self.row_source[r] for r in keep]
         if new_sources == self.row_source and keep == list(range(self.rows)):
+            return
+        if self.memo is not None:  # no cache to reorder: each step assembles its own from the memo
+            self.row_tokens = [self.row_tokens[r] for r in keep]
+            self.row_source = list(new_sources)
             return
         index = torch.tensor(keep, dtype=torch.long, device=device)
         moved = new_sources != self.row_source  # the cross-attention keys/values follow the rows' sources

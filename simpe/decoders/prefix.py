@@ -23,6 +23,7 @@ with the prefix among all hypotheses within the length limit (tests: brute force
 """
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import re
 from typing import Any
@@ -35,6 +36,7 @@ SP_SPACE = "\u2581"  # SentencePiece's word-boundary mark
 _BYTE_PIECE = re.compile(r"^<0x([0-9A-Fa-f]{2})>$")
 DONE = -1  # the state of a prefix whose text covers the typed characters: no constraint from there on
 BLANK = -2  # nothing matched yet, but a token of spaces only was taken: no second one (a flat model would loop on it)
+AGREEING_KEPT = 50_000  # allowed-token lists a tokenizer's Surfaces keeps (about 50 MB at most), then starts again
 
 
 def _byte_level_table() -> dict[str, int]:
@@ -85,21 +87,50 @@ class Surfaces:
             else:
                 match = _BYTE_PIECE.match(piece)
                 self.surface.append(bytes([int(match.group(1), 16)]) if match else piece.replace(SP_SPACE, " ").encode("utf-8"))
-        # candidates by first byte: of the surface as it is, and with its leading spaces dropped (the text's start)
-        self.by_first: dict[int, list[tuple[int, bytes]]] = {}
-        self.by_first_stripped: dict[int, list[tuple[int, bytes]]] = {}
+        # tokens by surface: as it is, and with its leading spaces dropped (the text's start)
+        plain: dict[bytes, list[int]] = {}
+        stripped_tokens: dict[bytes, list[int]] = {}
         self.blank: list[int] = []  # surfaces of spaces only: at the text's start they add nothing
         for token, surface in enumerate(self.surface):
             if not surface:
                 continue
-            self.by_first.setdefault(surface[0], []).append((token, surface))
+            plain.setdefault(surface, []).append(token)
             stripped = surface.lstrip(b" ")
             if not self.strip_start:
                 continue
             if stripped:
-                self.by_first_stripped.setdefault(stripped[0], []).append((token, stripped))
+                stripped_tokens.setdefault(stripped, []).append(token)
             else:
                 self.blank.append(token)
+        self.by_surface = (plain, stripped_tokens)
+        self.sorted_surfaces = (sorted(plain), sorted(stripped_tokens))  # for the surfaces that extend a text: bisect
+        self.longest = max((len(s) for s in plain), default=0)
+        self._agreeing: dict[tuple[bool, bool, bytes], torch.Tensor] = {}
+
+    def agreeing(self, rest: bytes, start: bool, first: bool) -> torch.Tensor:
+        """(allowed,) sorted ids of the tokens whose surface agrees with ``rest`` (one is a prefix of the other).
+
+        Args:
+            rest: the typed bytes not matched yet (not empty).
+            start: at the text's start: surfaces compared without their leading spaces.
+            first: nothing taken yet: the tokens of spaces only are allowed too (once).
+        Kept per (start, first, the first ``longest`` bytes of ``rest``), which is all the answer depends on: the
+        completions of one segment ask the same ones again as the typed prefix grows."""
+        key = (start, first, rest[: self.longest])
+        found = self._agreeing.get(key)
+        if found is None:
+            by_surface, ordered = self.by_surface[start], self.sorted_surfaces[start]
+            ids = [t for n in range(1, min(len(rest), self.longest + 1)) for t in by_surface.get(rest[:n], ())]  # shorter
+            at = bisect.bisect_left(ordered, rest)
+            while at < len(ordered) and ordered[at].startswith(rest):  # as long or longer
+                ids += by_surface[ordered[at]]
+                at += 1
+            if first:
+                ids += self.blank
+            if len(self._agreeing) >= AGREEING_KEPT:
+                self._agreeing.clear()
+            found = self._agreeing[key] = torch.tensor(sorted(ids), dtype=torch.long)
+        return found
 
     @classmethod
     def for_tokenizer(cls, tokenizer: Any) -> Surfaces:
@@ -163,11 +194,8 @@ class CharPrefix:
         if found is None:
             start = state in (0, BLANK) and self.surfaces.strip_start
             rest = self.target[0 if start else state:]
-            index = self.surfaces.by_first_stripped if start else self.surfaces.by_first
-            ids = [token for token, surface in index.get(rest[0], []) if rest.startswith(surface) or surface.startswith(rest)]
-            if state == 0 and start:
-                ids += self.surfaces.blank  # spaces at the text's start change nothing (once)
-            found = self._allowed[state] = torch.tensor(sorted(ids), dtype=torch.long)
+            # spaces at the text's start change nothing (once): tokens of spaces only are allowed first
+            found = self._allowed[state] = self.surfaces.agreeing(rest, start, state == 0 and start)
         return found
 
     def mask(self, logp: torch.Tensor, prefixes: list[tuple[int, ...]]) -> None:
