@@ -3,8 +3,8 @@
 * In one process (the app through Starlette's test client): two translators of one project adapt apart; a person's
   run folder is a run (``load_group`` reads it beside a simulated run of the same segments, ``compare_runs`` tables
   it), with ``human`` in every record and the summary.
-* Kill and restart: the server is a real subprocess, killed with SIGKILL between submissions, during an update and
-  between a record and its checkpoint (``serve_stall.py``); every submitted segment is recorded once, and the records
+* Kill and restart: the server is a real subprocess, killed with SIGKILL after answered submissions, during an
+  update and between a record and its checkpoint (``serve_stall.py``); every submitted segment is recorded once, and the records
   and the final store equal those of a session that was never interrupted.
 * Chromium (playwright driving the system's browser, no download): open a translator's link, edit, submit, see the
   next segment, and the record on disk; hostile text in a segment stays text. Skips without Chromium.
@@ -180,41 +180,42 @@ def test_killing_the_server_loses_and_repeats_nothing(tmp_path: Path, one_torch_
     from simpe.storefile import read_store
 
     settings = ["data.segments=5", f"runs_dir={tmp_path / 'runs'}", "device=cpu"]
-    project, tokens = projects.create(tmp_path / "projects", "study", "full", settings, ["alice"])
+    project, tokens = projects.create(tmp_path / "projects", "study", "bias", settings, ["alice"])
     post_edits = {}
 
     def post_edit(view: dict[str, Any]) -> str:
         post_edits[view["index"]] = f"{view['hypothesis']} Quallenfisch {view['index']}"
         return post_edits[view["index"]]
 
-    server = Server(tmp_path, tokens["alice"])
+    # Three starts. The first answers segment 0, then is killed during segment 1's update (the weights have moved,
+    # nothing of segment 1 is on disk but its pending submission); the second learns segment 1 as it starts, answers
+    # segment 2, and is killed between segment 3's record and its checkpoint; the third finishes. Each kill also
+    # comes after answered submissions, which must survive it.
+    server = Server(tmp_path, tokens["alice"], "update:2")
     assert server.view["index"] == 0
     assert server.submit(0, post_edit(server.view))["index"] == 1
-    server.kill()  # between submissions
+    server.submit_and_kill_at_stall(1, post_edit(server.get()))
 
-    server = Server(tmp_path, tokens["alice"], "update:1")
-    assert server.view["index"] == 1
-    server.submit_and_kill_at_stall(1, post_edit(server.view))  # during segment 1's update
-
-    server = Server(tmp_path, tokens["alice"], "checkpoint:2")  # the first checkpoint: segment 1, learnt at the start
+    server = Server(tmp_path, tokens["alice"], "checkpoint:3")  # checkpoint 1: segment 1, learnt at the start
     assert server.view["index"] == 2, "segment 1, submitted before the kill, is recorded at the restart"
-    server.submit_and_kill_at_stall(2, post_edit(server.view))  # segment 2's record written, its checkpoint not
+    assert server.submit(2, post_edit(server.view))["index"] == 3
+    server.submit_and_kill_at_stall(3, post_edit(server.get()))  # segment 3's record written, its checkpoint not
 
     server = Server(tmp_path, tokens["alice"])
     view = server.view
-    assert view["index"] == 3
+    assert view["index"] == 4
     while not view["done"]:
         view = server.submit(view["index"], post_edit(view))
     server.kill()
 
-    path = tmp_path / "runs" / "libreoffice-stream--demo-en-de--5seg" / "full@alice"
+    path = tmp_path / "runs" / "libreoffice-stream--demo-en-de--5seg" / "bias@alice"
     records = _records(path)
     assert [r["index"] for r in records] == [0, 1, 2, 3, 4]
     assert [r["reference"] for r in records] == [post_edits[i] for i in range(5)]
     assert (path / layout.DONE_FILE).exists()
 
     # the same post-edits in one uninterrupted session: the same records, the same adapted model
-    cfg = projects.Project("study", "full", [*settings[:1], f"runs_dir={tmp_path / 'again'}", "device=cpu"]).run_config("alice")
+    cfg = projects.Project("study", "bias", [*settings[:1], f"runs_dir={tmp_path / 'again'}", "device=cpu"]).run_config("alice")
     session = TranslatorSession(cfg, "alice")
     session.open()
     for index in range(5):
@@ -295,3 +296,37 @@ def test_a_translator_post_edits_in_chromium(tmp_path: Path, one_torch_thread):
     first = records[0]["human"]
     assert first["keystrokes"] == len("Klicken Sie auf OK.") + 1 and first["mouse"] == 1  # typed, one deletion, a click
     assert first["seconds"] > 0 and [op for _, op, _ in first["keys"]][:2] == ["m", "d"]
+
+
+# ---------------------------------------------------------------- the interactive protocol
+def test_interactive_projects_complete_the_typed_prefix_and_log_the_persons_ksmr(tmp_path: Path, one_torch_thread):
+    from starlette.testclient import TestClient
+
+    from simpe.serve.app import create_app
+    from simpe.serve.bind import allowed_names
+    from simpe.serve.server import open_sessions
+
+    settings = ["data.segments=2", f"runs_dir={tmp_path / 'runs'}", "device=cpu", "protocol.name=interactive",
+                "decoder.params.beam_size=2"]
+    project, tokens = projects.create(tmp_path / "projects", "imt", "bias", settings, ["alice"])
+    sessions = open_sessions(project)
+    try:
+        client = TestClient(create_app(project, sessions, *allowed_names("127.0.0.1", 8765, False, [])),
+                            base_url="http://127.0.0.1:8765")
+        alice = {"Authorization": f"Bearer {tokens['alice']}"}
+        view = client.get("/api/segment", headers=alice).json()
+        assert view["protocol"] == "interactive"
+        offered = client.post("/api/complete", headers=alice, json={"index": 0, "prefix": "Wie "}).json()
+        assert offered["completion"].startswith("Wie ") and len(offered["completion"]) > len("Wie ")
+        keys = [[10, "i", "W"], [20, "i", "i"], [30, "i", "e"], [40, "i", " "], [50, "c", 20], [60, "m", 0], [70, "d", 1]]
+        answer = client.post("/api/submit", headers=alice, json={"index": 0, "post_edit": offered["completion"], "keys": keys})
+        assert answer.status_code == 200 and answer.json()["index"] == 1
+        wrong = client.post("/api/complete", headers=alice, json={"index": 0, "prefix": "x"})
+        assert wrong.status_code == 400
+    finally:
+        for session in sessions.values():
+            session.close()
+    record = _records(sessions["alice"].path)[0]
+    assert record["effort"]["char"]["keystrokes"] == 6 and record["effort"]["char"]["mouse"] == 1
+    assert record["effort"]["char"]["completions"] == 1 and "word" not in record["effort"]
+    assert record["stats"]["ksmr"] == [7, len(offered["completion"])]
