@@ -45,8 +45,6 @@ def serve(folder: Path, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, tls_
     hosts, origins = allowed_names(host, port, tls, list(allow_hosts or []))
     sessions = open_sessions(project)
     app = create_app(project, sessions, hosts, origins)
-    for name, session in sessions.items():
-        print(f"{name}: {'complete' if session.done else f'segment {session.next + 1} of {session.total}'}, {session.path}")
     for name, token in (tokens or {}).items():
         print(f"{name}: {link(host, port, tls, token)}")
     print(f"serving project {project.name} on {'https' if tls else 'http'}://{host}:{port}/ (Ctrl+C stops; every "
