@@ -151,9 +151,12 @@ def create_app(project: Project, sessions: dict[str, TranslatorSession], hosts: 
                 return JSONResponse({"error": "unknown or missing token; open the link you were given"}, status_code=401)
             except DataError as err:
                 return JSONResponse({"error": str(err)}, status_code=400)
-            except RunDirError as err:  # e.g. a full disk: nothing was recorded, the page keeps the post-edit
+            except RunDirError as err:  # e.g. a full disk: the page keeps the post-edit; the journal holds it
                 logger.error("%s", err)
                 return JSONResponse({"error": "the server could not record this; try again later"}, status_code=503)
+            except Exception:  # noqa: BLE001 (one line to the page, the traceback to the server's log)
+                logger.exception("%s %s failed", request.method, request.url.path)
+                return JSONResponse({"error": "the server failed; try again later"}, status_code=500)
         return endpoint
 
     async def segment(request: Request) -> dict[str, Any]:

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from simpe.config import RunConfig
-from simpe.errors import DataError
+from simpe.errors import DataError, RunDirError
 from simpe.interactive import Completer, Effort
 from simpe.rundir import layout
 from simpe.rundir.reader import read_jsonl
@@ -85,6 +85,7 @@ class TranslatorSession:
         self.shown_at = 0.0
         self.completer: Completer | None = None
         self.completions: list[float] = []  # latencies (ms) of the completions asked for the draft
+        self.broken: str | None = None  # why this translator's state in memory is no longer the one on disk
 
     @property
     def path(self) -> Path:
@@ -160,7 +161,13 @@ class TranslatorSession:
         with self.lock:
             return self._view()
 
+    def _check_intact(self) -> None:
+        if self.broken is not None:
+            raise RunDirError(f"{self.translator}'s session stopped ({self.broken}); restart the server: it resumes from "
+                              "the disk, the last submission included")
+
     def _view(self) -> dict[str, Any]:
+        self._check_intact()
         base = {"translator": self.translator, "total": self.total, "done_segments": self.next,
                 "protocol": self.cfg.protocol.name}
         if self.done:
@@ -182,6 +189,7 @@ class TranslatorSession:
         A submission for a segment already recorded (a page that did not get the answer and sends again) changes
         nothing and gets the current view; one for a later segment than the one on screen is refused."""
         with self.lock:
+            self._check_intact()
             if index < self.next:
                 logger.info("%s: segment %d was already recorded; answered with segment %d", self.translator, index, self.next)
                 return self._view()
@@ -192,6 +200,9 @@ class TranslatorSession:
             return self._view()
 
     def _learn(self, post_edit: str, human: dict[str, Any], journal: bool) -> None:
+        """Journal the submission, learn it, record it, checkpoint. A failure after the journal (a full disk, say)
+        leaves the model ahead of the disk: the session stops answering until a restart resumes it from the disk."""
+        self._check_intact()
         assert self.draft is not None and self.rundir is not None and self.draft.index == self.next
         index = self.next
         human = {"translator": self.translator, **human, **counts(human.get("keys", []))}
@@ -201,29 +212,33 @@ class TranslatorSession:
                                                              "hypothesis": self.draft.hypothesis}, ensure_ascii=False))
             fsync_path(self.pending_file)
             fsync_path(self.pending_file.parent)
-        effort = None
-        if self.cfg.protocol.name == "interactive":  # the person's own effort, as the simulated translator's is logged
-            effort = {"char": Effort("char", keystrokes=human["keystrokes"], mouse=human["mouse"],
-                                     corrections=human["edits"], completions=len(self.completions),
-                                     ref_chars=len(post_edit), ref_words=len(post_edit.split()),
-                                     latency_ms=list(self.completions))}
-        record = self.loop.learn(self.draft, post_edit, effort)
-        if self.cfg.reset != "none":
-            record.reset = self.reset
-        record.extra["human"] = human
-        self.records.append(self.rundir.append_segment(record))
-        done = index + 1
-        if done < self.total:
-            self.rundir.save_checkpoint(self.loop.checkpoint_state(done))  # syncs the logs first
-            fsync_path(self.rundir.checkpoint_file)
-            fsync_path(self.rundir.checkpoint_file.parent)
-            self.pending_file.unlink(missing_ok=True)
-        else:
-            self.loop._finish(self.rundir, self.records)  # store, summary, DONE; removes state/ (the pending file)
-            fsync_path(self.path)
-            self.rundir.close()
-            self.rundir = None
-            logger.info("%s: complete (%s)", self.translator, self.path)
+        try:
+            effort = None
+            if self.cfg.protocol.name == "interactive":  # the person's own effort, as the simulated translator's is logged
+                effort = {"char": Effort("char", keystrokes=human["keystrokes"], mouse=human["mouse"],
+                                         corrections=human["edits"], completions=len(self.completions),
+                                         ref_chars=len(post_edit), ref_words=len(post_edit.split()),
+                                         latency_ms=list(self.completions))}
+            record = self.loop.learn(self.draft, post_edit, effort)
+            if self.cfg.reset != "none":
+                record.reset = self.reset
+            record.extra["human"] = human
+            self.records.append(self.rundir.append_segment(record))
+            done = index + 1
+            if done < self.total:
+                self.rundir.save_checkpoint(self.loop.checkpoint_state(done))  # syncs the logs first
+                fsync_path(self.rundir.checkpoint_file)
+                fsync_path(self.rundir.checkpoint_file.parent)
+                self.pending_file.unlink(missing_ok=True)
+            else:
+                self.loop._finish(self.rundir, self.records)  # store, summary, DONE; removes state/ (the pending file)
+                fsync_path(self.path)
+                self.rundir.close()
+                self.rundir = None
+                logger.info("%s: complete (%s)", self.translator, self.path)
+        except BaseException as err:
+            self.broken = f"{type(err).__name__}: {err}"[:300]
+            raise
         self.next, self.draft = done, None
         logger.info("%s: segment %d recorded (%.1f s editing)", self.translator, index, human.get("seconds", 0.0))
 
@@ -231,6 +246,7 @@ class TranslatorSession:
     def complete(self, index: int, prefix: str) -> str:
         """The system's best completion of the typed ``prefix`` for segment ``index`` (the interactive protocol)."""
         with self.lock:
+            self._check_intact()
             if self.cfg.protocol.name != "interactive":
                 raise DataError("this project's protocol is post-edit: it offers no completions")
             if self.done or index != self.next:

@@ -57,11 +57,13 @@ def test_translators_adapt_apart_and_their_runs_sit_beside_simulated_runs(tmp_pa
     from starlette.testclient import TestClient
 
     from simpe.config import load_config
+    from simpe.errors import RunDirError
     from simpe.report.compare import compare_runs
     from simpe.rundir.reader import load_group
     from simpe.serve.app import create_app
     from simpe.serve.bind import allowed_names
     from simpe.serve.server import open_sessions
+    from simpe.serve.session import TranslatorSession
     from simpe.simulate import Loop
 
     runs = tmp_path / "runs"
@@ -92,9 +94,25 @@ def test_translators_adapt_apart_and_their_runs_sit_beside_simulated_runs(tmp_pa
         assert client.post("/api/submit", headers=bob, content=b"{}", ).status_code == 400  # not declared JSON
         bob_view = client.get("/api/segment", headers=bob).json()
         assert bob_view["before"] == [{"source": first["source"], "post_edit": first["hypothesis"]}]
+        # a disk that fills while bob's segment 1 is recorded: 503, and bob's session stops (his model is ahead of the
+        # disk) until a restart resumes it from the disk, his journalled submission included
+        rundir, append = sessions["bob"].rundir, sessions["bob"].rundir.append_segment
+
+        def full(record):
+            raise RunDirError("cannot write segments.jsonl: the disk is full (ENOSPC)")
+
+        rundir.append_segment = full
+        assert client.post("/api/submit", headers=bob, json={"index": 1, "post_edit": "Mehr."}).status_code == 503
+        rundir.append_segment = append
+        assert client.get("/api/segment", headers=bob).status_code == 503
+        assert client.get("/api/segment", headers=alice).json()["done"] is True  # alice is not affected
     finally:
         for session in sessions.values():
             session.close()
+    bob_again = TranslatorSession(project.run_config("bob"), "bob")
+    bob_again.open()
+    assert bob_again.view()["index"] == 2 and bob_again.records[1]["reference"] == "Mehr."
+    bob_again.close()
     # bob's translation of segment 1 is the base model's (bias adapted only on alice's side)
     baseline = Loop(load_config("baseline", settings), progress=False)
     baseline.run()
