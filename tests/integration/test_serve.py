@@ -193,6 +193,10 @@ class Server:
         self.log.close()
 
 
+# Slow (three server processes and two model loads: 25-40 s on 2 busy cores); in make test, the journal and the
+# resume from it are covered in one process by the disk-full part of
+# test_translators_adapt_apart_and_their_runs_sit_beside_simulated_runs. CI runs both.
+@pytest.mark.slow
 def test_killing_the_server_loses_and_repeats_nothing(tmp_path: Path, one_torch_thread):
     from simpe.serve.session import TranslatorSession
     from simpe.storefile import read_store
