@@ -30,7 +30,8 @@ GRID ?=
 
 .DEFAULT_GOAL := help
 .PHONY: help venv comet-env test-compat simulate test lint test-slow docs cli-doc corpus demo-model demo-model-small baseline select-fixed compare plot report replicate stopwords \
-        bench-loop bench-interactive bench-metrics bench-topk bench-snapshot bench-simulate bench-train bench-scale bench-size device-check device-wheels sweep clean-runs
+        bench-loop bench-interactive bench-metrics bench-topk bench-snapshot bench-simulate bench-train bench-scale bench-size device-check device-wheels sweep clean-runs \
+        serve bench-serve
 
 help: ## list every target with one line each
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "} {printf "  %-14s %s\n", $$1, $$2}'
@@ -136,6 +137,12 @@ baseline: # old name of demo-model, kept for one release
 
 stopwords: $(STAMP) ## regenerate stopwords/*.txt from the stopwordsiso package
 	$(PY) scripts/make_stopwords.py
+
+serve: $(STAMP) ## simpe serve on the demo model: project "demo" (full, 50 stream segments, translators alice and bob), prints their links, serves http://127.0.0.1:8765 (docs/serve.md)
+	$(PY) -m simpe serve demo $(ARGS)
+
+bench-serve: $(STAMP) ## simpe serve under load: 8 simulated translators on localhost, per method: latency per submission (median, p95), throughput, memory per translator (ARGS="--translators 2 --segments 5 --no-record" for a short check)
+	$(PY) benchmarks/bench_serve.py $(ARGS)
 
 bench-loop: $(STAMP) ## seconds per segment per method, the share outside the model and where it goes
 	$(PY) benchmarks/bench_loop.py $(ARGS)

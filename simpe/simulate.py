@@ -18,6 +18,7 @@ The loop sees methods, decoders and metrics only through their base classes.
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import gc
 import json
 import logging
@@ -35,7 +36,7 @@ from simpe.datasets import DATASETS, Segment, stream_hash
 from simpe.decoders import DECODERS
 from simpe.errors import ConfigError, DataError, ModelError, RunDirError
 from simpe.fingerprint import run_code
-from simpe.interactive import COMPLETING_DECODERS, EFFORT_OF, run_sessions
+from simpe.interactive import COMPLETING_DECODERS, EFFORT_OF, Effort, run_sessions
 from simpe.methods import METHODS
 from simpe.metrics.online import OnlineScorer, metric_for
 from simpe.metrics.recall import repeated_errors
@@ -168,6 +169,20 @@ def _running(figures: dict[str, Any], full: bool = False) -> str:
     return " ".join(parts)
 
 
+@dataclasses.dataclass
+class Draft:
+    """A segment translated and not yet learnt from (``Loop.translate``): what ``Loop.learn`` needs."""
+
+    index: int
+    segment: Segment
+    examples: Any  # the in-context examples of the prompt (icl), else empty
+    pair: Any  # simpe.models.base.Pair: the source's ids and the segment reference's labels
+    result: Any  # the decoder's result
+    best: list[int]  # the best hypothesis's tokens
+    hypothesis: str  # detokenised
+    seconds: dict[str, float]  # prepare, translate, translate_model
+
+
 class Loop:
     """One run: a model with a method attached, a decoder, a scorer and a run directory.
 
@@ -282,6 +297,14 @@ class Loop:
 
     def step(self, index: int, seg: Segment) -> SegmentRecord:
         """Translate, score, then update on one segment; return its record."""
+        return self.learn(self.translate(index, seg))
+
+    def translate(self, index: int, seg: Segment) -> Draft:
+        """The first half of ``step``: segment ``index``'s hypothesis with the current parameters θ(index-1).
+
+        ``seg.reference`` is tokenised here for the update but never reaches the decoder. A caller whose post-edit
+        exists only after the hypothesis was shown (``simpe serve``: a person post-edits it) hands it to ``learn``.
+        """
         start = time.perf_counter()
         examples = self.method.examples(seg.source)  # in-context methods: earlier post-edits only (reference i is not there)
         pair = self.loaded.family.encode_pair(self.tokenizer, seg.source, seg.reference, self.loaded.device, examples)
@@ -291,8 +314,28 @@ class Loop:
         best = list(result.hypotheses[0].tokens) if result.hypotheses else []
         hypothesis = self.tokenizer.decode(best, skip_special_tokens=True)
         t1, m1 = time.perf_counter(), self.timer.seconds
-        effort = None
-        if self.cfg.protocol.name == "interactive":  # the translator corrects, the system completes; before the update
+        return Draft(index, seg, examples, pair, result, best, hypothesis,
+                     {"prepare": t0 - start, "translate": t1 - t0, "translate_model": m1 - m0})
+
+    def learn(self, draft: Draft, post_edit: str | None = None, effort: dict[str, Effort] | None = None) -> SegmentRecord:
+        """The second half of ``step``: score ``draft``'s hypothesis against the post-edit, update on it, return the record.
+
+        Args:
+            draft: what ``translate`` returned for this segment (the parameters have not changed since).
+            post_edit: the post-edit, when it is not the draft segment's reference (a person's: ``simpe serve``).
+            effort: under the interactive protocol, each level's measured effort (a person's) instead of the
+                simulated translator's sessions.
+        """
+        index, seg, pair, examples, best, hypothesis = (draft.index, draft.segment, draft.pair, draft.examples, draft.best,
+                                                        draft.hypothesis)
+        seconds = dict(draft.seconds)
+        if post_edit is not None and post_edit != seg.reference:
+            start = time.perf_counter()
+            seg = dataclasses.replace(seg, reference=post_edit)
+            pair = self.loaded.family.encode_pair(self.tokenizer, seg.source, post_edit, self.loaded.device, examples)
+            seconds["prepare"] += time.perf_counter() - start
+        t1, m1 = time.perf_counter(), self.timer.seconds
+        if self.cfg.protocol.name == "interactive" and effort is None:  # the translator corrects, the system completes
             effort = run_sessions(self.model, self.tokenizer, self.decoder, pair.input_ids, hypothesis, seg.reference,
                                   self.levels)
         t1b, m1b = time.perf_counter(), self.timer.seconds
@@ -307,14 +350,15 @@ class Loop:
         if upd["skipped"]:
             logger.warning("segment %d: update skipped (%s)", index, upd["skipped"])
         backward = upd.pop("seconds_backward")
+        result = draft.result
         record = SegmentRecord(
             index=index, doc_id=seg.doc_id, seg_id=seg.seg_id, source=seg.source, reference=seg.reference, hypothesis=hypothesis,
             mt=seg.mt, examples=len(examples) if examples else None, info=dict(seg.info) if seg.info else None,
             hyp_score=result.hypotheses[0].score if result.hypotheses else None,
             **scored, update=upd,
             # phases of the loop; *_model: time inside model forward passes (ModelTimer), backward: inside autograd
-            seconds={"prepare": t0 - start, "translate": t1 - t0, "score": t2 - t1b, "update": t3 - t2,
-                     "translate_model": m1 - m0, "update_model": m3 - m2, "backward": backward},
+            seconds={"prepare": seconds["prepare"], "translate": seconds["translate"], "score": t2 - t1b, "update": t3 - t2,
+                     "translate_model": seconds["translate_model"], "update_model": m3 - m2, "backward": backward},
         )
         if effort is not None:
             record.seconds.update({"interact": t1b - t1, "interact_model": m1b - m1})
@@ -327,6 +371,11 @@ class Loop:
                                "(the model's position limit); further cut segments are counted at the end",
                                index, " and ".join(pair.truncated), self.loaded.family.max_tokens(self.model.config))
         return record
+
+    def checkpoint_state(self, segments_done: int) -> dict[str, Any]:
+        """What a resume checkpoint holds after ``segments_done`` segments (``RunDir.save_checkpoint`` writes it)."""
+        return {"segments_done": segments_done, "method": self.method.state_dict(), "method_name": self.cfg.method.name,
+                "torch_rng": torch.get_rng_state()}
 
     def snapshot(self, segments_done: int) -> dict[str, Any]:
         """The ranking snapshot and the forgetting probe with the current parameters. A method that cannot change
@@ -405,8 +454,7 @@ class Loop:
                     if cfg.snapshots.every and done % cfg.snapshots.every == 0:
                         rundir.append_snapshot(self.snapshot(done))
                     if done % cfg.checkpoint_every == 0 and done < len(self.segments):
-                        rundir.save_checkpoint({"segments_done": done, "method": self.method.state_dict(),
-                                                "method_name": cfg.method.name, "torch_rng": torch.get_rng_state()})
+                        rundir.save_checkpoint(self.checkpoint_state(done))
                     if bar is not None:
                         bar.set_postfix_str(_running(record.cumulative), refresh=False)
                         bar.update(1)

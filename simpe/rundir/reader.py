@@ -349,6 +349,8 @@ def _check_same_stream(runs: list[Run]) -> int | None:
         for position in range(min(reference.num_segments, run.num_segments)):
             mine, theirs = run.segments[position], reference.segments[position]
             for key in ("source", "reference"):
+                if key == "reference" and ("human" in mine or "human" in theirs):
+                    continue  # a person's run (simpe serve): its references are their post-edits, not the stream's
                 if mine.get(key) != theirs.get(key):
                     raise RunDirError(
                         f"runs {reference.path} and {run.path} were made on different streams: "

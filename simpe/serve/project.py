@@ -1,0 +1,154 @@
+"""A ``simpe serve`` project: one stream, one model, one preset, and the translators who post-edit it.
+
+A project is a folder (``projects/<name>/`` by default) holding ``project.json``: the preset, the config overrides
+that pick the stream and the model (``--dataset``, ``--segments``, ``--set ...`` as ``simpe simulate`` takes them) and
+each translator's name with the SHA-256 of their access token. The token itself is printed once, when it is made,
+and never stored: a lost token is replaced (``simpe serve token``), not recovered. A token is 32 random bytes, so a
+plain hash is enough (a slow password hash protects guessable secrets; these are not).
+
+Each translator's work is one run folder in the run format (``simpe.rundir``), in the group of the project's
+stream, named ``<preset>@<translator>``: ``simpe compare`` and ``simpe report`` put it beside the simulated runs of
+the same segments. This module builds the translators' run configs; it does not load models or serve anything.
+"""
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import re
+import secrets
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from simpe.config import RunConfig, load_config
+from simpe.errors import ConfigError
+from simpe.rundir.writer import write_text_atomic
+
+PROJECT_FILE = "project.json"
+FORMAT = "simpe-serve-project/1"
+TRANSLATOR_NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,39}")  # also a part of a run folder's name
+# A person's run takes no ranking snapshots (an exact top-k search would stall the page for seconds) and saves its
+# state after every segment (nothing submitted may be lost); under the interactive protocol the person's own effort
+# is logged at character level (KSMR: keystrokes and clicks over the post-edit's characters).
+HUMAN_SETTINGS = ["snapshots.every=0", "checkpoint_every=1"]
+
+
+def new_token() -> str:
+    """A fresh access token: 32 random bytes, URL-safe base64 (43 characters)."""
+    return secrets.token_urlsafe(32)
+
+
+def token_hash(token: str) -> str:
+    """The SHA-256 (hex) under which a token is stored."""
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+def check_translator_name(name: str) -> str:
+    if not isinstance(name, str) or not TRANSLATOR_NAME.fullmatch(name):
+        raise ConfigError(f"translator name {name!r} is not valid: 1 to 40 lower-case letters, digits, '_' or '-', "
+                          "starting with a letter or digit")
+    return name
+
+
+@dataclass
+class Project:
+    """What ``project.json`` holds (``FORMAT``)."""
+
+    name: str
+    preset: str
+    overrides: list[str]
+    translators: dict[str, str] = field(default_factory=dict)  # name -> sha256 of the token
+
+    def run_config(self, translator: str) -> RunConfig:
+        """The run config of ``translator``'s work: the preset with the project's overrides, then ``HUMAN_SETTINGS``,
+        named ``<preset>@<translator>``."""
+        check_translator_name(translator)
+        cfg = load_config(self.preset, [*self.overrides, *HUMAN_SETTINGS])
+        extra = [f"adapter={cfg.adapter}@{translator}"]
+        if cfg.protocol.name == "interactive":
+            extra.append("protocol.level=char")
+        return load_config(self.preset, [*self.overrides, *HUMAN_SETTINGS, *extra])
+
+    def translator_of(self, token: str) -> str | None:
+        """The translator whose token this is (None: nobody's); compares every stored hash in constant time."""
+        digest = token_hash(token)
+        found = None
+        for name, stored in self.translators.items():
+            if hmac.compare_digest(digest, stored):
+                found = name
+        return found
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"format": FORMAT, "name": self.name, "preset": self.preset, "overrides": list(self.overrides),
+                "translators": dict(self.translators)}
+
+
+def project_dir(projects_dir: Path, name: str) -> Path:
+    if not isinstance(name, str) or not TRANSLATOR_NAME.fullmatch(name):
+        raise ConfigError(f"project name {name!r} is not valid: 1 to 40 lower-case letters, digits, '_' or '-'")
+    return Path(projects_dir) / name
+
+
+def create(projects_dir: Path, name: str, preset: str, overrides: list[str], translators: list[str]) -> tuple[Project, dict[str, str]]:
+    """Make project ``name`` and a token per translator; return it and the tokens (shown once, stored hashed).
+
+    Every translator's run config is built here, so a bad preset, override or name is refused before anything is
+    written."""
+    folder = project_dir(projects_dir, name)
+    if (folder / PROJECT_FILE).exists():
+        raise ConfigError(f"project {name!r} exists ({folder / PROJECT_FILE}); serve it, or give new tokens with "
+                          f"simpe serve token {name} TRANSLATOR")
+    if not translators:
+        raise ConfigError("a project needs at least one translator (--translators alice bob)")
+    if len(set(translators)) != len(translators):
+        raise ConfigError(f"translator names repeat: {' '.join(translators)}")
+    project = Project(name, preset, list(overrides))
+    for translator in translators:
+        project.run_config(translator)  # checks the name, the preset and the overrides
+    tokens = {translator: new_token() for translator in translators}
+    project.translators = {translator: token_hash(token) for translator, token in tokens.items()}
+    save(folder, project)
+    return project, tokens
+
+
+def reissue(projects_dir: Path, name: str, translators: list[str]) -> dict[str, str]:
+    """New tokens for ``translators`` (added when new): the old tokens stop working. Returns the new tokens."""
+    folder = project_dir(projects_dir, name)
+    project = load(folder)
+    tokens = {}
+    for translator in translators:
+        project.run_config(translator)
+        tokens[translator] = new_token()
+        project.translators[translator] = token_hash(tokens[translator])
+    save(folder, project)
+    return tokens
+
+
+def save(folder: Path, project: Project) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(folder / PROJECT_FILE, json.dumps(project.to_dict(), indent=1) + "\n")
+
+
+def load(folder: Path) -> Project:
+    """Read and check ``folder/project.json`` (ConfigError naming what is wrong)."""
+    path = Path(folder) / PROJECT_FILE
+    if not path.is_file():
+        raise ConfigError(f"no project at {folder} ({PROJECT_FILE} is missing); create one with simpe serve init")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as err:
+        raise ConfigError(f"{path} is not JSON ({err})") from None
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise ConfigError(f"{path} is not a simpe serve project (format {FORMAT})")
+    overrides, translators = data.get("overrides"), data.get("translators")
+    if not (isinstance(overrides, list) and all(isinstance(o, str) for o in overrides)):
+        raise ConfigError(f"{path}: overrides must be a list of KEY=VALUE strings")
+    if not (isinstance(translators, dict) and all(isinstance(v, str) and re.fullmatch(r"[0-9a-f]{64}", v)
+                                                  for v in translators.values())):
+        raise ConfigError(f"{path}: translators must map names to SHA-256 hex digests")
+    for translator in translators:
+        check_translator_name(translator)
+    if not isinstance(data.get("preset"), str) or not isinstance(data.get("name"), str):
+        raise ConfigError(f"{path}: name and preset must be strings")
+    return Project(data["name"], data["preset"], overrides, translators)

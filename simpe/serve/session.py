@@ -1,0 +1,261 @@
+"""One translator's work in ``simpe serve``: the loop of a simulation, with a person's post-edits.
+
+A ``TranslatorSession`` owns one ``simpe.simulate.Loop`` (its own model, method state and per-user store: two
+translators never share adaptation) and that loop's run folder. It drives the loop from outside, one submission at a
+time: ``Loop.translate`` shows segment i's hypothesis (θ(i-1)); the person's post-edit goes to ``Loop.learn``, which
+scores and adapts exactly as a simulation does; ``RunDir`` writes the record and ``Loop.checkpoint_state`` the
+resume state. The records are a run's records, plus ``human`` (editing time, keystroke counts, the compact key log).
+
+Nothing submitted is lost. A submission is first written to ``state/pending.json`` and synced (fsync of the file
+and its folder); then the loop learns, the record is appended and synced, and the checkpoint (the state after the
+update) is written and synced; only then is the pending file removed and the answer sent. A process killed at any
+point restarts from the last checkpoint (``Loop._restore``: the logs are cut back to it) and, when the pending
+submission is for the segment after it, learns it again: every submitted segment is recorded exactly once, with the
+model state an uninterrupted session has. This module knows nothing of HTTP.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from simpe.config import RunConfig
+from simpe.errors import DataError, RunDirError
+from simpe.interactive import Completer, Effort
+from simpe.rundir import layout
+from simpe.rundir.reader import read_jsonl
+from simpe.rundir.state import RunState, state
+from simpe.rundir.writer import RunDir, write_text_atomic
+from simpe.serve.keylog import counts
+from simpe.simulate import Draft, Loop
+
+logger = logging.getLogger(__name__)
+
+PENDING_FILE = "pending.json"  # inside the run's state/ folder (removed with it when the run is complete)
+CONTEXT_BEFORE, CONTEXT_AFTER = 3, 2  # segments of the same document shown around the current one
+
+
+def fsync_path(path: Path) -> None:
+    """Flush a file (or a folder's entries) to the disk."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class HumanLoop(Loop):
+    """The loop of a person's run: its summary adds ``human``, the totals of the records' ``human`` parts."""
+
+    def summary(self, records: list[dict[str, Any]]) -> dict[str, Any]:
+        out = super().summary(records)
+        human = [r.get("human") or {} for r in records]
+        chars = sum(len(r["reference"]) for r in records)
+        keys = sum(h.get("keystrokes", 0) + h.get("mouse", 0) for h in human)
+        out["human"] = {
+            "translator": human[0].get("translator") if human else None,
+            "seconds": sum(h.get("seconds", 0.0) for h in human),  # editing time, as the page measured it
+            "keystrokes": sum(h.get("keystrokes", 0) for h in human), "mouse": sum(h.get("mouse", 0) for h in human),
+            "pastes": sum(h.get("pastes", 0) for h in human),
+            "actions_per_char": keys / chars if chars else None,  # KSMR-like: (keystrokes + clicks) / post-edit chars
+            "unchanged": sum(1 for r in records if r["reference"] == r["hypothesis"]),
+            # HTER: TER of the shown translations against the person's own post-edits (corpus.ter of this run)
+            "hter": out["corpus"].get("ter"),
+        }
+        return out
+
+
+class TranslatorSession:
+    """One translator: the loop, its run folder, the segment on screen. Thread-safe (one lock per translator)."""
+
+    def __init__(self, cfg: RunConfig, translator: str) -> None:
+        self.translator = translator
+        self.loop = HumanLoop(cfg, progress=False)  # checks the settings, the stream and the run folder's name
+        self.cfg = cfg
+        self.lock = threading.Lock()
+        self.rundir: RunDir | None = None
+        self.records: list[dict[str, Any]] = []
+        self.next = 0  # the segment on screen (== the number recorded)
+        self.draft: Draft | None = None
+        self.reset = False  # reset: document returned to the base state before the draft
+        self.shown_at = 0.0
+        self.completer: Completer | None = None
+        self.completions: list[float] = []  # latencies (ms) of the completions asked for the draft
+        self.broken: str | None = None  # why this translator's state in memory is no longer the one on disk
+
+    @property
+    def path(self) -> Path:
+        return self.loop.path
+
+    @property
+    def total(self) -> int:
+        return len(self.loop.segments)
+
+    @property
+    def done(self) -> bool:
+        return self.next >= self.total
+
+    @property
+    def pending_file(self) -> Path:
+        return self.path / layout.STATE_DIR / PENDING_FILE
+
+    # ------------------------------------------------------------ start and stop
+    def open(self) -> None:
+        """Load the model and resume the run where it stopped (a complete run: read its records)."""
+        if state(self.path) is RunState.COMPLETE:
+            self.records = read_jsonl(self.path / layout.SEGMENTS_FILE)
+            self.next = len(self.records)
+            logger.info("%s: complete (%d segments) in %s", self.translator, self.next, self.path)
+            return
+        self.loop.check_run_dir(resume=True, overwrite=False)  # not locked, same settings, same environment
+        self.loop.load()
+        self.rundir = RunDir(self.path)
+        self.rundir.open(resume=True, overwrite=False)
+        start, self.records = self.loop._restore(self.rundir, resume=True)
+        self.next = start
+        self._learn_pending()
+        logger.info("%s: segment %d of %d (%s)", self.translator, self.next + 1, self.total, self.path)
+
+    def close(self) -> None:
+        if self.rundir is not None:
+            self.rundir.close()
+            self.rundir = None
+        if self.loop.loaded is not None:
+            self.loop.timer.remove()
+
+    def _learn_pending(self) -> None:
+        """After a restart: a submission written but not covered by the checkpoint is learnt now (once)."""
+        if not self.pending_file.exists():
+            return
+        try:
+            pending = json.loads(self.pending_file.read_text(encoding="utf-8"))
+        except ValueError:  # cut while written: the answer was never sent, the page submits it again
+            pending = None
+        if not isinstance(pending, dict) or pending.get("index") != self.next:
+            self.pending_file.unlink()  # already covered by the checkpoint (or torn): nothing to learn
+            return
+        self._prepare()
+        assert self.draft is not None
+        if self.draft.hypothesis != pending["hypothesis"]:
+            logger.warning("%s: segment %d translates again as %r, not as shown (%r); the record keeps the new one",
+                           self.translator, self.next, self.draft.hypothesis, pending["hypothesis"])
+        logger.info("%s: learning segment %d, submitted before the restart", self.translator, self.next)
+        self._learn(pending["post_edit"], pending["human"], journal=False)
+
+    # ------------------------------------------------------------ the segment on screen
+    def _prepare(self) -> None:
+        """Translate the segment on screen with the current parameters (once per segment)."""
+        if self.done or (self.draft is not None and self.draft.index == self.next):
+            return
+        self.reset = self.loop.begin_segment(self.next)
+        self.draft = self.loop.translate(self.next, self.loop.segments[self.next])
+        self.shown_at = time.monotonic()
+        self.completer, self.completions = None, []
+
+    def view(self) -> dict[str, Any]:
+        """What the page shows: the segment, its translation, the document around it; or that the work is done."""
+        with self.lock:
+            return self._view()
+
+    def _check_intact(self) -> None:
+        if self.broken is not None:
+            raise RunDirError(f"{self.translator}'s session stopped ({self.broken}); restart the server: it resumes from "
+                              "the disk, the last submission included")
+
+    def _view(self) -> dict[str, Any]:
+        self._check_intact()
+        base = {"translator": self.translator, "total": self.total, "done_segments": self.next,
+                "protocol": self.cfg.protocol.name}
+        if self.done:
+            return {**base, "done": True}
+        self._prepare()
+        assert self.draft is not None
+        segments, index = self.loop.segments, self.next
+        doc = segments[index].doc_id
+        before = [{"source": r["source"], "post_edit": r["reference"]} for r in self.records[max(0, index - CONTEXT_BEFORE):index]
+                  if r.get("doc_id") == doc]
+        after = [s.source for s in segments[index + 1:index + 1 + CONTEXT_AFTER] if s.doc_id == doc]
+        return {**base, "done": False, "index": index, "doc_id": doc, "source": segments[index].source,
+                "hypothesis": self.draft.hypothesis, "before": before, "after": after}
+
+    # ------------------------------------------------------------ submissions
+    def submit(self, index: int, post_edit: str, human: dict[str, Any]) -> dict[str, Any]:
+        """Record the post-edit of segment ``index``, adapt on it, and return the next view.
+
+        A submission for a segment already recorded (a page that did not get the answer and sends again) changes
+        nothing and gets the current view; one for a later segment than the one on screen is refused."""
+        with self.lock:
+            self._check_intact()
+            if index < self.next:
+                logger.info("%s: segment %d was already recorded; answered with segment %d", self.translator, index, self.next)
+                return self._view()
+            if self.done or index != self.next:
+                raise DataError(f"segment {index} is not the one on screen ({self.next if not self.done else 'none: done'})")
+            self._prepare()
+            self._learn(post_edit, human, journal=True)
+            return self._view()
+
+    def _learn(self, post_edit: str, human: dict[str, Any], journal: bool) -> None:
+        """Journal the submission, learn it, record it, checkpoint. A failure after the journal (a full disk, say)
+        leaves the model ahead of the disk: the session stops answering until a restart resumes it from the disk."""
+        self._check_intact()
+        assert self.draft is not None and self.rundir is not None and self.draft.index == self.next
+        index = self.next
+        human = {"translator": self.translator, **human, **counts(human.get("keys", []))}
+        if journal:  # first on disk: the submission survives a kill during the update
+            self.pending_file.parent.mkdir(exist_ok=True)
+            write_text_atomic(self.pending_file, json.dumps({"index": index, "post_edit": post_edit, "human": human,
+                                                             "hypothesis": self.draft.hypothesis}, ensure_ascii=False))
+            fsync_path(self.pending_file)
+            fsync_path(self.pending_file.parent)
+        try:
+            effort = None
+            if self.cfg.protocol.name == "interactive":  # the person's own effort, as the simulated translator's is logged
+                effort = {"char": Effort("char", keystrokes=human["keystrokes"], mouse=human["mouse"],
+                                         corrections=human["edits"], completions=len(self.completions),
+                                         ref_chars=len(post_edit), ref_words=len(post_edit.split()),
+                                         latency_ms=list(self.completions))}
+            record = self.loop.learn(self.draft, post_edit, effort)
+            if self.cfg.reset != "none":
+                record.reset = self.reset
+            record.extra["human"] = human
+            self.records.append(self.rundir.append_segment(record))
+            done = index + 1
+            if done < self.total:
+                self.rundir.save_checkpoint(self.loop.checkpoint_state(done))  # syncs the logs first
+                fsync_path(self.rundir.checkpoint_file)
+                fsync_path(self.rundir.checkpoint_file.parent)
+                self.pending_file.unlink(missing_ok=True)
+            else:
+                self.loop._finish(self.rundir, self.records)  # store, summary, DONE; removes state/ (the pending file)
+                fsync_path(self.path)
+                self.rundir.close()
+                self.rundir = None
+                logger.info("%s: complete (%s)", self.translator, self.path)
+        except BaseException as err:
+            self.broken = f"{type(err).__name__}: {err}"[:300]
+            raise
+        self.next, self.draft = done, None
+        logger.info("%s: segment %d recorded (%.1f s editing)", self.translator, index, human.get("seconds", 0.0))
+
+    # ------------------------------------------------------------ interactive protocol
+    def complete(self, index: int, prefix: str) -> str:
+        """The system's best completion of the typed ``prefix`` for segment ``index`` (the interactive protocol)."""
+        with self.lock:
+            self._check_intact()
+            if self.cfg.protocol.name != "interactive":
+                raise DataError("this project's protocol is post-edit: it offers no completions")
+            if self.done or index != self.next:
+                raise DataError(f"segment {index} is not the one on screen")
+            self._prepare()
+            assert self.draft is not None
+            if self.completer is None:  # the source is encoded once per segment
+                self.completer = Completer(self.loop.model, self.loop.tokenizer, self.loop.decoder, self.draft.pair.input_ids)
+            text = self.completer(prefix)
+            self.completions.append(round(self.completer.latency_ms[-1], 1))
+            return text
+
