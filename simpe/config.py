@@ -98,12 +98,36 @@ class ModelConfig:
         return {"src_lang": self.src_lang, "tgt_lang": self.tgt_lang, "prompt_template": self.prompt_template}
 
 
+MODIFIER_KEYS = ("name", "params")
+
+
 @dataclass
 class MethodConfig:
-    """An adaptation method by registered name; ``params`` go to ``METHODS.build``."""
+    """An adaptation method by registered name; ``params`` go to ``METHODS.build``; ``modifiers``, a list of
+    ``{name, params}`` (replay, ewc, knn, tune-retrieve), compose it with them (``simpe.methods.compose``, which
+    checks the names and parameters before the model loads)."""
 
     name: str
     params: dict[str, Any]
+    modifiers: list
+
+    def __post_init__(self) -> None:
+        for position, entry in enumerate(self.modifiers):
+            where = f"method.modifiers[{position}]"
+            if isinstance(entry, str):  # a bare name: no parameters
+                entry = self.modifiers[position] = {"name": entry, "params": {}}
+            if not isinstance(entry, dict):
+                raise ConfigError(f"{where} must be a mapping {{name, params}} or a name, got {entry!r}")
+            unknown = sorted(set(entry) - set(MODIFIER_KEYS))
+            if unknown:
+                raise ConfigError(f"unknown key {where}.{unknown[0]}; known: {', '.join(MODIFIER_KEYS)}")
+            if not isinstance(entry.get("name"), str) or not entry["name"]:
+                raise ConfigError(f"{where}.name must be a modifier's name, got {entry.get('name')!r}")
+            params = entry.setdefault("params", {})
+            if params is None:
+                entry["params"] = {}
+            elif not isinstance(params, dict):
+                raise ConfigError(f"{where}.params must be a mapping, got {params!r}")
 
 
 @dataclass

@@ -36,7 +36,8 @@ from simpe.decoders import DECODERS
 from simpe.errors import ConfigError, DataError, ModelError, RunDirError
 from simpe.fingerprint import run_code
 from simpe.interactive import COMPLETING_DECODERS, EFFORT_OF, run_sessions
-from simpe.methods import METHODS
+from simpe.methods.base import Context
+from simpe.methods.compose import build_method
 from simpe.metrics.online import OnlineScorer, metric_for
 from simpe.metrics.recall import repeated_errors
 from simpe.metrics.text import split_tokens
@@ -49,7 +50,7 @@ from simpe.rundir.reader import read_jsonl
 from simpe.rundir.record import SegmentRecord
 from simpe.rundir.writer import RunDir, environment
 from simpe.storefile import StoreMetadata
-from simpe.update import set_dropout, update
+from simpe.update import Tuner, set_dropout, update
 
 logger = logging.getLogger(__name__)
 
@@ -181,7 +182,7 @@ class Loop:
         self.progress = progress
         # check everything a user can get wrong before the model is loaded
         self.dataset, self.segments = load_stream(cfg)
-        self.method = METHODS.build(cfg.method.name, **cfg.method.params)
+        self.method = build_method(cfg.method.name, cfg.method.params, cfg.method.modifiers)
         self.decoder = DECODERS.build(cfg.decoder.name, **cfg.decoder.params)
         self.levels = ("char", "word") if cfg.protocol.level == "both" else (cfg.protocol.level,)
         if cfg.protocol.name == "interactive" and cfg.decoder.name not in COMPLETING_DECODERS:
@@ -238,8 +239,10 @@ class Loop:
             raise RunDirError(f"{self.path}: setting {differs} differs from the run's config.yaml; resume with the same "
                               f"settings (e.g. simpe simulate --config {saved_file} --resume) or pass --overwrite")
 
-    def load(self) -> None:
-        """Load the model, attach the method, bind the decoder, build the scorer (once)."""
+    def load(self, resume: bool = False) -> None:
+        """Load the model, attach the method, bind the decoder, build the scorer, prepare the method (once).
+
+        ``resume``: a checkpoint will be loaded (the method's ``prepare`` then leaves what the state holds)."""
         if self.loaded is not None:
             return
         cfg = self.cfg
@@ -255,8 +258,47 @@ class Loop:
         self.method.attach(self.model, self.loaded.path, cfg.update)
         self.decoder.bind(self.tokenizer)
         self.timer = ModelTimer(self.model)
+        self.method.prepare(self.context(), resume)
         # the base state a document boundary returns to (reset: document)
         self.base_state = self.method.state_dict() if cfg.reset == "document" else None
+
+    def context(self) -> Context:
+        """What the method may use beyond the post-edits (``Method.prepare``): the family's encoding, sentences of the
+        dataset's train or dev split (``sentences``), and fixed steps of the shared update (``Tuner``)."""
+        family, tokenizer, device = self.loaded.family, self.tokenizer, self.loaded.device
+        return Context(encode=lambda source, reference: family.encode_pair(tokenizer, source, reference, device),
+                       sentences=self.sentences, tune=Tuner(self.model, self.cfg.update).tune, lr=self.cfg.update.lr,
+                       read_pairs=self.read_pairs)
+
+    def read_pairs(self, path: str) -> list[tuple[str, str]]:
+        """A translation memory file's pairs (``simpe.datasets.parallel.read_memory``) in the run's languages."""
+        from simpe.datasets.parallel import read_memory
+
+        return read_memory(path, *self.languages())
+
+    def languages(self) -> tuple[str, str]:
+        """The (source, target) language codes of a memory file: the dataset's where it names them, else en -> metrics.lang."""
+        return (getattr(self.dataset, "src_lang", "en"), getattr(self.dataset, "tgt_lang", self.cfg.metrics.lang))
+
+    def sentences(self, split: str, n: int) -> list[tuple[str, str]]:
+        """At most ``n`` (source, reference) pairs of the dataset's ``split``, drawn with the run's seed, in file order:
+        ``replay``'s training pairs and ``ewc``'s Fisher sentences. Only ``train`` and ``dev``, never the stream (nor a
+        pair whose source the stream holds), the reserved splits, or (of dev) the forgetting and ranking probes'."""
+        if split not in ("train", "dev") or split == self.cfg.data.split:
+            raise ConfigError(f"a method's own sentences come from the train or dev split, never the stream "
+                              f"({self.cfg.data.split}) or the reserved splits; got {split!r}")
+        if split not in self.dataset.splits:
+            raise ConfigError(f"dataset {self.cfg.data.name!r} has no {split} split (its splits: "
+                              f"{', '.join(self.dataset.splits)}); set the method's split to one it has")
+        try:
+            segments = self.dataset.load(split, True)
+        except DataError as err:
+            raise DataError(f"the method needs {n} sentences of the {split} split: {err}") from None
+        held = {s.source for s in self.segments} | {s.source for s in self.forgetting} | {s.source for s in self.probe}
+        segments = [s for s in segments if s.source not in held]
+        chosen = sorted(random.Random(self.cfg.seed).sample(range(len(segments)), min(n, len(segments))))
+        logger.info("%d sentences of the %s split for the method (seed %d)", len(chosen), split, self.cfg.seed)
+        return [(segments[i].source, segments[i].reference) for i in chosen]
 
     def begin_segment(self, index: int) -> bool:
         """Before segment ``index``: with ``reset: document``, at a document boundary return to the base state; True when it did."""
@@ -269,6 +311,7 @@ class Loop:
         """The per-user store's metadata: what made it and for which base model (``simpe.storefile``)."""
         family = self.loaded.family.store_metadata()  # empty for a Marian store without language settings
         return StoreMetadata(method=self.cfg.method.name, method_params=dict(self.cfg.method.params), adapter=self.cfg.adapter,
+                             modifiers=[dict(m) for m in self.cfg.method.modifiers] or None,
                              base_model=self.loaded.name, base_model_path=str(self.cfg.model.path or ""),  # "": the demo model
                              dataset=self.cfg.data.name, split=self.cfg.data.split, segments=len(self.segments),
                              reset=self.cfg.reset, decoder=self.cfg.decoder.name, decoder_params=dict(self.cfg.decoder.params),
@@ -286,15 +329,16 @@ class Loop:
         examples = self.method.examples(seg.source)  # in-context methods: earlier post-edits only (reference i is not there)
         pair = self.loaded.family.encode_pair(self.tokenizer, seg.source, seg.reference, self.loaded.device, examples)
         t0, m0 = time.perf_counter(), self.timer.seconds
-        with torch.inference_mode():
-            result = self.decoder.decode(self.model, pair.input_ids, index=index, source=seg.source)
-        best = list(result.hypotheses[0].tokens) if result.hypotheses else []
-        hypothesis = self.tokenizer.decode(best, skip_special_tokens=True)
-        t1, m1 = time.perf_counter(), self.timer.seconds
-        effort = None
-        if self.cfg.protocol.name == "interactive":  # the translator corrects, the system completes; before the update
-            effort = run_sessions(self.model, self.tokenizer, self.decoder, pair.input_ids, hypothesis, seg.reference,
-                                  self.levels)
+        with self.method.translating(seg.source) as tuned:  # tune-retrieve: a tuned copy for this segment, reset after
+            with torch.inference_mode():
+                result = self.decoder.decode(self.model, pair.input_ids, index=index, source=seg.source)
+            best = list(result.hypotheses[0].tokens) if result.hypotheses else []
+            hypothesis = self.tokenizer.decode(best, skip_special_tokens=True)
+            t1, m1 = time.perf_counter(), self.timer.seconds
+            effort = None
+            if self.cfg.protocol.name == "interactive":  # the translator corrects, the system completes; before the update
+                effort = run_sessions(self.model, self.tokenizer, self.decoder, pair.input_ids, hypothesis, seg.reference,
+                                      self.levels)
         t1b, m1b = time.perf_counter(), self.timer.seconds
         pieces = self.cfg.metrics.subword == "all"
         scored = self.scorer.add(hypothesis, seg.reference, self.pieces(best) if pieces else None,
@@ -307,6 +351,8 @@ class Loop:
         if upd["skipped"]:
             logger.warning("segment %d: update skipped (%s)", index, upd["skipped"])
         backward = upd.pop("seconds_backward")
+        if tuned:
+            upd["tune"] = tuned
         record = SegmentRecord(
             index=index, doc_id=seg.doc_id, seg_id=seg.seg_id, source=seg.source, reference=seg.reference, hypothesis=hypothesis,
             mt=seg.mt, examples=len(examples) if examples else None, info=dict(seg.info) if seg.info else None,
@@ -375,7 +421,7 @@ class Loop:
         cfg = self.cfg
         self.check_run_dir(resume or resume_anyway, overwrite, resume_anyway)
         resume = resume or resume_anyway
-        self.load()
+        self.load(resume=resume and (self.path / layout.STATE_DIR / layout.CHECKPOINT_FILE).exists())
         with RunDir(self.path) as rundir:
             rundir.open(resume=resume, overwrite=overwrite)
             start, records = self._restore(rundir, resume)
