@@ -304,6 +304,30 @@ class SnapshotConfig:
             raise ConfigError("snapshots with ranking=false and forgetting=0 measure nothing; enable one, or set snapshots.every=0")
 
 
+@dataclass
+class WarmStartConfig:
+    """Adapting on the translator's memory before the stream (``--warm-start FILE``; docs/methods.md, "Warm start").
+
+    path: a translation memory, .tmx, .tsv (source TAB target) or text (``PATH.<src>`` + ``PATH.<tgt>``); null: none.
+    epochs / batch_size: the method's own update, one step per batch of ``batch_size`` pairs (the mean of their
+    losses), ``epochs`` passes over the memory in an order shuffled with the run's seed. method: for a ``baseline``
+    run only, the preset whose method and update warm-start the model (the baseline of a warm-started comparison is
+    the warm-started model without online updates); null: the run's own method.
+    """
+
+    path: str | None
+    epochs: int
+    batch_size: int
+    method: str | None
+
+    def __post_init__(self) -> None:
+        for name in ("epochs", "batch_size"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"warm_start.{name} must be >= 1, got {getattr(self, name)}")
+        if isinstance(self.path, str) and self.path.lower() in ("", "none", "null"):
+            self.path = None
+
+
 PROTOCOLS = ("post-edit", "interactive")
 LEVELS = ("char", "word", "both")
 
@@ -392,6 +416,7 @@ class RunConfig:
     ranking: RankingConfig
     snapshots: SnapshotConfig
     protocol: ProtocolConfig
+    warm_start: WarmStartConfig
 
     def __post_init__(self) -> None:
         check_name("adapter", self.adapter)

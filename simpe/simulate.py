@@ -18,10 +18,12 @@ The loop sees methods, decoders and metrics only through their base classes.
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import gc
 import json
 import logging
 import random
+import re
 import sys
 import time
 from pathlib import Path
@@ -98,7 +100,9 @@ def load_stream(cfg: RunConfig) -> tuple[Any, list[Segment]]:
 def run_path(cfg: RunConfig) -> Path:
     """The run's folder: ``<runs_dir>/<dataset>-<split>--<model>--<N>seg/<adapter>``."""
     model = model_name(cfg.model.path) if cfg.model.path else DEFAULT_MODEL.name
-    path = layout.run_path(cfg.runs_dir, cfg.data.name, cfg.data.split, model, cfg.data.segments, cfg.adapter, cfg.protocol.name)
+    warm = re.sub(r"[^A-Za-z0-9._=+,@-]", "_", Path(cfg.warm_start.path).stem).lstrip(".-") or "memory" if cfg.warm_start.path else None
+    path = layout.run_path(cfg.runs_dir, cfg.data.name, cfg.data.split, model, cfg.data.segments, cfg.adapter, cfg.protocol.name,
+                           warm)
     if not layout.inside(path, cfg.runs_dir) or Path(path).resolve() == Path(cfg.runs_dir).resolve():
         raise ConfigError(f"the run folder {path} would lie outside the runs folder {cfg.runs_dir}; check the names")
     return path
@@ -183,6 +187,7 @@ class Loop:
         # check everything a user can get wrong before the model is loaded
         self.dataset, self.segments = load_stream(cfg)
         self.method = build_method(cfg.method.name, cfg.method.params, cfg.method.modifiers)
+        self.warm_pairs, self.warm_method, self.warm_update = self._check_warm_start()
         self.decoder = DECODERS.build(cfg.decoder.name, **cfg.decoder.params)
         self.levels = ("char", "word") if cfg.protocol.level == "both" else (cfg.protocol.level,)
         if cfg.protocol.name == "interactive" and cfg.decoder.name not in COMPLETING_DECODERS:
@@ -258,9 +263,83 @@ class Loop:
         self.method.attach(self.model, self.loaded.path, cfg.update)
         self.decoder.bind(self.tokenizer)
         self.timer = ModelTimer(self.model)
+        self.warm_facts = self.warm_start() if self.warm_pairs else None
         self.method.prepare(self.context(), resume)
         # the base state a document boundary returns to (reset: document)
         self.base_state = self.method.state_dict() if cfg.reset == "document" else None
+
+    def _check_warm_start(self) -> tuple[list[tuple[str, str]], Any, Any]:
+        """The memory's pairs, and for a baseline run the method and update settings of the preset that warm-starts it
+        (``warm_start.method``), read and checked before the model loads."""
+        warm = self.cfg.warm_start
+        if warm.method is not None and self.cfg.method.name != "baseline":
+            raise ConfigError(f"warm_start.method is for a baseline run (the warm-started model without online updates); "
+                              f"method {self.cfg.method.name!r} warm-starts with its own update: leave it null")
+        if warm.path is None:
+            return [], None, None
+        from simpe.datasets.parallel import read_memory
+
+        pairs = read_memory(warm.path, *self.languages())
+        if self.cfg.method.name != "baseline":
+            return pairs, None, None
+        if warm.method is None:
+            raise ConfigError("a baseline run learns nothing from --warm-start by itself; name the preset whose update "
+                              "warm-starts it, e.g. --set warm_start.method=full (the comparison's baseline)")
+        from simpe.config import load_config
+
+        preset = load_config(warm.method)
+        method = build_method(preset.method.name, preset.method.params, preset.method.modifiers)
+        return pairs, method, preset.update
+
+    def warm_start(self) -> dict[str, Any]:
+        """Adapt on the translator's memory before the stream: ``warm_start.epochs`` passes, in an order shuffled with
+        the run's seed, one step of the method's own update (its trainable set and step, the update's clipping, and
+        the mean loss of the batch) per ``warm_start.batch_size`` pairs; then the method sees each pair once, as after
+        a segment (knn's datastore, tune-retrieve's memory and replay's buffer take the memory). A baseline run is
+        warm-started by the method of ``warm_start.method`` and then frozen."""
+        warm, start = self.cfg.warm_start, time.perf_counter()
+        method, update_cfg = self.method, self.cfg.update
+        if self.warm_method is not None:
+            method, update_cfg = self.warm_method, self.warm_update
+            method.attach(self.model, self.loaded.path, update_cfg)
+        family, device = self.loaded.family, self.loaded.device
+        pairs = [family.encode_pair(self.tokenizer, s, r, device) for s, r in self.warm_pairs]
+        one_step = dataclasses.replace(update_cfg, max_repeats=1, ppl_threshold=1.0)  # exactly one step a batch
+        losses, steps = [], 0
+        for epoch in range(warm.epochs):
+            order = list(range(len(pairs)))
+            random.Random(self.cfg.seed + epoch).shuffle(order)
+            for first in range(0, len(order), warm.batch_size):
+                batch = [pairs[i] for i in order[first:first + warm.batch_size]]
+                record = update(self.model, method, batch[0], one_step, batch=batch[1:], measure_after=False)
+                steps += record["repetitions"]
+                losses.append(record["loss_before"])
+        for pair in pairs:
+            method.after_segment(pair)
+        if self.warm_method is not None:
+            self.model.requires_grad_(False)  # the baseline adapts nothing from here on
+            set_dropout(self.model, self.cfg.update.dropout)
+        facts = {"path": str(warm.path), "pairs": len(pairs), "epochs": warm.epochs, "batch_size": warm.batch_size,
+                 "method": method.name if self.warm_method is None else warm.method, "steps": steps,
+                 "loss_first_batch": losses[0] if losses else None, "loss_last_batch": losses[-1] if losses else None,
+                 "seconds": time.perf_counter() - start}
+        logger.info("warm start on %s: %d pairs, %d epochs of batches of %d, %d steps of %s in %.1f s",
+                    warm.path, len(pairs), warm.epochs, warm.batch_size, steps, facts["method"], facts["seconds"])
+        return facts
+
+    def _warm_preset_params(self) -> dict[str, Any]:
+        from simpe.config import load_config
+
+        return dict(load_config(self.cfg.warm_start.method).method.params)
+
+    def _warm_preset_modifiers(self) -> list[dict[str, Any]]:
+        from simpe.config import load_config
+
+        return [dict(m) for m in load_config(self.cfg.warm_start.method).method.modifiers]
+
+    def store_method(self) -> Any:
+        """The method whose state the run's store holds: a warm-started baseline's is the warm start's."""
+        return self.warm_method if self.warm_method is not None else self.method
 
     def context(self) -> Context:
         """What the method may use beyond the post-edits (``Method.prepare``): the family's encoding, sentences of the
@@ -310,8 +389,12 @@ class Loop:
     def store_metadata(self) -> StoreMetadata:
         """The per-user store's metadata: what made it and for which base model (``simpe.storefile``)."""
         family = self.loaded.family.store_metadata()  # empty for a Marian store without language settings
-        return StoreMetadata(method=self.cfg.method.name, method_params=dict(self.cfg.method.params), adapter=self.cfg.adapter,
-                             modifiers=[dict(m) for m in self.cfg.method.modifiers] or None,
+        made = self.cfg.method if self.warm_method is None else None
+        warm = self.warm_method
+        return StoreMetadata(method=made.name if made else warm.name,
+                             method_params=dict(made.params) if made else self._warm_preset_params(),
+                             adapter=self.cfg.adapter,
+                             modifiers=([dict(m) for m in made.modifiers] if made else self._warm_preset_modifiers()) or None,
                              base_model=self.loaded.name, base_model_path=str(self.cfg.model.path or ""),  # "": the demo model
                              dataset=self.cfg.data.name, split=self.cfg.data.split, segments=len(self.segments),
                              reset=self.cfg.reset, decoder=self.cfg.decoder.name, decoder_params=dict(self.cfg.decoder.params),
@@ -528,7 +611,7 @@ class Loop:
         if self.truncated:
             logger.warning("%d segments were cut to %d tokens (records with a 'truncated' key)", self.truncated,
                            self.loaded.family.max_tokens(self.model.config))
-        store = rundir.write_store(self.method.export_store(), self.store_metadata())
+        store = rundir.write_store(self.store_method().export_store(), self.store_metadata())
         summary = {**self.summary(records), "store_file_bytes": store.stat().st_size}
         changed = json.loads((self.path / layout.ENV_FILE).read_text(encoding="utf-8")).get("resumed_in_another_environment")
         if changed:
@@ -568,8 +651,9 @@ class Loop:
             "stream_sha256": stream_hash(self.segments),
             "corpus": {**corpus["corpus"], "comet": comet}, "signatures": corpus["signatures"],
             "segment_comet": segment_comet,
-            "adapted_parameters": self.method.adapted_parameters(), "store_bytes": self.method.store_bytes(),
+            "adapted_parameters": self.store_method().adapted_parameters(), "store_bytes": self.store_method().store_bytes(),
             "reset": self.cfg.reset, "method_facts": self.method.describe(),
+            **({"warm_start": self.warm_facts} if getattr(self, "warm_facts", None) else {}),
             "updates": {"repetitions": sum(r["update"]["repetitions"] for r in records),
                         "skipped": sum(1 for r in records if r["update"]["skipped"])},
             "seconds": {**seconds, "model_forward": self.timer.seconds}, **raw_mt,
