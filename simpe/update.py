@@ -451,16 +451,20 @@ class Tuner:
         method = self._given.get(key)
         if method is None:
             method = self._given[key] = _Given(params)
-        flags = [p.requires_grad for p in params.values()]
-        for p in params.values():
-            p.requires_grad_(True)
-        try:
-            # a threshold of 1.0 is met only by a perplexity of exactly 1: the steps are the number asked for
-            cfg = dataclasses.replace(self.cfg, lr=lr, max_repeats=steps, ppl_threshold=1.0)
-            return update(self.model, method, pairs[0], cfg, batch=pairs[1:], measure_after=False)
-        finally:
-            for p, flag in zip(params.values(), flags):
-                p.requires_grad_(flag)
+        # called around a translation, which may run under inference mode (simpe translate): record gradients here,
+        # on copies of ids that may have been made under it (an inference tensor cannot be saved for backward)
+        with torch.inference_mode(False), torch.enable_grad():
+            pairs = [dataclasses.replace(p, input_ids=p.input_ids.clone(), labels=p.labels.clone()) for p in pairs]
+            flags = [p.requires_grad for p in params.values()]
+            for p in params.values():
+                p.requires_grad_(True)
+            try:
+                # a threshold of 1.0 is met only by a perplexity of exactly 1: the steps are the number asked for
+                cfg = dataclasses.replace(self.cfg, lr=lr, max_repeats=steps, ppl_threshold=1.0)
+                return update(self.model, method, pairs[0], cfg, batch=pairs[1:], measure_after=False)
+            finally:
+                for p, flag in zip(params.values(), flags):
+                    p.requires_grad_(flag)
 
 
 def update(model: Any, method: Method, pair: Pair, cfg: UpdateConfig, batch: Sequence[Pair] = (),
