@@ -122,6 +122,10 @@ def _add_simulate(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--protocol", choices=["post-edit", "interactive"],
                    help="post-edit (default), or interactive: a simulated translator corrects, the system completes from "
                         "the typed prefix; KSMR and WSR per segment (protocol.level: char, word or both; docs/interactive.md)")
+    p.add_argument("--warm-start", metavar="FILE",
+                   help="adapt on the translator's memory (.tmx, .tsv, or text FILE.<src> + FILE.<tgt>) with the method's "
+                        "own update before the stream (warm_start.epochs, warm_start.batch_size); a baseline run needs "
+                        "--set warm_start.method=PRESET (docs/methods.md, Warm start)")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override any config key, e.g. --set update.lr=0.02 (repeatable)")
     p.add_argument("--config", type=Path, help="a resolved config.yaml of an earlier run: reproduce it")
@@ -148,7 +152,7 @@ def _simulate_overrides(args: argparse.Namespace) -> list[str]:
     flags = {"data.name": args.dataset, "data.split": args.split, "model.path": args.model, "data.segments": args.segments,
              "device": args.device, "comet": args.comet, "metrics.truecaser": args.truecaser,
              "snapshots.every": args.snapshot_every, "runs_dir": args.runs_dir, "reset": args.reset,
-             "protocol.name": args.protocol}
+             "protocol.name": args.protocol, "warm_start.path": args.warm_start}
     out = [f"{key}={value}" for key, value in flags.items() if value is not None]
     if args.skip_empty:
         out.append("data.skip_empty=true")

@@ -98,12 +98,36 @@ class ModelConfig:
         return {"src_lang": self.src_lang, "tgt_lang": self.tgt_lang, "prompt_template": self.prompt_template}
 
 
+MODIFIER_KEYS = ("name", "params")
+
+
 @dataclass
 class MethodConfig:
-    """An adaptation method by registered name; ``params`` go to ``METHODS.build``."""
+    """An adaptation method by registered name; ``params`` go to ``METHODS.build``; ``modifiers``, a list of
+    ``{name, params}`` (replay, ewc, knn, tune-retrieve), compose it with them (``simpe.methods.compose``, which
+    checks the names and parameters before the model loads)."""
 
     name: str
     params: dict[str, Any]
+    modifiers: list
+
+    def __post_init__(self) -> None:
+        for position, entry in enumerate(self.modifiers):
+            where = f"method.modifiers[{position}]"
+            if isinstance(entry, str):  # a bare name: no parameters
+                entry = self.modifiers[position] = {"name": entry, "params": {}}
+            if not isinstance(entry, dict):
+                raise ConfigError(f"{where} must be a mapping {{name, params}} or a name, got {entry!r}")
+            unknown = sorted(set(entry) - set(MODIFIER_KEYS))
+            if unknown:
+                raise ConfigError(f"unknown key {where}.{unknown[0]}; known: {', '.join(MODIFIER_KEYS)}")
+            if not isinstance(entry.get("name"), str) or not entry["name"]:
+                raise ConfigError(f"{where}.name must be a modifier's name, got {entry.get('name')!r}")
+            params = entry.setdefault("params", {})
+            if params is None:
+                entry["params"] = {}
+            elif not isinstance(params, dict):
+                raise ConfigError(f"{where}.params must be a mapping, got {params!r}")
 
 
 @dataclass
@@ -280,6 +304,30 @@ class SnapshotConfig:
             raise ConfigError("snapshots with ranking=false and forgetting=0 measure nothing; enable one, or set snapshots.every=0")
 
 
+@dataclass
+class WarmStartConfig:
+    """Adapting on the translator's memory before the stream (``--warm-start FILE``; docs/methods.md, "Warm start").
+
+    path: a translation memory, .tmx, .tsv (source TAB target) or text (``PATH.<src>`` + ``PATH.<tgt>``); null: none.
+    epochs / batch_size: the method's own update, one step per batch of ``batch_size`` pairs (the mean of their
+    losses), ``epochs`` passes over the memory in an order shuffled with the run's seed. method: for a ``baseline``
+    run only, the preset whose method and update warm-start the model (the baseline of a warm-started comparison is
+    the warm-started model without online updates); null: the run's own method.
+    """
+
+    path: str | None
+    epochs: int
+    batch_size: int
+    method: str | None
+
+    def __post_init__(self) -> None:
+        for name in ("epochs", "batch_size"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"warm_start.{name} must be >= 1, got {getattr(self, name)}")
+        if isinstance(self.path, str) and self.path.lower() in ("", "none", "null"):
+            self.path = None
+
+
 PROTOCOLS = ("post-edit", "interactive")
 LEVELS = ("char", "word", "both")
 
@@ -368,6 +416,7 @@ class RunConfig:
     ranking: RankingConfig
     snapshots: SnapshotConfig
     protocol: ProtocolConfig
+    warm_start: WarmStartConfig
 
     def __post_init__(self) -> None:
         check_name("adapter", self.adapter)

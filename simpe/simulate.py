@@ -17,12 +17,14 @@ The loop sees methods, decoders and metrics only through their base classes.
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import dataclasses
 import gc
 import json
 import logging
 import random
+import re
 import sys
 import time
 from pathlib import Path
@@ -37,7 +39,8 @@ from simpe.decoders import DECODERS
 from simpe.errors import ConfigError, DataError, ModelError, RunDirError
 from simpe.fingerprint import run_code
 from simpe.interactive import COMPLETING_DECODERS, EFFORT_OF, Effort, run_sessions
-from simpe.methods import METHODS
+from simpe.methods.base import Context
+from simpe.methods.compose import build_method
 from simpe.metrics.online import OnlineScorer, metric_for
 from simpe.metrics.recall import repeated_errors
 from simpe.metrics.text import split_tokens
@@ -50,7 +53,7 @@ from simpe.rundir.reader import read_jsonl
 from simpe.rundir.record import SegmentRecord
 from simpe.rundir.writer import RunDir, environment
 from simpe.storefile import StoreMetadata
-from simpe.update import set_dropout, update
+from simpe.update import Tuner, set_dropout, update
 
 logger = logging.getLogger(__name__)
 
@@ -98,7 +101,9 @@ def load_stream(cfg: RunConfig) -> tuple[Any, list[Segment]]:
 def run_path(cfg: RunConfig) -> Path:
     """The run's folder: ``<runs_dir>/<dataset>-<split>--<model>--<N>seg/<adapter>``."""
     model = model_name(cfg.model.path) if cfg.model.path else DEFAULT_MODEL.name
-    path = layout.run_path(cfg.runs_dir, cfg.data.name, cfg.data.split, model, cfg.data.segments, cfg.adapter, cfg.protocol.name)
+    warm = re.sub(r"[^A-Za-z0-9._=+,@-]", "_", Path(cfg.warm_start.path).stem).lstrip(".-") or "memory" if cfg.warm_start.path else None
+    path = layout.run_path(cfg.runs_dir, cfg.data.name, cfg.data.split, model, cfg.data.segments, cfg.adapter, cfg.protocol.name,
+                           warm)
     if not layout.inside(path, cfg.runs_dir) or Path(path).resolve() == Path(cfg.runs_dir).resolve():
         raise ConfigError(f"the run folder {path} would lie outside the runs folder {cfg.runs_dir}; check the names")
     return path
@@ -181,6 +186,10 @@ class Draft:
     best: list[int]  # the best hypothesis's tokens
     hypothesis: str  # detokenised
     seconds: dict[str, float]  # prepare, translate, translate_model
+    # the method's translating() context (tune-retrieve's tuned copy), entered by translate and closed by learn before
+    # the update, and what it yielded
+    tuning: contextlib.ExitStack = dataclasses.field(default_factory=contextlib.ExitStack)
+    tuned: Any = None
 
 
 class Loop:
@@ -196,7 +205,8 @@ class Loop:
         self.progress = progress
         # check everything a user can get wrong before the model is loaded
         self.dataset, self.segments = load_stream(cfg)
-        self.method = METHODS.build(cfg.method.name, **cfg.method.params)
+        self.method = build_method(cfg.method.name, cfg.method.params, cfg.method.modifiers)
+        self.warm_pairs, self.warm_method, self.warm_update = self._check_warm_start()
         self.decoder = DECODERS.build(cfg.decoder.name, **cfg.decoder.params)
         self.levels = ("char", "word") if cfg.protocol.level == "both" else (cfg.protocol.level,)
         if cfg.protocol.name == "interactive" and cfg.decoder.name not in COMPLETING_DECODERS:
@@ -253,8 +263,10 @@ class Loop:
             raise RunDirError(f"{self.path}: setting {differs} differs from the run's config.yaml; resume with the same "
                               f"settings (e.g. simpe simulate --config {saved_file} --resume) or pass --overwrite")
 
-    def load(self) -> None:
-        """Load the model, attach the method, bind the decoder, build the scorer (once)."""
+    def load(self, resume: bool = False) -> None:
+        """Load the model, attach the method, bind the decoder, build the scorer, prepare the method (once).
+
+        ``resume``: a checkpoint will be loaded (the method's ``prepare`` then leaves what the state holds)."""
         if self.loaded is not None:
             return
         cfg = self.cfg
@@ -270,8 +282,121 @@ class Loop:
         self.method.attach(self.model, self.loaded.path, cfg.update)
         self.decoder.bind(self.tokenizer)
         self.timer = ModelTimer(self.model)
+        self.warm_facts = self.warm_start() if self.warm_pairs else None
+        self.method.prepare(self.context(), resume)
         # the base state a document boundary returns to (reset: document)
         self.base_state = self.method.state_dict() if cfg.reset == "document" else None
+
+    def _check_warm_start(self) -> tuple[list[tuple[str, str]], Any, Any]:
+        """The memory's pairs, and for a baseline run the method and update settings of the preset that warm-starts it
+        (``warm_start.method``), read and checked before the model loads."""
+        warm = self.cfg.warm_start
+        if warm.method is not None and self.cfg.method.name != "baseline":
+            raise ConfigError(f"warm_start.method is for a baseline run (the warm-started model without online updates); "
+                              f"method {self.cfg.method.name!r} warm-starts with its own update: leave it null")
+        if warm.path is None:
+            return [], None, None
+        from simpe.datasets.parallel import read_memory
+
+        pairs = read_memory(warm.path, *self.languages())
+        if self.cfg.method.name != "baseline":
+            return pairs, None, None
+        if warm.method is None:
+            raise ConfigError("a baseline run learns nothing from --warm-start by itself; name the preset whose update "
+                              "warm-starts it, e.g. --set warm_start.method=full (the comparison's baseline)")
+        from simpe.config import load_config
+
+        preset = load_config(warm.method)
+        method = build_method(preset.method.name, preset.method.params, preset.method.modifiers)
+        return pairs, method, preset.update
+
+    def warm_start(self) -> dict[str, Any]:
+        """Adapt on the translator's memory before the stream: ``warm_start.epochs`` passes, in an order shuffled with
+        the run's seed, one step of the method's own update (its trainable set and step, the update's clipping, and
+        the mean loss of the batch) per ``warm_start.batch_size`` pairs; then the method sees each pair once, as after
+        a segment (knn's datastore, tune-retrieve's memory and replay's buffer take the memory). A baseline run is
+        warm-started by the method of ``warm_start.method`` and then frozen."""
+        warm, start = self.cfg.warm_start, time.perf_counter()
+        method, update_cfg = self.method, self.cfg.update
+        if self.warm_method is not None:
+            method, update_cfg = self.warm_method, self.warm_update
+            method.attach(self.model, self.loaded.path, update_cfg)
+        family, device = self.loaded.family, self.loaded.device
+        pairs = [family.encode_pair(self.tokenizer, s, r, device) for s, r in self.warm_pairs]
+        one_step = dataclasses.replace(update_cfg, max_repeats=1, ppl_threshold=1.0)  # exactly one step a batch
+        losses, steps = [], 0
+        for epoch in range(warm.epochs):
+            order = list(range(len(pairs)))
+            random.Random(self.cfg.seed + epoch).shuffle(order)
+            for first in range(0, len(order), warm.batch_size):
+                batch = [pairs[i] for i in order[first:first + warm.batch_size]]
+                record = update(self.model, method, batch[0], one_step, batch=batch[1:], measure_after=False)
+                steps += record["repetitions"]
+                losses.append(record["loss_before"])
+        for pair in pairs:
+            method.after_segment(pair)
+        if self.warm_method is not None:
+            self.model.requires_grad_(False)  # the baseline adapts nothing from here on
+            set_dropout(self.model, self.cfg.update.dropout)
+        facts = {"path": str(warm.path), "pairs": len(pairs), "epochs": warm.epochs, "batch_size": warm.batch_size,
+                 "method": method.name if self.warm_method is None else warm.method, "steps": steps,
+                 "loss_first_batch": losses[0] if losses else None, "loss_last_batch": losses[-1] if losses else None,
+                 "seconds": time.perf_counter() - start}
+        logger.info("warm start on %s: %d pairs, %d epochs of batches of %d, %d steps of %s in %.1f s",
+                    warm.path, len(pairs), warm.epochs, warm.batch_size, steps, facts["method"], facts["seconds"])
+        return facts
+
+    def _warm_preset_params(self) -> dict[str, Any]:
+        from simpe.config import load_config
+
+        return dict(load_config(self.cfg.warm_start.method).method.params)
+
+    def _warm_preset_modifiers(self) -> list[dict[str, Any]]:
+        from simpe.config import load_config
+
+        return [dict(m) for m in load_config(self.cfg.warm_start.method).method.modifiers]
+
+    def store_method(self) -> Any:
+        """The method whose state the run's store holds: a warm-started baseline's is the warm start's."""
+        return self.warm_method if self.warm_method is not None else self.method
+
+    def context(self) -> Context:
+        """What the method may use beyond the post-edits (``Method.prepare``): the family's encoding, sentences of the
+        dataset's train or dev split (``sentences``), and fixed steps of the shared update (``Tuner``)."""
+        family, tokenizer, device = self.loaded.family, self.tokenizer, self.loaded.device
+        return Context(encode=lambda source, reference: family.encode_pair(tokenizer, source, reference, device),
+                       sentences=self.sentences, tune=Tuner(self.model, self.cfg.update).tune, lr=self.cfg.update.lr,
+                       read_pairs=self.read_pairs)
+
+    def read_pairs(self, path: str) -> list[tuple[str, str]]:
+        """A translation memory file's pairs (``simpe.datasets.parallel.read_memory``) in the run's languages."""
+        from simpe.datasets.parallel import read_memory
+
+        return read_memory(path, *self.languages())
+
+    def languages(self) -> tuple[str, str]:
+        """The (source, target) language codes of a memory file: the dataset's where it names them, else en -> metrics.lang."""
+        return (getattr(self.dataset, "src_lang", "en"), getattr(self.dataset, "tgt_lang", self.cfg.metrics.lang))
+
+    def sentences(self, split: str, n: int) -> list[tuple[str, str]]:
+        """At most ``n`` (source, reference) pairs of the dataset's ``split``, drawn with the run's seed, in file order:
+        ``replay``'s training pairs and ``ewc``'s Fisher sentences. Only ``train`` and ``dev``, never the stream (nor a
+        pair whose source the stream holds), the reserved splits, or (of dev) the forgetting and ranking probes'."""
+        if split not in ("train", "dev") or split == self.cfg.data.split:
+            raise ConfigError(f"a method's own sentences come from the train or dev split, never the stream "
+                              f"({self.cfg.data.split}) or the reserved splits; got {split!r}")
+        if split not in self.dataset.splits:
+            raise ConfigError(f"dataset {self.cfg.data.name!r} has no {split} split (its splits: "
+                              f"{', '.join(self.dataset.splits)}); set the method's split to one it has")
+        try:
+            segments = self.dataset.load(split, True)
+        except DataError as err:
+            raise DataError(f"the method needs {n} sentences of the {split} split: {err}") from None
+        held = {s.source for s in self.segments} | {s.source for s in self.forgetting} | {s.source for s in self.probe}
+        segments = [s for s in segments if s.source not in held]
+        chosen = sorted(random.Random(self.cfg.seed).sample(range(len(segments)), min(n, len(segments))))
+        logger.info("%d sentences of the %s split for the method (seed %d)", len(chosen), split, self.cfg.seed)
+        return [(segments[i].source, segments[i].reference) for i in chosen]
 
     def begin_segment(self, index: int) -> bool:
         """Before segment ``index``: with ``reset: document``, at a document boundary return to the base state; True when it did."""
@@ -283,7 +408,12 @@ class Loop:
     def store_metadata(self) -> StoreMetadata:
         """The per-user store's metadata: what made it and for which base model (``simpe.storefile``)."""
         family = self.loaded.family.store_metadata()  # empty for a Marian store without language settings
-        return StoreMetadata(method=self.cfg.method.name, method_params=dict(self.cfg.method.params), adapter=self.cfg.adapter,
+        made = self.cfg.method if self.warm_method is None else None
+        warm = self.warm_method
+        return StoreMetadata(method=made.name if made else warm.name,
+                             method_params=dict(made.params) if made else self._warm_preset_params(),
+                             adapter=self.cfg.adapter,
+                             modifiers=([dict(m) for m in made.modifiers] if made else self._warm_preset_modifiers()) or None,
                              base_model=self.loaded.name, base_model_path=str(self.cfg.model.path or ""),  # "": the demo model
                              dataset=self.cfg.data.name, split=self.cfg.data.split, segments=len(self.segments),
                              reset=self.cfg.reset, decoder=self.cfg.decoder.name, decoder_params=dict(self.cfg.decoder.params),
@@ -309,13 +439,21 @@ class Loop:
         examples = self.method.examples(seg.source)  # in-context methods: earlier post-edits only (reference i is not there)
         pair = self.loaded.family.encode_pair(self.tokenizer, seg.source, seg.reference, self.loaded.device, examples)
         t0, m0 = time.perf_counter(), self.timer.seconds
-        with torch.inference_mode():
-            result = self.decoder.decode(self.model, pair.input_ids, index=index, source=seg.source)
+        # tune-retrieve: a tuned copy for this segment, from the translation until ``learn`` has run the interactive
+        # sessions (the same copy completes them); reset before the update (Draft.tuning)
+        tuning = contextlib.ExitStack()
+        tuned = tuning.enter_context(self.method.translating(seg.source))
+        try:
+            with torch.inference_mode():
+                result = self.decoder.decode(self.model, pair.input_ids, index=index, source=seg.source)
+        except BaseException:
+            tuning.close()
+            raise
         best = list(result.hypotheses[0].tokens) if result.hypotheses else []
         hypothesis = self.tokenizer.decode(best, skip_special_tokens=True)
         t1, m1 = time.perf_counter(), self.timer.seconds
         return Draft(index, seg, examples, pair, result, best, hypothesis,
-                     {"prepare": t0 - start, "translate": t1 - t0, "translate_model": m1 - m0})
+                     {"prepare": t0 - start, "translate": t1 - t0, "translate_model": m1 - m0}, tuning, tuned)
 
     def learn(self, draft: Draft, post_edit: str | None = None, effort: dict[str, Effort] | None = None) -> SegmentRecord:
         """The second half of ``step``: score ``draft``'s hypothesis against the post-edit, update on it, return the record.
@@ -329,15 +467,16 @@ class Loop:
         index, seg, pair, examples, best, hypothesis = (draft.index, draft.segment, draft.pair, draft.examples, draft.best,
                                                         draft.hypothesis)
         seconds = dict(draft.seconds)
-        if post_edit is not None and post_edit != seg.reference:
-            start = time.perf_counter()
-            seg = dataclasses.replace(seg, reference=post_edit)
-            pair = self.loaded.family.encode_pair(self.tokenizer, seg.source, post_edit, self.loaded.device, examples)
-            seconds["prepare"] += time.perf_counter() - start
-        t1, m1 = time.perf_counter(), self.timer.seconds
-        if self.cfg.protocol.name == "interactive" and effort is None:  # the translator corrects, the system completes
-            effort = run_sessions(self.model, self.tokenizer, self.decoder, pair.input_ids, hypothesis, seg.reference,
-                                  self.levels)
+        with draft.tuning:  # the tuned copy (tune-retrieve) lives until the sessions are done, then resets
+            if post_edit is not None and post_edit != seg.reference:
+                start = time.perf_counter()
+                seg = dataclasses.replace(seg, reference=post_edit)
+                pair = self.loaded.family.encode_pair(self.tokenizer, seg.source, post_edit, self.loaded.device, examples)
+                seconds["prepare"] += time.perf_counter() - start
+            t1, m1 = time.perf_counter(), self.timer.seconds
+            if self.cfg.protocol.name == "interactive" and effort is None:  # the translator corrects, the system completes
+                effort = run_sessions(self.model, self.tokenizer, self.decoder, pair.input_ids, hypothesis, seg.reference,
+                                      self.levels)
         t1b, m1b = time.perf_counter(), self.timer.seconds
         pieces = self.cfg.metrics.subword == "all"
         scored = self.scorer.add(hypothesis, seg.reference, self.pieces(best) if pieces else None,
@@ -350,7 +489,9 @@ class Loop:
         if upd["skipped"]:
             logger.warning("segment %d: update skipped (%s)", index, upd["skipped"])
         backward = upd.pop("seconds_backward")
-        result = draft.result
+        result, tuned = draft.result, draft.tuned
+        if tuned:
+            upd["tune"] = tuned
         record = SegmentRecord(
             index=index, doc_id=seg.doc_id, seg_id=seg.seg_id, source=seg.source, reference=seg.reference, hypothesis=hypothesis,
             mt=seg.mt, examples=len(examples) if examples else None, info=dict(seg.info) if seg.info else None,
@@ -424,7 +565,7 @@ class Loop:
         cfg = self.cfg
         self.check_run_dir(resume or resume_anyway, overwrite, resume_anyway)
         resume = resume or resume_anyway
-        self.load()
+        self.load(resume=resume and (self.path / layout.STATE_DIR / layout.CHECKPOINT_FILE).exists())
         with RunDir(self.path) as rundir:
             rundir.open(resume=resume, overwrite=overwrite)
             start, records = self._restore(rundir, resume)
@@ -530,7 +671,7 @@ class Loop:
         if self.truncated:
             logger.warning("%d segments were cut to %d tokens (records with a 'truncated' key)", self.truncated,
                            self.loaded.family.max_tokens(self.model.config))
-        store = rundir.write_store(self.method.export_store(), self.store_metadata())
+        store = rundir.write_store(self.store_method().export_store(), self.store_metadata())
         summary = {**self.summary(records), "store_file_bytes": store.stat().st_size}
         changed = json.loads((self.path / layout.ENV_FILE).read_text(encoding="utf-8")).get("resumed_in_another_environment")
         if changed:
@@ -570,8 +711,9 @@ class Loop:
             "stream_sha256": stream_hash(self.segments),
             "corpus": {**corpus["corpus"], "comet": comet}, "signatures": corpus["signatures"],
             "segment_comet": segment_comet,
-            "adapted_parameters": self.method.adapted_parameters(), "store_bytes": self.method.store_bytes(),
+            "adapted_parameters": self.store_method().adapted_parameters(), "store_bytes": self.store_method().store_bytes(),
             "reset": self.cfg.reset, "method_facts": self.method.describe(),
+            **({"warm_start": self.warm_facts} if getattr(self, "warm_facts", None) else {}),
             "updates": {"repetitions": sum(r["update"]["repetitions"] for r in records),
                         "skipped": sum(1 for r in records if r["update"]["skipped"])},
             "seconds": {**seconds, "model_forward": self.timer.seconds}, **raw_mt,

@@ -77,7 +77,8 @@ def load_store(model: Any, model_name: str, path: Path) -> tuple[StoreMetadata, 
     (architecture, vocabulary: the hash of config.json less its volatile keys). A store written
     before stores named their family, or a Marian one (``store_base_metadata``), is checked by name and family.
     """
-    from simpe.methods import METHODS
+    from simpe.errors import SimpeError
+    from simpe.methods.compose import build_method
     from simpe.models import family_of
 
     tensors, metadata = read_store(path)
@@ -91,7 +92,10 @@ def load_store(model: Any, model_name: str, path: Path) -> tuple[StoreMetadata, 
     if digest is not None and digest != family.digest:
         raise ModelError(f"{path} was made for a base model whose config hashes to {digest}, this one's is "
                          f"{family.digest} (another architecture or vocabulary under the same name); {hint}")
-    method = METHODS.build(metadata.method, **metadata.method_params)  # checked by read_store
+    try:
+        method = build_method(metadata.method, metadata.method_params, metadata.modifiers)  # the method checked by read_store
+    except SimpeError as err:
+        raise ModelError(f"{path}: its method and modifiers cannot be built here: {err}") from None
     method.load_store(model, tensors)
     logger.info("applied %s store %s: %d tensors", metadata.method, path, len(tensors))
     return metadata, method

@@ -26,6 +26,7 @@ from simpe.errors import ConfigError
 STORE_FORMAT = "simpe-store/1"  # the "format" metadata of a per-user store file
 ROWS_SUFFIX, INDICES_SUFFIX = ":rows", ":indices"  # store keys of the kept rows of a matrix and their int32 indices
 JSON_METADATA = ("method_params", "decoder_params", "model_settings")  # metadata values written as JSON objects
+JSON_LISTS = ("modifiers",)  # metadata values written as JSON lists
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,7 @@ class StoreMetadata:
     method: str
     base_model: str
     method_params: dict[str, Any] = field(default_factory=dict)
+    modifiers: list[dict[str, Any]] | None = None  # the method's modifiers ({name, params}; simpe.methods.compose)
     adapter: str | None = None  # the preset the run was made with
     base_model_path: str | None = None  # "" : the demo model
     dataset: str | None = None
@@ -72,7 +74,7 @@ class StoreMetadata:
             value = getattr(self, f.name)
             if f.name == "format" or value is None:
                 continue
-            out[f.name] = json.dumps(value, sort_keys=True) if f.name in JSON_METADATA else str(value)
+            out[f.name] = json.dumps(value, sort_keys=True) if f.name in JSON_METADATA + JSON_LISTS else str(value)
         return out
 
     @classmethod
@@ -95,6 +97,14 @@ class StoreMetadata:
                     raise ConfigError(f"{path}: metadata {f.name} is not JSON ({text[:60]!r})") from None
                 if not isinstance(value, dict):
                     raise ConfigError(f"{path}: metadata {f.name} must be a JSON object, got {text[:60]!r}")
+                values[f.name] = value
+            elif f.name in JSON_LISTS:
+                try:
+                    value = json.loads(text)
+                except ValueError:
+                    raise ConfigError(f"{path}: metadata {f.name} is not JSON ({text[:60]!r})") from None
+                if not isinstance(value, list) or not all(isinstance(v, dict) and isinstance(v.get("name"), str) for v in value):
+                    raise ConfigError(f"{path}: metadata {f.name} must be a JSON list of {{name, params}}, got {text[:60]!r}")
                 values[f.name] = value
             elif f.name == "segments":
                 if not text.isdigit():

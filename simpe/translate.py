@@ -1,6 +1,7 @@
 """``simpe translate``: translate a file with a base model, or with a per-user store applied (``simpe.store``)."""
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import Any
 
@@ -15,12 +16,14 @@ def translate_lines(model: Any, tokenizer: Any, decoder: Any, sources: list[str]
     family = family_of(model)
     model.eval()
     out = []
-    with torch.inference_mode():
-        for index, source in enumerate(sources):
-            examples = method.examples(source) if method is not None else []
-            result = decoder.decode(model, family.encode_source(tokenizer, source, device, examples)[0], index=index, source=source)
-            best = list(result.hypotheses[0].tokens) if result.hypotheses else []
-            out.append(tokenizer.decode(best, skip_special_tokens=True))
+    for index, source in enumerate(sources):
+        examples = method.examples(source) if method is not None else []
+        ids = family.encode_source(tokenizer, source, device, examples)[0]
+        # tune-retrieve: a copy tuned on the store's memory for this source, reset after it (as in the run)
+        with method.translating(source) if method is not None else contextlib.nullcontext(), torch.inference_mode():
+            result = decoder.decode(model, ids, index=index, source=source)
+        best = list(result.hypotheses[0].tokens) if result.hypotheses else []
+        out.append(tokenizer.decode(best, skip_special_tokens=True))
     return out
 
 
@@ -57,6 +60,13 @@ def translate_file(model_id: str | None, source: Path, store: Path | None = None
     loaded = load_model(model_id, device, family, cfg.dtype, family_name=cfg.family, settings=cfg.family_settings())
     method = None
     if store is not None:
+        from simpe.methods.base import Context
+        from simpe.update import Tuner
+
         _, method = load_store(loaded.model, loaded.name, Path(store))
+        update_cfg, family = defaults("update"), loaded.family
+        method.prepare(Context(encode=lambda s, r: family.encode_pair(loaded.tokenizer, s, r, loaded.device),
+                               sentences=lambda split, n: [], tune=Tuner(loaded.model, update_cfg).tune, lr=update_cfg.lr,
+                               read_pairs=lambda path: []), resume=True)  # a store's state is complete: nothing to make
     built.bind(loaded.tokenizer)
     return translate_lines(loaded.model, loaded.tokenizer, built, sources, loaded.device, method)

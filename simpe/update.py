@@ -23,6 +23,7 @@ more forward pass of time.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import struct
 import time
@@ -410,17 +411,85 @@ def clip_and_step(method: Method, names: list[str], params: list[torch.Tensor], 
     return None
 
 
-def update(model: Any, method: Method, pair: Pair, cfg: UpdateConfig) -> dict[str, Any]:
+def _batch_loss(model: Any, method: Method, loss: torch.Tensor, extra: Sequence[Pair],
+                label_smoothing: float) -> tuple[torch.Tensor, float | None]:
+    """The loss of one step on ``pair`` (its ``loss``) and ``extra``: the mean of the pairs' mean token losses, plus
+    the method's penalty; and the penalty's value (None when it has none)."""
+    losses = [loss, *(pair_loss(model, other, label_smoothing)[0] for other in extra)]
+    total = torch.stack(losses).mean() if len(losses) > 1 else loss  # () mean of the pairs' losses
+    penalty = method.loss_term()
+    if penalty is None:
+        return total, None
+    return total + penalty, float(penalty.detach())
+
+
+class _Given(Method):
+    """A trainable set handed over from outside (``tune``): plain SGD on it; never attached, never registered."""
+
+    def __init__(self, params: dict[str, torch.nn.Parameter]) -> None:
+        self._trainable = dict(params)
+
+    def select(self, model: Any) -> dict[str, torch.nn.Parameter]:
+        return self._trainable
+
+
+class Tuner:
+    """Fixed numbers of steps of the shared update on a batch, on a trainable set a method names (``Context.tune``:
+    ``tune-retrieve``'s fine-tuning before a translation). One per model and update settings; the set's undo buffers
+    are kept from call to call (``Backup``), as the loop's own update keeps its method's."""
+
+    def __init__(self, model: Any, cfg: UpdateConfig) -> None:
+        self.model, self.cfg = model, cfg
+        self._given: dict[tuple[int, ...], _Given] = {}
+
+    def tune(self, params: dict[str, torch.nn.Parameter], pairs: list[Pair], lr: float, steps: int) -> dict[str, Any]:
+        """``steps`` SGD steps of size ``lr`` (clipped per tensor, as every update) on the batch ``pairs``, changing
+        only ``params``; the record of ``update`` (its losses are the first pair's)."""
+        if steps < 1 or not pairs or not params:
+            return {"repetitions": 0}
+        key = tuple(id(p) for p in params.values())
+        method = self._given.get(key)
+        if method is None:
+            method = self._given[key] = _Given(params)
+        # called around a translation, which may run under inference mode (simpe translate): record gradients here,
+        # on copies of ids that may have been made under it (an inference tensor cannot be saved for backward)
+        with torch.inference_mode(False), torch.enable_grad():
+            pairs = [dataclasses.replace(p, input_ids=p.input_ids.clone(), labels=p.labels.clone()) for p in pairs]
+            flags = [p.requires_grad for p in params.values()]
+            for p in params.values():
+                p.requires_grad_(True)
+            try:
+                # a threshold of 1.0 is met only by a perplexity of exactly 1: the steps are the number asked for
+                cfg = dataclasses.replace(self.cfg, lr=lr, max_repeats=steps, ppl_threshold=1.0)
+                return update(self.model, method, pairs[0], cfg, batch=pairs[1:], measure_after=False)
+            finally:
+                for p, flag in zip(params.values(), flags):
+                    p.requires_grad_(flag)
+
+
+def update(model: Any, method: Method, pair: Pair, cfg: UpdateConfig, batch: Sequence[Pair] = (),
+           measure_after: bool = True) -> dict[str, Any]:
     """Adapt ``model`` on one pair; return the record's ``update`` field.
 
     Returns ``loss_before``/``ppl_before`` (before any step), ``loss_after``/``ppl_after``
     (after the last step, measured with one more forward pass), ``repetitions`` (steps
     taken), ``skipped`` (None, or why a step was skipped) and ``seconds_backward``.
+
+    ``batch``: more pairs stepped on with ``pair`` (the warm start's batches, ``tune-retrieve``'s matches), and so are
+    the method's ``update_pairs(pair)`` (``replay``'s drawn pairs, once per call): the loss of a step is then the
+    mean of the pairs' mean token losses, plus the method's ``loss_term()`` (``ewc``'s penalty); the perplexity threshold and the
+    record's losses are ``pair``'s alone. The record then says ``replayed`` (the pairs beside ``pair``) and
+    ``penalty`` (its last value). Without either the step is the seed's, bit for bit. ``measure_after`` False
+    skips the forward pass that measures the loss after the last step (``loss_after`` is then the last one before it).
     """
+    extra = [*batch, *method.update_pairs(pair)]  # (pairs,) beside ``pair``, fixed across the repetitions
     params = list(method.trainable().values())
     names = list(method.trainable().keys())
     record: dict[str, Any] = {"loss_before": None, "ppl_before": None, "loss_after": None, "ppl_after": None,
                               "repetitions": 0, "skipped": None}
+    composed = type(method).loss_term is not Method.loss_term  # a method with a loss term of its own (ewc)
+    if extra:
+        record["replayed"] = len(extra)
     backward_seconds = 0.0
     if cfg.dropout > 0 and params:
         model.train()
@@ -440,8 +509,14 @@ def update(model: Any, method: Method, pair: Pair, cfg: UpdateConfig) -> dict[st
     try:
         for repeat in range(cfg.max_repeats + 1):
             may_step = bool(params) and repeat < cfg.max_repeats
+            if not measure_after and record["repetitions"] and repeat == cfg.max_repeats:
+                break
             with torch.set_grad_enabled(may_step):
                 loss, nll = pair_loss(model, pair, cfg.label_smoothing)
+                if may_step and (extra or composed):
+                    loss, penalty = _batch_loss(model, method, loss, extra, cfg.label_smoothing)
+                    if penalty is not None:
+                        record["penalty"] = penalty
             if record["repetitions"] and not math.isfinite(nll):  # the last step broke the model: undo it
                 undo()
                 record["repetitions"] -= 1

@@ -131,3 +131,35 @@ class TmxDataset(HeldOutDataset):
 
     def _read(self) -> list[Segment]:
         return read_tmx(self.path, self.src_lang, self.tgt_lang)
+
+
+MEMORY_FORMATS = ("tmx", "tsv", "text")
+
+
+def memory_format(path: Path) -> str:
+    """A translation memory's format from its name: ``.tmx``, ``.tsv``, else ``text`` (``STEM.<src>`` + ``STEM.<tgt>``)."""
+    suffix = Path(path).suffix.lower()
+    return "tmx" if suffix == ".tmx" else "tsv" if suffix == ".tsv" else "text"
+
+
+def read_memory(path: str | Path, src_lang: str = "en", tgt_lang: str = "de") -> list[tuple[str, str]]:
+    """A translator's memory as (source, target) pairs in file order: a TMX file, a TSV file (source TAB target), or
+    text, two line-aligned files ``PATH.<src_lang>`` and ``PATH.<tgt_lang>`` (``--warm-start``, ``tune-retrieve``'s
+    ``memory``). Empty pairs are left out."""
+    path = Path(path)
+    fmt = memory_format(path)
+    if fmt == "tmx":
+        segments = read_tmx(path, src_lang, tgt_lang)
+    elif fmt == "tsv":
+        segments = TsvDataset(str(path))._read()
+    else:
+        source, target = Path(f"{path}.{src_lang}"), Path(f"{path}.{tgt_lang}")
+        missing = [str(f) for f in (source, target) if not f.is_file()]
+        if missing:
+            raise DataError(f"translation memory {path}: a text memory is two line-aligned files, {source} and {target}; "
+                            f"missing {', '.join(missing)} (or give a .tmx or .tsv file)")
+        segments = parallel_files(source, target)
+    pairs = [(s.source, s.reference) for s in segments if s.source.strip() and s.reference.strip()]
+    if not pairs:
+        raise DataError(f"translation memory {path} holds no (source, target) pair")
+    return pairs

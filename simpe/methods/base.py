@@ -15,7 +15,10 @@ A method's parameters are its constructor's keyword arguments (checked by
 """
 from __future__ import annotations
 
+import contextlib
 from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +49,30 @@ def embedding_names(model: Any) -> set[str]:
     return {name for name, p in base_parameters(model).items() if id(p) in weights}
 
 
+@dataclass
+class Context:
+    """What the loop lends a method once the model is loaded (``Method.prepare``), for methods that need more than
+    the post-edits the loop shows them: none of the seed's methods does.
+
+    encode: (source, reference) -> a ``Pair`` on the model's device (the family's own encoding).
+    sentences: (split, n) -> at most ``n`` (source, reference) pairs of the dataset's ``split``, drawn with the run's
+        seed; the loop refuses the stream, the reserved splits and the forgetting probe's sentences (``replay``'s
+        training pairs, ``ewc``'s Fisher sentences).
+    tune: (parameters, pairs, lr, steps) -> the update's record: ``steps`` steps of the shared update (clipping,
+        SGD, the undo of a bad step) on the batch ``pairs``, changing only ``parameters`` (``tune-retrieve``). A method
+        never imports ``simpe.update``: this is how it reaches it.
+    lr: the run's ``update.lr``.
+    read_pairs: a translation memory file (tmx, tsv, or text: ``STEM.<src>`` + ``STEM.<tgt>``) -> its (source, target)
+        pairs (``tune-retrieve``'s ``memory``).
+    """
+
+    encode: Callable[[str, str], Any]
+    sentences: Callable[[str, int], list[tuple[str, str]]]
+    tune: Callable[[dict[str, torch.nn.Parameter], list[Any], float, int], dict[str, Any]]
+    lr: float
+    read_pairs: Callable[[str], list[tuple[str, str]]]
+
+
 class Gradients(dict):
     """The gradients of one step, name -> tensor (the trainable tensors that got one), and their clipping.
 
@@ -72,6 +99,7 @@ class Method(ABC):
     """
 
     name: str = ""  # set by METHODS.add
+    parametric: bool = True  # it may train tensors: what the modifiers replay and ewc need (simpe.methods.compose)
 
     def attach(self, model: Any, model_dir: Path | None, update: UpdateConfig) -> None:
         """Prepare ``model`` for this method: add parameters, choose the trainable set.
@@ -121,6 +149,27 @@ class Method(ABC):
 
     def trainable(self) -> dict[str, torch.nn.Parameter]:
         return self._trainable
+
+    # ---- what composition (simpe.methods.compose) and the methods beside the seed's use; the defaults do nothing
+    def prepare(self, context: Context, resume: bool = False) -> None:
+        """Called once by the loop before the first segment, after any warm start, with what it lends (``Context``);
+        on a resume (``resume``) before the checkpoint's state is loaded, so what that state holds need not be made
+        again: ``ewc`` estimates its Fisher information on a new run only, and takes θ₀ on both."""
+
+    @contextlib.contextmanager
+    def translating(self, source: str) -> Iterator[dict[str, Any] | None]:
+        """Around the translation of ``source`` (before its post-edit is known): ``tune-retrieve`` fine-tunes on
+        the earlier post-edits most like it, and returns to the state before on leaving. Yields facts for the
+        segment's record (None: nothing to record)."""
+        yield None
+
+    def update_pairs(self, pair: Any) -> list[Any]:
+        """Pairs the update takes beside ``pair`` in the same batch (``replay``); none by default."""
+        return []
+
+    def loss_term(self) -> torch.Tensor | None:
+        """A term the update adds to the loss it differentiates (``ewc``); None by default."""
+        return None
 
     def after_segment(self, pair: Any) -> None:
         """Called by the loop once per segment, after the update, with its (source, post-edit) pair

@@ -6,5 +6,7 @@ from simpe.methods.base import METHODS, Method
 class BaselineMethod(Method):
     """No trainable parameters: the loop translates and scores only."""
 
+    parametric = False  # trains no tensor
+
     def select(self, model):
         return {}

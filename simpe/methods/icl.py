@@ -72,6 +72,8 @@ def overlap(a: str, b: str) -> float:
 class IclMethod(Method):
     """In-context examples: the ``k`` earlier post-edits whose sources are most similar; no parameter changes."""
 
+    parametric = False  # trains no tensor
+
     def __init__(self, k: int = 2, similarity: str = "chrf", min_similarity: float = 0.0) -> None:
         if isinstance(k, bool) or not isinstance(k, int) or k < 1:
             raise ConfigError(f"icl k must be an integer >= 1, got {k!r}")

@@ -50,6 +50,8 @@ IVF = {"centroids": "__knn_ivf_centroids__", "lists": "__knn_ivf_lists__", "trai
 class KnnMethod(Method):
     """Online kNN-MT: interpolate the model with a datastore of the post-edits; no parameter changes."""
 
+    parametric = False  # trains no tensor
+
     def __init__(self, k: int = 2, temperature: float = 100.0, knn_lambda: float = 1.0, distance_aware: bool = True,
                  index: str = "exact", exact_entries: int = 16384, probe_lists: int = 8, key_dtype: str = "float32") -> None:
         # index "exact" when not given: what a run configured before the inverted file existed did (its saved config
@@ -69,6 +71,9 @@ class KnnMethod(Method):
                 raise ConfigError(f"knn {name} must be an integer >= 1, got {value!r}")
         self.k, self.temperature, self.knn_lambda, self.distance_aware = k, float(temperature), float(knn_lambda), bool(distance_aware)
         self.index, self.exact_entries, self.probe_lists, self.key_dtype = index, exact_entries, probe_lists, key_dtype
+        # beside a method that trains (full+knn: simpe.methods.compose) the datastore is read while decoding only
+        # (inference mode): the update's loss is the adapted model's own, as the method alone would have it
+        self.decoding_only = False
 
     def _datastore(self, dim: int, device: Any) -> Datastore:
         return Datastore(dim, device=device, index=self.index, exact_entries=self.exact_entries, probe_lists=self.probe_lists,
@@ -91,6 +96,8 @@ class KnnMethod(Method):
     def _interpolate(self, module: Any, args: tuple[Any, ...], output: Any) -> Any:
         hidden, self._hidden = self._hidden, None
         if self.store.size == 0 or hidden is None or self.knn_lambda == 0.0 or self._storing:
+            return None
+        if self.decoding_only and not torch.is_inference_mode_enabled():
             return None
         logits = output.logits  # (rows, tgt_len, vocab)
         rows, length, vocab = logits.shape

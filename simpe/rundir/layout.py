@@ -66,17 +66,21 @@ def inside(path: Path, root: Path) -> bool:
     return True
 
 
-def group_name(dataset: str, split: str, model: str, segments: int | None, protocol: str = "post-edit") -> str:
+def group_name(dataset: str, split: str, model: str, segments: int | None, protocol: str = "post-edit",
+               warm_start: str | None = None) -> str:
     """The folder shared by runs on the same stream: ``<dataset>-<split>--<model>--<N>seg``, and ``--interactive``
-    after it for the interactive-predictive protocol (its runs are compared with each other, not with post-editing's)."""
+    after it for the interactive-predictive protocol (its runs are compared with each other, not with post-editing's),
+    ``--warm-<name>`` for runs warm-started on the memory file ``name`` (compared with the warm-started baseline)."""
     suffix = "" if protocol == "post-edit" else f"--{protocol}"
+    if warm_start:
+        suffix += f"--warm-{warm_start}"
     return f"{dataset}-{split}--{model}--{segments if segments else 'all'}seg{suffix}"
 
 
 def run_path(runs_dir: str | Path, dataset: str, split: str, model: str, segments: int | None, adapter: str,
-             protocol: str = "post-edit") -> Path:
+             protocol: str = "post-edit", warm_start: str | None = None) -> Path:
     """``<runs_dir>/<group>/<adapter>``: the folder of one run."""
-    return Path(runs_dir) / group_name(dataset, split, model, segments, protocol) / adapter
+    return Path(runs_dir) / group_name(dataset, split, model, segments, protocol, warm_start) / adapter
 
 
 def compare_dir(group_dir: Path) -> Path:

@@ -17,6 +17,7 @@ Two kinds of tiny model (``tests/tiny_families.py``):
 """
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 from pathlib import Path
@@ -243,7 +244,28 @@ def test_every_decoder_on_every_family(kind: str, loaded_kind) -> None:
 HOT = defaults("update", lr=0.5, ppl_threshold=1.0, max_repeats=2)  # never satisfied: always two steps
 PAIRS = [("Click OK to close the dialog.", "Klicken Sie auf OK, um den Dialog zu schließen."),
          ("Select the cell range.", "Wählen Sie den Zellbereich aus.")]
-METHOD_NAMES = ("baseline", "full", "bias", "top", "fixed", "lasso", "lora", "knn", "icl")
+METHOD_NAMES = ("baseline", "full", "bias", "top", "fixed", "lasso", "lora", "knn", "icl", "tune-retrieve",
+                "full+replay", "lasso+ewc", "full+knn", "full+tune-retrieve")
+# the presets' compositions (adapters/<name>.yaml), small: replay of one pair, a Fisher of two
+MODIFIERS = {"replay": {"k": 1}, "ewc": {"sentences": 2}, "knn": {}, "tune-retrieve": {}}
+
+
+def build(name: str, params: dict):
+    """A method of METHOD_NAMES: ``method+modifier`` composed as a preset composes it (simpe.methods.compose)."""
+    from simpe.methods.compose import build_method
+
+    method, *modifiers = name.split("+")
+    return build_method(method, params, [{"name": m, "params": MODIFIERS[m]} for m in modifiers])
+
+
+def context(loaded):
+    """What the loop lends a method (simpe.methods.base.Context), on the tiny model: PAIRS stand for the train split."""
+    from simpe.methods.base import Context
+    from simpe.update import Tuner
+
+    return Context(encode=lambda s, r: loaded.family.encode_pair(loaded.tokenizer, s, r, "cpu"),
+                   sentences=lambda split, n: PAIRS[:n], tune=Tuner(loaded.model, HOT).tune, lr=HOT.lr,
+                   read_pairs=lambda path: [])
 
 
 @pytest.fixture(scope="module")
@@ -270,7 +292,8 @@ def _decode(loaded, method=None) -> list[tuple[int, ...]]:
         for source, _ in PAIRS:
             examples = method.examples(source) if method is not None else []
             ids = loaded.family.encode_source(loaded.tokenizer, source, "cpu", examples)[0]
-            out.append(decoder.decode(loaded.model, ids).hypotheses[0].tokens)
+            with method.translating(source) if method is not None else contextlib.nullcontext():
+                out.append(decoder.decode(loaded.model, ids).hypotheses[0].tokens)
     return out
 
 
@@ -281,13 +304,14 @@ def test_every_method_on_every_family(kind: str, family_model, selections) -> No
     for name in METHOD_NAMES:
         loaded = fresh(family_model, kind)
         params = {"selection": str(selections(kind))} if name == "fixed" else {"rank": 2} if name == "lora" else {}
-        method = METHODS.build(name, **params)
+        method = build(name, params)
         if name == "icl" and loaded.family.encoder_decoder:
             with pytest.raises(ConfigError, match="method 'icl' puts earlier post-edits into a causal LM's prompt"):
                 method.check_family(loaded.family)
             continue
         method.check_family(loaded.family)
         method.attach(loaded.model, None, HOT)
+        method.prepare(context(loaded))
         before = {n: p.detach().clone() for n, p in loaded.model.named_parameters()}
         for source, reference in PAIRS:
             examples = method.examples(source)
@@ -298,15 +322,19 @@ def test_every_method_on_every_family(kind: str, family_model, selections) -> No
         trainable = set(method.trainable())
         moved = {n for n, p in loaded.model.named_parameters() if n in before and not torch.equal(before[n], p.detach())}
         assert moved <= trainable, (name, sorted(moved - trainable)[:3])
-        if name in ("full", "bias", "top", "fixed", "lasso", "lora"):
+        if name.split("+")[0] in ("full", "bias", "top", "fixed", "lasso", "lora"):
             assert moved, name
-        if name in ("baseline", "knn", "icl"):
+        if name in ("baseline", "knn", "icl", "tune-retrieve"):
             assert not moved and method.adapted_parameters() == 0, name
         assert method.store_bytes() == sum(t.numel() * t.element_size() for t in method.export_store().values()), name
+        adapted_state = {n: p.detach().clone() for n, p in loaded.model.named_parameters()}
         adapted = _decode(loaded, method)
+        # tune-retrieve tunes a copy for each translation and returns to the state before it, bit for bit
+        assert all(torch.equal(adapted_state[n], p.detach()) for n, p in loaded.model.named_parameters()), name
         other = fresh(family_model, kind)
-        applied = METHODS.build(name, **params)
+        applied = build(name, params)
         applied.load_store(other.model, {k: v.clone() for k, v in method.export_store().items()})
+        applied.prepare(context(other), resume=True)  # a store applied: tune-retrieve gets its tuner, nothing is estimated
         assert _decode(other, applied) == adapted, name
 
 

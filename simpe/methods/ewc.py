@@ -1,0 +1,122 @@
+"""``ewc``: a modifier of a parametric method; elastic weight consolidation (Kirkpatrick et al. 2017).
+
+Each update's loss gets the penalty λ·Σ F·(θ − θ₀)² over the method's trainable tensors: θ₀ their values before the
+first segment (after any warm start), F the diagonal of the empirical Fisher information at θ₀, estimated once as
+the mean over ``sentences`` pairs of the squared gradient of each pair's mean token NLL (teacher-forced, no
+dropout). The pairs are drawn with the run's seed from the dataset's ``split`` (``train``, the default; ``dev``
+without the forgetting probe's and the ranking probe's sentences) through the loop's ``Context.sentences``, which
+refuses the stream and the reserved splits (``smath``, ``sdatabase``). A tensor moved away from θ₀ where the
+general-domain loss is sensitive (large F) is pulled back; one the Fisher finds unimportant moves freely.
+
+The Fisher (one float32 value per trainable value) is part of the resume state, so a resumed run penalises with the
+Fisher the run estimated, without the training split; θ₀ is taken again on a resume (the base model, and the warm
+start, are made again before the checkpoint is loaded). Neither is part of the per-user store: the adapted tensors
+are the method's own.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+import torch
+
+from simpe.errors import ConfigError, ModelError
+from simpe.methods.base import Context, check_finite
+from simpe.methods.compose import MODIFIERS, Modifier
+from simpe.model import eval_mode, teacher_forced_logits
+
+logger = logging.getLogger(__name__)
+
+SPLITS = ("train", "dev")
+FISHER = "fisher."  # state entries: fisher.<tensor name>
+
+
+@MODIFIERS.add("ewc")
+class EwcModifier(Modifier):
+    """λ·Σ F·(θ − θ₀)² added to the update's loss; F the diagonal empirical Fisher on ``sentences`` pairs of ``split``."""
+
+    parametric_only = True
+
+    def __init__(self, weight: float = 1000.0, sentences: int = 200, split: str = "train") -> None:
+        if not weight >= 0:
+            raise ConfigError(f"ewc weight must be >= 0, got {weight}")
+        if isinstance(sentences, bool) or not isinstance(sentences, int) or sentences < 1:
+            raise ConfigError(f"ewc sentences must be an integer >= 1, got {sentences!r}")
+        if split not in SPLITS:
+            raise ConfigError(f"ewc split must be one of {', '.join(SPLITS)} (never the stream or the reserved splits), "
+                              f"got {split!r}")
+        self.weight, self.sentences, self.split = float(weight), sentences, split
+        self.fisher: dict[str, torch.Tensor] = {}
+        self.anchor: dict[str, torch.Tensor] = {}
+        self.estimated_on = 0
+
+    def prepare(self, context: Context, resume: bool = False) -> None:
+        params = self.method.trainable()
+        self.anchor = {name: p.detach().clone() for name, p in params.items()}  # θ₀
+        if resume:
+            return  # the Fisher comes with the checkpoint's state
+        pairs = context.sentences(self.split, self.sentences)
+        if not pairs:
+            raise ConfigError(f"ewc found no {self.split} sentences to estimate the Fisher information on")
+        start = time.perf_counter()
+        self.fisher = estimate_fisher(self.model, params, [context.encode(s, r) for s, r in pairs])
+        self.estimated_on = len(pairs)
+        logger.info("ewc: diagonal Fisher on %d %s pairs in %.1f s (mean %.3g)", len(pairs), self.split,
+                    time.perf_counter() - start, _mean(self.fisher))
+
+    def loss_term(self) -> torch.Tensor | None:
+        if not self.fisher or self.weight == 0.0:
+            return None
+        params = self.method.trainable()
+        terms = [(self.fisher[name] * (params[name].float() - self.anchor[name].float()).pow(2)).sum()
+                 for name in self.fisher if params[name].requires_grad]
+        return torch.stack(terms).sum() * self.weight  # ()
+
+    def describe(self) -> dict[str, Any]:
+        return {"weight": self.weight, "sentences": self.estimated_on or self.sentences, "split": self.split,
+                "fisher_mean": _mean(self.fisher)}
+
+    # ---- resume: the Fisher (not part of the per-user store)
+    def state_dict(self) -> dict[str, torch.Tensor]:
+        return {FISHER + name: f.clone() for name, f in self.fisher.items()}
+
+    def check_state(self, state: dict[str, Any]) -> None:
+        params = self.method.trainable()
+        expected = {FISHER + name for name in params}
+        if set(state) != expected:
+            got = sorted(state)
+            raise ModelError(f"holds {', '.join(got[:3]) or 'nothing'}{' ...' if len(got) > 3 else ''}; ewc on this method "
+                             f"resumes from the Fisher of its {len(params)} trainable tensors ({FISHER}<name>)")
+        for key, value in state.items():
+            param = params[key[len(FISHER):]]
+            if not isinstance(value, torch.Tensor) or value.shape != param.shape or not value.is_floating_point():
+                raise ModelError(f"holds {key} that is not a float tensor of shape {tuple(param.shape)}")
+            check_finite(key, value)
+
+    def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
+        params = self.method.trainable()
+        self.fisher = {key[len(FISHER):]: value.to(params[key[len(FISHER):]].device, torch.float32).clone()
+                       for key, value in state.items()}
+        self.estimated_on = self.estimated_on or self.sentences
+
+
+def _mean(fisher: dict[str, torch.Tensor]) -> float | None:
+    total = sum(f.numel() for f in fisher.values())
+    return float(sum(float(f.sum()) for f in fisher.values()) / total) if total else None
+
+
+def estimate_fisher(model: Any, params: dict[str, torch.nn.Parameter], pairs: list[Any]) -> dict[str, torch.Tensor]:
+    """The diagonal empirical Fisher: name -> mean over ``pairs`` of (∂ mean-token NLL / ∂θ)², float32, shaped as θ."""
+    names = [name for name, p in params.items() if p.requires_grad]
+    tensors = [params[name] for name in names]
+    fisher = [torch.zeros(p.shape, dtype=torch.float32, device=p.device) for p in tensors]  # shaped as each θ
+    with eval_mode(model):
+        for pair in pairs:
+            logits = teacher_forced_logits(model, pair.input_ids, pair.labels)  # (1, tgt_len, vocab)
+            loss = torch.nn.functional.cross_entropy(logits.view(-1, logits.size(-1)).float(), pair.labels.view(-1))
+            grads = torch.autograd.grad(loss, tensors, allow_unused=True)
+            for acc, grad in zip(fisher, grads):
+                if grad is not None:
+                    acc.addcmul_(grad.float(), grad.float())
+    return {name: acc.div_(len(pairs)) for name, acc in zip(names, fisher)}
