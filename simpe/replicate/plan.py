@@ -231,11 +231,10 @@ def make_plan(scale: Scale, runs_dir: Path, source: Source | None = None) -> Pla
         specs += plan(["full"], overrides=small, baseline=False)
         experiments["sensitivity"] = specs
     if scale.why:
-        specs = plan(["lasso"], grid={"method.params.budget_nonembedding": [WHY_BUDGETS[0][0]],
-                                      "method.params.budget_embedding": [WHY_BUDGETS[0][1]]}, overrides=main)
-        for tensors, rows in WHY_BUDGETS[1:]:
+        specs = []
+        for i, (tensors, rows) in enumerate(WHY_BUDGETS):  # the pairs, not their product; the scalc baseline once
             specs += plan(["lasso"], grid={"method.params.budget_nonembedding": [tensors], "method.params.budget_embedding": [rows]},
-                          overrides=main, baseline=False)
+                          overrides=main, baseline=i == 0)
         experiments["why-budget"] = specs
         if (REPO_ROOT / SMALL_MODEL / "config.json").is_file():
             experiments["why-size"] = plan(WHY_SIZE_METHODS, overrides=[*main, f"model.path={SMALL_MODEL}"])
