@@ -875,9 +875,9 @@ def _add_replicate(sub: argparse._SubParsersAction) -> None:
                         "one line each, with the files that changed and the command that brings each up to date")
     p.add_argument("--records", type=Path, metavar="DIR",
                    help="the records folder (default: beside the page, docs/replication/records/ for docs/replication.md)")
-    p.add_argument("--only", nargs="+", metavar="PART", help="run only these parts (scalc, sdatabase, forgetting, sensitivity, "
-                                                             "studies, mbr-sensitivity, systems); the other parts' records "
-                                                             "stay as earlier calls wrote them")
+    p.add_argument("--only", nargs="+", metavar="PART", help="run only these parts of the plan (docs/replicate.md lists them; "
+                                                             "an unknown name is refused with the known ones) and what they "
+                                                             "need; the other parts' records stay as earlier calls wrote them")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=_cmd_replicate)
 

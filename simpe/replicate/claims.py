@@ -18,7 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from simpe.metrics import metric_for
+from simpe.replicate.field import FieldTable, field_table, repeated_rate, repeated_stats
+from simpe.replicate.field import summary as field_summary
 from simpe.replicate.papers import PAPERS, POINTS, QUOTES, RELATIVE, show
 from simpe.replicate.verdicts import (
     INCONCLUSIVE,
@@ -34,6 +35,7 @@ from simpe.replicate.verdicts import (
     judge,
     judge_null,
     mean_effect,
+    metric_score,
     paired_effect,
     pearson_effect,
     systems_to_decide,
@@ -69,12 +71,6 @@ class Evidence:
     systems: dict[str, Any] | None = None  # Yan et al. (2022) Table 3: {"models": [...], "correlation": {...}, "settings": {...}}
 
 
-def _score(key: str) -> Callable[[np.ndarray], np.ndarray]:
-    metric = metric_for(key)
-    scale = 100.0 if metric.percent else 1.0
-    return lambda summed: metric.scores_from_stats(np.atleast_2d(summed)) * scale
-
-
 def _cite(paper: str, where: str) -> str:
     return f"{PAPERS[paper].cite}, {where}"
 
@@ -96,7 +92,7 @@ def effect(group: RunGroup, key: str, name: str, against: str | None = None, rel
     system = segment_stats(runs[name], key, n)
     if base is None or system is None:
         return None
-    found = paired_effect(base, system, _score(key), relative, RELATIVE if relative else POINTS)
+    found = paired_effect(base, system, metric_score(key), relative, RELATIVE if relative else POINTS)
     return None if math.isnan(found.value) else found
 
 
@@ -404,7 +400,7 @@ def beam_curse(ev: Evidence) -> Verdict:
         return _missing(claim, source, paper, rule, "the decoding studies did not run (or ran before they kept BLEU per beam size)")
     beam = {b: _bleu_of(studies, b, "beam") for b in sorted(studies["bleu_stats"])}
     small, wide = min(beam), max(beam)
-    score = _score("bleu")
+    score = metric_score("bleu")
     figures = ", ".join(f"B={b}: {float(score(stats.sum(0))[0]):.1f}" for b, stats in beam.items())  # type: ignore[union-attr]
     found = paired_effect(beam[small], beam[wide], score, False, POINTS)  # type: ignore[arg-type]
     verdict = (REPRODUCED if found.value < 0 else NOT_REPRODUCED) if found.significant else INCONCLUSIVE
@@ -423,7 +419,7 @@ def heap_bleu(ev: Evidence) -> Verdict:
     if studies is None or not studies.get("bleu_stats"):
         return _missing(claim, source, paper, rule, "the decoding studies did not run (or ran before they kept BLEU per beam size)")
     b = min(studies["bleu_stats"])
-    score = _score("bleu")
+    score = metric_score("bleu")
     beam, heap = _bleu_of(studies, b, "beam"), _bleu_of(studies, b, "heap_beam")
     found = paired_effect(beam, heap, score, False, POINTS)  # type: ignore[arg-type]
     verdict, why = judge(found, gap, band_around(gap))
@@ -649,17 +645,6 @@ def number_f1(ev: Evidence) -> Verdict:
     return out
 
 
-def _repeated_stats(run: Any, n: int) -> np.ndarray:
-    """(n, 2) per-segment (missed again, shown after a miss): as a record keeps them (``records.REPEATED``), else from
-    the run's logged tokens."""
-    from simpe.report.marks import repeated_error_stats
-
-    segments = run.segments[:n]
-    if segments and all("repeated" in s for s in segments):
-        return np.asarray([s["repeated"] for s in segments], dtype=np.float64).reshape(-1, 2)
-    return np.asarray(repeated_error_stats(run, n), dtype=np.float64).reshape(-1, 2)
-
-
 def repeated(ev: Evidence) -> Verdict:
     claim = "How often a word a post-edit corrected is missed again at its next occurrence, per method."
     source = "beyond the papers: the repeated-error rate (summary.json repeated_errors)"
@@ -669,16 +654,10 @@ def repeated(ev: Evidence) -> Verdict:
     if group is None:
         return _missing(claim, source, paper, rule, ev.notes.get("scalc", "the scalc runs are missing"))
     n = group.num_segments
-
-    def rate(summed: np.ndarray) -> np.ndarray:
-        summed = np.atleast_2d(summed)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return 100.0 * summed[:, 0] / summed[:, 1]
-
-    base = _repeated_stats(group.baseline, n)
-    parts = [f"baseline {rate(base.sum(0))[0]:.1f}%"]
+    base = repeated_stats(group.baseline, n)
+    parts = [f"baseline {repeated_rate(base.sum(0))[0]:.1f}%"]
     for run in group.methods:
-        found = paired_effect(base, _repeated_stats(run, n), rate, False, POINTS)
+        found = paired_effect(base, repeated_stats(run, n), repeated_rate, False, POINTS)
         parts.append(f"{run.name} {found.show()}")
     return Verdict(claim, source, paper, "; ".join(parts) + f" (of {int(base.sum(0)[1])} words shown after a miss, baseline)",
                    MEASURED, "a probe beyond the papers", rule)
@@ -705,6 +684,30 @@ def forgetting(ev: Evidence) -> Verdict:
     figures = (f"BLEU on {size} held-out dev segments after {group.num_segments} stream segments: baseline {base:.1f}; "
                + ", ".join(f"{n} {v:.1f} ({v - base:+.1f})" for n, v in values.items() if v is not None))
     return Verdict(claim, source, paper, figures, MEASURED, "a probe beyond the papers", rule)
+
+
+def field_evidence(ev: Evidence) -> FieldTable | None:
+    """The field's methods beside the papers' (``field.field_table``), or None without the scalc or field runs."""
+    main, field = _scalc(ev), ev.groups.get("field")
+    if main is None or field is None:
+        return None
+    return field_table(main, field, ev.groups.get("forgetting"), ev.groups.get("field-forgetting"))
+
+
+def field_methods(ev: Evidence) -> Verdict:
+    claim = ("What the field's methods do beside the papers': retrieve-tune-reset, replay, elastic weight consolidation, "
+             "full composed with kNN-MT.")
+    source = ("beyond the papers: ModernMT's retrieve-tune-reset (after Farajian et al. 2017), replay and EWC (Kirkpatrick "
+              "et al. 2017) against forgetting, kNN-MT (Khandelwal et al. 2021) composed with full")
+    paper = "– (not measured by the papers)"
+    rule = ("measured: each method's BLEU (points), R0 and R1 (relative %) and repeated-error rate (points) against the "
+            "baseline, and BLEU against the method a composition modifies, paired bootstrap over the scalc segments; "
+            "held-out BLEU at the forgetting runs' last snapshot; the table 'The field's methods' below")
+    table = field_evidence(ev)
+    if table is None:
+        why = ev.notes.get("field") or ev.notes.get("scalc") or "the field runs are missing"
+        return _missing(claim, source, paper, rule, why)
+    return Verdict(claim, source, paper, field_summary(table), MEASURED, "a probe beyond the papers", rule)
 
 
 # ---------------------------------------------------------------------------------------- why, measured
@@ -836,6 +839,7 @@ CLAIMS: list[tuple[str, Callable[[Evidence], Verdict]]] = [
     ("yan2022-t8-chrf", chrf_kqrg),
     ("beyond-forgetting", forgetting),
     ("beyond-repeated", repeated),
+    ("beyond-field", field_methods),
     ("why-model-size", why_size),
     ("why-lasso-budget", why_budget),
 ]
@@ -843,7 +847,7 @@ CLAIMS: list[tuple[str, Callable[[Evidence], Verdict]]] = [
 
 # probes beyond the papers (or of one model's level): measured, never counted in the headline, even when they could not run
 PROBES = frozenset({"sensitivity", "yan2021-empty-modes", "yan2022-t8-chrf", "beyond-forgetting", "beyond-repeated",
-                    "why-model-size", "why-lasso-budget"})
+                    "beyond-field", "why-model-size", "why-lasso-budget"})
 
 # what each claim's evidence comes from (simpe.replicate.plan.PARTS): a call with --only judges a claim anew when every
 # part it needs ran in that call, and otherwise keeps the row an earlier call measured (docs/replication.json)
@@ -861,6 +865,7 @@ NEEDS: dict[str, tuple[str, ...]] = {
     "amrhein2022-chrf++": ("mbr-sensitivity",), "amrhein2022-sbleu": ("mbr-sensitivity",),
     "amrhein2022-f1": ("mbr-sensitivity",), "beyond-forgetting": ("forgetting",),
     "why-model-size": ("scalc", "why-size"), "why-lasso-budget": ("scalc", "why-budget"),
+    "beyond-field": ("scalc", "field", "forgetting", "field-forgetting"),
 }
 
 

@@ -16,7 +16,9 @@ from typing import Any
 
 from simpe.paths import DEFAULT_MODEL
 from simpe.replicate import records as rec
-from simpe.replicate.claims import NEEDS, PROBES, Verdict, verdicts
+from simpe.replicate.claims import NEEDS, PROBES, Verdict, field_evidence, verdicts
+from simpe.replicate.field import FieldTable
+from simpe.replicate.field import to_markdown as field_markdown
 from simpe.replicate.papers import PAPERS
 from simpe.replicate.provenance import claims_code, row_code, row_fingerprint
 from simpe.replicate.verdicts import COUNTED, INCONCLUSIVE, MEASURED, NOT_REPRODUCED, NOT_TESTABLE, PARTLY, REPRODUCED
@@ -35,7 +37,8 @@ def _provenance(cid: str, row: dict[str, Any]) -> str:
 
 
 def to_markdown(rows: list[tuple[str, Verdict]], facts: dict[str, Any], signatures: dict[str, str],
-                figure: str | None, provenance: dict[str, dict[str, Any]] | None = None) -> str:
+                figure: str | None, provenance: dict[str, dict[str, Any]] | None = None,
+                field: FieldTable | None = None) -> str:
     counts = {v: sum(r.verdict == v for cid, r in rows if cid not in PROBES) for v in COUNTED}
     counts[MEASURED] = sum(cid in PROBES for cid, _ in rows)
     claims = sum(counts[v] for v in COUNTED)
@@ -58,6 +61,8 @@ def to_markdown(rows: list[tuple[str, Verdict]], facts: dict[str, Any], signatur
     if figure:
         out += ["", "## Figure 2 of Simianer et al. (2019), on simpe: cumulative differences to the baseline, scalc stream", "",
                 f"![cumulative differences]({figure})"]
+    if field is not None:
+        out += ["", "## The field's methods beside the papers' (`beyond-field`, measured)", ""] + field_markdown(field)
     if signatures:
         out += ["", "## Signatures", ""] + [f"- {kind}: `{sig}`" for kind, sig in sorted(signatures.items())]
     if provenance:
@@ -90,10 +95,11 @@ def to_html(rows: list[tuple[str, Verdict]], facts: dict[str, Any], figure: str 
 
 
 def write_pages(rows: list[tuple[str, Verdict]], facts: dict[str, Any], signatures: dict[str, str], out: Path,
-                html_out: Path, figure: str | None, provenance: dict[str, dict[str, Any]] | None = None) -> None:
+                html_out: Path, figure: str | None, provenance: dict[str, dict[str, Any]] | None = None,
+                field: FieldTable | None = None) -> None:
     """Write the Markdown page and the HTML page (each whole, replaced at once); ``provenance``: each row's code
     fingerprint, what it rests on and the calls that measured it (the page json's rows)."""
-    for path, text in ((out, to_markdown(rows, facts, signatures, figure, provenance)), (html_out, to_html(rows, facts, figure))):
+    for path, text in ((out, to_markdown(rows, facts, signatures, figure, provenance, field)), (html_out, to_html(rows, facts, figure))):
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(path.name + ".tmp")
         tmp.write_text(text, encoding="utf-8")
@@ -198,7 +204,8 @@ def write_page(folder: Path, out: Path, html_out: Path) -> int:
 
     A function of the records and the code alone: the same records give the same page and json, byte for byte."""
     records = rec.read_records(folder)
-    rows = verdicts(records.evidence())
+    evidence = records.evidence()
+    rows = verdicts(evidence)
     claims = claims_code()
     measured = {cid: sorted({call or "an unknown call" for part in NEEDS.get(cid, ()) for _, _, call in records.part_records(part)})
                 for cid, _ in rows}
@@ -214,7 +221,7 @@ def write_page(folder: Path, out: Path, html_out: Path) -> int:
             "calls": [c for c in records.calls if any(c["id"] in m for m in measured.values())],
             "code": {"claims": claims}, "rows": page_rows}
     figure = _figure(records, out)
-    write_pages(rows, facts, signatures, out, html_out, figure, page_rows)
+    write_pages(rows, facts, signatures, out, html_out, figure, page_rows, field_evidence(evidence))
     path = out.with_suffix(".json")
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")

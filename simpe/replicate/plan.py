@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from simpe.paths import REPO_ROOT
+from simpe.replicate.field import FIELD_METHODS
 from simpe.sweep import RELATIVE_COST, RunSpec, plan
 
 METHODS = ["baseline", "full", "bias", "fixed", "top", "lasso", "lora", "knn"]
@@ -46,6 +47,9 @@ WHY_SIZE_METHODS = ["baseline", "full", "lasso", "top"]
 #   embedding rows (0.0066); and, as an upper probe, 25 % + 25 %. The default 0.025 + 0.025 is the paper's share of
 #   its whole model.
 WHY_BUDGETS = (("0.1", "0.0066"), ("0.25", "0.25"))
+# The field part (beyond the papers, measured): the methods production adaptive MT and continual learning use
+# (simpe/replicate/field.py: ModernMT's retrieve-tune-reset, replay, EWC, a composition with kNN-MT) on the scalc
+# stream beside the papers' full, lasso and knn, and again on the forgetting runs' segments with their probe.
 
 
 @dataclass
@@ -70,6 +74,7 @@ class Scale:
     forgetting_every: int = 250
     forgetting_size: int = 100  # held-out dev segments (snapshots.forgetting)
     why: bool = True  # the why-budget and why-size parts: lasso's budgets and the smaller model on the scalc stream
+    field: bool = True  # the field and field-forgetting parts: the field's methods (FIELD_METHODS) beside the papers'
     methods: list[str] = field(default_factory=lambda: list(METHODS))
     model: str | None = None  # a researcher's model (folder or hub id); None: the demo model
     dataset: str = "libreoffice"  # a researcher's dataset (autodesk, text, tsv, tmx, hf ...)
@@ -83,9 +88,11 @@ class Scale:
 
 # the parts of the plan, each runnable alone (simpe replicate --only): the four run experiments and the three studies;
 # the systems study ranks the forgetting runs' final states, so it needs those runs
-PARTS = ("scalc", "sdatabase", "forgetting", "sensitivity", "studies", "mbr-sensitivity", "systems", "why-budget", "why-size")
+PARTS = ("scalc", "sdatabase", "forgetting", "sensitivity", "studies", "mbr-sensitivity", "systems", "why-budget", "why-size",
+         "field", "field-forgetting")
 OWN_PARTS = ("stream", "forgetting", "studies")  # what needs only a model and a stream (--model, --dataset)
-DEPENDS = {"systems": ("forgetting",), "why-budget": ("scalc",)}  # lasso's budgets are judged against the scalc runs
+# lasso's budgets are judged against the scalc runs, the field's methods against the scalc and forgetting runs
+DEPENDS = {"systems": ("forgetting",), "why-budget": ("scalc",), "field": ("scalc",), "field-forgetting": ("forgetting",)}
 
 
 def parts_to_run(only: list[str] | None, own: bool = False) -> set[str]:
@@ -238,6 +245,11 @@ def make_plan(scale: Scale, runs_dir: Path, source: Source | None = None) -> Pla
         experiments["why-budget"] = specs
         if (REPO_ROOT / SMALL_MODEL / "config.json").is_file():
             experiments["why-size"] = plan(WHY_SIZE_METHODS, overrides=[*main, f"model.path={SMALL_MODEL}"])
+    if scale.field:  # the baselines are the scalc and forgetting runs' own (the same folders)
+        experiments["field"] = plan(list(FIELD_METHODS), overrides=main)
+        if scale.forgetting_segments:
+            experiments["field-forgetting"] = plan(list(FIELD_METHODS), grid={"snapshots.forgetting": [scale.forgetting_size]},
+                                                   overrides=probe)
     return Plan(scale, Path(runs_dir), experiments)
 
 

@@ -40,7 +40,7 @@ RECORD_VERSION = 1
 CALLS_FILE = "calls.json"
 CODE_FILE = "code.json"
 STUDY_FILES = {"studies": "studies.json", "mbr-sensitivity": "mbr-sensitivity.json", "systems": "systems.json"}
-EXPERIMENTS = ("scalc", "sdatabase", "forgetting", "sensitivity", "why-budget", "why-size", "stream")
+EXPERIMENTS = ("scalc", "sdatabase", "forgetting", "sensitivity", "why-budget", "why-size", "field", "field-forgetting", "stream")
 # the claims' main stream is scalc; a researcher's own data (simpe replicate --model/--dataset) records it as "stream"
 MAIN, OWN_MAIN = "scalc", "stream"
 # the per-segment statistics the verdicts resample (simpe.replicate.claims): BLEU and R of words, novel words, subwords

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from simpe.metrics import metric_for
 from simpe.report.stats import DEFAULT_RESAMPLES, DEFAULT_SEED, bootstrap_scores, resample_counts
 
 REPRODUCED, PARTLY, NOT_REPRODUCED, INCONCLUSIVE, NOT_TESTABLE = (
@@ -123,6 +124,13 @@ def combine(parts: Sequence[str]) -> str:
 
 
 # ---------------------------------------------------------------------------------------- intervals
+def metric_score(key: str) -> Callable[[np.ndarray], np.ndarray]:
+    """The corpus score of metric ``key`` (in points where the metric is a percentage) from summed statistics rows."""
+    metric = metric_for(key)
+    scale = 100.0 if metric.percent else 1.0
+    return lambda summed: metric.scores_from_stats(np.atleast_2d(summed)) * scale
+
+
 def paired_effect(base: np.ndarray, system: np.ndarray, score: Callable[[np.ndarray], np.ndarray], relative: bool,
                   unit: str, num_resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED) -> Effect:
     """system minus base from per-segment statistics (n, d): in score points, or relative to base in % (``relative``);

@@ -27,7 +27,12 @@ def test_the_plan_covers_every_experiment_and_never_smath(tmp_path: Path):
     p = make_plan(Scale(), tmp_path)
     small = (REPO_ROOT / SMALL_MODEL / "config.json").is_file()  # why-size runs only where the smaller model is
     assert {name: len(specs) for name, specs in p.experiments.items()} == {
-        "scalc": 8, "sdatabase": 8, "forgetting": 8, "sensitivity": 18, "why-budget": 3, **({"why-size": 4} if small else {})}
+        "scalc": 8, "sdatabase": 8, "forgetting": 8, "sensitivity": 18, "why-budget": 3, **({"why-size": 4} if small else {}),
+        "field": 6, "field-forgetting": 6}
+    # the field's methods share the scalc and forgetting baselines (the same folders)
+    assert [spec.name for spec in p.experiments["field"]] == ["baseline", "tune-retrieve", "full+replay", "full+ewc", "lasso+ewc", "full+knn"]
+    assert p.experiments["field"][0].path == p.experiments["scalc"][0].path
+    assert p.experiments["field-forgetting"][0].path == p.experiments["forgetting"][0].path
     # lasso's budgets share the scalc baseline (one run): the paper's 1M + 1M scaled part by part, and 25 % + 25 %
     assert {spec.name for spec in p.experiments["why-budget"]} == {
         "baseline", "lasso--budget_nonembedding=0.1--budget_embedding=0.0066", "lasso--budget_nonembedding=0.25--budget_embedding=0.25"}
@@ -36,10 +41,10 @@ def test_the_plan_covers_every_experiment_and_never_smath(tmp_path: Path):
     assert splits == {"stream", "sdatabase"}  # the reserved split's smath half is never loaded
     assert {spec.cfg.data.segments for spec in p.experiments["scalc"]} == {2000}
     assert all(spec.cfg.metrics.novel_vocab == "train" and spec.cfg.metrics.subword == "all" for spec in p.specs())
-    assert len(p.specs()) == 44 + 4 * small  # no run twice
+    assert len(p.specs()) == 54 + 4 * small  # no run twice
     assert all(spec.cfg.snapshots.forgetting == 100 and not spec.cfg.snapshots.ranking for spec in p.experiments["forgetting"])
     text = describe(p, 2)
-    assert f"{44 + 4 * small} loop runs" in text and "expected: about" in text and "plus the decoding studies" in text
+    assert f"{54 + 4 * small} loop runs" in text and "expected: about" in text and "plus the decoding studies" in text
 
 
 def test_a_call_with_only_some_parts_describes_only_those(tmp_path: Path):
@@ -78,15 +83,15 @@ def test_the_page_from_no_runs_judges_every_claim_and_says_what_is_missing(tmp_p
         replicate(Scale(**TINY), tmp_path / "runs", out, run=False)  # a page is never emptied for want of its records
     (tmp_path / "docs" / "replication" / "records").mkdir(parents=True)  # an empty records folder: every row says why
     message = replicate(Scale(**TINY), tmp_path / "runs", out, workers=1, threads=1, progress=False, run=False)
-    assert message.endswith(f"(36 claims, judged from the records in {tmp_path / 'docs' / 'replication' / 'records'})")
+    assert message.endswith(f"(37 claims, judged from the records in {tmp_path / 'docs' / 'replication' / 'records'})")
     rows = json.loads(out.with_suffix(".json").read_text(encoding="utf-8"))["rows"]
-    assert len(rows) == 36 and [c for c, row in rows.items() if row["verdict"] != NOT_TESTABLE] == ["yan2022-random"]
+    assert len(rows) == 37 and [c for c, row in rows.items() if row["verdict"] != NOT_TESTABLE] == ["yan2022-random"]
     assert rows["simianer2019-bleu"]["why"] == ("no records of the scalc runs in records/scalc/ (`simpe replicate --only scalc` "
                                                 "runs them and writes them)")
     assert rows["simianer2019-bleu"]["code"]["scalc"] is None and rows["simianer2019-bleu"]["measured"] == []
     page = out.read_text(encoding="utf-8")
     assert ("**1 reproduced, 0 partly, 0 not reproduced, 0 inconclusive, 28 not testable here** (of 29 claims of the papers; "
-            "7 probes beyond them are measured, not counted)") in page
+            "8 probes beyond them are measured, not counted)") in page
     assert "Simianer et al. (2019), *Measuring Immediate Adaptation Performance for Neural Machine Translation*" in page
     assert "58.75 (exact expectation; linear gain: 80.42)" in page and "**reproduced**: +0.03" in page
     assert "<table>" in (tmp_path / "runs" / "replication.html").read_text(encoding="utf-8")
@@ -108,13 +113,14 @@ def test_report_only_rebuilds_the_page_byte_for_byte_from_the_records(tmp_path: 
         message = replicate(scale, runs, out, workers=1, threads=1, progress=False, only=["scalc"], call="simpe replicate --test")
     finally:
         ray.shutdown()
-    assert message.endswith("(36 claims; 0 runs failed)")
+    assert message.endswith("(37 claims; 0 runs failed)")
     folder = out.with_suffix("") / "records"
     assert sorted(p.name for p in (folder / "scalc").iterdir()) == ["baseline.json", "lasso.json"]
     group = load_group(sorted(runs.glob("*--3seg/*")))
     records = rec.read_records(folder)
     assert verdicts(records.evidence()) == verdicts(Evidence({"scalc": group}, None, {name: records.evidence().notes[name] for name in
-                                                                                      ("sdatabase", "forgetting", "sensitivity", "why-budget", "why-size")}))
+                                                                                      ("sdatabase", "forgetting", "sensitivity", "why-budget", "why-size",
+                                                                                       "field", "field-forgetting")}))
     texts = [p.read_text(encoding="utf-8") for p in (folder / "scalc").glob("*.json")]
     assert all(len(t) < 20_000 and group.baseline.segments[0]["hypothesis"] not in t and '"hyp_tokens"' not in t for t in texts)
     page, data = out.read_bytes(), out.with_suffix(".json").read_bytes()
@@ -125,7 +131,7 @@ def test_report_only_rebuilds_the_page_byte_for_byte_from_the_records(tmp_path: 
     shutil.rmtree(runs)
     replicate(scale, runs, out, run=False)
     assert out.read_bytes() == page and out.with_suffix(".json").read_bytes() == data
-    assert status(out).splitlines() == ["all 36 rows are current: their records and the page were made by the code as it is now"]
+    assert status(out).splitlines() == ["all 37 rows are current: their records and the page were made by the code as it is now"]
 
     lasso = folder / "scalc" / "lasso.json"  # as if lasso.py had changed since the run
     saved = json.loads(lasso.read_text(encoding="utf-8"))
@@ -136,7 +142,7 @@ def test_report_only_rebuilds_the_page_byte_for_byte_from_the_records(tmp_path: 
     lines = status(out).splitlines()
     assert lines[0] == ("simianer2019-bleu: stale: the scalc records were made by other code (lasso: simpe/methods/lasso.py): "
                         "`simpe replicate --only scalc`")
-    assert lines[-1] == "13 of 36 rows stale against the code as it is now" and len(lines) == 14  # the two why rows too
+    assert lines[-1] == "14 of 37 rows stale against the code as it is now" and len(lines) == 15  # the why and field rows too
 
 
 @pytest.fixture(scope="module")
@@ -192,6 +198,31 @@ def test_a_claims_figures_are_the_runs_own(tiny):
     assert missing.verdict == NOT_TESTABLE and missing.why == "not run"
     (_, random), = verdicts(Evidence({}, None), only=["yan2022-random"])
     assert random.verdict == REPRODUCED
+
+
+@pytest.mark.slow  # make test: test_the_page_from_no_runs_judges_every_claim_and_says_what_is_missing
+def test_the_field_methods_table_is_the_runs_own(tiny):
+    """The field part (tune-retrieve, full+replay, full+ewc, lasso+ewc, full+knn on the same 3 segments): its table's
+    BLEU differences equal the runs' own summaries (sacreBLEU on the whole outputs, an independent computation), against
+    the baseline and, for a composition, against the method it modifies; every field method also ran its forgetting run."""
+    from simpe.replicate import records as rec
+    from simpe.replicate.claims import field_evidence
+
+    root, out, _ = tiny
+    records = rec.read_records(out.with_suffix("") / "records")
+    table = field_evidence(records.evidence())
+    assert [row.method for row in table.rows] == ["full", "lasso", "tune-retrieve", "full+replay", "full+ewc", "lasso+ewc", "full+knn"]
+    runs = {r.name: r for r in (*records.group("scalc")[0].runs, *records.group("field")[0].methods)}
+    bleu = {name: run.summary["corpus"]["bleu"] for name, run in runs.items()}
+    for row in table.rows:
+        assert row.bleu.value == pytest.approx(bleu[row.method] - bleu["baseline"], abs=1e-9)
+        assert row.parent == {"full+replay": "full", "full+ewc": "full", "lasso+ewc": "lasso", "full+knn": "full"}.get(row.method)
+        if row.parent:
+            assert row.bleu_parent.value == pytest.approx(bleu[row.method] - bleu[row.parent], abs=1e-9)
+        assert row.forgetting is not None and row.seconds > 0
+    page = out.read_text(encoding="utf-8")
+    assert "## The field's methods beside the papers' (`beyond-field`, measured)" in page
+    assert "| tune-retrieve | " in page and "(vs full) |" in page
 
 
 @pytest.mark.slow  # make test: test_report_only_rebuilds_the_page_byte_for_byte_from_the_records
