@@ -1,7 +1,7 @@
 """Check simpe's SBLEU (Nakov BLEU+1) against the seed authors' own C++ scorer on whole runs.
 
 The scorer is ``PerSentenceBleuScorer`` ("Nakov et al. '12") in ``training/dtrain/score.h``
-of github.com/pks/cdec-dtrain-legacy (the dtrain of seed 002's first author, commit 8d900ca;
+of github.com/pks/cdec-dtrain-legacy (the dtrain of the first author of Simianer et al. (2019), commit 8d900ca;
 cdec's later ``NakovBleuScorer`` computes the same). This script compiles that header
 unchanged with a small driver (``dtrain.h`` stubbed with the typedefs it needs), feeds it the 13a tokens
 of every segment's hypothesis and post-edit (sacreBLEU's tokenizer, the tokens simpe's BLEU

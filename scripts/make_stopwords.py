@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Regenerate ``stopwords/<lang>.txt`` from the ``stopwordsiso`` package (stopwords-iso lists).
 
-The paper behind the R metrics (seed 002, footnote 3) used the stopwords-iso list for
+The paper behind the R metrics (Simianer et al. (2019), footnote 3) used the stopwords-iso list for
 German; simpe ships the same collection so that content words are defined identically
 for every target language. Each file holds one stopword per line, sorted, exactly as the
 package lists them (simpe lowercases at load time and matches case-insensitively). This

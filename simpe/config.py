@@ -36,7 +36,7 @@ TRUECASER_OF_MODEL = "model"  # metrics.truecaser: the truecase.<lang>.model shi
 
 @dataclass
 class UpdateConfig:
-    """How one (source, reference) pair updates the trainable parameters (seed 002, section 4)."""
+    """How one (source, reference) pair updates the trainable parameters (Simianer et al. (2019), section 4)."""
 
     optimizer: str
     lr: float
@@ -165,7 +165,7 @@ NOVEL_VOCAB_OF_DATASET = "train"  # metrics.novel_vocab: the vocabulary `make co
 
 @dataclass
 class MetricsConfig:
-    """What the online scorer computes and how it finds content words (seed 002, section 2.2).
+    """What the online scorer computes and how it finds content words (Simianer et al. (2019), section 2.2).
 
     The defaults reproduce the seed authors' own tools: R counts as their script rk.rb
     (exact stopword case, punct-or-digits filter, stream scope), SBLEU as cdec's Nakov BLEU+1.
@@ -181,7 +181,7 @@ class MetricsConfig:
     novel_vocab: str | None  # "train" (the dataset's train vocabulary) or a vocabulary file, for "novel:r0" ...
     rare_threshold: int  # novel words: a vocabulary word with count <= this still counts (rk.rb -R)
     subword: str | None  # null | all (every piece) | content (pieces of content words): "subword:r0" ...
-    sbleu: str  # nakov (BLEU+1 as cdec's NakovBleuScorer, seed 002) | exp (sacreBLEU sentence_bleu)
+    sbleu: str  # nakov (BLEU+1 as cdec's NakovBleuScorer, Simianer et al. (2019)) | exp (sacreBLEU sentence_bleu)
     logged: list  # metrics logged per segment with their statistics: METRICS names (checked by simpe.metrics.online)
 
     def __post_init__(self) -> None:
@@ -227,7 +227,7 @@ TIES = ("mean", "model")
 
 @dataclass
 class RankingConfig:
-    """A ranking evaluation (seed 000): a loop snapshot or ``simpe rank``.
+    """A ranking evaluation (Yan et al. (2022)): a loop snapshot or ``simpe rank``.
 
     k: top-region size; quality: Q, a utility name; samples, sample_seed: Monte Carlo
     sampling (sentence i uses sample_seed + i); beam_size: the plain beam checked for search
@@ -287,7 +287,7 @@ class SnapshotConfig:
     #             "auto": dev when the dataset has a dev split, else stream (snapshots are on by default, own data has no dev)
     probe_size: int
     max_words: int
-    ranking: bool  # the ranking evaluation (seed 000) in each snapshot
+    ranking: bool  # the ranking evaluation (Yan et al. (2022)) in each snapshot
     forgetting: int  # forgetting probe: BLEU/chrF of the run's decoder on the last N dev segments (other text); 0 = off
 
     def __post_init__(self) -> None:
@@ -407,7 +407,7 @@ class RunConfig:
     checkpoint_every: int
     comet: str | None  # COMET model scored at the end of the run
     runs_dir: str
-    reset: str  # none: adapt across the whole stream (seed 002); document: back to the base model at each document boundary
+    reset: str  # none: adapt across the whole stream (Simianer et al. (2019)); document: back to the base model at each document boundary
     method: MethodConfig
     update: UpdateConfig
     decoder: DecoderConfig

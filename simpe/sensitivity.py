@@ -1,8 +1,8 @@
-"""``simpe sensitivity``: seed 001's MBR-based sensitivity analysis of a utility, for any utility.
+"""``simpe sensitivity``: the MBR-based sensitivity analysis of Amrhein and Sennrich (2022), for any utility.
 
 For each sentence, the support is ``samples`` ancestral samples of the model (seeded, as the
 ``mbr`` decoder draws them), and a candidate's MBR score is its mean utility against the
-support. The candidates are the reference and targeted changes of it (seed 001, section 6):
+support. The candidates are the reference and targeted changes of it (Amrhein and Sennrich (2022), section 6):
 
 * numbers: ``numadd`` / ``numdel`` / ``numsub`` add, remove or substitute one digit of one
   number at a random position; ``numwhole`` puts another number of the test set in its place;
@@ -10,7 +10,7 @@ support. The candidates are the reference and targeted changes of it (seed 001, 
   with one letter (never the first, so the word keeps its capital) or the whole word, taken
   from the named entities or nouns of the test set;
 * controls: ``copy`` (the source itself), ``hallucination`` (the reference of another sentence
-  of the test set) and ``alternative``. Seed 001 used a second human translation as the
+  of the test set) and ``alternative``. Amrhein and Sennrich (2022) used a second human translation as the
   alternative; the data here has one reference, so the alternative is the model's beam
   output, and the page says so.
 
@@ -242,7 +242,7 @@ def analyse(model: Any, tokenizer: Any, sources: Sequence[str], references: Sequ
 
 
 def summarise(result: dict[str, Any]) -> dict[str, float | None]:
-    """Mean over the four changes of each family (numbers, NEs, nouns), as seed 001's 'average' row."""
+    """Mean over the four changes of each family (numbers, NEs, nouns), as the 'average' row of Amrhein and Sennrich (2022)."""
     out: dict[str, float | None] = {}
     for family, prefix in (("numbers", "num"), ("named entities", "NE"), ("nouns", "noun")):
         values = [row["mean"] for kind, row in result["changes"].items() if kind.startswith(prefix) and row["mean"] is not None]

@@ -1,6 +1,6 @@
 """The online update shared by every method: plain SGD on one (source, reference) pair.
 
-Seed 002, section 4: batch of one pair, no dropout, no label smoothing (both settable),
+Simianer et al. (2019), section 4: batch of one pair, no dropout, no label smoothing (both settable),
 gradient L2 norm clipped to ``clip_norm`` per tensor, repeated until the pair's
 perplexity is <= ``ppl_threshold``, at most ``max_repeats`` times. A non-finite loss or
 gradient skips the update (logged in the record) and the run goes on; a step that leaves a

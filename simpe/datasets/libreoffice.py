@@ -17,7 +17,7 @@ DEFAULT_DIR = DATA_DIR / "libreoffice"
 
 # Sub-splits of ``reserved`` by help module (the document id's second part, ``text/<module>/...``).
 # ``smath`` is deliberately absent: it is the project's final held-out check, never used for tuning or
-# reports; ``sdatabase`` is the second, smaller stream of ``simpe replicate`` (seed 002's Table 5 role).
+# reports; ``sdatabase`` is the second, smaller stream of ``simpe replicate`` (the role of Table 5 in Simianer et al. (2019)).
 RESERVED_MODULES = ("sdatabase",)
 
 

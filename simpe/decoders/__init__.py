@@ -1,7 +1,7 @@
 """Decoders behind one interface (base.py); importing this package registers every module in it.
 
 greedy, beam, heap_beam, sampling, topk (exact, batched best-first), topk_dfs (exact,
-Algorithm 1 of seed 003, the reference) and mbr. COMET, used only by MBR with the
+Algorithm 1 of Yan et al. (2021), the reference) and mbr. COMET, used only by MBR with the
 ``comet`` utility, is imported lazily.
 """
 from simpe.decoders.base import DECODERS, Decoder, DecodeResult, Hypothesis

@@ -9,7 +9,7 @@ fall, so nothing better can follow), or at the length limit (see incremental.py;
 EOS may follow, with its true probability, where ``generate`` would force it with
 probability 1).
 
-Min-heap beam search (seed 003, section 5; heap_beam.py) is the same loop, except that the
+Min-heap beam search (Yan et al. (2021), section 5; heap_beam.py) is the same loop, except that the
 EOS continuation of *every* live beam at every step goes into a min-heap of capacity B,
 which is the output; it keeps every hypothesis plain beam keeps, so its best score is never
 lower.

@@ -1,4 +1,4 @@
-"""Min-heap beam search (seed 003, section 5): beam search whose output is a min-heap of
+"""Min-heap beam search (Yan et al. (2021), section 5): beam search whose output is a min-heap of
 capacity ``beam_size`` fed with every EOS-ending candidate of every step.
 
 The live beams are chosen exactly as in plain beam search (the best ``beam_size`` non-EOS

@@ -1,4 +1,4 @@
-"""Sampling-based MBR decoding (seed 001; Eikema and Aziz 2020).
+"""Sampling-based MBR decoding (Amrhein and Sennrich (2022); Eikema and Aziz 2020).
 
 Draw ``samples`` ancestral samples (sampling.py, seeded); the candidates are the distinct
 samples, the support is all samples (duplicates count as often as drawn); return the

@@ -1,7 +1,7 @@
-"""Algorithm 1 of seed 003 as written: DFS exact top-k with a min-heap of size k.
+"""Algorithm 1 of Yan et al. (2021) as written: DFS exact top-k with a min-heap of size k.
 
 The plain reference for tests and benchmarks (``topk_dfs``): one prefix per forward pass,
-children visited best first ("iterating the vocabulary greedily", seed 003 appendix B), the
+children visited best first ("iterating the vocabulary greedily", Yan et al. (2021), appendix B), the
 pruning bound gamma initialised from min-heap beam search of width ``beam_size`` (default
 k) and raised to the heap's minimum once the heap holds k hypotheses. It keeps each stack
 frame's key/value cache, so it does not recompute prefixes; it only lacks batching and
@@ -33,7 +33,7 @@ from simpe.ties import SCORE_ATOL, margin, rank
 
 @DECODERS.add("topk_dfs")
 class TopKDfsDecoder(Decoder):
-    """Exact top-k by the DFS of Algorithm 1 (seed 003); slow, for reference."""
+    """Exact top-k by the DFS of Algorithm 1 (Yan et al. (2021)); slow, for reference."""
 
     def __init__(self, k: int = 10, beam_size: int | None = None, max_expansions: int | None = None,
                  max_seconds: float | None = None, bound_slack: float = 1e-4, max_len_a: float = 2.0, max_len_b: int = 10,

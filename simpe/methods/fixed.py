@@ -1,6 +1,6 @@
 """``fixed``: adapt a fixed tensor subset chosen beforehand on held-out in-domain data.
 
-Following Wuebker et al. (2018) as described in seed 002: ``select_fixed`` adapts the
+Following Wuebker et al. (2018) as described in Simianer et al. (2019): ``select_fixed`` adapts the
 whole model online over the dev split with the paper's update, then keeps the
 non-embedding tensors that moved most relative to their size (the RMS change per
 parameter, ||θ - θ0||₂ / sqrt(|θ|)), greedily, within a budget (a fraction of the model's

@@ -1,6 +1,6 @@
 """``lasso``: L1/L2 group lasso on the offsets from the base weights, within a budget.
 
-Seed 002 (after Wuebker et al. 2018): every parameter takes the SGD step; then a
+Simianer et al. (2019) (after Wuebker et al. 2018): every parameter takes the SGD step; then a
 proximal step shrinks each group's offset δ_g = θ_g - θ0_g by the group lasso penalty,
 δ_g ← δ_g · max(0, 1 - lr·λ·sqrt(|g|) / ||δ_g||); then only the largest groups (by
 ||δ_g||, greedily) within the budget keep their offsets and every other group is reset

@@ -15,7 +15,7 @@ names every setting they depend on. Their variants:
 - ``novel:`` (``metrics.novel_vocab``): only reference types rare in a training vocabulary;
   ``train`` is the vocabulary ``make corpus`` writes for the dataset's train split.
 - ``subword:`` (``metrics.subword``): ``all`` counts every SentencePiece piece of the
-  model's own segmentation, with no stopword or token filter (seed 002, Table 4); the
+  model's own segmentation, with no stopword or token filter (Simianer et al. (2019), Table 4); the
   returned dict then also holds ``ref_pieces``, because resuming the subword occurrence
   counts needs them and they cannot be recovered from the text. ``content`` counts only the
   pieces of content words: each content type of the segment segmented alone by the target

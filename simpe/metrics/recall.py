@@ -1,4 +1,4 @@
-"""R0, R1, R0+1 (seed 002, section 2.2), generalised to Rk and R0..k, streamed segment by segment.
+"""R0, R1, R0+1 (Simianer et al. (2019), section 2.2), generalised to Rk and R0..k, streamed segment by segment.
 
 Walk the references in stream order and count, per content-word type, in how many
 references it has occurred so far (once per segment). Type t of reference i belongs to

@@ -12,7 +12,7 @@ Settings: sacreBLEU's defaults, the same as its command line: BLEU ``tok:13a``,
 ``smooth:exp``, mixed case; chrF2 (character order 6, word order 0, beta 2); chrF++ (word
 order 2); TER case-insensitive, no normalisation. ``signature()`` gives each one's.
 
-Sentence BLEU (``sbleu``, seed 002's SBLEU), from the segment's own 13a BLEU statistics;
+Sentence BLEU (``sbleu``, the SBLEU of Simianer et al. (2019)), from the segment's own 13a BLEU statistics;
 over many segments the mean of the sentence scores (statistics [score, 1]). Two smoothings:
 
 - ``nakov`` (default): BLEU+1 of Nakov et al. (2012) as the seed authors implement it, cdec

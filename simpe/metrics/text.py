@@ -1,6 +1,6 @@
 """The word pipeline of the R metrics: detokenised text -> Moses tokens -> truecased tokens -> content types.
 
-Seed 002 (section 4.2): outputs are "converted to full-form words using sentencepiece,
+Simianer et al. (2019), section 4.2: outputs are "converted to full-form words using sentencepiece,
 then tokenized and truecased with the tokenizer and truecaser distributed with the Moses
 toolkit". simpe does the same with sacremoses:
 
@@ -13,7 +13,7 @@ toolkit". simpe does the same with sacremoses:
   case). ``truecaser=None`` skips truecasing;
 - ``ContentWords`` keeps the unique tokens that are content words. By default it applies
   the rules of the seed authors' own R0/R1 script (``rk.rb`` in github.com/lilt/r01, by
-  seed 002's first author): a token is dropped when it is a stopword, matched **exactly**
+  the first author of Simianer et al. (2019)): a token is dropped when it is a stopword, matched **exactly**
   (case included, on the truecased token: a lowercase list leaves "Sie" and "Zeit" content
   words), or when it is made **entirely of punctuation** (Ruby's ``[[:punct:]]`` plus
   brackets) or **entirely of digits** (``[[:digit:]]``). "3.5", "1.", "01.01.99", "€" and

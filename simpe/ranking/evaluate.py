@@ -1,4 +1,4 @@
-"""The ranking evaluation of seed 000 on sentence pairs: top region and Monte Carlo sampling.
+"""The ranking evaluation of Yan et al. (2022) on sentence pairs: top region and Monte Carlo sampling.
 
 For each source it runs the exact top-k search, a plain beam and ancestral sampling,
 scores every hypothesis with the quality Q (a utility of the metric stack,

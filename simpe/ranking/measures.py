@@ -1,4 +1,4 @@
-"""Ranking measures of one model-ordered list (seed 000): kRG, kQRG and the random kRG.
+"""Ranking measures of one model-ordered list (Yan et al. (2022)): kRG, kQRG and the random kRG.
 
 For one source, Y_M lists hypotheses in model order (best log P first); Y_HR lists the same
 hypotheses by quality Q (in [0, 1]). With positions j = 1..n and r the 0-based position of a

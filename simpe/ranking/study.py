@@ -1,4 +1,4 @@
-"""``simpe rank``: seed 000's ranking evaluation of a model on a test set, and its Table 3 study.
+"""``simpe rank``: the ranking evaluation of Yan et al. (2022) of a model on a test set, and its Table 3 study.
 
 ``run_protocol``: top-region (exact top-k) and Monte Carlo sampling evaluation of one model
 (evaluate.py), writing per-sentence records (``records.jsonl``) and a summary
@@ -8,7 +8,7 @@
 (sampled kQRG above all), the quality of beam search output, the mean quality of one
 ancestral sample, and the quality of MBR-decoded output (mbr.py); then Pearson, Spearman and
 Kendall correlations (``simpe.report.stats``), across models, of each figure with MBR quality
-(seed 000, Table 3: MBR, beam search, sampling, sampled kQRG). Writes one folder per model
+(Yan et al. (2022), Table 3: MBR, beam search, sampling, sampled kQRG). Writes one folder per model
 and ``correlation.json``.
 
 Functions take plain values; models are loaded with ``simpe.model.load_model``. Only
@@ -165,7 +165,7 @@ def load_system(model_id: Any, device: str = "auto", model_settings: dict[str, A
 def run_correlation(model_ids: Sequence[str], sources: Sequence[str], references: Sequence[str], cfg: RankingConfig,
                     out: Path, device: str = "auto", comet: Any = None, mbr_samples: int = 100, mbr_utility: str | None = None,
                     mbr_seed: int = 0, overwrite: bool = False, model_settings: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Seed 000 Table 3 for several models: per-model figures, MBR quality, and their correlations.
+    """Table 3 of Yan et al. (2022) for several models: per-model figures, MBR quality, and their correlations.
 
     Args:
         model_ids: model folders, hub ids or per-user stores (``load_system``), at least two.

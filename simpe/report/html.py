@@ -2,7 +2,7 @@
 
 ``simpe report GROUP`` writes ``GROUP/report.html`` (the name is ``rundir.layout``'s): the
 method table with sacreBLEU signatures and bootstrap significance (compare.py), Figure 2
-of seed 002 and the ranking snapshots (plotting.py, inline PNG), an interactive
+of Simianer et al. (2019) and the ranking snapshots (plotting.py, inline PNG), an interactive
 cumulative-delta chart whose points open their segment, and a segment browser: source,
 post-edit and every method's hypothesis with its content words marked as R0/R1 hits or
 misses (marks.py), filters (methods disagree on a one-shot word; a method repeats a word it

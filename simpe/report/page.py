@@ -33,7 +33,7 @@ img{max-width:100%} code{font-size:.85em}
 %MISMATCH%
 <h2>Methods against the baseline</h2>
 %TABLE%
-<h2>Cumulative difference to the baseline (Figure 2 of seed 002)</h2>
+<h2>Cumulative difference to the baseline (Figure 2 of Simianer et al. (2019))</h2>
 %FIGURE2%
 <h3 class="small">Click a point to open its segment below</h3>
 <div id="chart"><label>metric <select id="chart-metric"></select></label><div id="chart-svg"></div></div>

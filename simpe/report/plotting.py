@@ -1,6 +1,6 @@
 """Figures from logged runs: cumulative differences to the baseline, ranking snapshots.
 
-Figure 2 of seed 002: for each segment index i, the metric over segments 0..i of a method
+Figure 2 of Simianer et al. (2019): for each segment index i, the metric over segments 0..i of a method
 minus the same for the baseline, read from the ``cumulative`` values the loop logged (never
 recomputed, never re-translated). Beside it, the periodic exact top-k ranking snapshots
 (kRG, kQRG, empty-mode rate, beam search error rate) when the runs took them, with the
@@ -27,7 +27,7 @@ from simpe.rundir.writer import OutputDir
 
 logger = logging.getLogger(__name__)
 
-# (metric key, panel title, y-axis label); seed 002 Figure 2 order: R0, R1, R0+1, BLEU
+# (metric key, panel title, y-axis label); the order of Simianer et al. (2019), Figure 2: R0, R1, R0+1, BLEU
 DELTA_PANELS: list[tuple[str, str, str]] = [
     ("r0", "R0: recall of content words seen for the first time", "Δ R0 (percentage points)"),
     ("r1", "R1: recall of content words seen once before", "Δ R1 (percentage points)"),
@@ -201,7 +201,7 @@ def _coverage(group: RunGroup) -> str:
 
 
 def plot_cumulative_deltas(group: RunGroup, out_dir: Path) -> list[Path]:
-    """Seed 002 Figure 2 as ``cumulative_delta.png`` and ``.pdf``: one panel per metric, one line per method."""
+    """Simianer et al. (2019), Figure 2, as ``cumulative_delta.png`` and ``.pdf``: one panel per metric, one line per method."""
     panels = DELTA_PANELS + [p for p in EFFORT_PANELS if all(p[0] in (run.segments[0].get("cumulative") or {})
                                                              for run in group.runs if run.segments)]
     curves = cumulative_deltas(group, tuple(key for key, _, _ in panels))

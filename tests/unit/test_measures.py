@@ -62,7 +62,7 @@ def test_random_krg_of_a_list_with_ties_is_the_mean_over_all_its_orders(qualitie
 
 
 def test_random_krg_k10_and_the_papers_baseline() -> None:
-    # seed 000 reports a random kRG of 58.72% at k = 10 (section 5.1): only the exp gain reproduces it.
+    # Yan et al. (2022) report a random kRG of 58.72% at k = 10 (section 5.1): only the exp gain reproduces it.
     assert random_krg(10) == pytest.approx(0.5874922179, abs=1e-9)
     assert abs(random_krg(10) - 0.5872) < 1e-3
     # the formula as printed (f = k - Rank in [0, k-1], linear gain) gives 80.4%; simpe 0.1's f in [1, k] gave 83.4%

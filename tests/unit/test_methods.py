@@ -157,7 +157,7 @@ def test_unknown_method_param_is_an_error():
 
 
 def reference_lasso_step(weights, base, grads, lr, penalty, budget_tensor, budget_rows, embedding="model.shared.weight"):
-    """Seed 002's step written out plainly: SGD on every group, shrink every offset, keep the largest within the budgets."""
+    """The step of Simianer et al. (2019) written out plainly: SGD on every group, shrink every offset, keep the largest within the budgets."""
     stepped = {n: w - lr * grads[n] if n in grads else w.clone() for n, w in weights.items()}
     offsets = {n: stepped[n] - base[n] for n in weights}
     factor = {n: max(0.0, 1 - lr * penalty * offsets[n].numel() ** 0.5 / float(offsets[n].norm())) if float(offsets[n].norm()) > 0 else 0.0

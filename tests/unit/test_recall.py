@@ -20,7 +20,7 @@ from simpe.metrics.text import TextPipeline, content_types
 
 PAPER_REFS = ["The dog bites the lady", "The man bites the dog"]
 PAPER_HYPS = ["A terrier bites the person", "The dog bites the man"]
-PAPER_STOP = frozenset({"a", "A", "the", "The"})  # seed 002's Figure 1 list, matched as written (rk.rb)
+PAPER_STOP = frozenset({"a", "A", "the", "The"})  # the list of Simianer et al. (2019), Figure 1, matched as written (rk.rb)
 
 
 def types(text: str, stop: frozenset[str] = PAPER_STOP) -> frozenset[str]:
@@ -43,7 +43,7 @@ def test_names():
 
 
 def test_paper_figure_1():
-    # Seed 002, Figure 1. Content words: ref1 {dog, bites, lady} all first occurrences -> R0,1 = 3 types;
+    # Simianer et al. (2019), Figure 1. Content words: ref1 {dog, bites, lady} all first occurrences -> R0,1 = 3 types;
     # hyp1 {terrier, bites, person} hits only "bites": [1, 3]. ref2 {man, bites, dog}: "man" is new
     # (R0,2 = {man}), "bites" and "dog" second occurrences (R1,2 = {bites, dog}); hyp2 {dog, bites, man}
     # hits all: R0 [1, 1], R1 [2, 2]. Corpus: R0 = 2/4, R1 = 2/2, R0+1 = 4/6.

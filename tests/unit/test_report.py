@@ -1,4 +1,4 @@
-"""simpe report: the word marks (worked by hand on seed 002's Figure 1), the data the page embeds, the CLI,
+"""simpe report: the word marks (worked by hand on Simianer et al. (2019), Figure 1), the data the page embeds, the CLI,
 and the page itself in a real headless browser (Debian's chromium; skipped with a message when absent)."""
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ def _with_stopwords(run: Path, path: Path) -> None:
 
 @pytest.fixture
 def figure1_group(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Seed 002's Figure 1 stream (stopwords a/A/the/The) with a baseline and a 'full' run that repeats a
+    """The Figure 1 stream of Simianer et al. (2019) (stopwords a/A/the/The) with a baseline and a 'full' run that repeats a
     corrected word ('terrier') and misses a one-shot word ('dog')."""
     monkeypatch.setattr(test_reader, "STOPWORDS", FIGURE1_STOPWORDS)  # the logged R counts use the same list
     stopwords = tmp_path / "stop.txt"

@@ -1,4 +1,4 @@
-"""seed 001's MBR sensitivity: which words are found (worked out by hand), what each change does, and a real run."""
+"""The MBR sensitivity of Amrhein and Sennrich (2022): which words are found (worked out by hand), what each change does, and a real run."""
 from __future__ import annotations
 
 import random
