@@ -1,4 +1,4 @@
-"""Check simpe's R0/R1/R0+1 counts against the seed authors' own script, rk.rb (github.com/lilt/r01).
+"""Check simpe's R0/R1/R0+1 counts against the script of Simianer et al. (2019)'s authors, rk.rb (github.com/lilt/r01).
 
 For every run directory given (or every run of a group folder), this runs
 

@@ -1,4 +1,4 @@
-"""Check simpe's SBLEU (Nakov BLEU+1) against the seed authors' own C++ scorer on whole runs.
+"""Check simpe's SBLEU (Nakov BLEU+1) against the C++ scorer of Simianer et al. (2019)'s authors on whole runs.
 
 The scorer is ``PerSentenceBleuScorer`` ("Nakov et al. '12") in ``training/dtrain/score.h``
 of github.com/pks/cdec-dtrain-legacy (the dtrain of the first author of Simianer et al. (2019), commit 8d900ca;

@@ -844,7 +844,7 @@ def _decoder_overrides(overrides: list[str], decoder: str | None) -> tuple[str |
 
 # ---------------------------------------------------------------- replication report (replicate)
 def _add_replicate(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("replicate", help="run every experiment of the seeds' findings and write docs/replication.md "
+    p = sub.add_parser("replicate", help="run every experiment of the papers' findings (docs/references.md) and write docs/replication.md "
                                          "(resumable: complete runs are skipped)")
     p.add_argument("--segments", type=int, default=2000, help="scalc stream segments of Simianer et al. (2019)'s tables (default: %(default)s)")
     p.add_argument("--second-segments", type=int, help="sdatabase segments (default: all 1,742)")

@@ -167,7 +167,7 @@ NOVEL_VOCAB_OF_DATASET = "train"  # metrics.novel_vocab: the vocabulary `make co
 class MetricsConfig:
     """What the online scorer computes and how it finds content words (Simianer et al. (2019), section 2.2).
 
-    The defaults reproduce the seed authors' own tools: R counts as their script rk.rb
+    The defaults reproduce the tools of Simianer et al. (2019)'s authors: R counts as their script rk.rb
     (exact stopword case, punct-or-digits filter, stream scope), SBLEU as cdec's Nakov BLEU+1.
     """
 
@@ -365,7 +365,7 @@ class TrainConfig:
     out_dir: str
     vocab_size: int
     d_model: int
-    encoder_layers: int  # the seed paper's model has 6 encoder and 3 decoder layers; the decoder dominates
+    encoder_layers: int  # the model of Simianer et al. (2019) has 6 encoder and 3 decoder layers; the decoder dominates
     decoder_layers: int  # beam-search time, so a deeper encoder costs simulate little (docs/data.md, "The embedded demo model")
     heads: int
     ffn_dim: int

@@ -479,7 +479,7 @@ def update(model: Any, method: Method, pair: Pair, cfg: UpdateConfig, batch: Seq
     the method's ``update_pairs(pair)`` (``replay``'s drawn pairs, once per call): the loss of a step is then the
     mean of the pairs' mean token losses, plus the method's ``loss_term()`` (``ewc``'s penalty); the perplexity threshold and the
     record's losses are ``pair``'s alone. The record then says ``replayed`` (the pairs beside ``pair``) and
-    ``penalty`` (its last value). Without either the step is the seed's, bit for bit. ``measure_after`` False
+    ``penalty`` (its last value). Without either the step is the one of Simianer et al. (2019), bit for bit. ``measure_after`` False
     skips the forward pass that measures the loss after the last step (``loss_after`` is then the last one before it).
     """
     extra = [*batch, *method.update_pairs(pair)]  # (pairs,) beside ``pair``, fixed across the repetitions

@@ -14,8 +14,8 @@ and German gettext catalogs, ``EXTRA_PACKAGES``), appended after the LibreOffice
 cleaned the same way; it never enters dev, stream or reserved. The manifest counts each
 package's pairs, words and kept train pairs, and the NOTICE lists the extra text per licence.
 
-It also writes ``vocab.train.de``, the target-side vocabulary of the train split in the seed
-authors' ``rk.rb -v`` format (``<count> <word>``), for the novel-word R variants
+It also writes ``vocab.train.de``, the target-side vocabulary of the train split in the
+``rk.rb -v`` format of the authors of Simianer et al. (2019) (``<count> <word>``), for the novel-word R variants
 (``metrics.novel_vocab: train``): the types after the R metrics' own pipeline, Moses
 tokenisation and truecasing with the demo model's truecaser (``models/demo-en-de/
 truecase.de.model``; none when that file is absent). A model with another truecaser needs

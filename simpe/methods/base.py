@@ -52,7 +52,7 @@ def embedding_names(model: Any) -> set[str]:
 @dataclass
 class Context:
     """What the loop lends a method once the model is loaded (``Method.prepare``), for methods that need more than
-    the post-edits the loop shows them: none of the seed's methods does.
+    the post-edits the loop shows them: none of the methods of Simianer et al. (2019) does.
 
     encode: (source, reference) -> a ``Pair`` on the model's device (the family's own encoding).
     sentences: (split, n) -> at most ``n`` (source, reference) pairs of the dataset's ``split``, drawn with the run's
@@ -150,7 +150,7 @@ class Method(ABC):
     def trainable(self) -> dict[str, torch.nn.Parameter]:
         return self._trainable
 
-    # ---- what composition (simpe.methods.compose) and the methods beside the seed's use; the defaults do nothing
+    # ---- what composition (simpe.methods.compose) and the methods beside those of Simianer et al. (2019) use; the defaults do nothing
     def prepare(self, context: Context, resume: bool = False) -> None:
         """Called once by the loop before the first segment, after any warm start, with what it lends (``Context``);
         on a resume (``resume``) before the checkpoint's state is loaded, so what that state holds need not be made

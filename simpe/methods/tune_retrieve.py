@@ -17,7 +17,7 @@ translation (``translating``):
    at most lr. ModernMT's 1e-4 is a learning rate of its own optimiser (the model's training one, Adam, made
    afresh for each tuning), whose first step moves every value by about lr: a 256 x 1024 tensor of the demo model
    by ~0.05 in norm, five times simpe's online step at lr 1e-2. At 1e-4 under SGD the copy would not move, so the
-   default ``max_lr`` is null: the run's ``update.lr`` (the seed's 1e-2), which moves it as far as an online update
+   default ``max_lr`` is null: the run's ``update.lr`` (the 1e-2 of Simianer et al. (2019)), which moves it as far as an online update
    does. Every parameter of the model is tuned (ModernMT tunes the whole model), whatever the run's method adapts;
 3. translate with the tuned copy, then put every tuned value back (the state before the segment: the base model, or
    the persistent state of the method it is composed with, ``full+tune-retrieve``).

@@ -9,7 +9,7 @@ from summed edits and reference lengths, R from summed numerators and denominato
 SBLEU as the running mean. ``replay`` rebuilds that state from logged records, so a
 resumed run continues exactly as if it had never stopped.
 
-The R metrics follow the seed authors' script (``rk.rb``) by default; ``r_signatures``
+The R metrics follow the script of the authors of Simianer et al. (2019) (``rk.rb``) by default; ``r_signatures``
 names every setting they depend on. Their variants:
 
 - ``novel:`` (``metrics.novel_vocab``): only reference types rare in a training vocabulary;

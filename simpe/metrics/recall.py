@@ -15,7 +15,7 @@ a training vocabulary (absent, or seen at most ``rare_threshold`` times: the scr
 ``-v``/``-R``; ``load_vocab``/``build_vocab``); ``subword:`` uses subword units as the
 "words" (``simpe.metrics.online`` says which).
 
-This is the counting of the seed authors' script (``rk.rb``, github.com/lilt/r01) line for
+This is the counting of the script of the authors of Simianer et al. (2019) (``rk.rb``, github.com/lilt/r01) line for
 line: per reference, each counted type's occurrence count goes up by one; the type is in
 the denominator of Rk when the count is exactly k+1 (of R0..k when it is at most k+1) and in
 the numerator when the hypothesis holds it too. ``restart`` forgets the occurrence counts

@@ -15,7 +15,7 @@ order 2); TER case-insensitive, no normalisation. ``signature()`` gives each one
 Sentence BLEU (``sbleu``, the SBLEU of Simianer et al. (2019)), from the segment's own 13a BLEU statistics;
 over many segments the mean of the sentence scores (statistics [score, 1]). Two smoothings:
 
-- ``nakov`` (default): BLEU+1 of Nakov et al. (2012) as the seed authors implement it, cdec
+- ``nakov`` (default): BLEU+1 of Nakov et al. (2012) as the authors of Simianer et al. (2019) implement it, cdec
   dtrain's ``NakovBleuScorer`` (fix = 1): 0 when the hypothesis or reference is empty or no
   unigram matches; order M = min(4, reference length), weights 1/M; 1 added to matches and
   totals of every order n > 1; brevity penalty 1 when hyp_len > ref_len + 1, else

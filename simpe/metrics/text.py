@@ -12,7 +12,7 @@ toolkit". simpe does the same with sacremoses:
   when that case was seen in training; the sentence-initial word takes its most frequent
   case). ``truecaser=None`` skips truecasing;
 - ``ContentWords`` keeps the unique tokens that are content words. By default it applies
-  the rules of the seed authors' own R0/R1 script (``rk.rb`` in github.com/lilt/r01, by
+  the rules of the authors' own R0/R1 script (``rk.rb`` in github.com/lilt/r01, by
   the first author of Simianer et al. (2019)): a token is dropped when it is a stopword, matched **exactly**
   (case included, on the truecased token: a lowercase list leaves "Sie" and "Zeit" content
   words), or when it is made **entirely of punctuation** (Ruby's ``[[:punct:]]`` plus

@@ -6,7 +6,7 @@ scores every hypothesis with the quality Q (a utility of the metric stack,
 kRG), the empty-mode rate and the beam search error rate. Settings: ``RankingConfig``
 (the ``ranking`` section of adapters/defaults.yaml).
 
-Decisions where the seed is silent:
+Decisions where Yan et al. (2022) is silent:
 
 * Ties in model score keep the decoder's order (exact top-k: the search's; samples: draw
   order).
@@ -16,7 +16,7 @@ Decisions where the seed is silent:
   share of such segments (``top.short_rate``). No hypothesis at all: the segment is left
   out of the ranking means (it cannot happen with an exact search, which always finds one).
 * Monte Carlo sampling (``mc.*``): Y_M is all ``samples`` ancestral samples sorted by model
-  score, duplicates kept (k = number of samples, as in the seed); each sample's Q is
+  score, duplicates kept (k = number of samples, as in the paper); each sample's Q is
   computed once per distinct text. Sample seeds are ``sample_seed + segment index``.
 * Empty-mode rate: share of segments whose exact top-1 is the empty hypothesis (EOS only).
   Beam search error rate: share whose plain beam output (width ``beam_size``) scores more

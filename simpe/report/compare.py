@@ -1,6 +1,6 @@
 """Compare adaptation methods on one stream: one table, deltas to the baseline, significance.
 
-Builds the seed-002 Table 5 style comparison from what the runs logged (summary.json
+Builds the comparison in the style of Simianer et al. (2019), Table 5, from what the runs logged (summary.json
 corpus figures, or the cumulative figures of the last shared segment when incomplete runs
 are included) and tests every method against the baseline with a paired bootstrap
 (``simpe.report.stats``) over the logged per-segment statistics: each resample is scored by

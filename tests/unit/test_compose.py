@@ -66,7 +66,7 @@ def test_the_config_tree_checks_the_modifiers_list():
 def test_replay_steps_on_earlier_pairs_drawn_with_its_seed_and_resumes_the_same_draws(tiny_marian):
     model, method = _attached(tiny_marian, "full", [{"name": "replay", "params": {"k": 2}}])
     record = update(model, method, PAIR, SOFT)
-    assert "replayed" not in record  # nothing earlier yet: the seed's update, unchanged
+    assert "replayed" not in record  # nothing earlier yet: the update of Simianer et al. (2019), unchanged
     for pair in OTHER:
         method.after_segment(pair)
     state = method.state_dict()

@@ -49,7 +49,7 @@ def figure1_group(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return group
 
 
-def test_marks_of_seed_002_figure_1(figure1_group: Path) -> None:
+def test_marks_of_simianer_2019_figure_1(figure1_group: Path) -> None:
     """Reference 1: dog, bites, lady are R0. Reference 2: man is R0, bites and dog are R1 (seen once before).
     Baseline: 'bites' is its only R0 hit in segment 0 (R0 = 1/3 there), 'dog bites man' hits everything in
     segment 1; terrier/person are content words the post-edit removed. 'full' outputs 'terrier' again in

@@ -66,7 +66,7 @@ def test_missing_or_bad_truecaser_is_a_data_error(tmp_path):
 
 
 # ---------------------------------------------------------------- content words
-# The default rules are those of the seed authors' rk.rb (github.com/lilt/r01): stopwords matched as written
+# The default rules are those of rk.rb by the authors of Simianer et al. (2019) (github.com/lilt/r01): stopwords matched as written
 # (the shipped German list is lowercase), tokens dropped only when entirely punctuation or entirely digits.
 @pytest.mark.parametrize("token, script, old", [
     ("Funktion", True, True),
