@@ -74,7 +74,7 @@ class Scale:
     forgetting_every: int = 250
     forgetting_size: int = 100  # held-out dev segments (snapshots.forgetting)
     why: bool = True  # the why-budget and why-size parts: lasso's budgets and the smaller model on the scalc stream
-    field: bool = True  # the field and field-forgetting parts: the field's methods (FIELD_METHODS) beside the papers'
+    field_methods: bool = True  # the field and field-forgetting parts: the field's methods (FIELD_METHODS) beside the papers'
     methods: list[str] = field(default_factory=lambda: list(METHODS))
     model: str | None = None  # a researcher's model (folder or hub id); None: the demo model
     dataset: str = "libreoffice"  # a researcher's dataset (autodesk, text, tsv, tmx, hf ...)
@@ -245,7 +245,7 @@ def make_plan(scale: Scale, runs_dir: Path, source: Source | None = None) -> Pla
         experiments["why-budget"] = specs
         if (REPO_ROOT / SMALL_MODEL / "config.json").is_file():
             experiments["why-size"] = plan(WHY_SIZE_METHODS, overrides=[*main, f"model.path={SMALL_MODEL}"])
-    if scale.field:  # the baselines are the scalc and forgetting runs' own (the same folders)
+    if scale.field_methods:  # the baselines are the scalc and forgetting runs' own (the same folders)
         experiments["field"] = plan(list(FIELD_METHODS), overrides=main)
         if scale.forgetting_segments:
             experiments["field-forgetting"] = plan(list(FIELD_METHODS), grid={"snapshots.forgetting": [scale.forgetting_size]},

@@ -130,7 +130,7 @@ def test_probes_are_measured_and_missing_evidence_says_so():
     assert rows["yan2022-random"].verdict == REPRODUCED and rows["yan2022-random"].simpe.startswith("58.75 ")
     studies = _studies([0] * 10, [0] * 10, 0.0)
     assert dict(verdicts(Evidence({}, studies), only=["yan2021-empty-modes"]))["yan2021-empty-modes"].verdict == MEASURED
-    assert PROBES == {"sensitivity", "yan2021-empty-modes", "yan2022-t8-chrf", "beyond-forgetting", "beyond-repeated",
+    assert PROBES == {"sensitivity", "yan2021-empty-modes", "yan2022-t8-chrf", "beyond-forgetting", "beyond-repeated", "beyond-field",
                       "why-model-size", "why-lasso-budget"}
     assert all("seed 0" not in v.source + v.paper + v.claim for _, v in verdicts(Evidence({}, None)))
 
