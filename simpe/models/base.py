@@ -115,6 +115,9 @@ class ModelFamily(ABC):
         from transformers import AutoTokenizer
 
         folder = Path(source)
+        # A folder without tokenizer.json is read by the class it was saved with: a fast tokenizer converted on the fly
+        # from the SentencePiece file may segment differently (T5's "legacy" handling after special tokens, for one),
+        # and the records would follow the conversion (docs/reproducibility.md, "Slow or fast tokenizer").
         use_fast = not folder.is_dir() or (folder / "tokenizer.json").is_file()
         return AutoTokenizer.from_pretrained(source, use_fast=use_fast)
 
