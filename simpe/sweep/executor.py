@@ -186,8 +186,8 @@ class Progress:
         """Move each running run's line to what its folder holds."""
         for name, line in self.lines.items():
             done, figures = self.tails[name].read()
-            if done > line.n:
-                line.update(done - line.n)
+            if done != line.n:  # down too: a run started again from nothing
+                line.n = done
             if figures:
                 line.set_postfix_str(figures, refresh=False)
             line.refresh()
@@ -212,12 +212,16 @@ class _Tail:
 
     def __init__(self, path: Path) -> None:
         self.file = path / layout.SEGMENTS_FILE
-        self.offset, self.count, self.last = 0, 0, b""
+        self.offset, self.count, self.last, self.inode = 0, 0, b"", None
 
     def read(self) -> tuple[int, str]:
-
+        """(complete lines, running figures); a file replaced or cut short since the last read (a stale run started
+        again from nothing: the worker clears the folder after the driver first read the old file) is read anew."""
         try:
             with open(self.file, "rb") as handle:
+                stat = os.fstat(handle.fileno())
+                if stat.st_ino != self.inode or stat.st_size < self.offset:
+                    self.offset, self.count, self.last, self.inode = 0, 0, b"", stat.st_ino
                 handle.seek(self.offset)
                 data = handle.read()
         except OSError:

@@ -192,6 +192,10 @@ def test_a_run_folder_is_followed_line_by_line(tmp_path: Path):
     with open(file, "a") as handle:
         handle.write('ative": {"bleu": 40.0, "r0+1": 0.5}}\n')
     assert tail.read() == (2, "BLEU 40.0 R0+1 50.0")
+    # a stale run started again from nothing: its folder is cleared and the file begins anew (another inode)
+    file.unlink()
+    file.write_text(json.dumps({"cumulative": {"bleu": 12.5, "r0+1": 0.25}}) + "\n")
+    assert tail.read() == (1, "BLEU 12.5 R0+1 25.0")
 
 
 def test_a_run_named_to_restart_starts_again_complete_or_not(tmp_path: Path):
