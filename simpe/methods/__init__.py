@@ -1,5 +1,5 @@
-"""Adaptation methods, one module each; importing this package registers every module in it (``METHODS``, the only
-list of them: ``simpe list`` prints it)."""
+"""Adaptation methods: baseline, full, bias, top, fixed, lasso, lora, knn (one module each); importing this
+package registers every module in it."""
 from simpe.methods.base import METHODS, Method
 from simpe.registry import import_all
 
