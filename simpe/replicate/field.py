@@ -25,8 +25,9 @@ FIELD_METHODS = ("tune-retrieve", "full+replay", "full+ewc", "lasso+ewc", "full+
 
 
 def preset(run: Run) -> str:
-    """The preset a run ran (``full+replay``), whatever its folder is called (``full+replay--forgetting=100``)."""
-    return str((run.summary or {}).get("adapter") or run.config.get("adapter") or run.name)
+    """The preset a run ran (``full+replay``): a sweep names a run, and its ``adapter``, after the preset and its grid
+    values joined by ``--`` (``full+replay--forgetting=100``, ``simpe.sweep.plan``)."""
+    return str((run.summary or {}).get("adapter") or run.config.get("adapter") or run.name).split("--", 1)[0]
 
 
 def parent(run: Run) -> str | None:
@@ -145,7 +146,9 @@ def _cell(found: Effect | None) -> str:
 
 
 def _bytes(value: int | None) -> str:
-    return "–" if value is None else f"{value / 1e6:.1f} MB"
+    if value is None:
+        return "–"
+    return f"{value / 1e6:.1f} MB" if value >= 1e6 else f"{value / 1e3:.1f} kB"
 
 
 def to_markdown(table: FieldTable) -> list[str]:
