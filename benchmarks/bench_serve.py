@@ -10,9 +10,10 @@ it has the next segment, over HTTP on localhost. Reported per method:
 * latency of a submission (median, 95th percentile), as the client sees it: the record written and synced, the
   update, the checkpoint, and the next segment's translation;
 * throughput: submissions per second over all translators together;
-* memory per translator: the process's resident memory grown while the translators' sessions opened (model, method
-  state, scorer), and at the end of the run (gradients, datastores, what the updates left), each over the number of
-  translators (the first method measured also pays the libraries' one-time allocations: run it with a baseline first);
+* memory per translator: the resident memory of a fresh process per method (libraries imported first) grown while
+  the translators' sessions opened (model copy, method state, scorer), and at the end of the run (gradients,
+  datastores, what the updates left), each over the number of translators. Each method runs in its own process: in
+  one process for all, what an earlier method freed made later methods' growth negative;
 * capacity: how many translators the machine serves at that throughput if each submits one segment every
   ``--pace`` seconds (a person post-editing; 30 s by default), keeping the server at most 70 % busy.
 
@@ -25,6 +26,7 @@ import json
 import logging
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import threading
@@ -37,6 +39,8 @@ import torch
 from record import record
 
 from simpe import log
+
+RESULT = "bench-serve-result "  # a child's last line: its figures as JSON
 
 
 def percentile(values: list[float], share: float) -> float:
@@ -112,15 +116,30 @@ def main() -> int:
     parser.add_argument("--port", type=int, default=8799)
     parser.add_argument("--threads", type=int, default=1, help="torch threads (default: %(default)s)")
     parser.add_argument("--no-record", action="store_true", help="print only (a short check); do not write docs/")
+    parser.add_argument("--one", metavar="METHOD", help=argparse.SUPPRESS)  # a child process measuring one method
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     log.setup()
     logging.getLogger("simpe").setLevel(logging.WARNING)
+    if args.one:  # a child: one method in this fresh process, its figures as the last line
+        from simpe.serve.app import create_app  # noqa: F401  the libraries the sessions use, before `before`
+        from simpe.simulate import Loop  # noqa: F401
+
+        with tempfile.TemporaryDirectory() as folder:
+            row = bench(args.one, args.translators, args.segments, args.port, Path(folder) / args.one)
+        print(RESULT + json.dumps(row), flush=True)
+        return 0
     rows = {}
-    with tempfile.TemporaryDirectory() as folder:
-        for method in args.methods:
-            rows[method] = bench(method, args.translators, args.segments, args.port, Path(folder) / method)
-            print(f"{method}: {rows[method]}", flush=True)
+    for method in args.methods:
+        command = [sys.executable, __file__, "--one", method, "--translators", str(args.translators), "--segments",
+                   str(args.segments), "--port", str(args.port), "--threads", str(args.threads)]
+        done = subprocess.run(command, capture_output=True, text=True)
+        lines = [line for line in done.stdout.splitlines() if line.startswith(RESULT)]
+        if done.returncode != 0 or not lines:
+            print(f"{method}: failed: {done.stderr[-500:]}", file=sys.stderr)
+            return 1
+        rows[method] = json.loads(lines[-1][len(RESULT):])
+        print(f"{method}: {rows[method]}", flush=True)
     cores = os.cpu_count() or 1
     print(f"\nbench-serve: {args.translators} translators x {args.segments} submissions, demo model, libreoffice stream, "
           f"{cores} cores, {args.threads} torch thread(s), load {os.getloadavg()[0]:.1f}")
@@ -133,7 +152,7 @@ def main() -> int:
         print(f"{method:10s} {row['median']:9.3f} {row['p95']:7.3f} {row['throughput']:7.2f} {row['mb_open']:10.0f} "
               f"{row['mb_end']:10.0f} {capacity[method]:7d}")
     print(f"serves (est.): translators submitting one segment every {args.pace:.0f} s each, at most 70% of the measured "
-          "throughput; memory is the process's resident set grown per translator")
+          "throughput; memory is a fresh process's resident set grown per translator")
     if not args.no_record:
         record("bench-serve", {method: f"median {row['median']:.2f} s, p95 {row['p95']:.2f} s, {row['throughput']:.2f} "
                                f"submissions/s, {row['mb_end']:.0f} MB/translator, serves ~{capacity[method]} at 1 segment/"
