@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from simpe.paths import REPO_ROOT
-from simpe.replicate.field import FIELD_METHODS
+from simpe.paths import DATA_DIR, REPO_ROOT
+from simpe.replicate.field import FIELD_METHODS, NEEDS_TRAIN
 from simpe.sweep import RELATIVE_COST, RunSpec, plan
 
 METHODS = ["baseline", "full", "bias", "fixed", "top", "lasso", "lora", "knn"]
@@ -162,6 +162,7 @@ class Plan:
     runs_dir: Path
     experiments: dict[str, list[RunSpec]]
     source: Any = None  # Source, for a researcher's model and data
+    notes: list[str] = field(default_factory=list)  # what the committed page's plan leaves out here, and why
 
     def specs(self) -> list[RunSpec]:
         """Every run once (experiments share their baselines and some runs)."""
@@ -245,12 +246,17 @@ def make_plan(scale: Scale, runs_dir: Path, source: Source | None = None) -> Pla
         experiments["why-budget"] = specs
         if (REPO_ROOT / SMALL_MODEL / "config.json").is_file():
             experiments["why-size"] = plan(WHY_SIZE_METHODS, overrides=[*main, f"model.path={SMALL_MODEL}"])
+    notes = []
     if scale.field_methods:  # the baselines are the scalc and forgetting runs' own (the same folders)
-        experiments["field"] = plan(list(FIELD_METHODS), overrides=main)
+        methods = list(FIELD_METHODS)
+        if not (DATA_DIR / "libreoffice" / "train.en").is_file():
+            methods = [m for m in methods if m not in NEEDS_TRAIN]
+            notes.append(f"no {', '.join(NEEDS_TRAIN)} runs: EWC's Fisher needs the train split (`make corpus` builds it)")
+        experiments["field"] = plan(methods, overrides=main)
         if scale.forgetting_segments:
-            experiments["field-forgetting"] = plan(list(FIELD_METHODS), grid={"snapshots.forgetting": [scale.forgetting_size]},
+            experiments["field-forgetting"] = plan(methods, grid={"snapshots.forgetting": [scale.forgetting_size]},
                                                    overrides=probe)
-    return Plan(scale, Path(runs_dir), experiments)
+    return Plan(scale, Path(runs_dir), experiments, notes=notes)
 
 
 def stale_runs(p: Plan) -> dict[Path, str]:
@@ -303,6 +309,7 @@ def describe(p: Plan, workers: int, parts: set[str] | frozenset[str] = frozenset
         lines.insert(0, f"your model and data: {s.model or 'the demo model'} on {s.dataset} ({p.source.stream} stream segments, "
                         f"{p.source.dev} dev segments)")
         lines += [f"  left out: {note}" for note in p.source.notes]
+    lines += [f"  left out: {note}" for note in p.notes]
     if "studies" in parts and (p.source is None or p.source.dev):
         lines.append(f"  {'studies':<12} {s.probe} dev sentences: exact top-1/top-k (k {', '.join(map(str, s.ks))}), "
                      f"beam and min-heap beam at {', '.join(map(str, s.beam_sizes))}")
