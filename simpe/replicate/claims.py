@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from simpe.replicate.field import FieldTable, field_table, repeated_rate, repeated_stats
+from simpe.replicate.field import FieldTable, field_table, held_out_bleu, repeated_rate, repeated_stats
 from simpe.replicate.field import summary as field_summary
 from simpe.replicate.papers import PAPERS, POINTS, QUOTES, RELATIVE, show
 from simpe.replicate.verdicts import (
@@ -671,13 +671,8 @@ def forgetting(ev: Evidence) -> Verdict:
     group = ev.groups.get("forgetting")
     if group is None:
         return _missing(claim, source, paper, rule, ev.notes.get("forgetting", "the forgetting runs are missing"))
-
-    def last(run: Any, key: str) -> float | None:
-        points = [s for s in run.snapshots if s.get(key) is not None and s.get("segment", 0) <= group.num_segments]
-        return float(points[-1][key]) if points else None
-
-    base = last(group.baseline, "forget.bleu")
-    values = {run.method: last(run, "forget.bleu") for run in group.methods}  # names carry the grid key: by method
+    base = held_out_bleu(group.baseline, group.num_segments)
+    values = {run.method: held_out_bleu(run, group.num_segments) for run in group.methods}  # names carry the grid key: by method
     if base is None:
         return _missing(claim, source, paper, rule, "the runs took no forgetting snapshot")
     size = next((s.get("forget.size") for s in group.baseline.snapshots if s.get("forget.size")), "?")

@@ -69,8 +69,9 @@ def _effect(base: Run, system: Run, key: str, n: int, relative: bool) -> Effect 
     return None if math.isnan(found.value) else found
 
 
-def _forgetting(run: Run | None, n: int) -> float | None:
-    """BLEU on the held-out dev text at the run's last snapshot within ``n`` segments."""
+def held_out_bleu(run: Run | None, n: int) -> float | None:
+    """BLEU on the held-out dev text at the run's last forgetting snapshot within ``n`` segments (the forgetting claim's
+    figure too)."""
     if run is None:
         return None
     points = [s for s in run.snapshots if s.get("forget.bleu") is not None and s.get("segment", 0) <= n]
@@ -118,7 +119,7 @@ def field_table(main: RunGroup, field: RunGroup, forgetting: RunGroup | None,
         if group is not None:
             forgets.update({preset(r): r for r in group.methods})
             f_n = group.num_segments if f_n is None else min(f_n, group.num_segments)
-    f_base = _forgetting(forgetting.baseline if forgetting is not None else None, f_n or 0)
+    f_base = held_out_bleu(forgetting.baseline if forgetting is not None else None, f_n or 0)
     rows = []
     for name in [m for m in AGAINST if m in runs] + [m for m in runs if m not in AGAINST]:
         run = runs[name]
@@ -132,8 +133,8 @@ def field_table(main: RunGroup, field: RunGroup, forgetting: RunGroup | None,
             bleu_parent=_effect(up_run, run, "bleu", n, False) if up_run is not None else None,
             r0=_effect(base, run, "r0", n, True), r1=_effect(base, run, "r1", n, True),
             repeated=_effect(base, run, "repeated", n, False),
-            forgetting=_forgetting(forgets.get(name), f_n or 0),
-            forgetting_parent=_forgetting(forgets.get(up), f_n or 0) if up else None,
+            forgetting=held_out_bleu(forgets.get(name), f_n or 0),
+            forgetting_parent=held_out_bleu(forgets.get(up), f_n or 0) if up else None,
             seconds=spent / run.num_segments if spent and run.num_segments else None,
             store_bytes=(run.summary or {}).get("store_bytes")))
     bleu = float(metric_score("bleu")(segment_stats(base, "bleu", n).sum(0))[0])  # type: ignore[union-attr]
