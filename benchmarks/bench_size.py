@@ -3,7 +3,8 @@
     python benchmarks/bench_size.py [--models nllb-600m llama3.2-1b ...] [--methods full bias ...] [--segments 4] [--threads 1]
                                     [--no-savers] [--plan] [--no-record]
 
-Each (model, method, dtype) runs in its own process (its peak resident memory is its own: ``os.wait4``) over the first
+Each (model, method, dtype) runs in its own process (its peak resident memory is its own VmHWM, printed at exit:
+``simpe.dryrun.measured_command``, not wait4's maxrss, which counts the forked copy of this process) over the first
 ``--segments`` segments of the LibreOffice stream (``--segments-large`` for MADLAD-400 3B), without snapshots, on the
 shape-true models of ``simpe.models.shapes`` (published sizes, random weights drawn at load: quality means nothing). Beside
 each measurement the dry run's estimate (``simpe.dryrun``) of the same run. A run whose estimate exceeds ``--memory`` GiB
@@ -52,7 +53,7 @@ def main() -> None:
     parser.add_argument("--no-record", action="store_true", help="print the figures, leave docs/benchmark-results.md as it is")
     args = parser.parse_args()
     from simpe.config import load_config
-    from simpe.dryrun import GIB, available, estimate
+    from simpe.dryrun import GIB, available, estimate, measured_command, measured_peak
     from simpe.models import shapes
 
     budget = min(args.memory * GIB, available("cpu"))
@@ -85,14 +86,13 @@ def main() -> None:
                         print(key, f"would run --preset {preset} {' '.join(extra)}: estimated {est.peak / 2**20:.0f} MiB"
                               + (f", {est.seconds_per_segment:.2f} s/segment" if est.seconds_per_segment else ""), flush=True)
                         continue
-                    command = [sys.executable, "-m", "simpe", "simulate", "--preset", preset, "--segments", str(segments),
-                               "--runs-dir", str(Path(scratch) / "runs"), "--no-progress", "--threads", str(args.threads),
-                               "--overwrite", "--set", "snapshots.every=0", *[x for o in overrides for x in ("--set", o)]]
+                    command = measured_command(["simulate", "--preset", preset, "--segments", str(segments),
+                                                "--runs-dir", str(Path(scratch) / "runs"), "--no-progress", "--threads", str(args.threads),
+                                                "--overwrite", "--set", "snapshots.every=0", *[x for o in overrides for x in ("--set", o)]])
                     env = {**os.environ, "OMP_NUM_THREADS": str(args.threads)}
-                    process = subprocess.Popen(command, env=env, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-                    _, status, usage = os.wait4(process.pid, 0)
-                    if status != 0:
-                        figures[key] = f"failed: {process.stderr.read()[-300:]}"
+                    done = subprocess.run(command, env=env, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                    if done.returncode != 0:
+                        figures[key] = f"failed: {done.stderr[-300:]}"
                         print(key, figures[key], flush=True)
                         continue
                     (path,) = [p.parent for p in (Path(scratch) / "runs").glob(f"*/{preset}/DONE") if name in str(p)]
@@ -101,9 +101,10 @@ def main() -> None:
                     update = sum(r["seconds"].get("update", 0.0) for r in rows) / len(rows)
                     summary = json.loads((path / "summary.json").read_text(encoding="utf-8"))
                     store = summary.get("store_bytes")
-                    measured[key] = {"peak": usage.ru_maxrss / 1024, "seconds": translate + update,
+                    peak = measured_peak(done.stderr)
+                    measured[key] = {"peak": peak, "seconds": translate + update,
                                      "grows": store * 1000 / len(rows) / 2**20 if store and preset.startswith("knn") else None}
-                    figures[key] = (f"peak {usage.ru_maxrss / 1024:.0f} MiB (estimated {est.peak / 2**20:.0f}); "
+                    figures[key] = (f"peak {peak:.0f} MiB (estimated {est.peak / 2**20:.0f}); "
                                     f"{translate + update:.2f} s/segment = translate {translate:.2f} + update {update:.2f}"
                                     + (f" (estimated {est.seconds_per_segment:.2f})" if est.seconds_per_segment else "")
                                     + (f"; store {store / 2**20:.1f} MiB" if store else "")

@@ -139,6 +139,12 @@ def markdown(result: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _write(result: dict[str, Any], start: float, out: Path) -> None:
+    result["seconds"] = time.perf_counter() - start
+    (out / "device-check.json").write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+    (out / "device-check.md").write_text(markdown(result), encoding="utf-8")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True, help="folder for device-check.json and device-check.md")
@@ -175,9 +181,7 @@ def main(argv: list[str] | None = None) -> int:
             except Exception as err:  # a step that fails is recorded; the next one still runs
                 result["steps"][name] = {"error": f"{type(err).__name__}: {err}", "trace": traceback.format_exc()[-2000:]}
             print(f"device_check: {name} {time.perf_counter() - began:.0f} s", file=sys.stderr)
-    result["seconds"] = time.perf_counter() - start
-    (args.out / "device-check.json").write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
-    (args.out / "device-check.md").write_text(markdown(result), encoding="utf-8")
+            _write(result, start, args.out)  # after each step: a check cut off by the machine's time limit keeps what it did
     failed = [name for name, row in result["steps"].items() if isinstance(row, dict) and ("error" in row or row.get("ok") is False)]
     print(f"device_check: wrote {args.out / 'device-check.json'} and device-check.md" + (f"; failed: {', '.join(failed)}" if failed else ""))
     return 1 if failed else 0

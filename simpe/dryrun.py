@@ -29,6 +29,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -45,6 +47,15 @@ LOOP_OVERHEAD = 100 * MIB  # the loop's own data, metrics and truecaser beyond t
 CUDA_CONTEXT = 600 * MIB  # the CUDA context and kernels of torch, outside its allocator (typical; not measured here)
 SPEED_TABLE = Path(__file__).parent / "scale_table.json"
 BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
+# What the estimate is checked against: the peak resident memory of `simpe ARGS` run in a child process, its VmHWM,
+# printed at exit (``measured_command`` / ``measured_peak``; Linux). Not wait4's ru_maxrss: Linux folds the RSS of the
+# forked copy of the parent into the child's maxrss at exec, so after a long test session (pytest at 1.3 GB) every
+# child measured 1,364 MiB whatever it ran; VmHWM belongs to the exec'd process's own memory map.
+_PEAK_WRAPPER = ("import atexit, runpy, sys\n"
+                 "atexit.register(lambda: print('VmHWM', next(l.split()[1] for l in open('/proc/self/status') "
+                 "if l.startswith('VmHWM:')), file=sys.stderr))\n"
+                 "sys.argv = ['simpe', *sys.argv[1:]]\n"
+                 "runpy.run_module('simpe', run_name='__main__', alter_sys=True)\n")
 
 
 @dataclass
@@ -139,6 +150,16 @@ def _demo_work() -> int:
         model, _ = _meta_model(load_config("baseline", ["model.path=null"]))
         _DEMO_WORK = _work_per_token(model)
     return _DEMO_WORK
+
+
+def measured_command(args: list[str]) -> list[str]:
+    """The command that runs ``simpe ARGS`` and prints its peak resident memory to stderr at exit (``measured_peak``)."""
+    return [sys.executable, "-c", _PEAK_WRAPPER, *args]
+
+
+def measured_peak(stderr: str) -> float:
+    """The peak resident memory in MiB that a ``measured_command`` printed (the kernel reports kB)."""
+    return int(re.findall(r"^VmHWM (\d+)$", stderr, re.M)[-1]) / 1024
 
 
 def estimate(cfg: RunConfig, device: str = "cpu") -> Estimate:

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from simpe.dryrun import measured_command, measured_peak
+
 REPO = Path(__file__).resolve().parents[2]
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
@@ -27,26 +29,16 @@ def _estimated_mib(preset: str) -> float:
     return float(value) * (1024 if unit == "GiB" else 1)
 
 
-# The run's own peak: VmHWM of its process, printed at exit. Not wait4's ru_maxrss: Linux folds the RSS of the forked
-# copy of this process into the child's maxrss at exec, so after a long test session (pytest at 1.3 GB) every child
-# measured 1,364 MiB whatever it ran; VmHWM belongs to the exec'd process's own memory map.
-PEAK = ("import atexit, runpy, sys\n"
-        "atexit.register(lambda: print('VmHWM', next(l.split()[1] for l in open('/proc/self/status') if l.startswith('VmHWM:')),"
-        " file=sys.stderr))\n"
-        "sys.argv = ['simpe', *sys.argv[1:]]\n"
-        "runpy.run_module('simpe', run_name='__main__', alter_sys=True)\n")
-
-
 @pytest.mark.slow  # two real runs of the demo model (about 50 s on 2 busy cores)
 @pytest.mark.skipif(not Path("/proc/self/status").is_file(), reason="reads the peak from /proc (Linux)")
 @pytest.mark.parametrize("preset", ["baseline", "full"])
 def test_the_dry_run_estimates_the_demo_models_peak_memory_within_30_percent(preset: str, tmp_path: Path) -> None:
     estimated = _estimated_mib(preset)
-    command = [sys.executable, "-c", PEAK, "simulate", "--preset", preset, "--segments", "8", "--runs-dir", str(tmp_path),
-               "--no-progress", "--set", "snapshots.every=0", "--threads", "1"]
+    command = measured_command(["simulate", "--preset", preset, "--segments", "8", "--runs-dir", str(tmp_path),
+                                "--no-progress", "--set", "snapshots.every=0", "--threads", "1"])
     done = subprocess.run(command, cwd=REPO, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
-    measured = int(re.findall(r"^VmHWM (\d+)$", done.stderr, re.M)[-1]) / 1024  # MiB (the kernel reports kB)
+    measured = measured_peak(done.stderr)  # the child's VmHWM, not wait4's maxrss (simpe.dryrun says why)
     print(f"{preset}: estimated {estimated:.0f} MiB, measured peak {measured:.0f} MiB")
     assert abs(estimated - measured) / measured < 0.30, f"estimated {estimated:.0f} MiB, measured {measured:.0f} MiB"
     records = [json.loads(line) for line in next(tmp_path.glob(f"*/{preset}/segments.jsonl")).read_text().splitlines()]
