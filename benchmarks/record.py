@@ -36,15 +36,18 @@ def _machine(threads: int | None = None) -> dict[str, Any]:
             "gpu": torch.cuda.get_device_name() if torch.cuda.is_available() else None}
 
 
-def record(target: str, figures: dict[str, str], threads: int | None = None) -> None:
+def record(target: str, figures: dict[str, str], threads: int | None = None, machine: dict[str, Any] | None = None,
+           command: str | None = None, load_average: float | None = None) -> None:
     """Replace ``target``'s row with ``figures`` (name -> text with units) and re-render the page.
 
     ``threads``: the torch threads the figures were measured with, where that is not this process's own
-    (a benchmark that measures in worker processes)."""
+    (a benchmark that measures in worker processes). ``machine``, ``command`` and ``load_average``: those of another
+    machine, for figures measured there and recorded here (the GPU check, ``scripts/device_check.py --record``)."""
     rows = json.loads(DATA.read_text(encoding="utf-8")) if DATA.exists() else {}
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
-    rows[target] = {"command": f"make {target} ARGS=\"{' '.join(sys.argv[1:])}\"" if sys.argv[1:] else f"make {target}",
-                    "date": datetime.date.today().isoformat(), "machine": _machine(threads),
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") and machine is None else load_average
+    default = f"make {target} ARGS=\"{' '.join(sys.argv[1:])}\"" if sys.argv[1:] else f"make {target}"
+    rows[target] = {"command": command or default,
+                    "date": datetime.date.today().isoformat(), "machine": machine or _machine(threads),
                     "load_average": None if load is None else round(load, 2), "figures": figures}
     DATA.write_text(json.dumps(rows, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     PAGE.write_text(render(rows), encoding="utf-8")

@@ -11,7 +11,9 @@ Steps, each timed, each recorded even when it fails (a failure does not stop the
 3. ``real_size``: NLLB-200-distilled-600M and Llama 3.2 1B of ``simpe.models.shapes`` (random weights, built on the
    device), a few segments per method: seconds per segment (translate / update) and peak memory.
 
-Writes ``device-check.json`` and ``device-check.md`` to ``--out``. ``--cpu`` runs the same steps on tiny inputs on the
+Writes ``device-check.json`` and ``device-check.md`` to ``--out``, after each step. Back on the development machine,
+``--record DIR/device-check.json`` writes its figures into docs/benchmark-results.md (``benchmarks/record.py``, the
+``device-check`` row), with the GPU machine's description. ``--cpu`` runs the same steps on tiny inputs on the
 CPU (2 segments, baseline and full, one narrow layer of the real-size models): the tests run it, so the script works the
 first time it meets a GPU.
 """
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import subprocess
 import sys
@@ -139,6 +142,34 @@ def markdown(result: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def record_result(result: dict[str, Any]) -> None:
+    """The figures of a device-check.json as the ``device-check`` row of docs/benchmark-results.md, with its machine."""
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    from record import record
+
+    figures: dict[str, str] = {}
+    for step in ("demo", "real_size"):
+        for key, row in (result["steps"].get(step) or {}).items():
+            if not isinstance(row, dict) or "s_per_segment" not in row:
+                continue
+            against = row.get("against_cpu")
+            figures[f"{step} {key}"] = (f"{row['s_per_segment']:.3f} s/segment (translate {row['translate_s']:.3f} + update "
+                                        f"{row['update_s']:.3f}), {row['segments']} segments"
+                                        + (f", peak {row['peak_mib']:.0f} MiB" if row.get("peak_mib") is not None else "")
+                                        + (f"; against the CPU records: {against['identical_hypotheses']:.0%} identical hypotheses, "
+                                           f"BLEU {against['bleu_difference']:+.2f}, mean loss {against['mean_loss_difference']:.4f}"
+                                           if against else ""))
+    for step, row in result["steps"].items():
+        if isinstance(row, dict) and "error" in row:
+            figures[f"{step} failed"] = row["error"]
+    figures["CUDA tests"] = (result["steps"].get("cuda_tests") or {}).get("summary", "-")
+    figures["wall time"] = f"{result['seconds']:.0f} s"
+    m = result["machine"]
+    machine = {"cpu": m.get("cpu") or "x86_64", "cores": m.get("cores") or "?", "kernels": "CUDA", "threads": "-",
+               "torch": f"{m['torch']}, transformers {m['transformers']}, Python {m['python']}", "gpu": m["gpu"]}
+    record("device-check", figures, machine=machine, command="scripts/device_check.sh --out OUT", load_average=None)
+
+
 def _write(result: dict[str, Any], start: float, out: Path) -> None:
     result["seconds"] = time.perf_counter() - start
     (out / "device-check.json").write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
@@ -147,11 +178,17 @@ def _write(result: dict[str, Any], start: float, out: Path) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, required=True, help="folder for device-check.json and device-check.md")
+    parser.add_argument("--out", type=Path, help="folder for device-check.json and device-check.md")
     parser.add_argument("--cpu", action="store_true", help="the same steps on tiny inputs on the CPU (the tests run this)")
     parser.add_argument("--segments", type=int, default=100, help="demo-model segments per run (default 100; --cpu: 2)")
     parser.add_argument("--make-reference", action="store_true", help="write the CPU records the GPU run is compared with")
+    parser.add_argument("--record", type=Path, metavar="JSON", help="write a GPU run's device-check.json into docs/benchmark-results.md")
     args = parser.parse_args(argv)
+    if args.record:
+        record_result(json.loads(args.record.read_text(encoding="utf-8")))
+        return 0
+    if args.out is None:
+        parser.error("--out is required (the folder for device-check.json and device-check.md)")
     import torch
     import transformers
 
@@ -165,7 +202,8 @@ def main(argv: list[str] | None = None) -> int:
     start = time.perf_counter()
     result: dict[str, Any] = {"device": device, "steps": {}, "machine": {
         "gpu": torch.cuda.get_device_name() if torch.cuda.is_available() else None, "torch": torch.__version__,
-        "transformers": transformers.__version__, "python": platform.python_version(), "cpu": platform.processor()}}
+        "transformers": transformers.__version__, "python": platform.python_version(), "cpu": platform.processor(),
+        "cores": os.cpu_count()}}
     with tempfile.TemporaryDirectory() as scratch:
         runs = Path(scratch)
         steps = [("cuda_tests", lambda: step_cuda_tests(args.cpu)),
