@@ -29,7 +29,7 @@ SWEEP ?=
 GRID ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help venv comet-env test-compat simulate test lint test-slow docs cli-doc corpus demo-model demo-model-small baseline select-fixed compare plot report replicate stopwords \
+.PHONY: help venv comet-env test-compat simulate test lint test-slow docs write-docs corpus demo-model demo-model-small baseline select-fixed compare plot report replicate stopwords \
         bench-loop bench-interactive bench-metrics bench-topk bench-snapshot bench-simulate bench-train bench-scale bench-size device-check device-wheels sweep clean-runs \
         serve bench-serve
 
@@ -104,14 +104,14 @@ report: $(STAMP) ## one self-contained HTML page of DATASET/SEGMENTS: table, fig
 replicate: $(STAMP) $(MODEL)/fixed-selection.json ## run every experiment behind the papers' findings, keep their records (docs/replication/records/) and write docs/replication.md from them (hours on 2 cores; resumable; a run is reused only while its code fingerprint matches; ARGS="--dry-run" prints the plan, ARGS="--report-only" rebuilds the page from the records, ARGS="--status" lists stale rows)
 	$(PY) -m simpe replicate --workers $(WORKERS) $(ARGS)
 
-test: lint $(COMET_STAMP) ## run the linter, then the test suite (CPU, a few minutes; builds .venv-comet once for the COMET tests)
+test: lint write-docs $(COMET_STAMP) ## run the linter, write the generated docs (write-docs), then the test suite (CPU, a few minutes; builds .venv-comet once for the COMET tests)
 	$(PY) -m pytest -q
 
 docs: $(STAMP) ## build the manual (docs/) as a static site in site/ (mkdocs, strict: a broken link fails); open site/index.html
 	$(VENV)/bin/mkdocs build --strict  # not --quiet: strict counts the warnings quiet would hide
 
-cli-doc: $(STAMP) ## rewrite the flag table of docs/cli.md from the argparse parsers (a test fails while it is stale)
-	$(PY) scripts/write_cli_doc.py
+write-docs: $(STAMP) ## rewrite the generated parts of the docs: docs/cli.md's flag table (argparse), the methods tables of README.md and docs/methods.md (the registry); make test runs it first
+	$(PY) scripts/write_docs.py
 
 lint: $(STAMP) ## ruff (pyflakes, pycodestyle, isort, bugbear) over simpe/, tests/, benchmarks/, scripts/
 	$(VENV)/bin/ruff check simpe tests benchmarks scripts

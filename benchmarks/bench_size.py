@@ -6,7 +6,11 @@
 Each (model, method, dtype) runs in its own process (its peak resident memory is its own VmHWM, printed at exit:
 ``simpe.dryrun.measured_command``, not wait4's maxrss, which counts the forked copy of this process) over the first
 ``--segments`` segments of the LibreOffice stream (``--segments-large`` for MADLAD-400 3B), without snapshots, on the
-shape-true models of ``simpe.models.shapes`` (published sizes, random weights drawn at load: quality means nothing). Beside
+shape-true models of ``simpe.models.shapes`` (published sizes, random weights drawn at load: quality means nothing). A
+random-weight model never writes its end token, so each hypothesis would run to the decoder's length limit (twice the
+source and 10 more tokens), about twice what a trained model writes: the bench sets the limit to the source's length
+(``decoder.params.max_len_a=1.0``, ``max_len_b=0``), the length of a translation, so translate times are those of
+outputs of a realistic length (the demo model's measured table, which the dry run scales, is of a trained model). Beside
 each measurement the dry run's estimate (``simpe.dryrun``) of the same run. A run whose estimate exceeds ``--memory`` GiB
 (default 24) or what this machine has is not run; the table says so and why. The figures go to docs/benchmark-results.md
 through the benchmark recorder (``record.py``), with the machine. Takes about 30 minutes on 2 cores with the defaults.
@@ -16,7 +20,9 @@ out), run the same way: knn with float16 keys (``adapters/knn-fp16.yaml``) and f
 (``update.checkpointing=true``). Each saver row ends with what it saves against the plain row of the same model and
 dtype: peak memory, s/segment, and for knn the datastore's growth per 1,000 segments (its store bytes per segment, as
 measured, times 1,000). ``--plan`` prints the runs and the dry run's estimates without running any; ``--no-record``
-prints the figures without writing them to docs/benchmark-results.md (a partial run).
+prints the figures without writing them to docs/benchmark-results.md. Each figure is recorded as soon as it is
+measured (merged into the ``bench-size`` row: a run cut off keeps what it measured, and ``--models X`` updates X's
+rows and leaves the others).
 """
 from __future__ import annotations
 
@@ -35,6 +41,7 @@ sys.path.insert(0, str(REPO))
 METHODS = ["baseline", "full", "bias", "top", "lasso", "lora", "norms", "knn", "icl"]
 # the memory savers measured beside a method's plain row: row label -> (preset, extra --set overrides)
 SAVERS = {"knn": {"knn+fp16-keys": ("knn-fp16", [])}, "full": {"full+checkpointing": ("full", ["update.checkpointing=true"])}}
+LENGTH = ["decoder.params.max_len_a=1.0", "decoder.params.max_len_b=0"]  # random weights: outputs as long as the source
 SETTINGS = {"nllb-600m": ["model.src_lang=eng_Latn", "model.tgt_lang=deu_Latn"], "m2m100-418m": ["model.src_lang=en", "model.tgt_lang=de"],
             "mbart50-mmt": ["model.src_lang=en_XX", "model.tgt_lang=de_DE"], "madlad400-3b": ["model.tgt_lang=de"], "llama3.2-1b": []}
 
@@ -58,6 +65,12 @@ def main() -> None:
 
     budget = min(args.memory * GIB, available("cpu"))
     figures: dict[str, str] = {}
+
+    def report(key: str) -> None:
+        """Print a figure and record it at once (merged into the row: a run cut off keeps what it measured)."""
+        print(key, figures[key], flush=True)
+        if not args.plan and not args.no_record:
+            record("bench-size", {key: figures[key]}, threads=args.threads, merge=True)
     measured: dict[str, dict[str, float | None]] = {}  # key -> peak MiB, s/segment, knn's datastore MiB per 1,000 segments
     with tempfile.TemporaryDirectory() as scratch:
         for name in args.models:
@@ -70,17 +83,18 @@ def main() -> None:
                     if not args.no_savers:
                         runs += [(label, preset, extra) for label, (preset, extra) in SAVERS.get(method, {}).items()]
                 for label, preset, extra in runs:
-                    overrides = [f"model.path={folder}", f"model.dtype={dtype}", "metrics.truecaser=null", *SETTINGS[name], *extra]
+                    overrides = [f"model.path={folder}", f"model.dtype={dtype}", "metrics.truecaser=null", *LENGTH, *SETTINGS[name],
+                                 *extra]
                     key = f"{name} {label} {dtype}"
                     try:
                         est = estimate(load_config(preset, overrides + [f"data.segments={segments}"]), "cpu")
                     except Exception as err:  # a method that does not apply to the family (fixed needs a selection)
                         figures[key] = f"not run: {str(err).splitlines()[0][:120]}"
-                        print(key, figures[key], flush=True)
+                        report(key)
                         continue
                     if est.peak > budget:
                         figures[key] = f"not run: estimated {est.peak / GIB:.1f} GiB > {budget / GIB:.1f} GiB"
-                        print(key, figures[key], flush=True)
+                        report(key)
                         continue
                     if args.plan:
                         print(key, f"would run --preset {preset} {' '.join(extra)}: estimated {est.peak / 2**20:.0f} MiB"
@@ -93,7 +107,7 @@ def main() -> None:
                     done = subprocess.run(command, env=env, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
                     if done.returncode != 0:
                         figures[key] = f"failed: {done.stderr[-300:]}"
-                        print(key, figures[key], flush=True)
+                        report(key)
                         continue
                     (path,) = [p.parent for p in (Path(scratch) / "runs").glob(f"*/{preset}/DONE") if name in str(p)]
                     rows = [json.loads(line) for line in (path / "segments.jsonl").read_text(encoding="utf-8").splitlines()]
@@ -109,9 +123,7 @@ def main() -> None:
                                     + (f" (estimated {est.seconds_per_segment:.2f})" if est.seconds_per_segment else "")
                                     + (f"; store {store / 2**20:.1f} MiB" if store else "")
                                     + _saved(measured.get(f"{name} {label.split('+')[0]} {dtype}") if "+" in label else None, measured[key]))
-                    print(key, figures[key], flush=True)
-    if not args.plan and not args.no_record:
-        record("bench-size", figures, threads=args.threads)
+                    report(key)
 
 
 def _saved(plain: dict[str, float | None] | None, saver: dict[str, float | None]) -> str:

@@ -37,8 +37,9 @@ def _machine(threads: int | None = None) -> dict[str, Any]:
 
 
 def record(target: str, figures: dict[str, str], threads: int | None = None, machine: dict[str, Any] | None = None,
-           command: str | None = None, load_average: float | None = None) -> None:
-    """Replace ``target``'s row with ``figures`` (name -> text with units) and re-render the page.
+           command: str | None = None, load_average: float | None = None, merge: bool = False) -> None:
+    """Replace ``target``'s row with ``figures`` (name -> text with units) and re-render the page; with ``merge``,
+    keep the row's other figures (a benchmark that records each measurement as it is made, or in parts).
 
     ``threads``: the torch threads the figures were measured with, where that is not this process's own
     (a benchmark that measures in worker processes). ``machine``, ``command`` and ``load_average``: those of another
@@ -46,6 +47,8 @@ def record(target: str, figures: dict[str, str], threads: int | None = None, mac
     rows = json.loads(DATA.read_text(encoding="utf-8")) if DATA.exists() else {}
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") and machine is None else load_average
     default = f"make {target} ARGS=\"{' '.join(sys.argv[1:])}\"" if sys.argv[1:] else f"make {target}"
+    if merge and target in rows:
+        figures = {**rows[target]["figures"], **figures}
     rows[target] = {"command": command or default,
                     "date": datetime.date.today().isoformat(), "machine": machine or _machine(threads),
                     "load_average": None if load is None else round(load, 2), "figures": figures}

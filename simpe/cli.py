@@ -620,7 +620,7 @@ def _cmd_rank(args: argparse.Namespace) -> None:
         model_cfg = _model_section(args)
         for model_id in args.models:  # every model's family and settings (a store: the file) checked before any loads
             if str(model_id).endswith(".safetensors"):
-                from simpe.storefile import read_store
+                from simpe.store import read_store
 
                 read_store(Path(model_id))
             else:
@@ -671,7 +671,7 @@ def _add_run_group_args(p: argparse.ArgumentParser, out_help: str) -> None:
 
 
 def _add_compare(sub: argparse._SubParsersAction) -> None:
-    from simpe.report.stats import DEFAULT_RESAMPLES, DEFAULT_SEED
+    from simpe.stats import DEFAULT_RESAMPLES, DEFAULT_SEED
 
     p = sub.add_parser("compare", help="table of adaptation methods against the baseline, with bootstrap significance")
     _add_run_group_args(p, "output folder for compare.md/.csv/.tex (default: GROUP/compare)")
@@ -715,7 +715,7 @@ def _cmd_plot(args: argparse.Namespace) -> None:
 
 
 def _add_report(sub: argparse._SubParsersAction) -> None:
-    from simpe.report.stats import DEFAULT_RESAMPLES, DEFAULT_SEED
+    from simpe.stats import DEFAULT_RESAMPLES, DEFAULT_SEED
 
     p = sub.add_parser("report", help="one self-contained HTML page of a run group: table, figures, snapshots, segment browser")
     _add_run_group_args(p, "output folder for report.html (default: the group folder)")

@@ -203,22 +203,6 @@ class MetricsConfig:
                 raise ConfigError(f"unknown metrics.{name} {getattr(self, name)!r}; known: "
                                   + ", ".join("null" if v is None else v for v in valid))
 
-    def truecaser_path(self, model_dir: Path | None, missing_ok: bool = False) -> str | None:
-        """The truecaser file: ``truecaser`` itself, or for ``model`` the one in ``model_dir``.
-
-        missing_ok: for ``model``, None when the model ships no truecaser (else a ConfigError).
-        """
-        if self.truecaser != TRUECASER_OF_MODEL:
-            return self.truecaser
-        path = None if model_dir is None else Path(model_dir) / f"truecase.{self.lang}.model"
-        if path is None or not path.is_file():
-            if missing_ok:
-                return None
-            raise ConfigError(f"metrics.truecaser=model but the model ships no truecase.{self.lang}.model (a hub model "
-                              "does not); pass --truecaser none (R figures on tokens as cased) or --truecaser PATH "
-                              "(a sacremoses truecaser, e.g. the demo model's models/demo-en-de/truecase.de.model)")
-        return str(path)
-
 
 QUALITIES_NOTE = "any utility of simpe.metrics.utility (bleu, sbleu, chrf, chrf++, ter, comet)"
 GAINS = ("exp", "linear")

@@ -26,6 +26,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from simpe.filehash import file_hash
 from simpe.paths import DEFAULT_MODEL, REPO_ROOT
 
 PACKAGE_ROOT = REPO_ROOT / "simpe"
@@ -88,32 +89,6 @@ def source_files(roots: Iterable[str]) -> list[Path]:
             seen.add(name)
             todo.extend(_imports(name) - seen)
     return sorted(p for p in (_module_file(m) for m in seen) if p is not None)
-
-
-LARGE_FILE = 1 << 28  # 256 MiB: a larger file (an LLM's weights) is hashed by its size and its first and last SAMPLE bytes
-SAMPLE = 1 << 23
-
-
-@lru_cache(maxsize=None)
-def _file_hash(path: str, size: int, mtime_ns: int) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        if size > LARGE_FILE:  # seconds per gigabyte otherwise, at every run's start; retrained weights change both ends
-            digest.update(f"size {size}\n".encode())
-            digest.update(handle.read(SAMPLE))
-            handle.seek(size - SAMPLE)
-            digest.update(handle.read(SAMPLE))
-        else:
-            for block in iter(lambda: handle.read(1 << 20), b""):
-                digest.update(block)
-    return digest.hexdigest()[:16]
-
-
-def file_hash(path: Path) -> str:
-    """The first 16 hex digits of the file's SHA-256 (of its size and first and last 8 MiB above 256 MiB), cached by
-    path, size and modification time."""
-    info = path.stat()
-    return _file_hash(str(path), info.st_size, info.st_mtime_ns)
 
 
 def _label(path: Path) -> str:

@@ -23,6 +23,7 @@ from simpe.config import MetricsConfig, defaults
 from simpe.errors import ConfigError, DataError
 from simpe.metrics.comet import comet_signature
 from simpe.metrics.online import OnlineScorer, metric_for, signature_label
+from simpe.metrics.text import truecaser_path
 from simpe.paths import DEFAULT_MODEL
 from simpe.textfile import read_lines
 
@@ -31,7 +32,7 @@ logger = logging.getLogger(__name__)
 
 def resolve_truecaser(cfg: MetricsConfig) -> MetricsConfig:
     """``cfg`` with ``truecaser: model`` replaced by the demo model's truecaser for ``cfg.lang`` (None when it has none)."""
-    return dataclasses.replace(cfg, truecaser=cfg.truecaser_path(DEFAULT_MODEL, missing_ok=True))
+    return dataclasses.replace(cfg, truecaser=truecaser_path(cfg, DEFAULT_MODEL, missing_ok=True))
 
 
 def _check_counts(named: dict[str, Sequence[str]]) -> None:

@@ -18,10 +18,27 @@ from pathlib import Path
 from typing import Any
 
 from simpe.errors import ConfigError, ModelError, RunDirError
-from simpe.storefile import StoreMetadata, read_store, store_sizes
+from simpe.storefile import StoreMetadata, read_store_file, store_sizes
 from simpe.textfile import check_replaceable
 
 logger = logging.getLogger(__name__)
+
+
+def read_store(path: Path) -> tuple[dict[str, Any], StoreMetadata]:
+    """A store file's tensors and metadata, checked as a file (``simpe.storefile.read_store_file``) and against the
+    methods: one line refusing an unknown method, or tensors that another method's stores hold (its ``store_markers``)
+    under metadata naming this one (a file altered, or assembled from two stores)."""
+    from simpe.methods import METHODS
+
+    tensors, metadata = read_store_file(path)
+    if metadata.method not in METHODS:
+        raise ConfigError(f"{path} was made by method {metadata.method!r}, which this simpe does not know; "
+                          f"known: {', '.join(METHODS.names())}")
+    made_by = [name for name in METHODS.names() if METHODS.get(name).marks_store(set(tensors))]
+    if made_by and metadata.method not in made_by:
+        raise ConfigError(f"{path} holds the tensors of a {' or '.join(made_by)} store but its metadata names method "
+                          f"{metadata.method!r}; the file was altered or assembled from two stores")
+    return tensors, metadata
 
 
 def export_store(run: Path, out: Path | None = None, overwrite: bool = False) -> dict[str, Any]:

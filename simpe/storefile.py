@@ -7,11 +7,13 @@ own tensors, such as ``bias``'s ``simpe_output_bias``) and string metadata, the 
 ``method_params``, ``decoder_params`` and ``model_settings`` are JSON objects written as strings,
 ``segments`` a decimal number). ``format`` is ``STORE_FORMAT``; a file with another is refused.
 
-``read_store`` refuses (one line, ``ConfigError``) anything a run cannot have written: not
-safetensors, another format, no method or base model, an unknown method, a JSON field that is not
-a JSON object, tensors of another method than the metadata names, non-finite values. Methods
-own only which tensors they export and how they apply them (``Method.export_store`` /
-``load_store``); ``simpe.store`` exports and applies stores, ``simpe.translate`` translates with one.
+``read_store_file`` refuses (one line, ``ConfigError``) anything a run cannot have written as a file: not
+safetensors, another format, no method or base model, a JSON field that is not a JSON object, non-finite values.
+``simpe.store.read_store`` (what every reader calls) adds what needs the methods: an unknown method, tensors of
+another method than the metadata names (each method's ``store_markers``). This module imports no method: the methods
+import it for the rows keys. Methods own which tensors they export and how they apply them
+(``Method.export_store`` / ``load_store``); ``simpe.store`` exports and applies stores, ``simpe.translate``
+translates with one.
 """
 from __future__ import annotations
 
@@ -122,8 +124,9 @@ def encode_store(tensors: dict[str, Any], metadata: StoreMetadata) -> bytes:
     return save(tensors, metadata=metadata.to_strings())
 
 
-def read_store(path: Path) -> tuple[dict[str, Any], StoreMetadata]:
-    """The tensors (name -> CPU tensor) and checked metadata of a store file; one-line errors for anything else."""
+def read_store_file(path: Path) -> tuple[dict[str, Any], StoreMetadata]:
+    """The tensors (name -> CPU tensor) and checked metadata of a store file, as a format: one-line errors for anything
+    a run cannot have written. ``simpe.store.read_store`` adds the check of its method; read a store with that."""
     from safetensors import SafetensorError
     from safetensors.torch import load_file, safe_open
 
@@ -137,43 +140,18 @@ def read_store(path: Path) -> tuple[dict[str, Any], StoreMetadata]:
     except (SafetensorError, OSError, ValueError) as err:
         raise ConfigError(f"{path} is not a safetensors file ({str(err).splitlines()[0]})") from None
     metadata = StoreMetadata.from_strings(path, strings)
-    _check_tensors(path, tensors, metadata)
+    _check_tensors(path, tensors)
     return tensors, metadata
 
 
-def _check_tensors(path: Path, tensors: dict[str, Any], metadata: StoreMetadata) -> None:
-    """Refuse (one line) an unknown method, tensors of another method than the metadata's, non-finite values."""
+def _check_tensors(path: Path, tensors: dict[str, Any]) -> None:
+    """Refuse (one line) non-finite values. Which method made the tensors is ``simpe.store.read_store``'s check: the
+    format knows no method (the methods import it)."""
     import torch
 
-    from simpe.methods import METHODS
-
-    if metadata.method not in METHODS:
-        raise ConfigError(f"{path} was made by method {metadata.method!r}, which this simpe does not know; known: {', '.join(METHODS.names())}")
-    made_by = _made_by(tensors)
-    if made_by is not None and metadata.method not in made_by:
-        raise ConfigError(f"{path} holds the tensors of a {' or '.join(made_by)} store but its metadata names method "
-                          f"{metadata.method!r}; the file was altered or assembled from two stores")
     for name, tensor in tensors.items():
         if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
             raise ConfigError(f"{path}: tensor {name!r} holds NaN or infinite values; a run never writes them")
-
-
-def _made_by(tensors: dict[str, Any]) -> tuple[str, ...] | None:
-    """The methods whose stores hold these tensors, where their names tell (None: dense parameters, any of several)."""
-    from simpe.methods.bias import OUTPUT_BIAS
-    from simpe.methods.icl import MEMORY
-    from simpe.methods.knn import KEYS, VALUES
-
-    names = set(tensors)
-    if names & {KEYS, VALUES}:
-        return ("knn",)
-    if MEMORY in names:
-        return ("icl",)
-    if any("lora_" in name for name in names):
-        return ("lora",)
-    if OUTPUT_BIAS in names:
-        return ("bias",) if names == {OUTPUT_BIAS} else ("lasso", "bias")
-    return None
 
 
 def store_sizes(path: Path, tensors: dict[str, Any]) -> dict[str, int]:

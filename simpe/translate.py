@@ -41,8 +41,7 @@ def translate_file(model_id: str | None, source: Path, store: Path | None = None
     from simpe.config import defaults
     from simpe.decoders import DECODERS
     from simpe.model import load_model, model_family
-    from simpe.store import load_store
-    from simpe.storefile import read_store
+    from simpe.store import load_store, read_store
     from simpe.textfile import read_lines
 
     base = defaults("decoder")

@@ -56,6 +56,18 @@ def one_torch_thread():
     torch.set_num_threads(threads)
 
 
+@pytest.fixture
+def no_model_load(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fail the test when any model is loaded (what must be refused, or planned, before a model loads)."""
+    import transformers
+
+    def guard(*args, **kwargs):
+        raise AssertionError("the model was loaded")
+
+    for cls in (transformers.MarianMTModel, transformers.AutoModelForSeq2SeqLM, transformers.AutoModelForCausalLM):
+        monkeypatch.setattr(cls, "from_pretrained", guard)
+
+
 @pytest.fixture(scope="session")
 def family_model(tmp_path_factory):
     """``family_model(kind)``: the folder of a tiny seeded checkpoint of family ``kind`` with its real tokenizer

@@ -37,7 +37,7 @@ from typing import Any
 from simpe.datasets.base import DATASETS, Segment
 from simpe.datasets.parallel import HeldOutDataset, need_path
 from simpe.errors import ConfigError, DataError
-from simpe.fingerprint import file_hash
+from simpe.filehash import file_hash
 from simpe.textfile import MAX_FILE_BYTES, read_bytes, special_kind
 
 logger = logging.getLogger(__name__)

@@ -10,24 +10,19 @@ from typing import Any
 
 import torch
 
-from simpe.decoders.base import DECODERS, Decoder, DecodeResult, Hypothesis
-from simpe.decoders.incremental import LengthLimit, Lockstep, Source, decoding, encode, step_scores
+from simpe.decoders.base import DECODERS, DecodeResult, Hypothesis
+from simpe.decoders.incremental import LengthLimit, Lockstep, Source, SourceDecoder, decoding, step_scores
 from simpe.decoders.prefix import apply as apply_typed
 from simpe.ties import SCORE_ATOL, top
 
 
 @DECODERS.add("greedy")
-class GreedyDecoder(Decoder):
+class GreedyDecoder(SourceDecoder):
     """Argmax at each step (pad / decoder start never chosen; log-probabilities tied to rounding noise:
     the lower token id, as ``beam`` with ``beam_size=1``); one hypothesis."""
 
     def __init__(self, max_len_a: float = 2.0, max_len_b: int = 10, max_len_cap: int = 256) -> None:
         self.limit = LengthLimit(max_len_a, max_len_b, max_len_cap)
-
-    def decode(self, model: Any, input_ids: Any, *, index: int = 0, source: str | None = None) -> DecodeResult:
-        t0 = time.perf_counter()
-        with decoding(model):
-            return self.decode_source(model, encode(model, input_ids, self.limit), t0=t0)
 
     def decode_source(self, model: Any, source: Source, *, t0: float | None = None) -> DecodeResult:
         t0 = time.perf_counter() if t0 is None else t0

@@ -380,6 +380,18 @@ class Lockstep:
         return out
 
 
+class SourceDecoder(Decoder):
+    """A decoder that decodes one encoded source at a time (``decode_source``; greedy, topk_dfs): ``decode`` encodes
+    the ids under the decoder's length limit (``self.limit``) and hands them over, timed from the call."""
+
+    limit: LengthLimit
+
+    def decode(self, model: Any, input_ids: Any, *, index: int = 0, source: str | None = None) -> DecodeResult:
+        t0 = time.perf_counter()
+        with decoding(model):
+            return self.decode_source(model, encode(model, input_ids, self.limit), t0=t0)
+
+
 class LockstepDecoder(Decoder):
     """A decoder that searches several sources in lockstep, sharing forward passes: ``decode_batch`` encodes
     them with the decoder's length limit (``self.limit``) and hands them to ``decode_sources``, which the ranking

@@ -23,16 +23,16 @@ from typing import Any
 
 import torch
 
-from simpe.decoders.base import DECODERS, Decoder, DecodeResult, Hypothesis
+from simpe.decoders.base import DECODERS, DecodeResult, Hypothesis
 from simpe.decoders.beam import beam_search
-from simpe.decoders.incremental import NEG_INF, LengthLimit, Source, check_int, check_number, decoding, encode, step_scores
+from simpe.decoders.incremental import NEG_INF, LengthLimit, Source, SourceDecoder, check_int, check_number, decoding, step_scores
 from simpe.decoders.prefix import apply as apply_typed
 from simpe.models import family_of
 from simpe.ties import SCORE_ATOL, margin, rank
 
 
 @DECODERS.add("topk_dfs")
-class TopKDfsDecoder(Decoder):
+class TopKDfsDecoder(SourceDecoder):
     """Exact top-k by the DFS of Algorithm 1 (Yan et al. (2021)); slow, for reference."""
 
     def __init__(self, k: int = 10, beam_size: int | None = None, max_expansions: int | None = None,
@@ -45,11 +45,6 @@ class TopKDfsDecoder(Decoder):
         self.k, self.beam_size = k, beam_size
         self.max_expansions, self.max_seconds, self.bound_slack = max_expansions, max_seconds, float(bound_slack)
         self.limit = LengthLimit(max_len_a, max_len_b, max_len_cap)
-
-    def decode(self, model: Any, input_ids: Any, *, index: int = 0, source: str | None = None) -> DecodeResult:
-        t0 = time.perf_counter()
-        with decoding(model):
-            return self.decode_source(model, encode(model, input_ids, self.limit), t0=t0)
 
     def decode_source(self, model: Any, source: Source, *, t0: float | None = None) -> DecodeResult:
         t0 = time.perf_counter() if t0 is None else t0

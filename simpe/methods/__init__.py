@@ -1,5 +1,5 @@
-"""Adaptation methods: baseline, full, bias, top, fixed, lasso, lora, knn (one module each); importing this
-package registers every module in it."""
+"""Adaptation methods, one module each; importing this package registers every module in it (``METHODS.names()``
+lists them: the registry is the only list)."""
 from simpe.methods.base import METHODS, Method
 from simpe.registry import import_all
 

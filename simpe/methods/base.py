@@ -100,6 +100,17 @@ class Method(ABC):
 
     name: str = ""  # set by METHODS.add
     parametric: bool = True  # it may train tensors: what the modifiers replay and ewc need (simpe.methods.compose)
+    # The store tensors that tell this method's stores from others (``simpe.store.read_store`` refuses a file whose
+    # tensors say one method and whose metadata names another): exact names, or a fragment ending in ``*`` that
+    # any name containing it matches. Empty: dense adapted parameters, which several methods write alike.
+    store_markers: tuple[str, ...] = ()
+
+    @classmethod
+    def marks_store(cls, names: set[str]) -> bool:
+        """Whether a store holding the tensors ``names`` (a modifier's, ``<name>/...``, aside) is one of this method's."""
+        own = {name for name in names if "/" not in name}
+        return any(name == marker or (marker.endswith("*") and marker[:-1] in name)
+                   for marker in cls.store_markers for name in own)
 
     def attach(self, model: Any, model_dir: Path | None, update: UpdateConfig) -> None:
         """Prepare ``model`` for this method: add parameters, choose the trainable set.

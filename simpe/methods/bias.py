@@ -32,6 +32,7 @@ def attach_output_bias(model: Any) -> torch.nn.Parameter:
 @METHODS.add("bias")
 class BiasMethod(Method):
     """A second, trainable output bias; everything else frozen."""
+    store_markers = (OUTPUT_BIAS,)
 
     def select(self, model):
         return {OUTPUT_BIAS: attach_output_bias(model)}

@@ -22,13 +22,13 @@ one line, before the model loads.
 """
 from __future__ import annotations
 
-import json
 from collections import Counter
 from typing import Any
 
 import torch
 
 from simpe.errors import ConfigError, ModelError
+from simpe.methods import memory
 from simpe.methods.base import METHODS, Method
 from simpe.models import ModelFamily
 from simpe.ties import rank
@@ -71,6 +71,7 @@ def overlap(a: str, b: str) -> float:
 @METHODS.add("icl")
 class IclMethod(Method):
     """In-context examples: the ``k`` earlier post-edits whose sources are most similar; no parameter changes."""
+    store_markers = (MEMORY,)
 
     parametric = False  # trains no tensor
 
@@ -112,14 +113,11 @@ class IclMethod(Method):
         self.memory.append((pair.source, pair.reference))
 
     # ---- what a per-user store holds: the memory, no parameter
-    def _encoded(self) -> bytes:
-        return json.dumps(self.memory, ensure_ascii=False).encode("utf-8")
-
     def adapted_parameters(self) -> int:
         return 0
 
     def store_bytes(self) -> int:
-        return len(self._encoded())
+        return len(memory.encode(self.memory))
 
     def describe(self) -> dict[str, Any]:
         return {"trainable_tensors": 0, "memory_pairs": len(self.memory), "k": self.k, "similarity": self.similarity,
@@ -127,7 +125,7 @@ class IclMethod(Method):
 
     def export_store(self) -> dict[str, torch.Tensor]:
         """The memory: one uint8 tensor of its UTF-8 JSON, ``store_bytes()`` bytes."""
-        return {MEMORY: torch.tensor(list(self._encoded()), dtype=torch.uint8)}
+        return self.state_dict()
 
     def load_store(self, model: Any, tensors: dict[str, torch.Tensor]) -> None:
         if set(tensors) != {MEMORY}:
@@ -137,20 +135,11 @@ class IclMethod(Method):
         self.load_state_dict(tensors)
 
     def state_dict(self) -> dict[str, Any]:
-        return {MEMORY: torch.tensor(list(self._encoded()), dtype=torch.uint8)}
+        return memory.as_state(MEMORY, self.memory)
 
     def check_state(self, state: Any) -> None:
-        """A resume state is a store: one 1-D uint8 tensor of the memory's UTF-8 JSON, a list of (source, post-edit)."""
-        memory = state.get(MEMORY) if isinstance(state, dict) and set(state) == {MEMORY} else None
-        if not isinstance(memory, torch.Tensor) or memory.dtype != torch.uint8 or memory.dim() != 1:
-            raise ModelError(f"is not an icl memory (one 1-D uint8 tensor {MEMORY})")
-        try:
-            pairs = json.loads(bytes(memory.tolist()).decode("utf-8"))
-        except (UnicodeDecodeError, ValueError):
-            raise ModelError(f"holds a {MEMORY} that is not UTF-8 JSON") from None
-        if not isinstance(pairs, list) or not all(isinstance(p, list) and len(p) == 2 and all(isinstance(s, str) for s in p)
-                                                  for p in pairs):
-            raise ModelError(f"holds a {MEMORY} that is not a list of (source, post-edit) pairs of strings")
+        """A resume state is a store: the memory (``simpe.methods.memory``)."""
+        memory.check(state, MEMORY, "icl")
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.memory = [tuple(pair) for pair in json.loads(bytes(state[MEMORY].tolist()).decode("utf-8"))]
+        self.memory = memory.pairs_of(state, MEMORY)

@@ -49,6 +49,7 @@ IVF = {"centroids": "__knn_ivf_centroids__", "lists": "__knn_ivf_lists__", "trai
 @METHODS.add("knn")
 class KnnMethod(Method):
     """Online kNN-MT: interpolate the model with a datastore of the post-edits; no parameter changes."""
+    store_markers = (KEYS, VALUES)
 
     parametric = False  # trains no tensor
 

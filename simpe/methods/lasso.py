@@ -37,6 +37,7 @@ from simpe.ties import rank, top
 @METHODS.add("lasso")
 class LassoMethod(Method):
     """Group lasso on the offsets from the base weights, within a budget."""
+    store_markers = (OUTPUT_BIAS,)  # beside its kept rows and dense tensors: a store of the bias alone may be bias's too
 
     def __init__(self, penalty: float = 1e-3, budget_nonembedding: float = 0.025, budget_embedding: float = 0.025) -> None:
         for key, value in (("penalty", penalty), ("budget_nonembedding", budget_nonembedding), ("budget_embedding", budget_embedding)):

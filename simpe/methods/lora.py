@@ -29,6 +29,7 @@ ADAPTER = "default"  # peft's adapter name; parameters are named ...<target>.lor
 @METHODS.add("lora")
 class LoraMethod(Method):
     """Low-rank adapters on the named linear layers; every base weight frozen."""
+    store_markers = (".lora_*",)  # peft's ...<target>.lora_A.default.weight
 
     def __init__(self, rank: int = 8, alpha: float = 16.0, targets: list | None = None) -> None:
         if isinstance(rank, bool) or not isinstance(rank, int) or rank < 1:

@@ -29,7 +29,6 @@ UTF-8 JSON bytes of (source, post-edit) pairs; no parameter changes persistently
 from __future__ import annotations
 
 import contextlib
-import json
 import math
 import re
 import time
@@ -40,6 +39,7 @@ from typing import Any
 import torch
 
 from simpe.errors import ConfigError, ModelError
+from simpe.methods import memory
 from simpe.methods.base import METHODS, Context, Method, base_parameters
 from simpe.ties import rank
 
@@ -79,6 +79,7 @@ def f1_bleu(query: list[str], query_ngrams: Counter, entry: list[str], entry_ngr
 @METHODS.add("tune-retrieve")
 class TuneRetrieveMethod(Method):
     """For each segment: fine-tune a copy on the most similar earlier post-edits, translate, reset (ModernMT)."""
+    store_markers = (MEMORY,)
 
     parametric = False  # nothing persists: the tuned copy is reset after each translation
 
@@ -187,14 +188,11 @@ class TuneRetrieveMethod(Method):
         self._remember(pair.source, pair.reference)
 
     # ---- what a per-user store holds: the memory, no parameter
-    def _encoded_memory(self) -> bytes:
-        return json.dumps(self.memory, ensure_ascii=False).encode("utf-8")
-
     def adapted_parameters(self) -> int:
         return 0
 
     def store_bytes(self) -> int:
-        return len(self._encoded_memory())
+        return len(memory.encode(self.memory))
 
     def describe(self) -> dict[str, Any]:
         return {"trainable_tensors": 0, "memory_pairs": len(self.memory), "matches": self.matches,
@@ -209,22 +207,13 @@ class TuneRetrieveMethod(Method):
         self.load_state_dict(tensors)
 
     def state_dict(self) -> dict[str, Any]:
-        return {MEMORY: torch.tensor(list(self._encoded_memory()), dtype=torch.uint8)}
+        return memory.as_state(MEMORY, self.memory)
 
     def check_state(self, state: Any) -> None:
-        """A resume state is a store: one 1-D uint8 tensor of the memory's UTF-8 JSON, a list of (source, post-edit)."""
-        memory = state.get(MEMORY) if isinstance(state, dict) and set(state) == {MEMORY} else None
-        if not isinstance(memory, torch.Tensor) or memory.dtype != torch.uint8 or memory.dim() != 1:
-            raise ModelError(f"is not a tune-retrieve memory (one 1-D uint8 tensor {MEMORY})")
-        try:
-            pairs = json.loads(bytes(memory.tolist()).decode("utf-8"))
-        except (UnicodeDecodeError, ValueError):
-            raise ModelError(f"holds a {MEMORY} that is not UTF-8 JSON") from None
-        if not isinstance(pairs, list) or not all(isinstance(p, list) and len(p) == 2 and all(isinstance(s, str) for s in p)
-                                                  for p in pairs):
-            raise ModelError(f"holds a {MEMORY} that is not a list of (source, post-edit) pairs of strings")
+        """A resume state is a store: the memory (``simpe.methods.memory``)."""
+        memory.check(state, MEMORY, "tune-retrieve")
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self._clear()
-        for source, reference in json.loads(bytes(state[MEMORY].tolist()).decode("utf-8")):
+        for source, reference in memory.pairs_of(state, MEMORY):
             self._remember(source, reference)

@@ -49,7 +49,7 @@ from simpe.metrics.effort import EFFORT_METRICS
 from simpe.metrics.recall import RecallCounter, RecallMetric, load_vocab, r_signature, ratio, vocab_digest
 from simpe.metrics.sacre import SbleuMetric
 from simpe.metrics.stopwords import load_stopwords, stopwords_digest, stopwords_path
-from simpe.metrics.text import ContentWords, TextPipeline, split_tokens
+from simpe.metrics.text import ContentWords, TextPipeline, split_tokens, truecaser_path
 
 logger = logging.getLogger(__name__)
 
@@ -127,7 +127,7 @@ class OnlineScorer:
             spm_model: the target SentencePiece model for ``subword: content`` (default: model_dir/target.spm).
         """
         self.cfg = cfg
-        self.truecaser = cfg.truecaser_path(model_dir)
+        self.truecaser = truecaser_path(cfg, model_dir)
         self.pipeline = TextPipeline(cfg.lang, self.truecaser)
         self.stopwords = load_stopwords(cfg.stopwords)
         self.content_types = ContentWords(self.stopwords, cfg.stopword_case, cfg.token_filter)

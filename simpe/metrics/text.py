@@ -34,7 +34,7 @@ from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from pathlib import Path
 
-from simpe.config import STOPWORD_CASES, TOKEN_FILTERS
+from simpe.config import STOPWORD_CASES, TOKEN_FILTERS, TRUECASER_OF_MODEL, MetricsConfig
 from simpe.errors import ConfigError, DataError
 from simpe.metrics.stopwords import lowered
 
@@ -44,6 +44,24 @@ SPM_SPACE = "\u2581"  # SentencePiece's word-boundary marker "▁"
 def detokenize_pieces(pieces: Sequence[str]) -> str:
     """Join SentencePiece pieces into text: ``["▁Die", "▁Funk", "tion"]`` -> ``"Die Funktion"``."""
     return "".join(pieces).replace(SPM_SPACE, " ").strip()
+
+
+def truecaser_path(cfg: MetricsConfig, model_dir: Path | None, missing_ok: bool = False) -> str | None:
+    """The truecaser file of ``metrics.truecaser``: the path it gives, or for ``model`` the model folder's
+    ``truecase.<lang>.model`` (the config holds the setting; resolving it against a model folder is the metrics').
+
+    missing_ok: for ``model``, None when the model ships no truecaser (else a ConfigError).
+    """
+    if cfg.truecaser != TRUECASER_OF_MODEL:
+        return cfg.truecaser
+    path = None if model_dir is None else Path(model_dir) / f"truecase.{cfg.lang}.model"
+    if path is None or not path.is_file():
+        if missing_ok:
+            return None
+        raise ConfigError(f"metrics.truecaser=model but the model ships no truecase.{cfg.lang}.model (a hub model "
+                          "does not); pass --truecaser none (R figures on tokens as cased) or --truecaser PATH "
+                          "(a sacremoses truecaser, e.g. the demo model's models/demo-en-de/truecase.de.model)")
+    return str(path)
 
 
 @lru_cache(maxsize=8)

@@ -7,7 +7,7 @@
 ``run_correlation``: for several models or checkpoints, the corpus figures of the protocol
 (sampled kQRG above all), the quality of beam search output, the mean quality of one
 ancestral sample, and the quality of MBR-decoded output (mbr.py); then Pearson, Spearman and
-Kendall correlations (``simpe.report.stats``), across models, of each figure with MBR quality
+Kendall correlations (``simpe.stats``), across models, of each figure with MBR quality
 (Yan et al. (2022), Table 3: MBR, beam search, sampling, sampled kQRG). Writes one folder per model
 and ``correlation.json``.
 
@@ -28,9 +28,9 @@ from simpe.config import RankingConfig
 from simpe.errors import ConfigError, DataError
 from simpe.metrics.utility import build_utility
 from simpe.ranking.evaluate import evaluate
-from simpe.report.stats import kendall, pearson, spearman
 from simpe.rundir.layout import CORRELATION_FILE, RANK_RECORDS_FILE, RANK_SUMMARY_FILE
 from simpe.rundir.writer import OutputDir
+from simpe.stats import kendall, pearson, spearman
 from simpe.textfile import read_lines
 
 logger = logging.getLogger(__name__)
@@ -150,8 +150,7 @@ def load_system(model_id: Any, device: str = "auto", model_settings: dict[str, A
 
     if not _is_store(model_id):
         return load_model(model_id, device, settings=model_settings)
-    from simpe.store import load_store
-    from simpe.storefile import read_store
+    from simpe.store import load_store, read_store
 
     _, metadata = read_store(Path(model_id))
     if metadata.method == "icl":

@@ -4,7 +4,7 @@ Each claim is a function of what the runs logged (``RunGroup``s, read by ``simpe
 of the decoding studies; it returns a ``Verdict``. Every row states its rule with the numbers it
 used: simpe's effect in the paper's unit (relative % where the paper prints relative changes,
 points where it prints points), its 95 % interval (paired bootstrap over segments or sentences,
-1,000 resamples, seed 12345, ``simpe.report.stats``), the paper's effect and the band within which
+1,000 resamples, seed 12345, ``simpe.stats``), the paper's effect and the band within which
 simpe's counts as the paper's size. The verdicts and their rules are in ``verdicts.py``. Probes
 beyond the papers are *measured*, never counted as reproduced.
 """

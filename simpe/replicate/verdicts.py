@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from simpe.metrics import metric_for
-from simpe.report.stats import DEFAULT_RESAMPLES, DEFAULT_SEED, bootstrap_scores, resample_counts
+from simpe.stats import DEFAULT_RESAMPLES, DEFAULT_SEED, bootstrap_scores, resample_counts
 
 REPRODUCED, PARTLY, NOT_REPRODUCED, INCONCLUSIVE, NOT_TESTABLE = (
     "reproduced", "partly", "not reproduced", "inconclusive", "not testable here")
@@ -134,7 +134,7 @@ def metric_score(key: str) -> Callable[[np.ndarray], np.ndarray]:
 def paired_effect(base: np.ndarray, system: np.ndarray, score: Callable[[np.ndarray], np.ndarray], relative: bool,
                   unit: str, num_resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED) -> Effect:
     """system minus base from per-segment statistics (n, d): in score points, or relative to base in % (``relative``);
-    the interval from a paired bootstrap over segments (sacreBLEU's resampling, ``simpe.report.stats``)."""
+    the interval from a paired bootstrap over segments (sacreBLEU's resampling, ``simpe.stats``)."""
     base, system = np.asarray(base, dtype=np.float64), np.asarray(system, dtype=np.float64)  # (n, d)
     counts = resample_counts(base.shape[0], num_resamples, seed)  # (B, n)
     b_obs, s_obs = np.float64(score(base.sum(0))[0]), np.float64(score(system.sum(0))[0])  # numpy: x / 0 is inf, not an error

@@ -3,7 +3,7 @@
 Builds the comparison in the style of Simianer et al. (2019), Table 5, from what the runs logged (summary.json
 corpus figures, or the cumulative figures of the last shared segment when incomplete runs
 are included) and tests every method against the baseline with a paired bootstrap
-(``simpe.report.stats``) over the logged per-segment statistics: each resample is scored by
+(``simpe.stats``) over the logged per-segment statistics: each resample is scored by
 the metric's own ``score_from_stats`` (``simpe.metrics``), on the statistics where
 ``logged_stats`` says the loop put them. render.py writes the result. It never translates,
 never loads a model and never writes a run.
@@ -22,8 +22,8 @@ from simpe.metrics import Metric, logged_stats, metric_for
 from simpe.metrics.effort import EFFORT_METRICS
 from simpe.metrics.online import signature_label
 from simpe.metrics.utility import COMET
-from simpe.report.stats import DEFAULT_RESAMPLES, DEFAULT_SEED, bootstrap_scores, paired_test, resample_counts
 from simpe.rundir.reader import Run, RunGroup
+from simpe.stats import DEFAULT_RESAMPLES, DEFAULT_SEED, bootstrap_scores, paired_test, resample_counts
 
 logger = logging.getLogger(__name__)
 

@@ -218,18 +218,6 @@ CASE_IDS = [case[0] for case in cases({k: Path("/x") for k in ("t5", "pegasus", 
                                        Path("/x"), Path("/x"))]
 
 
-@pytest.fixture
-def no_model_load(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Fail the test when any model is loaded."""
-    import transformers
-
-    def guard(*args, **kwargs):
-        raise AssertionError("the model was loaded")
-
-    for cls in (transformers.MarianMTModel, transformers.AutoModelForSeq2SeqLM, transformers.AutoModelForCausalLM):
-        monkeypatch.setattr(cls, "from_pretrained", guard)
-
-
 def run_cli(args: list[str], runs: Path, capsys: pytest.CaptureFixture) -> tuple[int, list[str]]:
     if args[0] != "select-fixed":
         args = ["simulate", *args, "--segments", "2", "--no-progress"] if "--segments" not in args else ["simulate", *args, "--no-progress"]

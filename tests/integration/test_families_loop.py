@@ -15,8 +15,7 @@ from tiny_families import SETTINGS
 from simpe.config import load_config
 from simpe.rundir.reader import read_jsonl
 from simpe.simulate import Loop
-from simpe.store import export_store
-from simpe.storefile import read_store
+from simpe.store import export_store, read_store
 from simpe.translate import translate_file, translate_lines
 
 REPO = Path(__file__).resolve().parents[2]

@@ -174,7 +174,7 @@ def test_fuzz_run_records(run_folder: Path, tmp_path: Path, name: str):
 
 
 def test_fuzz_store(run_folder: Path, tmp_path: Path):
-    from simpe.storefile import read_store
+    from simpe.store import read_store
 
     store = tmp_path / "knn.safetensors"
     shutil.copy(run_folder / "store.safetensors", store)

@@ -63,7 +63,7 @@ CASES = [
     ("method-params-not-json", _knn(2, 2), _metadata("knn", method_params="{k: 3"), "metadata method_params is not JSON"),
     ("model-settings-not-json", _knn(2, 2), _metadata("knn", model_settings="[1, 2]"), "metadata model_settings must be a JSON object"),
     ("knn-tensors-named-full", _knn(2, 2), _metadata("full"), "holds the tensors of a knn store but its metadata names method 'full'"),
-    ("lasso-tensors-named-full", _lasso_rows(3), _metadata("full"), "holds the tensors of a lasso or bias store but its metadata names method 'full'"),
+    ("lasso-tensors-named-full", _lasso_rows(3), _metadata("full"), "holds the tensors of a bias or lasso store but its metadata names method 'full'"),
     ("unknown-method", _knn(2, 2), _metadata("sparse"), "was made by method 'sparse', which this simpe does not know; known:"),
     ("no-base-model", _knn(2, 2), _metadata("knn", base_model=""), "names no base_model in its metadata"),
 ]
@@ -125,7 +125,8 @@ def test_export_store_on_an_incomplete_run_names_what_to_do(complete_run: Path, 
 
 
 def test_a_store_a_run_wrote_still_passes_the_checks(complete_run: Path):
-    from simpe.storefile import StoreMetadata, read_store
+    from simpe.store import read_store
+    from simpe.storefile import StoreMetadata
 
     path = complete_run / "store.safetensors"
     tensors, metadata = read_store(path)

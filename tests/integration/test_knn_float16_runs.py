@@ -17,7 +17,7 @@ import torch
 from simpe.config import load_config
 from simpe.rundir import layout
 from simpe.simulate import Loop
-from simpe.storefile import read_store
+from simpe.store import read_store
 
 SEGMENTS = 20
 

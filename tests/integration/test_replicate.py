@@ -280,17 +280,6 @@ def tiny_text(tmp_path: Path) -> list[str]:
             "--set", "data.params.dev=10"]
 
 
-@pytest.fixture
-def no_model_load(monkeypatch: pytest.MonkeyPatch) -> None:
-    import transformers
-
-    def guard(*args, **kwargs):
-        raise AssertionError("the model was loaded")
-
-    for cls in (transformers.MarianMTModel, transformers.AutoModelForSeq2SeqLM, transformers.AutoModelForCausalLM):
-        monkeypatch.setattr(cls, "from_pretrained", guard)
-
-
 def test_your_model_and_data_plan_the_parts_that_need_only_a_model_and_a_stream(tiny_text, tmp_path: Path, capsys, no_model_load):
     """--dataset text (the demo model, 5 segments) --dry-run: the stream runs, the forgetting runs on the held-out dev
     split and the studies, what is left out and why; nothing written, no model loaded."""

@@ -199,7 +199,7 @@ class Server:
 @pytest.mark.slow
 def test_killing_the_server_loses_and_repeats_nothing(tmp_path: Path, one_torch_thread):
     from simpe.serve.session import TranslatorSession
-    from simpe.storefile import read_store
+    from simpe.store import read_store
 
     settings = ["data.segments=5", f"runs_dir={tmp_path / 'runs'}", "device=cpu"]
     project, tokens = projects.create(tmp_path / "projects", "study", "bias", settings, ["alice"])

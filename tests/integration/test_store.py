@@ -14,8 +14,7 @@ from simpe.errors import ConfigError, ModelError
 from simpe.model import load_model
 from simpe.rundir.reader import read_jsonl
 from simpe.simulate import Loop
-from simpe.store import apply_store, export_store
-from simpe.storefile import read_store
+from simpe.store import apply_store, export_store, read_store
 from simpe.translate import translate_file, translate_lines
 
 METHODS = ["baseline", "full", "bias", "fixed", "top", "lasso", "lora", "knn"]

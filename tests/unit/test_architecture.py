@@ -1,4 +1,5 @@
-"""The import rules of docs/architecture.md: each part never imports the parts listed there."""
+"""The import rules of docs/architecture.md: its layers (a part imports only parts of lower layers: no upward import,
+no circle), and what each part never imports."""
 from __future__ import annotations
 
 import ast
@@ -7,7 +8,8 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[2] / "simpe"
-FLOOR = {"config", "registry", "values", "paths", "textfile", "errors", "ties"}
+ARCHITECTURE = PACKAGE.parent / "docs" / "architecture.md"
+FLOOR = {"config", "registry", "values", "paths", "textfile", "errors", "ties", "stats", "filehash"}
 NEVER = {
     **{part: {"datasets", "decoders", "methods", "metrics", "model", "ranking", "report", "rundir", "simulate", "cli",
               "update", "score", "select_fixed", "train_demo", "build_data", "store", "sweep", "track"} for part in FLOOR},
@@ -26,7 +28,7 @@ NEVER = {
                "sweep", "datasets", "score", "select_fixed", "train_demo", "build_data", "profiling"},
 }
 ALLOWED_FLOOR = {"config": {"errors", "paths", "values", "textfile"}, "registry": {"errors", "values"}, "values": {"errors"},
-                 "paths": set(), "textfile": {"errors"}, "errors": set(), "ties": set()}
+                 "paths": set(), "textfile": {"errors"}, "errors": set(), "ties": set(), "stats": set(), "filehash": set()}
 
 
 def _imports(path: Path) -> set[str]:
@@ -51,5 +53,39 @@ def test_imports_follow_the_architecture(path: Path) -> None:
     assert not imported & NEVER.get(part, set()), f"{part} imports {sorted(imported & NEVER[part])}"
     if part in ALLOWED_FLOOR:
         assert imported <= ALLOWED_FLOOR[part], f"{part} imports {sorted(imported - ALLOWED_FLOOR[part])}"
-    if path.relative_to(PACKAGE).as_posix() == "report/stats.py":
-        assert not _imports(path), "report/stats.py is pure numerical code"
+
+
+
+def _layers() -> dict[str, int]:
+    """part -> its layer (0 the floor), from the layers block of docs/architecture.md."""
+    text = ARCHITECTURE.read_text(encoding="utf-8")
+    block = text.split("<!-- layers: read by tests/unit/test_architecture.py -->", 1)[1].split("<!-- end of layers -->", 1)[0]
+    rows = [line for line in block.strip().strip("`").strip().splitlines() if line.strip()]
+    return {part.strip(): len(rows) - 1 - depth for depth, row in enumerate(rows) for part in row.split("·")}
+
+
+def _graph() -> dict[str, set[str]]:
+    """part -> the parts it imports (at the top of a module or inside a function alike)."""
+    graph: dict[str, set[str]] = {}
+    for path in PACKAGE.rglob("*.py"):
+        part = _part(path)
+        graph.setdefault(part, set()).update(_imports(path) - {part})
+    return graph
+
+
+@pytest.mark.parametrize("path", sorted(PACKAGE.rglob("*.py")), ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_imports_go_down_the_layers(path: Path) -> None:
+    """Every module imports only parts of lower layers than its own: no upward import, so no circle."""
+    layers, part = _layers(), _part(path)
+    assert part in layers, f"part {part!r} has no layer in docs/architecture.md's layers block: give it one"
+    upward = sorted(other for other in _imports(path) - {part} if layers.get(other, len(layers)) >= layers[part])
+    assert not upward, f"{part} (layer {layers[part]}) imports {upward}, of its own layer or above"
+
+
+def test_the_layers_name_every_part_once() -> None:
+    text = ARCHITECTURE.read_text(encoding="utf-8")
+    block = text.split("<!-- layers: read by tests/unit/test_architecture.py -->", 1)[1].split("<!-- end of layers -->", 1)[0]
+    named = [part.strip() for line in block.strip().strip("`").strip().splitlines() for part in line.split("·") if part.strip()]
+    assert len(named) == len(set(named)), "a part is named twice"
+    assert set(named) == set(_graph()), f"named but not a part: {sorted(set(named) - set(_graph()))}; " \
+                                        f"a part not named: {sorted(set(_graph()) - set(named))}"

@@ -17,20 +17,10 @@ from tiny_comet import HYP, REF, SRC
 
 from simpe.errors import ConfigError, DataError, ModelError
 
-
-@pytest.fixture(autouse=True)
-def one_torch_thread():
-    """Run each test's forwards on one intra-op thread, then restore the setting.
-
-    On a 2-core machine shared with a training job, torch's default 2 OpenMP threads spin-wait
-    for each other: a tiny forward pass took ~100x longer (measured: 4 s vs 0.04 s for 4 triples).
-    """
-    import torch
-
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+# every test of this module on one torch thread (conftest's one_torch_thread): on a 2-core machine shared with a
+# training job, torch's default 2 OpenMP threads spin-wait for each other, and a tiny forward pass took ~100x longer
+# (measured: 4 s vs 0.04 s for 4 triples)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.fixture(scope="session")

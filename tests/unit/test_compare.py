@@ -24,8 +24,8 @@ from simpe.errors import RunDirError  # noqa: E402
 from simpe.metrics import metric_for  # noqa: E402
 from simpe.report.compare import column, compare_runs, segment_stats  # noqa: E402
 from simpe.report.render import to_csv, to_latex, to_markdown, write_comparison  # noqa: E402
-from simpe.report.stats import bootstrap_scores, paired_bootstrap, resample_counts  # noqa: E402
 from simpe.rundir.reader import load_group  # noqa: E402
+from simpe.stats import bootstrap_scores, paired_bootstrap, resample_counts  # noqa: E402
 
 TABLE_KEYS = ["bleu", "sbleu", "ter", "chrf", "r0+1", "r0", "r1"]
 
@@ -117,7 +117,7 @@ def test_resampling_is_sacrebleus_paired_bootstrap(group_dir: Path, monkeypatch:
             # where numpy 1 promoted to float64; simpe's resampling is float64 throughout
             assert mean == pytest.approx(results[name][position].mean, rel=1e-5, abs=1e-6), (key, run.name)
             assert ci == pytest.approx(results[name][position].ci, rel=1e-5, abs=1e-6), (key, run.name)
-    # the departure documented in simpe.report.stats: sacreBLEU calls an identical system significant
+    # the departure documented in simpe.stats: sacreBLEU calls an identical system significant
     assert results["BLEU"][1].p_value == pytest.approx(1 / 1001)
     assert compare_runs(group).rows[1].p_values["bleu"] == 1.0
 

@@ -159,7 +159,8 @@ def test_a_float16_store_and_resume_state_round_trip_at_float16(demo_model, tmp_
     check_state -> load_state_dict (a resume): float16 keys bit for bit, the same logits. A float32 knn refuses the
     float16 store and state, and a float16 knn a float32 one."""
     from simpe.config import defaults
-    from simpe.storefile import StoreMetadata, encode_store, read_store
+    from simpe.store import read_store
+    from simpe.storefile import StoreMetadata, encode_store
 
     model = copy.deepcopy(demo_model.model)  # hooks on a copy: the session's demo model stays as it is
     family, tokenizer = demo_model.family, demo_model.tokenizer

@@ -150,7 +150,7 @@ def test_status_on_a_page_older_than_its_records_and_fingerprints(tmp_path: Path
 
 
 def test_a_large_file_is_hashed_by_its_size_and_ends(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    import simpe.fingerprint as fp
+    import simpe.filehash as fp
 
     monkeypatch.setattr(fp, "LARGE_FILE", 64)
     monkeypatch.setattr(fp, "SAMPLE", 16)
