@@ -149,15 +149,16 @@ def _dev_lines(repo: Path) -> list[str]:
     return lines
 
 
-def base_spm(repo: Path, **ids: int) -> bytes:
-    """A ``BASE_PIECES``-piece unigram SentencePiece model of the shipped dev split; ``ids``: pad_id, unk_id, bos_id, eos_id."""
+def base_spm(repo: Path, symbols: tuple[str, ...] = ("<2de>", "<2en>"), **ids: int) -> bytes:
+    """A ``BASE_PIECES``-piece unigram SentencePiece model of the shipped dev split; ``symbols``: its user-defined
+    pieces (MADLAD's target tags); ``ids``: pad_id, unk_id, bos_id, eos_id."""
     import sentencepiece as spm
 
     out = io.BytesIO()
     settings = {"pad_id": -1, "unk_id": 0, "bos_id": -1, "eos_id": -1, **ids}
     spm.SentencePieceTrainer.train(sentence_iterator=iter(_dev_lines(repo)), model_writer=out, vocab_size=BASE_PIECES,
                                    model_type="unigram", character_coverage=1.0, hard_vocab_limit=False,
-                                   user_defined_symbols=["<2de>", "<2en>"], minloglevel=2, num_threads=1, **settings)
+                                   user_defined_symbols=list(symbols), minloglevel=2, num_threads=1, **settings)
     return out.getvalue()
 
 
@@ -188,7 +189,9 @@ def tokenizer(name: str, folder: Path, repo: Path) -> Any:
             codes = {"extra_special_tokens": list(FAIRSEQ_LANGUAGE_CODES)}
         return from_spm(NllbTokenizer, filled_spm(base_spm(repo), entry.pieces), src_lang="eng_Latn", tgt_lang="deu_Latn", **codes)
     if entry.kind == "mbart":
-        return from_spm(MBart50Tokenizer, filled_spm(base_spm(repo), entry.pieces), src_lang="en_XX", tgt_lang="de_DE")
+        # no user-defined pieces: transformers 5 adds them as tokens after the language codes and <mask> (250,056 ids)
+        return from_spm(MBart50Tokenizer, filled_spm(base_spm(repo, symbols=()), entry.pieces), src_lang="en_XX",
+                        tgt_lang="de_DE")
     if entry.kind == "t5":
         return from_spm(T5Tokenizer, filled_spm(base_spm(repo, pad_id=0, eos_id=1, unk_id=2), entry.pieces), extra_ids=0)
     if entry.kind == "llama":

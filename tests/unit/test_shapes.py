@@ -65,3 +65,11 @@ def test_a_shape_folder_loads_with_random_weights_and_updates(tmp_path: Path) ->
     method.attach(loaded.model, folder, cfg)
     record = update(loaded.model, method, pair, cfg)
     assert record["repetitions"] == 1 and record["loss_after"] < record["loss_before"]
+
+
+@pytest.mark.parametrize("name", list(COUNTS))
+def test_each_shapes_tokenizer_gives_the_published_vocabulary_size(name: str, tmp_path: Path) -> None:
+    """(About 11 s for the five.) What write() asserts before bench-size runs a shape: its tokenizer's ids fit the model's vocabulary (mBART-50's
+    user-defined pieces once made transformers 5 add two ids beyond it)."""
+    tok = shapes.tokenizer(name, tmp_path / "spm", shapes_repo())
+    assert shapes.vocabulary_size(tok) <= shapes.config(name).vocab_size
