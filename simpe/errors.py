@@ -1,4 +1,4 @@
-"""Exceptions for user mistakes; ``cli.py`` prints them as one line and exits 2.
+"""Exceptions for user mistakes; ``simpe.cli`` prints them as one line and exits 2.
 
 Internal invariants use ``assert``; anything a user can cause by a bad flag, a bad
 config value or a bad input file raises one of these, naming the bad value and the

@@ -1,6 +1,6 @@
 """Logging setup: terse INFO on the console, DEBUG with timestamps in a run's log.txt.
 
-Only ``cli.py`` calls ``setup``; every module uses ``logging.getLogger(__name__)``.
+Only ``simpe.cli`` calls ``setup``; every module uses ``logging.getLogger(__name__)``.
 """
 from __future__ import annotations
 

@@ -9,7 +9,7 @@ trailing whitespace stripped). The settings are the ``metrics`` section of
 adapters/defaults.yaml with the command line's changes; ``truecaser: model`` means the demo
 model's truecaser for the language, when it ships one.
 
-This module does not parse arguments (``cli.py`` does) and writes nothing.
+This module does not parse arguments (``simpe.cli`` does) and writes nothing.
 """
 from __future__ import annotations
 

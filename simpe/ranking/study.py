@@ -12,7 +12,7 @@ Kendall correlations (``simpe.stats``), across models, of each figure with MBR q
 and ``correlation.json``.
 
 Functions take plain values; models are loaded with ``simpe.model.load_model``. Only
-cli.py parses arguments.
+simpe.cli parses arguments.
 """
 from __future__ import annotations
 

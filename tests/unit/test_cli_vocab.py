@@ -76,7 +76,7 @@ def test_a_preset_names_its_method():
 
 
 def test_translate_set_takes_decoder_config_keys(capsys):
-    from simpe.cli import _decoder_overrides
+    from simpe.cli.common import decoder_overrides as _decoder_overrides
 
     assert _decoder_overrides(["decoder.name=greedy", "decoder.params.beam_size=8"], None) == ("greedy", {"beam_size": 8})
     assert _decoder_overrides([], "beam") == ("beam", None)

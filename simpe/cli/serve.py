@@ -1,0 +1,97 @@
+"""`simpe serve`: translators in the loop (simpe.serve)."""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+
+def add_serve(sub: argparse._SubParsersAction) -> None:
+    from simpe.serve.bind import DEFAULT_HOST, DEFAULT_PORT
+
+    p = sub.add_parser("serve", help="post-editing in the browser with live adaptation: projects, translators' links, "
+                                     "the server (docs/serve.md)")
+    ssub = p.add_subparsers(dest="serve_command", required=True)
+
+    def projects_dir(q: argparse.ArgumentParser) -> None:
+        q.add_argument("--projects-dir", type=Path, default=Path("projects"),
+                       help="where project folders go (default: %(default)s)")
+
+    def server_flags(q: argparse.ArgumentParser) -> None:
+        q.add_argument("--host", default=DEFAULT_HOST,
+                       help="address to bind (default: %(default)s, this machine only); any other needs --tls-cert and --tls-key")
+        q.add_argument("--port", type=int, default=DEFAULT_PORT, help="port (default: %(default)s)")
+        q.add_argument("--tls-cert", type=Path, help="TLS certificate (PEM), with --tls-key: serve HTTPS")
+        q.add_argument("--tls-key", type=Path, help="TLS private key (PEM)")
+        q.add_argument("--allow-host", action="append", default=[], metavar="NAME",
+                       help="a further host name the translators' browsers use for this server (repeatable)")
+        q.add_argument("--threads", type=int, default=1, help="torch threads the translators' models share (default: %(default)s)")
+
+    init = ssub.add_parser("init", help="create a project (a stream, a model, a preset, translators); prints each "
+                                        "translator's link once (tokens are stored hashed)")
+    init.add_argument("name", help="project name (lower-case letters, digits, _ and -)")
+    init.add_argument("--preset", default="full", help="the adaptation preset under adapters/ (default: %(default)s)")
+    init.add_argument("--translators", nargs="+", required=True, metavar="NAME", help="the translators' names")
+    init.add_argument("--dataset", help="dataset name (default: libreoffice)")
+    init.add_argument("--split", help="dataset split (default: stream)")
+    init.add_argument("--model", help="model folder or hub id (default: the embedded demo model)")
+    init.add_argument("--segments", type=int, help="the first N segments of the stream (default: all)")
+    init.add_argument("--protocol", choices=["post-edit", "interactive"],
+                      help="post-edit (default), or interactive: the page completes what the translator types")
+    init.add_argument("--reset", choices=["none", "document"], help="return to the base model at each document boundary")
+    init.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                      help="override any config key (repeatable), as simpe simulate")
+    projects_dir(init)
+    token = ssub.add_parser("token", help="new links for translators (the old tokens stop working); adds a new name")
+    token.add_argument("name", help="project name")
+    token.add_argument("translators", nargs="+", metavar="TRANSLATOR")
+    projects_dir(token)
+    run = ssub.add_parser("run", help="serve a project until Ctrl+C; every translator resumes at their next segment")
+    run.add_argument("name", help="project name")
+    projects_dir(run)
+    server_flags(run)
+    demo = ssub.add_parser("demo", help="make serve: the demo project (demo model, full, 50 stream segments, translators "
+                                        "alice and bob), new links, served")
+    projects_dir(demo)
+    server_flags(demo)
+    p.set_defaults(func=cmd_serve)
+
+
+def cmd_serve(args: argparse.Namespace) -> None:
+    from simpe.errors import ConfigError
+    from simpe.serve import project as projects
+    from simpe.serve.bind import DEFAULT_HOST, DEFAULT_PORT, check_bind, link
+
+    if args.serve_command == "init":
+        flags = {"data.name": args.dataset, "data.split": args.split, "model.path": args.model, "data.segments": args.segments,
+                 "protocol.name": args.protocol, "reset": args.reset}
+        overrides = [f"{key}={value}" for key, value in flags.items() if value is not None] + args.overrides
+        _, tokens = projects.create(args.projects_dir, args.name, args.preset, overrides, args.translators)
+        print(f"project {args.name}: {projects.project_dir(args.projects_dir, args.name)}; each link is shown only now:")
+        for name, token in tokens.items():
+            print(f"  {name}: {link(DEFAULT_HOST, DEFAULT_PORT, False, token)}")
+        print(f"serve it with: simpe serve run {args.name}")
+        return
+    if args.serve_command == "token":
+        for name, token in projects.reissue(args.projects_dir, args.name, args.translators).items():
+            print(f"  {name}: {link(DEFAULT_HOST, DEFAULT_PORT, False, token)}")
+        return
+    if args.threads < 1:
+        raise ConfigError(f"--threads must be >= 1, got {args.threads}")
+    from simpe.serve.server import serve
+
+    check_bind(args.host, args.tls_cert, args.tls_key)  # before the models load
+    tokens = None
+    if args.serve_command == "demo":
+        name, translators = "demo", ["alice", "bob"]
+        folder = projects.project_dir(args.projects_dir, name)
+        if (folder / projects.PROJECT_FILE).exists():
+            tokens = projects.reissue(args.projects_dir, name, translators)
+        else:
+            _, tokens = projects.create(args.projects_dir, name, "full", ["data.segments=50"], translators)
+    else:
+        name = args.name
+    import torch
+
+    torch.set_num_threads(args.threads)
+    serve(projects.project_dir(args.projects_dir, name), args.host, args.port, args.tls_cert, args.tls_key,
+          args.allow_host, tokens)
