@@ -1,0 +1,191 @@
+"""A claim of the papers as data (``Claim``), what the claims read (``Evidence``) and give (``Verdict``), and the steps
+every claim shares.
+
+A ``Claim`` holds the finding, the paper's figures, its rule, what it reads (a ``Lookup``: a run group such as the
+scalc runs, the decoding studies, the systems study; the parts of the plan they come from; the note a row gives when
+they are absent) and its judge. ``Claim.verdict`` looks the evidence up, turns absent evidence into a row that is not
+testable here, and hands what it found to the judge: that shape stands here once. A judge is a small function of
+what it found (``simianer.py``, ``yan.py``, ``amrhein.py``, ``beyond.py``) or the judge of parts built here from
+parameters (``factor_parts``: each part against the paper's effect within a factor band, or in a null band where the
+paper says a method has no effect). The claims themselves, in the page's order, are the table of ``claims.py``.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from simpe.replicate.papers import PAPERS, POINTS, RELATIVE
+from simpe.replicate.verdicts import MEASURED, NOT_TESTABLE, Band, Effect, band_around, combine, judge, judge_null, metric_score, paired_effect
+from simpe.report.compare import segment_stats
+from simpe.rundir.reader import RunGroup
+
+FACTOR_RULE = "each part: simpe's effect against the paper's, band = within a factor of 2 of the paper's effect (verdicts.py)"
+PROBE = "a probe beyond the papers"  # the why of a measured row
+
+
+@dataclass
+class Verdict:
+    claim: str  # the finding, in one line
+    source: str  # the paper (authors, year) and its table / figure / section
+    paper: str  # the paper's figures, each with its table, unit and line
+    simpe: str  # simpe's figures
+    verdict: str
+    why: str  # the rule's numbers, or the reason it cannot be tested
+    rule: str  # how the verdict follows from the figures
+
+
+@dataclass
+class Evidence:
+    """What the claims read: run groups by experiment (None when absent), the studies' figures, the settings."""
+
+    groups: dict[str, RunGroup | None]
+    studies: dict[str, Any] | None
+    notes: dict[str, str] = field(default_factory=dict)  # experiment -> why it is absent
+    sensitivity: dict[str, Any] | None = None  # utility -> simpe.sensitivity.analyse's result
+    systems: dict[str, Any] | None = None  # Yan et al. (2022) Table 3: {"models": [...], "correlation": {...}, "settings": {...}}
+
+
+@dataclass(frozen=True)
+class Lookup:
+    """What a claim reads: ``find`` gives it from the ``Evidence`` (None when absent); ``parts``: the parts of the plan
+    it comes from (``simpe.replicate.plan.PARTS``); when absent, the row says the note of the first experiment of
+    ``noted`` that has one (``Evidence.notes``), else ``missing``, and then ``hint``."""
+
+    find: Callable[[Evidence], Any]
+    parts: tuple[str, ...]
+    missing: str = ""
+    noted: tuple[str, ...] = ()
+    hint: str = ""
+
+    def note(self, ev: Evidence) -> str:
+        return next((ev.notes[name] for name in self.noted if name in ev.notes), self.missing) + self.hint
+
+
+def group(name: str) -> Lookup:
+    """Run group ``name``."""
+    return Lookup(lambda ev: ev.groups.get(name), (name,), f"the {name} runs are missing", (name,))
+
+
+def groups(*names: str, noted: str, hint: str = "") -> Lookup:
+    """The whole ``Evidence`` when every run group of ``names`` is there; absent, the row says ``noted``'s note."""
+    return Lookup(lambda ev: ev if all(ev.groups.get(n) is not None for n in names) else None, names,
+                  f"the {noted} runs are missing", (noted,), hint)
+
+
+def whole(*parts: str) -> Lookup:
+    """The whole ``Evidence``, whose judge says itself what is missing; ``parts``: those of the plan it reads."""
+    return Lookup(lambda ev: ev, parts)
+
+
+Judge = Callable[["Claim", Any], "Verdict | None"]
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One finding as a row of the page: its text, the paper's figures, its rule, what it reads and its judge.
+
+    ``judge(claim, found)`` gets what ``reads`` found and gives the row, or None when what it found lacks what it
+    needs (the row then says what is missing as an absent lookup does); no ``reads``: the claim reads nothing."""
+
+    id: str
+    claim: str  # the finding, in one line
+    source: str  # the paper (authors, year) and its table / figure / section
+    paper: str  # the paper's figures (papers.show)
+    rule: str  # how the verdict follows from the figures ("–": none is judged)
+    judge: Judge
+    reads: Lookup | None = None
+    probe: bool = False  # beyond the papers (or of one model's level): measured, never counted in the headline
+
+    @property
+    def needs(self) -> tuple[str, ...]:
+        """The parts of the plan this row's evidence comes from (``claims.NEEDS``)."""
+        return self.reads.parts if self.reads else ()
+
+    def verdict(self, ev: Evidence) -> Verdict:
+        found = self.reads.find(ev) if self.reads is not None else None
+        row = None if self.reads is not None and found is None else self.judge(self, found)
+        if row is None:
+            assert self.reads is not None, f"{self.id}: a claim that reads nothing always has a row"
+            return self.missing(self.reads.note(ev))
+        return row
+
+    def row(self, simpe: str, verdict: str, why: str) -> Verdict:
+        return Verdict(self.claim, self.source, self.paper, simpe, verdict, why, self.rule)
+
+    def missing(self, why: str) -> Verdict:
+        return self.row("–", NOT_TESTABLE, why)
+
+    def measured(self, simpe: str, why: str = PROBE) -> Verdict:
+        return self.row(simpe, MEASURED, why)
+
+    def of_parts(self, parts: list[tuple[str, str]]) -> Verdict:
+        """One row of several parts, each (verdict, "label: why"): their verdicts combined, simpe's figure of each."""
+        simpe = "; ".join(f"{why.split(':')[0]} {why.split('simpe ', 1)[1].split(' against')[0]}" for v, why in parts
+                          if v != NOT_TESTABLE and "simpe " in why)
+        return self.row(simpe or "–", combine([v for v, _ in parts]), " | ".join(f"**{v}** {why}" for v, why in parts))
+
+
+def cite(paper: str, where: str) -> str:
+    return f"{PAPERS[paper].cite}, {where}"
+
+
+def not_testable(why: str) -> Judge:
+    """The judge of a claim simpe cannot test: ``why``, and what would fill it."""
+    return lambda c, _: c.missing(why)
+
+
+# ---------------------------------------------------------------------------------------- parts against the paper
+def runs(group: RunGroup) -> dict[str, Any]:
+    return {run.name: run for run in group.runs}
+
+
+def effect(group: RunGroup, key: str, name: str, against: str | None = None, relative: bool = True) -> Effect | None:
+    """Run ``name``'s ``key`` against ``against`` (default: the baseline), relative % or points, with its interval."""
+    found, n = runs(group), group.num_segments
+    if name not in found or (against is not None and against not in found):
+        return None
+    base = segment_stats(found[against] if against else group.baseline, key, n)
+    system = segment_stats(found[name], key, n)
+    if base is None or system is None:
+        return None
+    out = paired_effect(base, system, metric_score(key), relative, RELATIVE if relative else POINTS)
+    return None if math.isnan(out.value) else out
+
+
+def part(label: str, found: Effect | None, paper: float, band: Band | None = None) -> tuple[str, str]:
+    """One part of a claim, (verdict, "label: why"): against the paper's effect within ``band`` (default: a factor of 2
+    of it), or, where the paper's effect is 0 (no effect), inside a null band of ±2."""
+    if found is None:
+        return NOT_TESTABLE, f"{label}: not measured"
+    verdict, why = judge(found, paper, band or band_around(paper)) if paper else judge_null(found, 2.0)
+    return verdict, f"{label}: {why}"
+
+
+@dataclass(frozen=True)
+class Part:
+    """A part of a claim on one run group: run ``name``'s metric ``key``, relative % to ``against`` (the baseline when
+    None), against the paper's effect ``paper`` (``part``)."""
+
+    label: str
+    key: str
+    name: str
+    paper: float
+    against: str | None = None
+
+
+def judge_parts(group: RunGroup, parts: tuple[Part, ...]) -> list[tuple[str, str]]:
+    return [part(p.label, effect(group, p.key, p.name, p.against), p.paper) for p in parts]
+
+
+def factor_parts(*parts: Part, none: str | None = None) -> Judge:
+    """The judge of a claim made of ``parts`` of one run group, each against the paper's effect (``part``); ``none``:
+    the row's note when no part could be measured (else the row is one of parts none of which is measured)."""
+    def judge_it(c: Claim, found: RunGroup) -> Verdict:
+        judged = judge_parts(found, parts)
+        if none is not None and all(v == NOT_TESTABLE for v, _ in judged):
+            return c.missing(none)
+        return c.of_parts(judged)
+
+    return judge_it

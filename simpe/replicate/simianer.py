@@ -1,0 +1,109 @@
+"""The judges of Simianer et al. (2019)'s claims that are more than parts against the paper's effect
+(``judges.factor_parts``), and of the sensitivity sweep beside them. Each is a function of the run group the claim
+reads (or of the whole ``Evidence`` where it reads several), with its figures as parameters; the claims' text and
+rules are the table of ``claims.py``.
+
+Simianer et al. (2019) print most figures as changes relative to the baseline (Table 5): a method's change relative
+to another's is ``rel`` of the two.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from simpe.replicate.judges import Claim, Evidence, Judge, Part, Verdict, effect, judge_parts, part, runs
+from simpe.replicate.verdicts import NOT_REPRODUCED, NOT_TESTABLE, PARTLY, REPRODUCED, Band, judge_null
+from simpe.report.plotting import cumulative_deltas
+from simpe.rundir.reader import RunGroup
+
+
+def rel(a: float, b: float) -> float:
+    """The relative change (%) of a method at a % against one at b %, both relative to the same baseline."""
+    return round(100 * ((1 + a / 100) / (1 + b / 100) - 1), 1)
+
+
+def no_effect_against(against: str, names: tuple[str, ...], key: str, band: float) -> Judge:
+    """Each of ``names`` against run ``against``: no effect on ``key`` (relative %) when the interval lies inside ±band."""
+    def judge_it(c: Claim, group: RunGroup) -> Verdict:
+        parts = []
+        for n in names:
+            found = effect(group, key, n, against=against)
+            if found is None:
+                parts.append((NOT_TESTABLE, f"{n} − {against}: not measured"))
+                continue
+            verdict, why = judge_null(found, band)
+            parts.append((verdict, f"{n} vs {against}: {why}"))
+        return c.of_parts(parts)
+
+    return judge_it
+
+
+def only_improves(one: Part, others: tuple[str, ...]) -> Judge:
+    """``one`` against the paper's effect, and each of ``others`` reproduced unless significantly above the baseline."""
+    def judge_it(c: Claim, group: RunGroup) -> Verdict:
+        parts = judge_parts(group, (one,))
+        for n in others:
+            found = effect(group, one.key, n)
+            if found is not None:
+                above = found.significant and found.value > 0
+                parts.append((NOT_REPRODUCED if above else REPRODUCED,
+                              f"{n}: simpe {found.show()} against the paper's ≤ 0: {'significantly above' if above else 'not above'}"))
+        return c.of_parts(parts)
+
+    return judge_it
+
+
+def on_all_tokens(*parts: Part) -> Judge:
+    """``parts`` of subword R, judged only where the runs counted every subword token (Table 4's unit)."""
+    def judge_it(c: Claim, group: RunGroup) -> Verdict:
+        signature = ((group.baseline.summary or {}).get("signatures") or {}).get("subword:r", "")
+        if not signature:
+            return c.missing("the runs logged no subword R (metrics.subword)")
+        if "unit:subword-content" in signature:
+            return c.missing("the runs counted the subwords of content words only; Table 4 counts all tokens: rerun with "
+                             "metrics.subword=all (the replication plan's default now)")
+        return c.of_parts(judge_parts(group, parts))
+
+    return judge_it
+
+
+def figure2(c: Claim, group: RunGroup) -> Verdict | None:
+    """Figure 2: the share of the segments after the first 10 % where full's cumulative ΔR0 < 0 and ΔBLEU > 0."""
+    if "full" not in runs(group):
+        return None
+    curves = cumulative_deltas(group, ("r0", "bleu"))
+    start = group.num_segments // 10
+    r0, bleu = curves.deltas["full"]["r0"][start:], curves.deltas["full"]["bleu"][start:]
+    share = float(np.mean((r0 < 0) & (bleu > 0))) if r0.size else 0.0
+    figures = (f"after segment {start}: full's ΔR0 < 0 and ΔBLEU > 0 at {100 * share:.0f}% of segments; "
+               f"at the end ΔR0 {r0[-1]:+.1f}, ΔBLEU {bleu[-1]:+.1f} points (figure: replication/figure2.png)")
+    verdict = REPRODUCED if share >= 0.8 else PARTLY if share >= 0.5 else NOT_REPRODUCED
+    return c.row(figures, verdict, f"{100 * share:.0f}% of segments")
+
+
+def on_each_stream(streams: tuple[str, ...], paper: float, band: Band) -> Judge:
+    """R0 of lasso relative to full on each run group of ``streams`` against the paper's ``paper`` within ``band``."""
+    def judge_it(c: Claim, ev: Evidence) -> Verdict:
+        parts = []
+        for name in streams:
+            group = ev.groups.get(name)
+            if group is None:
+                parts.append((NOT_TESTABLE, f"{name}: {ev.notes.get(name, 'runs missing')}"))
+                continue
+            parts.append(part(name, effect(group, "r0", "lasso", against="full"), paper, band))
+        if all(v == NOT_TESTABLE for v, _ in parts):
+            return c.missing("; ".join(why for _, why in parts))
+        return c.of_parts(parts)
+
+    return judge_it
+
+
+def settings(c: Claim, group: RunGroup) -> Verdict:
+    """The sensitivity sweep: every setting's R0 and BLEU, relative % to the baseline with 95 % intervals."""
+    rows = []
+    for name in sorted(runs(group)):
+        if name == group.baseline.name:
+            continue
+        r0, bleu = effect(group, "r0", name), effect(group, "bleu", name)
+        if r0 is not None and bleu is not None:
+            rows.append(f"{name}: R0 {r0.value:+.1f} [{r0.low:+.1f}, {r0.high:+.1f}], BLEU {bleu.value:+.1f} [{bleu.low:+.1f}, {bleu.high:+.1f}]")
+    return c.measured("; ".join(rows) + f" (relative %, n={group.num_segments} segments)", "a probe of settings the papers do not report")
