@@ -25,9 +25,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-import torch
-
-from simpe.errors import ConfigError, ModelError
+from simpe.errors import ConfigError
 from simpe.methods import memory
 from simpe.methods.base import METHODS, Method
 from simpe.models import ModelFamily
@@ -69,8 +67,9 @@ def overlap(a: str, b: str) -> float:
 
 
 @METHODS.add("icl")
-class IclMethod(Method):
+class IclMethod(memory.MemoryStore, Method):
     """In-context examples: the ``k`` earlier post-edits whose sources are most similar; no parameter changes."""
+    memory_key = MEMORY
     store_markers = (MEMORY,)
 
     parametric = False  # trains no tensor
@@ -112,34 +111,10 @@ class IclMethod(Method):
     def after_segment(self, pair: Any) -> None:
         self.memory.append((pair.source, pair.reference))
 
-    # ---- what a per-user store holds: the memory, no parameter
-    def adapted_parameters(self) -> int:
-        return 0
-
-    def store_bytes(self) -> int:
-        return len(memory.encode(self.memory))
-
+    # ---- what a per-user store holds: the memory, no parameter (simpe.methods.memory.MemoryStore)
     def describe(self) -> dict[str, Any]:
         return {"trainable_tensors": 0, "memory_pairs": len(self.memory), "k": self.k, "similarity": self.similarity,
                 "min_similarity": self.min_similarity}
-
-    def export_store(self) -> dict[str, torch.Tensor]:
-        """The memory: one uint8 tensor of its UTF-8 JSON, ``store_bytes()`` bytes."""
-        return self.state_dict()
-
-    def load_store(self, model: Any, tensors: dict[str, torch.Tensor]) -> None:
-        if set(tensors) != {MEMORY}:
-            raise ModelError(f"the store holds {sorted(tensors)}; an icl store holds {MEMORY}")
-        self.model = model
-        self.select(model)
-        self.load_state_dict(tensors)
-
-    def state_dict(self) -> dict[str, Any]:
-        return memory.as_state(MEMORY, self.memory)
-
-    def check_state(self, state: Any) -> None:
-        """A resume state is a store: the memory (``simpe.methods.memory``)."""
-        memory.check(state, MEMORY, "icl")
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.memory = memory.pairs_of(state, MEMORY)

@@ -1,7 +1,8 @@
 """A memory of (source, post-edit) pairs as a store and a resume state: one 1-D uint8 tensor of its UTF-8 JSON.
 
-What ``icl`` and ``tune-retrieve`` keep (their stores hold nothing else); each names its own tensor (its
-``store_markers``), and this module owns the bytes and their check.
+What ``icl`` and ``tune-retrieve`` keep (their stores hold nothing else): ``MemoryStore`` gives both the store and
+resume methods of the ``Method`` contract; each names its own tensor (``memory_key``, also its ``store_markers``) and
+says how it takes pairs back (``load_state_dict``). This module owns the bytes and their check.
 """
 from __future__ import annotations
 
@@ -40,3 +41,37 @@ def check(state: Any, key: str, method: str) -> None:
 def pairs_of(state: dict[str, Any], key: str) -> list[tuple[str, str]]:
     """The (source, post-edit) pairs of a checked state, in order."""
     return [(source, reference) for source, reference in json.loads(bytes(state[key].tolist()).decode("utf-8"))]
+
+
+class MemoryStore:
+    """The per-user store and resume state of a method that keeps a memory of pairs and adapts no parameter (a mixin
+    before ``Method``: ``class IclMethod(MemoryStore, Method)``). ``memory`` is its list of (source, post-edit)."""
+
+    memory_key: str = ""
+    memory: list[tuple[str, str]]
+
+    def adapted_parameters(self) -> int:
+        return 0
+
+    def store_bytes(self) -> int:
+        return len(encode(self.memory))
+
+    def export_store(self) -> dict[str, torch.Tensor]:
+        """The memory: one uint8 tensor of its UTF-8 JSON, ``store_bytes()`` bytes."""
+        return self.state_dict()
+
+    def load_store(self, model: Any, tensors: dict[str, torch.Tensor]) -> None:
+        try:
+            self.check_state(tensors)
+        except ModelError as err:  # one line naming what was read: "the store is not an icl memory (...)"
+            raise ModelError(f"the store {err}") from None
+        self.model = model
+        self.select(model)  # type: ignore[attr-defined]  (Method's)
+        self.load_state_dict(tensors)  # type: ignore[attr-defined]  (the method's own)
+
+    def state_dict(self) -> dict[str, Any]:
+        return as_state(self.memory_key, self.memory)
+
+    def check_state(self, state: Any) -> None:
+        """A resume state is a store: the memory."""
+        check(state, self.memory_key, self.name)  # type: ignore[attr-defined]  (set by METHODS.add)

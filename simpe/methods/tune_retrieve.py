@@ -77,8 +77,9 @@ def f1_bleu(query: list[str], query_ngrams: Counter, entry: list[str], entry_ngr
 
 
 @METHODS.add("tune-retrieve")
-class TuneRetrieveMethod(Method):
+class TuneRetrieveMethod(memory.MemoryStore, Method):
     """For each segment: fine-tune a copy on the most similar earlier post-edits, translate, reset (ModernMT)."""
+    memory_key = MEMORY
     store_markers = (MEMORY,)
 
     parametric = False  # nothing persists: the tuned copy is reset after each translation
@@ -187,31 +188,10 @@ class TuneRetrieveMethod(Method):
     def after_segment(self, pair: Any) -> None:
         self._remember(pair.source, pair.reference)
 
-    # ---- what a per-user store holds: the memory, no parameter
-    def adapted_parameters(self) -> int:
-        return 0
-
-    def store_bytes(self) -> int:
-        return len(memory.encode(self.memory))
-
+    # ---- what a per-user store holds: the memory, no parameter (simpe.methods.memory.MemoryStore)
     def describe(self) -> dict[str, Any]:
         return {"trainable_tensors": 0, "memory_pairs": len(self.memory), "matches": self.matches,
                 "max_epochs": self.max_epochs, "max_lr": self.max_lr, "min_score": self.min_score}
-
-    def export_store(self) -> dict[str, torch.Tensor]:
-        return self.state_dict()
-
-    def load_store(self, model: Any, tensors: dict[str, torch.Tensor]) -> None:
-        self.check_state(tensors)
-        self.select(model)
-        self.load_state_dict(tensors)
-
-    def state_dict(self) -> dict[str, Any]:
-        return memory.as_state(MEMORY, self.memory)
-
-    def check_state(self, state: Any) -> None:
-        """A resume state is a store: the memory (``simpe.methods.memory``)."""
-        memory.check(state, MEMORY, "tune-retrieve")
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self._clear()
