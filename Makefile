@@ -167,7 +167,7 @@ sweep: $(STAMP) $(MODEL)/fixed-selection.json ## simpe sweep on Ray: SWEEP=sweep
 bench-scale: $(STAMP) ## cost as the stream grows: s/segment at the start and end of 4,000-segment runs per method, peak memory, knn's inverted file vs exact search and its recall (hours on 2 cores; ARGS="--segments 1000 --methods knn knn:exact")
 	$(PY) benchmarks/bench_scale.py $(ARGS)
 
-bench-size: $(STAMP) ## real-size models (NLLB-600M, M2M100-418M, mBART-50, MADLAD-400 3B, Llama 3.2 1B; random weights): peak memory and s/segment per method, float32 and bfloat16, beside the dry run's estimate (about 30 min on 2 cores; ARGS="--models nllb-600m --methods full lora")
+bench-size: $(STAMP) ## real-size models (NLLB-600M, M2M100-418M, mBART-50, MADLAD-400 3B, Llama 3.2 1B; random weights): peak memory and s/segment per method, float32 and bfloat16, beside the dry run's estimate (about 3 h on 2 cores for all five, 1-3.5 min a run; ARGS="--models nllb-600m --methods full lora")
 	$(PY) benchmarks/bench_size.py $(ARGS)
 
 device-check: ## the GPU check: CUDA tests, demo-model runs against carried CPU records, real-size models; OUT=folder (ARGS="--cpu": the same on tiny inputs on the CPU)

@@ -13,7 +13,8 @@ source and 10 more tokens), about twice what a trained model writes: the bench s
 outputs of a realistic length (the demo model's measured table, which the dry run scales, is of a trained model). Beside
 each measurement the dry run's estimate (``simpe.dryrun``) of the same run. A run whose estimate exceeds ``--memory`` GiB
 (default 24) or what this machine has is not run; the table says so and why. The figures go to docs/benchmark-results.md
-through the benchmark recorder (``record.py``), with the machine. Takes about 30 minutes on 2 cores with the defaults.
+through the benchmark recorder (``record.py``), with the machine. At 1 thread a real-size run takes 1-3.5 minutes on
+2 cores: NLLB-600M and Llama 3.2 1B took about 70 minutes at ``--segments 2``, all five models about 3 hours.
 
 Beside a method's plain row, a row for each memory saver that applies to it (``SAVERS``; ``--no-savers`` leaves them
 out), run the same way: knn with float16 keys (``adapters/knn-fp16.yaml``) and full with activation checkpointing

@@ -34,7 +34,8 @@ def read_store(path: Path) -> tuple[dict[str, Any], StoreMetadata]:
     if metadata.method not in METHODS:
         raise ConfigError(f"{path} was made by method {metadata.method!r}, which this simpe does not know; "
                           f"known: {', '.join(METHODS.names())}")
-    made_by = [name for name in METHODS.names() if METHODS.get(name).marks_store(set(tensors))]
+    names = set(tensors)
+    made_by = [name for name in METHODS.names() if METHODS.get(name).marks_store(names)]
     if made_by and metadata.method not in made_by:
         raise ConfigError(f"{path} holds the tensors of a {' or '.join(made_by)} store but its metadata names method "
                           f"{metadata.method!r}; the file was altered or assembled from two stores")

@@ -3,6 +3,7 @@ no circle), and what each part never imports."""
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import pytest
@@ -56,12 +57,19 @@ def test_imports_follow_the_architecture(path: Path) -> None:
 
 
 
-def _layers() -> dict[str, int]:
-    """part -> its layer (0 the floor), from the layers block of docs/architecture.md."""
+@functools.cache
+def _layer_rows() -> tuple[tuple[str, ...], ...]:
+    """The layers block of docs/architecture.md: its rows of parts, top layer first."""
     text = ARCHITECTURE.read_text(encoding="utf-8")
     block = text.split("<!-- layers: read by tests/unit/test_architecture.py -->", 1)[1].split("<!-- end of layers -->", 1)[0]
-    rows = [line for line in block.strip().strip("`").strip().splitlines() if line.strip()]
-    return {part.strip(): len(rows) - 1 - depth for depth, row in enumerate(rows) for part in row.split("·")}
+    lines = [line for line in block.strip().strip("`").strip().splitlines() if line.strip()]
+    return tuple(tuple(part.strip() for part in line.split("·") if part.strip()) for line in lines)
+
+
+def _layers() -> dict[str, int]:
+    """part -> its layer (0 the floor)."""
+    rows = _layer_rows()
+    return {part: len(rows) - 1 - depth for depth, row in enumerate(rows) for part in row}
 
 
 def _graph() -> dict[str, set[str]]:
@@ -83,9 +91,7 @@ def test_imports_go_down_the_layers(path: Path) -> None:
 
 
 def test_the_layers_name_every_part_once() -> None:
-    text = ARCHITECTURE.read_text(encoding="utf-8")
-    block = text.split("<!-- layers: read by tests/unit/test_architecture.py -->", 1)[1].split("<!-- end of layers -->", 1)[0]
-    named = [part.strip() for line in block.strip().strip("`").strip().splitlines() for part in line.split("·") if part.strip()]
+    named = [part for row in _layer_rows() for part in row]
     assert len(named) == len(set(named)), "a part is named twice"
     assert set(named) == set(_graph()), f"named but not a part: {sorted(set(named) - set(_graph()))}; " \
                                         f"a part not named: {sorted(set(_graph()) - set(named))}"
