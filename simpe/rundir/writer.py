@@ -17,7 +17,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
-import io
 import json
 import math
 import os
@@ -41,7 +40,7 @@ from simpe.rundir import layout
 from simpe.rundir.reader import read_jsonl, valid_prefix
 from simpe.rundir.record import SCHEMA_KEY, SCHEMA_VERSION, SegmentRecord
 from simpe.rundir.state import RunState, foreign_files, foreign_message, state
-from simpe.storefile import StoreMetadata, encode_store
+from simpe.storefile import StoreMetadata, write_store_file
 from simpe.textfile import check_replaceable
 
 # unbabel-comet runs in its own environment: its version is in each COMET signature (simpe.metrics.comet)
@@ -121,8 +120,26 @@ def _jsonl_line(record: dict[str, Any]) -> str:
 
 
 def open_file(path: Path, mode: str) -> IO[Any]:
-    """Open a file for writing: the one place this module opens files (tests wrap it to inject a full disk)."""
+    """Open a file for writing: the one place this module opens files, but for the store, which safetensors writes
+    itself (``write_store``; tests wrap it to inject a full disk)."""
     return open(path, mode, buffering=0) if "b" in mode else open(path, mode, encoding="utf-8")
+
+
+class _WholeWrites:
+    """A file for ``torch.save`` over an unbuffered handle: torch takes every write as whole, and a raw write may write
+    less."""
+
+    def __init__(self, handle: IO[Any]) -> None:
+        self.handle = handle
+
+    def write(self, data: Any) -> int:
+        view = memoryview(data).cast("B")
+        while view:
+            view = view[self.handle.write(view):]
+        return len(data)
+
+    def flush(self) -> None:
+        self.handle.flush()
 
 
 def write_error(path: Path, err: OSError, then: str = "") -> RunDirError:
@@ -132,6 +149,15 @@ def write_error(path: Path, err: OSError, then: str = "") -> RunDirError:
                        f"{then or 'free space or fix the folder, then run the command again'}")
 
 
+def _os_error(err: Exception) -> OSError:
+    """The OSError inside a library's error (safetensors says "I/O error: ... (os error 28)"), for ``write_error``."""
+    import re
+
+    found = re.search(r"os error (\d+)", str(err))
+    code = int(found.group(1)) if found else errno.EIO
+    return OSError(code, os.strerror(code) if found else str(err).splitlines()[0])
+
+
 def write_text_atomic(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` through a temporary file, so a reader never sees half of it (RunDirError when it fails)."""
     tmp = path.with_name(path.name + ".tmp")
@@ -139,21 +165,6 @@ def write_text_atomic(path: Path, text: str) -> None:
         check_replaceable(path, RunDirError)
         with open_file(tmp, "w") as handle:
             handle.write(text)
-        tmp.replace(path)
-    except OSError as err:
-        tmp.unlink(missing_ok=True)
-        raise write_error(path, err) from None
-
-
-def write_bytes_atomic(path: Path, data: bytes) -> None:
-    """``write_text_atomic`` for bytes."""
-    tmp = path.with_name(path.name + ".tmp")
-    try:
-        check_replaceable(path, RunDirError)
-        with open_file(tmp, "wb") as handle:  # unbuffered: write until every byte is out
-            view = memoryview(data)
-            while view:
-                view = view[handle.write(view):]
         tmp.replace(path)
     except OSError as err:
         tmp.unlink(missing_ok=True)
@@ -391,12 +402,13 @@ class RunDir:
             for handle in (self._segments, self._snapshots):
                 os.fsync(handle.fileno())
             self.checkpoint_file.parent.mkdir(exist_ok=True)
-            buffer = io.BytesIO()  # serialised first: torch's own file writer hides the OSError of a full disk
-            torch.save(state, buffer)
-            with open_file(tmp, "wb") as out:
-                view = buffer.getbuffer()
-                while view:
-                    view = view[out.write(view):]
+            with open_file(tmp, "wb") as out:  # streamed: serialising into memory first cost one more copy of the state
+                try:
+                    torch.save(state, _WholeWrites(out))
+                except RuntimeError as err:  # torch's writer turns the OSError of a full disk into a RuntimeError
+                    if isinstance(err.__context__, OSError):
+                        raise err.__context__ from None
+                    raise
             tmp.replace(self.checkpoint_file)
         except OSError as err:
             tmp.unlink(missing_ok=True)
@@ -452,8 +464,17 @@ class RunDir:
 
     def write_store(self, tensors: dict[str, Any], metadata: StoreMetadata) -> Path:
         """Write the per-user store (``simpe.storefile``: ``tensors`` and ``metadata``) atomically; return its path."""
+        from safetensors import SafetensorError
+
         path = self.path / layout.STORE_FILE
-        write_bytes_atomic(path, encode_store(tensors, metadata))
+        tmp = path.with_name(path.name + ".tmp")
+        try:  # safetensors opens the file itself (streamed, no copy in memory), not through open_file
+            check_replaceable(path, RunDirError)
+            write_store_file(tmp, tensors, metadata)
+            tmp.replace(path)
+        except (OSError, SafetensorError) as err:
+            tmp.unlink(missing_ok=True)
+            raise write_error(path, err if isinstance(err, OSError) else _os_error(err)) from None
         return path
 
     def finish(self, summary: dict[str, Any], records: list[dict[str, Any]], lang: str) -> None:

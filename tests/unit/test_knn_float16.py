@@ -160,7 +160,7 @@ def test_a_float16_store_and_resume_state_round_trip_at_float16(demo_model, tmp_
     float16 store and state, and a float16 knn a float32 one."""
     from simpe.config import defaults
     from simpe.store import read_store
-    from simpe.storefile import StoreMetadata, encode_store
+    from simpe.storefile import StoreMetadata, write_store_file
 
     model = copy.deepcopy(demo_model.model)  # hooks on a copy: the session's demo model stays as it is
     family, tokenizer = demo_model.family, demo_model.tokenizer
@@ -175,7 +175,7 @@ def test_a_float16_store_and_resume_state_round_trip_at_float16(demo_model, tmp_
     entries = method.store.size
     assert sum(t.nbytes for t in tensors.values()) == method.store_bytes() == entries * (256 * 2 + 4)
     path = tmp_path / "knn-fp16.safetensors"
-    path.write_bytes(encode_store(tensors, StoreMetadata(method="knn", base_model="demo-en-de", method_params={"key_dtype": "float16"})))
+    write_store_file(path, tensors, StoreMetadata(method="knn", base_model="demo-en-de", method_params={"key_dtype": "float16"}))
     read, metadata = read_store(path)
     with torch.no_grad():
         adapted = model(input_ids=pairs[0].input_ids, labels=pairs[0].labels).logits

@@ -60,3 +60,34 @@ def test_a_failure_before_the_first_record_leaves_no_folder(tmp_path: Path) -> N
     assert not (tmp_path / "runs").exists()
 
 
+
+
+def test_the_store_is_streamed_to_its_file_byte_for_byte_and_a_failed_write_is_one_line(tmp_path: Path) -> None:
+    """write_store writes through safetensors' save_file (no copy of the store in memory): the same file as
+    safetensors' own in-memory ``save`` (its size, tensors and metadata; the header's order of metadata keys is
+    safetensors' hash order, which differs from call to call even for ``save``); a write that fails (here: its folder was removed under it) is one RunDirError
+    naming the file and the OS's reason, and leaves no .tmp behind."""
+    import shutil
+
+    import torch
+    from safetensors import safe_open
+    from safetensors.torch import save
+
+    from simpe.storefile import StoreMetadata
+
+    tensors = {"w": torch.arange(12, dtype=torch.float32).reshape(3, 4), "b": torch.ones(5, dtype=torch.bfloat16)}
+    metadata = StoreMetadata(method="full", base_model="demo-en-de")
+    with RunDir(tmp_path / "run") as run:
+        run.open(resume=False, overwrite=False)
+        path = run.write_store(tensors, metadata)
+        expected = save(tensors, metadata=metadata.to_strings())
+        assert path.stat().st_size == len(expected)
+        with safe_open(str(path), framework="pt") as handle:
+            assert handle.metadata() == metadata.to_strings()
+            assert all(torch.equal(handle.get_tensor(name), tensor) for name, tensor in tensors.items())
+            assert sorted(handle.keys()) == ["b", "w"]
+        shutil.rmtree(run.path)
+        with pytest.raises(RunDirError, match=r"^cannot write .*store\.safetensors: No such file or directory \(ENOENT\); "
+                                              r"free space or fix the folder"):
+            run.write_store(tensors, metadata)
+    assert not list(tmp_path.rglob("*.tmp"))
