@@ -30,7 +30,7 @@ GRID ?=
 
 .DEFAULT_GOAL := help
 .PHONY: help venv comet-env test-compat simulate test lint test-slow docs write-docs corpus demo-model demo-model-small baseline select-fixed compare plot report replicate stopwords \
-        bench-loop bench-interactive bench-metrics bench-topk bench-snapshot bench-simulate bench-train bench-scale bench-size device-check device-wheels sweep clean-runs \
+        bench-loop bench-interactive bench-metrics bench-topk bench-snapshot bench-simulate bench-train bench-scale bench-size fit-speed device-check device-wheels sweep clean-runs \
         serve bench-serve
 
 help: ## list every target with one line each
@@ -167,8 +167,11 @@ sweep: $(STAMP) $(MODEL)/fixed-selection.json ## simpe sweep on Ray: SWEEP=sweep
 bench-scale: $(STAMP) ## cost as the stream grows: s/segment at the start and end of 4,000-segment runs per method, peak memory, knn's inverted file vs exact search and its recall (hours on 2 cores; ARGS="--segments 1000 --methods knn knn:exact")
 	$(PY) benchmarks/bench_scale.py $(ARGS)
 
-bench-size: $(STAMP) ## real-size models (NLLB-600M, M2M100-418M, mBART-50, MADLAD-400 3B, Llama 3.2 1B; random weights): peak memory and s/segment per method, float32 and bfloat16, beside the dry run's estimate (about 3 h on 2 cores for all five, 1-3.5 min a run; ARGS="--models nllb-600m --methods full lora")
+bench-size: $(STAMP) ## the demo model (60 segments) and real-size models (NLLB-600M, M2M100-418M, mBART-50, MADLAD-400 3B, Llama 3.2 1B; random weights): peak memory and s/segment per method, float32 and bfloat16, beside the dry run's estimate (about 3 h on 2 cores for all, 1-3.5 min a run; ARGS="--models nllb-600m --methods full lora")
 	$(PY) benchmarks/bench_size.py $(ARGS)
+
+fit-speed: $(STAMP) ## fit the dry run's CPU rates (simpe/scale_table.json) to bench-size's rows of the demo model, NLLB-600M and Llama 3.2 1B; prints every row estimated against measured (time and memory), the other models out of sample, and records the dryrun-accuracy row (a minute)
+	$(PY) benchmarks/fit_speed.py --write $(ARGS)
 
 device-check: ## the GPU check: CUDA tests, demo-model runs against carried CPU records, real-size models; OUT=folder (ARGS="--cpu": the same on tiny inputs on the CPU)
 	PYTHON=$(if $(wildcard $(PY)),$(PY),python3) scripts/device_check.sh --out $(or $(OUT),runs/device-check) $(ARGS)

@@ -1,20 +1,22 @@
 """Real-size models measured: peak memory and seconds per segment (translate / update) per method, float32 and bfloat16.
 
-    python benchmarks/bench_size.py [--models nllb-600m llama3.2-1b ...] [--methods full bias ...] [--segments 4] [--threads 1]
-                                    [--no-savers] [--plan] [--no-record]
+    python benchmarks/bench_size.py [--models demo nllb-600m llama3.2-1b ...] [--methods full bias ...] [--segments 2]
+                                    [--threads 1] [--no-savers] [--plan] [--no-record]
 
 Each (model, method, dtype) runs in its own process (its peak resident memory is its own VmHWM, printed at exit:
 ``simpe.dryrun.measured_command``, not wait4's maxrss, which counts the forked copy of this process) over the first
-``--segments`` segments of the LibreOffice stream (``--segments-large`` for MADLAD-400 3B), without snapshots, on the
-shape-true models of ``simpe.models.shapes`` (published sizes, random weights drawn at load: quality means nothing). A
-random-weight model never writes its end token, so each hypothesis would run to the decoder's length limit (twice the
-source and 10 more tokens), about twice what a trained model writes: the bench sets the limit to the source's length
-(``decoder.params.max_len_a=1.0``, ``max_len_b=0``), the length of a translation, so translate times are those of
-outputs of a realistic length (the demo model's measured table, which the dry run scales, is of a trained model). Beside
-each measurement the dry run's estimate (``simpe.dryrun``) of the same run. A run whose estimate exceeds ``--memory`` GiB
-(default 24) or what this machine has is not run; the table says so and why. The figures go to docs/benchmark-results.md
-through the benchmark recorder (``record.py``), with the machine. At 1 thread a real-size run takes 1-3.5 minutes on
-2 cores: NLLB-600M and Llama 3.2 1B took about 70 minutes at ``--segments 2``, all five models about 3 hours.
+``--segments`` segments of the LibreOffice stream (``--segments-large`` for MADLAD-400 3B, ``--segments-demo`` for the
+demo model), without snapshots. The real-size models are the shape-true ones of ``simpe.models.shapes`` (published
+sizes, random weights drawn at load: quality means nothing). A random-weight model never writes its end token, so each
+hypothesis runs to the decoder's length limit: the bench sets the limit to the source's length
+(``decoder.params.max_len_a=1.0``, ``max_len_b=0``; a causal LM's source is its whole prompt), and its updates never
+reach the perplexity threshold (``update.max_repeats`` repetitions a segment). The demo model is trained: it writes and
+repeats as a real run does. Each row gives the update repetitions per segment it made, and beside each measurement
+the dry run's estimate (``simpe.dryrun``) of the same run; ``make fit-speed`` fits the dry run's CPU rates to these
+rows and compares every row again. A run whose estimate exceeds ``--memory`` GiB (default 24) or what this machine has
+is not run; the table says so and why. The figures go to docs/benchmark-results.md through the benchmark recorder
+(``record.py``), with the machine. At 1 thread a real-size run takes 1-3.5 minutes on 2 cores: NLLB-600M and Llama
+3.2 1B took about 70 minutes at ``--segments 2``, all five models about 3 hours.
 
 Beside a method's plain row, a row for each memory saver that applies to it (``SAVERS``; ``--no-savers`` leaves them
 out), run the same way: knn with float16 keys (``adapters/knn-fp16.yaml``) and full with activation checkpointing
@@ -43,23 +45,40 @@ METHODS = ["baseline", "full", "bias", "top", "lasso", "lora", "norms", "knn", "
 # the memory savers measured beside a method's plain row: row label -> (preset, extra --set overrides)
 SAVERS = {"knn": {"knn+fp16-keys": ("knn-fp16", [])}, "full": {"full+checkpointing": ("full", ["update.checkpointing=true"])}}
 LENGTH = ["decoder.params.max_len_a=1.0", "decoder.params.max_len_b=0"]  # random weights: outputs as long as the source
-SETTINGS = {"nllb-600m": ["model.src_lang=eng_Latn", "model.tgt_lang=deu_Latn"], "m2m100-418m": ["model.src_lang=en", "model.tgt_lang=de"],
+SETTINGS = {"demo": [], "nllb-600m": ["model.src_lang=eng_Latn", "model.tgt_lang=deu_Latn"], "m2m100-418m": ["model.src_lang=en", "model.tgt_lang=de"],
             "mbart50-mmt": ["model.src_lang=en_XX", "model.tgt_lang=de_DE"], "madlad400-3b": ["model.tgt_lang=de"], "llama3.2-1b": []}
 
 
-def main() -> None:
+def overrides(name: str, folder: Path | None, dtype: str, extra: list[str] = ()) -> list[str]:
+    """The settings of a run of model ``name`` (its folder: None for the demo model) at ``dtype``: a shape-true
+    model writes to the source's length (``LENGTH``); the demo model is trained and writes as it would."""
+    model = ["model.path=null"] if folder is None else [f"model.path={folder}", *LENGTH]
+    return [*model, f"model.dtype={dtype}", "metrics.truecaser=null", *SETTINGS[name], *extra]
+
+
+def segments_of(name: str, args: argparse.Namespace) -> int:
+    return {"demo": args.segments_demo, "madlad400-3b": args.segments_large}.get(name, args.segments)
+
+
+def parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", nargs="+", default=list(SETTINGS))
     parser.add_argument("--methods", nargs="+", default=METHODS)
     parser.add_argument("--dtypes", nargs="+", default=["float32", "bfloat16"])
-    parser.add_argument("--segments", type=int, default=4)
+    parser.add_argument("--segments", type=int, default=2)
     parser.add_argument("--segments-large", type=int, default=2, help="segments for MADLAD-400 3B")
+    parser.add_argument("--segments-demo", type=int, default=60, help="segments for the demo model (trained: its updates "
+                        "stop at the perplexity threshold, and their number varies from segment to segment)")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--memory", type=float, default=24.0, help="GiB a run may need (runs estimated above it are not run)")
     parser.add_argument("--no-savers", action="store_true", help="leave out the memory savers' rows (knn float16 keys, full with checkpointing)")
     parser.add_argument("--plan", action="store_true", help="print the runs and their estimates, run nothing")
     parser.add_argument("--no-record", action="store_true", help="print the figures, leave docs/benchmark-results.md as it is")
-    args = parser.parse_args()
+    return parser
+
+
+def main() -> None:
+    args = parser().parse_args()
     from simpe.config import load_config
     from simpe.dryrun import GIB, available, estimate, measured_command, measured_peak
     from simpe.models import shapes
@@ -75,8 +94,8 @@ def main() -> None:
     measured: dict[str, dict[str, float | None]] = {}  # key -> peak MiB, s/segment, knn's datastore MiB per 1,000 segments
     with tempfile.TemporaryDirectory() as scratch:
         for name in args.models:
-            folder = shapes.write(name, Path(scratch) / name)
-            segments = args.segments_large if name == "madlad400-3b" else args.segments
+            folder = None if name == "demo" else shapes.write(name, Path(scratch) / name)
+            segments = segments_of(name, args)
             for dtype in args.dtypes:
                 runs = []  # (row label, preset, extra overrides): each method, then its savers
                 for method in args.methods:
@@ -84,11 +103,10 @@ def main() -> None:
                     if not args.no_savers:
                         runs += [(label, preset, extra) for label, (preset, extra) in SAVERS.get(method, {}).items()]
                 for label, preset, extra in runs:
-                    overrides = [f"model.path={folder}", f"model.dtype={dtype}", "metrics.truecaser=null", *LENGTH, *SETTINGS[name],
-                                 *extra]
+                    settings = overrides(name, folder, dtype, extra)
                     key = f"{name} {label} {dtype}"
                     try:
-                        est = estimate(load_config(preset, overrides + [f"data.segments={segments}"]), "cpu")
+                        est = estimate(load_config(preset, settings + [f"data.segments={segments}"]), "cpu")
                     except Exception as err:  # a method that does not apply to the family (fixed needs a selection)
                         figures[key] = f"not run: {str(err).splitlines()[0][:120]}"
                         report(key)
@@ -103,17 +121,19 @@ def main() -> None:
                         continue
                     command = measured_command(["simulate", "--preset", preset, "--segments", str(segments),
                                                 "--runs-dir", str(Path(scratch) / "runs"), "--no-progress", "--threads", str(args.threads),
-                                                "--overwrite", "--set", "snapshots.every=0", *[x for o in overrides for x in ("--set", o)]])
+                                                "--overwrite", "--set", "snapshots.every=0", *[x for o in settings for x in ("--set", o)]])
                     env = {**os.environ, "OMP_NUM_THREADS": str(args.threads)}
                     done = subprocess.run(command, env=env, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
                     if done.returncode != 0:
                         figures[key] = f"failed: {done.stderr[-300:]}"
                         report(key)
                         continue
-                    (path,) = [p.parent for p in (Path(scratch) / "runs").glob(f"*/{preset}/DONE") if name in str(p)]
+                    (path,) = [p.parent for p in (Path(scratch) / "runs").glob(f"*/{preset}/DONE")
+                               if (name if folder is not None else "demo-en-de") in str(p)]
                     rows = [json.loads(line) for line in (path / "segments.jsonl").read_text(encoding="utf-8").splitlines()]
                     translate = sum(r["seconds"]["translate"] for r in rows) / len(rows)
                     update = sum(r["seconds"].get("update", 0.0) for r in rows) / len(rows)
+                    repetitions = sum((r.get("update") or {}).get("repetitions", 0) for r in rows) / len(rows)
                     summary = json.loads((path / "summary.json").read_text(encoding="utf-8"))
                     store = summary.get("store_bytes")
                     peak = measured_peak(done.stderr)
@@ -122,6 +142,7 @@ def main() -> None:
                     figures[key] = (f"peak {peak:.0f} MiB (estimated {est.peak / 2**20:.0f}); "
                                     f"{translate + update:.2f} s/segment = translate {translate:.2f} + update {update:.2f}"
                                     + (f" (estimated {est.seconds_per_segment:.2f})" if est.seconds_per_segment else "")
+                                    + f"; {repetitions:.2f} update repetitions per segment"
                                     + (f"; store {store / 2**20:.1f} MiB" if store else "")
                                     + _saved(measured.get(f"{name} {label.split('+')[0]} {dtype}") if "+" in label else None, measured[key]))
                     report(key)

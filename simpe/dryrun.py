@@ -14,13 +14,26 @@ How the figures are made (``estimate``):
   tensor (T·b, T·4 under master copies) plus the master copies (T·4), lasso's copy of the base weights (P·b), knn's
   datastore (per entry: the key, hidden·4 bytes, or hidden·2 with ``key_dtype: float16``, its float32 norm 4 and int64
   value 8 bytes; ``ENTRIES_PER_SEGMENT`` a segment);
+* a tied tensor's gradient (an embedding table that the encoder, the decoder and the output projection all read)
+  arrives once per reader and is summed: (readers - 1) more tensors of its size at the peak; lasso's own step
+  writes each adapted group into a new tensor before the old one is dropped (T·b; not under master copies, measured);
 * activations of the update's forward and backward for a segment of ``TOKENS`` source and target tokens: per layer and
   token ``ACTIVATION_WIDTHS`` values of the model's width and of its feed-forward width, the logits three times over
   the vocabulary in float32 (with ``update.checkpointing``: each layer's input, and one layer's activations);
 * the runtime: this process's resident memory once torch and transformers are imported (measured, CPU) plus the loop's
   own (``LOOP_OVERHEAD``, from the demo model's baseline run), or the CUDA context (``CUDA_CONTEXT``);
-* seconds per segment: ``SPEED_TABLE`` (measured per method on the demo model, one CPU thread), scaled by the work per
-  token (non-embedding parameters plus the output projection) relative to the demo model's; given only on the CPU.
+* loading: while the weights load, one tensor is held twice (the largest: the embedding table); the peak is the larger
+  of loading (weights, that tensor, the runtime) and running (everything above);
+* seconds per segment (CPU, one torch thread), from the run's own segments read with the model's tokenizer (its
+  source and reference lengths; a random-weight model of ``simpe.models.shapes`` writes to the decoder's length limit,
+  a trained one about the reference's length) and three rates measured on this project's machine (``SPEED_TABLE``):
+  a decoding step reads the decoder's weights once (bytes / ``bandwidth``, plus ``step_overhead``); a
+  teacher-forced forward pass reads every weight or does its multiply-adds, whichever takes longer (``macs`` per
+  dtype, plus ``forward_overhead``); an update repetition costs ``forwards_per_repetition`` forward passes (the
+  backward pass and the check of the loss after it) and ``step_passes`` passes over the adapted tensors' bytes (the
+  gradient's allocation, clipping, the step, the undo buffer). A trained model repeats the update as often as the
+  demo model did on the stream (``repetitions``, per method); a random-weight model never reaches the perplexity
+  threshold and repeats ``update.max_repeats`` times. Given only on the CPU; a method without measured rates gets none.
 
 The estimate is checked against a measured run of the demo model (tests/integration/test_dryrun.py: within 30 %).
 This module loads no weights and runs nothing.
@@ -31,7 +44,7 @@ import json
 import os
 import re
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -74,12 +87,22 @@ class Estimate:
     datastore_per_1000: int  # bytes knn's datastore grows per 1,000 segments (0 for others)
     segments: int | None
     seconds_per_segment: float | None
+    loading: int = 0  # the tensor held twice while the weights load
+    translate_seconds: float | None = None  # the parts of seconds_per_segment
+    update_seconds: float | None = None
+    time_facts: TimeFacts | None = field(default=None, repr=False)  # what the seconds were computed from (fit_speed)
+
+    @property
+    def running(self) -> int:
+        """Bytes while running: everything at once, knn's datastore at the end of the run's segments (1,000 when
+        unbounded)."""
+        grown = self.datastore_per_1000 * (self.segments or 1000) // 1000
+        return self.weights + self.gradients + self.state + self.activations + self.runtime + grown
 
     @property
     def peak(self) -> int:
-        """Peak bytes: everything at once, knn's datastore at the end of the run's segments (1,000 when unbounded)."""
-        grown = self.datastore_per_1000 * (self.segments or 1000) // 1000
-        return self.weights + self.gradients + self.state + self.activations + self.runtime + grown
+        """Peak bytes: the larger of loading the weights and running."""
+        return max(self.running, self.weights + self.loading + self.runtime)
 
 
 def _meta_model(cfg: RunConfig) -> tuple[Any, Any]:
@@ -109,15 +132,125 @@ def _unique(params: Any) -> list[Any]:
     return list({id(p): p for p in params}.values())
 
 
-def _work_per_token(model: Any) -> int:
-    """Multiply-adds per token, about: every parameter but the embedding tables, plus the output projection."""
+def _readers(model: Any) -> dict[int, int]:
+    """How often a forward pass reads each embedding tensor (id -> readers): the encoder's and the decoder's input
+    embeddings and the output projection; a tensor tied across them is read by each, and its gradient summed."""
+    from simpe.models import family_of
+
+    sides = [model.get_encoder(), model.get_decoder()] if model.config.is_encoder_decoder else [model]
+    counts: dict[int, int] = {}
+    for weight in [side.get_input_embeddings().weight for side in sides] + [family_of(model).output_projection(model).weight]:
+        counts[id(weight)] = counts.get(id(weight), 0) + 1
+    return counts
+
+
+@dataclass
+class _Sizes:
+    """Parameters the time model reads: the encoder's, the decoder's with the output projection (embedding tables
+    left out: a forward pass selects rows of them), the output projection's alone; and every weight's bytes."""
+
+    encoder: int
+    decoder: int  # with the output projection: what a decoding step multiplies
+    projection: int
+    bytes: int
+
+
+def _sizes(model: Any, b: int) -> _Sizes:
     from simpe.methods.base import base_parameters, embedding_names
     from simpe.models import family_of
 
     params = base_parameters(model)
     embeddings = embedding_names(model)
-    projection = family_of(model).output_projection(model).weight
-    return sum(p.numel() for n, p in params.items() if n not in embeddings) + projection.numel()
+    encoder_ids = {id(p) for p in model.get_encoder().parameters()} if model.config.is_encoder_decoder else set()
+    encoder = sum(p.numel() for n, p in params.items() if n not in embeddings and id(p) in encoder_ids)
+    projection = family_of(model).output_projection(model).weight.numel()
+    decoder = sum(p.numel() for n, p in params.items() if n not in embeddings and id(p) not in encoder_ids) + projection
+    return _Sizes(encoder, decoder, projection, sum(p.numel() for p in _unique(model.parameters())) * b)
+
+
+_LENGTHS: dict[tuple[Any, ...], list[tuple[int, int]]] = {}
+TOKEN_SAMPLE = 500  # segments read for the lengths (the run's first ones)
+
+
+def _lengths(cfg: RunConfig, model: Any) -> list[tuple[int, int]]:
+    """(source tokens, target tokens with the end token) of the run's first segments, as the model's family encodes
+    them (a causal LM's source is its whole prompt). Reads the tokenizer, never the weights."""
+    from simpe.datasets import DATASETS
+    from simpe.model import _load_tokenizer, model_family
+    from simpe.paths import DEFAULT_MODEL
+
+    source = str(cfg.model.path) if cfg.model.path is not None else str(DEFAULT_MODEL)
+    settings = cfg.model.family_settings()
+    key = (source, cfg.model.family, tuple(sorted(settings.items())), cfg.data.name, repr(cfg.data.params),
+           cfg.data.split, cfg.data.skip_empty, cfg.data.segments)
+    if key not in _LENGTHS:
+        params = DATASETS.resolve(cfg.data.name, dict(cfg.data.params))  # as simpe.simulate.load_stream reads the stream
+        segments = DATASETS.build(cfg.data.name, **params).load(cfg.data.split, cfg.data.skip_empty)
+        segments = segments[: min(cfg.data.segments or len(segments), TOKEN_SAMPLE)]
+        family = model_family(source, cfg.model.family, settings)
+        tokenizer = _load_tokenizer(family, source)
+        family.attach(model, tokenizer)
+        _LENGTHS[key] = [(int(family.encode_source(tokenizer, s.source, "cpu")[0].shape[1]),
+                          len(family.encode_target(tokenizer, s.reference)[0])) for s in segments]
+    return _LENGTHS[key]
+
+
+@dataclass
+class TimeFacts:
+    """What the time of one run depends on besides the machine's rates (``seconds``): read from the model's config,
+    its tokenizer and the run's segments, never from its weights."""
+
+    method: str
+    dtype: str
+    b: int  # bytes per weight
+    sizes: _Sizes
+    encoder_decoder: bool
+    beam: int
+    segments: list[tuple[int, int, int]]  # (decoding steps, source tokens, target tokens) of the run's first segments
+    adapted_bytes: int  # what an update's step passes over: the adapted tensors at the step's width
+    repetitions: float | None  # update repetitions per segment; None: a trained model's, the rates' per method
+
+
+def time_facts(cfg: RunConfig, model: Any, sizes: _Sizes, b: int, trainable: int, step_bytes: int) -> TimeFacts | None:
+    """The facts of a beam-search run of ``cfg`` (None for other decoders: no measured rates)."""
+    from simpe.decoders.incremental import LengthLimit
+    from simpe.models.shapes import random_init
+
+    if cfg.decoder.name != "beam":
+        return None
+    params = cfg.decoder.params
+    limit = LengthLimit(params.get("max_len_a", 2.0), params.get("max_len_b", 10), params.get("max_len_cap", 256))
+    random = model.simpe_folder is not None and random_init(model.simpe_folder) is not None
+    # random weights never write the end token: they decode to the length limit, and never reach the perplexity threshold
+    segments = [(limit(source) if random else min(limit(source), target), source, target) for source, target in _lengths(cfg, model)]
+    repetitions = (float(cfg.update.max_repeats) if random else None) if trainable else 0.0
+    return TimeFacts(cfg.method.name, cfg.model.dtype, b, sizes, bool(model.config.is_encoder_decoder),
+                     int(params.get("beam_size", 5) or 5), segments, step_bytes, repetitions)
+
+
+def seconds(facts: TimeFacts, rates: dict[str, Any], max_repeats: int = 3) -> tuple[float, float] | None:
+    """(translate, update) seconds per segment on the CPU at one thread (the module's docstring says how), or None for
+    a method or dtype without measured rates. ``rates``: ``SPEED_TABLE``'s (``benchmarks/fit_speed.py`` fits them)."""
+    if facts.method not in rates["forwards_per_repetition"] or facts.dtype not in rates["macs"] or not facts.segments:
+        return None
+    sizes, b = facts.sizes, facts.b
+    bandwidth, macs = rates["bandwidth"][facts.dtype], rates["macs"][facts.dtype]
+    step = rates["step_overhead"] + max(sizes.decoder * b / bandwidth, facts.beam * sizes.decoder / macs)
+    translate = forward = 0.0
+    for steps, source, target in facts.segments:
+        reads = sizes.encoder if facts.encoder_decoder else sizes.decoder - sizes.projection  # the source's (prompt's) pass
+        translate += steps * step + max(reads * b / bandwidth, source * reads / macs)
+        work = source * sizes.encoder + target * sizes.decoder if facts.encoder_decoder else \
+            (source + target) * (sizes.decoder - sizes.projection) + target * sizes.projection
+        forward += rates["forward_overhead"] + max(sizes.bytes / bandwidth, work / macs)
+    translate, forward = translate / len(facts.segments), forward / len(facts.segments)
+    repetitions = facts.repetitions
+    if repetitions is None:
+        repetitions = min(rates["repetitions"].get(facts.method, max_repeats), max_repeats)
+    traffic = max(0, facts.adapted_bytes - rates["cache"])  # adapted tensors that stay in the cache cost no passes
+    update = forward * (1 + repetitions * rates["forwards_per_repetition"][facts.method]) \
+        + repetitions * traffic * rates["step_passes"] / bandwidth
+    return translate, update
 
 
 def _runtime_bytes(device: str) -> int:
@@ -139,19 +272,6 @@ def _speed_table() -> dict[str, Any]:
     return json.loads(SPEED_TABLE.read_text(encoding="utf-8"))
 
 
-_DEMO_WORK: int | None = None
-
-
-def _demo_work() -> int:
-    global _DEMO_WORK
-    if _DEMO_WORK is None:
-        from simpe.config import load_config
-
-        model, _ = _meta_model(load_config("baseline", ["model.path=null"]))
-        _DEMO_WORK = _work_per_token(model)
-    return _DEMO_WORK
-
-
 def measured_command(args: list[str]) -> list[str]:
     """The command that runs ``simpe ARGS`` and prints its peak resident memory to stderr at exit (``measured_peak``)."""
     return [sys.executable, "-c", _PEAK_WRAPPER, *args]
@@ -171,7 +291,10 @@ def estimate(cfg: RunConfig, device: str = "cpu") -> Estimate:
 
     model, config = _meta_model(cfg)
     family_of(model)
-    work = _work_per_token(model)
+    b = BYTES[cfg.model.dtype]
+    readers = _readers(model)
+    largest = max(p.numel() for p in model.parameters()) * b
+    sizes = _sizes(model, b)  # as loaded, before a method adds tensors of its own (lora)
     method = METHODS.build(cfg.method.name, **cfg.method.params)
     base = sum(p.numel() for p in base_parameters(model).values())
     if cfg.method.name == "fixed" and model.simpe_folder is None:
@@ -179,13 +302,15 @@ def estimate(cfg: RunConfig, device: str = "cpu") -> Estimate:
     else:
         method.attach(model, model.simpe_folder, cfg.update)
         trainable = sum(p.numel() for p in _unique(method.trainable().values()))
+    adapted = [] if trainable == 0 else _unique(method.trainable().values())
     total = sum(p.numel() for p in _unique(model.parameters()))
-    b = BYTES[cfg.model.dtype]
     masters = b < 4 and cfg.update.master_copies and trainable > 0
     step = 4 if masters else b
     gradients = trainable * b + (trainable * 4 if masters else 0)
-    if cfg.method.name == "lasso":  # its own step copies only the groups it changes; it keeps the base weights
-        state = base * b + (trainable * 4 if masters else 0)
+    gradients += sum((readers.get(id(p), 1) - 1) * p.numel() * b for p in adapted)  # a tied tensor's, once per reader
+    if cfg.method.name == "lasso":  # it keeps the base weights; its own step writes each group into a new tensor (as
+        # measured at float32; under master copies the peaks measured show no such copy: NLLB-600M, Llama 3.2 1B)
+        state = base * b + (trainable * 4 if masters else trainable * b)
     else:
         state = trainable * step + (trainable * 4 if masters else 0)
     hidden = getattr(config, "d_model", None) or config.hidden_size
@@ -208,12 +333,12 @@ def estimate(cfg: RunConfig, device: str = "cpu") -> Estimate:
     if cfg.method.name == "knn":
         key = BYTES[cfg.method.params.get("key_dtype", "float32")]  # the keys' dtype (simpe.methods.datastore)
         datastore = 1000 * ENTRIES_PER_SEGMENT * (hidden * key + 4 + 8)
-    seconds = None
-    table = _speed_table()
-    if device == "cpu" and cfg.method.name in table["seconds_per_segment"]:
-        seconds = table["seconds_per_segment"][cfg.method.name] * work / _demo_work() * beam / table["beam_size"]
+    facts = time_facts(cfg, model, sizes, b, trainable, trainable * step) if device == "cpu" else None
+    parts = seconds(facts, _speed_table(), cfg.update.max_repeats) if facts is not None else None
+    translate, update = parts if parts is not None else (None, None)
     return Estimate(cfg.adapter, cfg.method.name, total, trainable, total * b, gradients, state, activations,
-                    _runtime_bytes(device), datastore, cfg.data.segments, seconds)
+                    _runtime_bytes(device), datastore, cfg.data.segments,
+                    None if parts is None else translate + update, largest, translate, update, facts)
 
 
 def available(device: str) -> int:
@@ -268,11 +393,15 @@ def report(configs: list[RunConfig], device: str, budget: int | None = None) -> 
     refusal = None
     for cfg in configs:
         est = estimate(cfg, device)
-        seconds = f"{est.seconds_per_segment:.2f} s/segment (CPU, one thread, from {SPEED_TABLE.name})" \
-            if est.seconds_per_segment is not None else "no measured table for this device"
+        seconds = (f"{est.seconds_per_segment:.2f} s/segment = translate {est.translate_seconds:.2f} + update "
+                   f"{est.update_seconds:.2f} (CPU, one thread, rates measured in {SPEED_TABLE.name})"
+                   if est.seconds_per_segment is not None else
+                   "no measured rates for this device, dtype, decoder or method")
         grow = f", datastore +{_fmt(est.datastore_per_1000)} per 1,000 segments" if est.datastore_per_1000 else ""
+        loading = (f" while loading (the largest tensor, {_fmt(est.loading)}, held twice), {_fmt(est.running)} running"
+                   if est.peak > est.running else "")
         lines.append(f"{est.name}: {est.parameters:,} parameters ({cfg.model.dtype}), {est.trainable:,} adapted; memory "
-                     f"{_fmt(est.peak)} = weights {_fmt(est.weights)} + gradients {_fmt(est.gradients)} + method state "
+                     f"{_fmt(est.peak)}{loading} = weights {_fmt(est.weights)} + gradients {_fmt(est.gradients)} + method state "
                      f"{_fmt(est.state)} + activations {_fmt(est.activations)} + runtime {_fmt(est.runtime)}{grow}; {seconds}")
         if est.peak > budget and refusal is None:
             refusal = (f"{est.name} needs about {_fmt(est.peak)} on {device}, more than the {_fmt(budget)} available; "
