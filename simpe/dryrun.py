@@ -40,6 +40,7 @@ This module loads no weights and runs nothing.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -175,18 +176,17 @@ TOKEN_SAMPLE = 500  # segments read for the lengths (the run's first ones)
 def _lengths(cfg: RunConfig, model: Any) -> list[tuple[int, int]]:
     """(source tokens, target tokens with the end token) of the run's first segments, as the model's family encodes
     them (a causal LM's source is its whole prompt). Reads the tokenizer, never the weights."""
-    from simpe.datasets import DATASETS
     from simpe.model import _load_tokenizer, model_family
     from simpe.paths import DEFAULT_MODEL
+    from simpe.stream import load_stream
 
     source = str(cfg.model.path) if cfg.model.path is not None else str(DEFAULT_MODEL)
     settings = cfg.model.family_settings()
     key = (source, cfg.model.family, tuple(sorted(settings.items())), cfg.data.name, repr(cfg.data.params),
            cfg.data.split, cfg.data.skip_empty, cfg.data.segments)
     if key not in _LENGTHS:
-        params = DATASETS.resolve(cfg.data.name, dict(cfg.data.params))  # as simpe.simulate.load_stream reads the stream
-        segments = DATASETS.build(cfg.data.name, **params).load(cfg.data.split, cfg.data.skip_empty)
-        segments = segments[: min(cfg.data.segments or len(segments), TOKEN_SAMPLE)]
+        segments = load_stream(dataclasses.replace(cfg, data=dataclasses.replace(cfg.data, params=dict(cfg.data.params))))[1]
+        segments = segments[:TOKEN_SAMPLE]
         family = model_family(source, cfg.model.family, settings)
         tokenizer = _load_tokenizer(family, source)
         family.attach(model, tokenizer)

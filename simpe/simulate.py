@@ -18,14 +18,11 @@ The loop sees methods, decoders and metrics only through their base classes.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import dataclasses
 import gc
 import json
 import logging
-import random
 import re
-import sys
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -33,15 +30,16 @@ from typing import Any, Callable
 import torch
 
 from simpe import log
-from simpe.config import RunConfig, load_saved_config, resume_difference
-from simpe.datasets import DATASETS, Segment, stream_hash
+from simpe.config import RunConfig
+from simpe.datasets import Segment, stream_hash
 from simpe.decoders import DECODERS
-from simpe.errors import ConfigError, DataError, ModelError, RunDirError
+from simpe.errors import ConfigError, ModelError
 from simpe.fingerprint import run_code
 from simpe.interactive import COMPLETING_DECODERS, EFFORT_OF, Effort, run_sessions
+from simpe.malloc import reuse_freed_memory
 from simpe.methods.base import Context
 from simpe.methods.compose import build_method
-from simpe.metrics.online import OnlineScorer, metric_for
+from simpe.metrics.online import OnlineScorer, metric_for, running_text
 from simpe.metrics.recall import repeated_errors
 from simpe.metrics.text import split_tokens
 from simpe.model import load_model, model_family, model_folder, model_name, resolve_device
@@ -49,53 +47,17 @@ from simpe.paths import DEFAULT_MODEL
 from simpe.profiling import ModelTimer
 from simpe.ranking import evaluate as ranking
 from simpe.rundir import layout
-from simpe.rundir.reader import read_jsonl
+from simpe.rundir.env import environment
 from simpe.rundir.record import SegmentRecord
-from simpe.rundir.writer import RunDir, environment
+from simpe.rundir.resume import check_resumable
+from simpe.rundir.writer import RunDir
+from simpe.snapshots import Probes
 from simpe.storefile import StoreMetadata
+from simpe.stream import forgetting_set, load_stream, method_sentences, probe_set
 from simpe.update import Tuner, set_dropout, update
+from simpe.warmstart import check_warm_start, warm_preset, warm_start
 
 logger = logging.getLogger(__name__)
-
-
-def reuse_freed_memory() -> None:
-    """Have glibc's malloc keep freed memory for the next allocation instead of handing it back (Linux, glibc).
-
-    Every update step allocates the trainable tensors' gradients (40 MB for the demo model's ``full``)
-    and frees them. With glibc's defaults, blocks from 128 KiB up to the largest freed so far are
-    mapped and unmapped each time and a free heap top over twice that is returned to the system, so
-    every step pays the page faults of fresh memory in backward and the unmapping after the step:
-    ~20 ms and ~5 ms per 40 MB allocated and freed on the demo machine, ~0.05 ms each kept. Blocks up
-    to 32 MiB (glibc's largest threshold) then come from the heap, and up to 1 GiB of free heap is kept.
-    The process's peak memory is the same; it is kept between steps. Once per process; nothing elsewhere.
-    """
-    if sys.platform != "linux":
-        return
-    try:
-        mallopt = ctypes.CDLL(None).mallopt  # glibc's; another C library may lack it
-    except (OSError, AttributeError):
-        return
-    mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
-    m_trim_threshold, m_mmap_threshold = -1, -3  # malloc.h
-    mallopt(m_mmap_threshold, 32 << 20)
-    mallopt(m_trim_threshold, 1 << 30)
-
-
-def load_stream(cfg: RunConfig) -> tuple[Any, list[Segment]]:
-    """The dataset and the first ``data.segments`` segments of its split (checked).
-
-    ``cfg.data.params`` is completed with the dataset's defaults, so the saved config.yaml
-    names every choice that made the stream.
-    """
-    cfg.data.params = DATASETS.resolve(cfg.data.name, cfg.data.params)
-    dataset = DATASETS.build(cfg.data.name, **cfg.data.params)
-    segments = dataset.load(cfg.data.split, cfg.data.skip_empty)
-    if cfg.data.segments is not None:
-        if cfg.data.segments > len(segments):  # the run folder (…--<N>seg) and the summary would disagree
-            raise DataError(f"data.segments is {cfg.data.segments} but {cfg.data.name}:{cfg.data.split} has only "
-                            f"{len(segments)} segments; pass --segments {len(segments)}, or leave --segments out for all")
-        segments = segments[: cfg.data.segments]
-    return dataset, segments
 
 
 def run_path(cfg: RunConfig) -> Path:
@@ -107,71 +69,6 @@ def run_path(cfg: RunConfig) -> Path:
     if not layout.inside(path, cfg.runs_dir) or Path(path).resolve() == Path(cfg.runs_dir).resolve():
         raise ConfigError(f"the run folder {path} would lie outside the runs folder {cfg.runs_dir}; check the names")
     return path
-
-
-# What decides a run's records beyond its config: a resume under another value of any of these would log records an
-# uninterrupted run does not (docs/reproducibility.md); env.json holds them.
-RECORD_ENV = ("torch_threads", "cpu_capability", "device", "packages.torch", "packages.transformers")
-
-
-def env_changes(saved: dict[str, Any], now: dict[str, Any]) -> list[str]:
-    """``key (the run has A, now B)`` for each RECORD_ENV value that differs; a key the run did not record (older
-    runs have no cpu_capability) is not a difference."""
-    def value(env: dict[str, Any], key: str) -> Any:
-        for part in key.split("."):
-            env = env.get(part) if isinstance(env, dict) else None
-        return env
-
-    changes = []
-    for key in RECORD_ENV:
-        was, is_now = value(saved, key), value(now, key)
-        if was is not None and was != is_now:
-            changes.append(f"{key} (the run has {was!r}, now {is_now!r})")
-    return changes
-
-
-def probe_set(cfg: RunConfig, dataset: Any, stream: list[Segment]) -> list[Segment]:
-    """The fixed probe set of the ranking snapshots (see SnapshotConfig)."""
-    short = lambda segs: [s for s in segs if len(s.source.split()) <= cfg.snapshots.max_words]  # noqa: E731
-    probe = cfg.snapshots.probe
-    if probe == "auto":  # the dev split when the dataset has a non-empty one, else a fixed sample of the stream
-        probe = "stream"
-        if "dev" in dataset.splits:
-            try:
-                dev = short(dataset.load("dev", cfg.data.skip_empty))[: cfg.snapshots.probe_size]
-            except DataError as err:  # e.g. an Autodesk file too small to hold out dev documents
-                logger.info("ranking snapshots probe a fixed sample of the stream (the dev split: %s)", err)
-            else:
-                if dev:
-                    return dev
-        logger.debug("ranking snapshots probe a fixed sample of the stream")
-    if probe == "dev":
-        if "dev" not in dataset.splits:
-            raise ConfigError(f"snapshots.probe=dev but dataset {cfg.data.name!r} has no dev split; use snapshots.probe=stream")
-        return short(dataset.load("dev", cfg.data.skip_empty))[: cfg.snapshots.probe_size]
-    candidates = short(stream)
-    rng = random.Random(cfg.seed)
-    return sorted(rng.sample(candidates, min(cfg.snapshots.probe_size, len(candidates))), key=stream.index)
-
-
-def forgetting_set(cfg: RunConfig, dataset: Any) -> list[Segment]:
-    """The forgetting probe: the last ``snapshots.forgetting`` segments of the dev split (held-out text the model
-    never trained on and the stream never shows; the ranking probe takes dev's first short segments)."""
-    if not (cfg.snapshots.every and cfg.snapshots.forgetting):
-        return []
-    if "dev" not in dataset.splits:
-        raise ConfigError(f"snapshots.forgetting needs a dev split, and dataset {cfg.data.name!r} has none; set it to 0")
-    return dataset.load("dev", cfg.data.skip_empty)[-cfg.snapshots.forgetting:]
-
-
-def _running(figures: dict[str, Any], full: bool = False) -> str:
-    """'BLEU 31.2 R0+1 45.0' (R metrics in percent; '-' while undefined)."""
-    names = ("bleu", "chrf", "ter", "r0", "r1", "r0+1") if full else ("bleu", "r0+1")
-    parts = []
-    for name in names:
-        value, metric = figures.get(name), metric_for(name)
-        parts.append(f"{metric.label} {'-' if value is None else f'{(100 if metric.percent else 1) * value:.1f}'}")
-    return " ".join(parts)
 
 
 @dataclasses.dataclass
@@ -215,6 +112,7 @@ class Loop:
         self.path = run_path(cfg)
         self.probe = probe_set(cfg, self.dataset, self.segments) if cfg.snapshots.every and cfg.snapshots.ranking else []
         self.forgetting = forgetting_set(cfg, self.dataset)
+        self.probes = Probes(cfg, self.probe, self.forgetting, len(self.segments))
         if cfg.snapshots.every and cfg.snapshots.ranking:
             ranking.check(cfg.ranking)
         # the model's family and its settings (None: a hub id not in the cache, checked when it loads)
@@ -231,37 +129,12 @@ class Loop:
             self.comet = CometScorer(cfg.comet, device=str(resolve_device(cfg.device)))
         self.loaded: Any = None
         self.truncated = 0  # segments cut to the model's maximum length
-        self._repeat: dict[str, Any] | None = None  # a snapshot's figures, when every later one is the same (snapshot)
 
     def check_run_dir(self, resume: bool, overwrite: bool, resume_anyway: bool = False) -> None:
         """Refuse, before the model loads, a run folder that cannot be written or resumed with these settings, or
-        (without ``resume_anyway``) in another environment than the one it ran in (RECORD_ENV)."""
-        self.env_changes: list[str] = []
-        if not RunDir.check(self.path, resume, overwrite):
-            return
-        env_file = self.path / layout.ENV_FILE
-        if env_file.exists():
-            try:
-                saved_env = json.loads(env_file.read_text(encoding="utf-8"))
-            except ValueError as err:
-                raise RunDirError(f"{env_file} is not JSON ({err}); pass --overwrite to start the run again") from None
-            self.env_changes = env_changes(saved_env if isinstance(saved_env, dict) else {},
-                                           environment(resolve_device(self.cfg.device)))
-            if self.env_changes and not resume_anyway:
-                raise RunDirError(f"{self.path} ran in another environment: {'; '.join(self.env_changes)}; its records "
-                                  "would differ from an uninterrupted run's. Resume where it ran, or pass --resume-anyway "
-                                  "to go on and record the change in env.json and the summary")
-        saved_file = self.path / layout.CONFIG_FILE
-        if not saved_file.exists():
-            return  # interrupted before the config was written: nothing to compare
-        try:
-            saved = load_saved_config(saved_file)
-        except ConfigError as err:
-            raise RunDirError(f"{saved_file} cannot be read ({err}); pass --overwrite to start the run again") from None
-        differs = resume_difference(saved, self.cfg)
-        if differs:
-            raise RunDirError(f"{self.path}: setting {differs} differs from the run's config.yaml; resume with the same "
-                              f"settings (e.g. simpe simulate --config {saved_file} --resume) or pass --overwrite")
+        (without ``resume_anyway``) in another environment (``simpe.rundir.resume.check_resumable``)."""
+        self.env_changes = check_resumable(self.path, self.cfg, resume, overwrite, resume_anyway,
+                                           lambda: environment(resolve_device(self.cfg.device)))
 
     def load(self, resume: bool = False) -> None:
         """Load the model, attach the method, bind the decoder, build the scorer, prepare the method (once).
@@ -288,73 +161,11 @@ class Loop:
         self.base_state = self.method.state_dict() if cfg.reset == "document" else None
 
     def _check_warm_start(self) -> tuple[list[tuple[str, str]], Any, Any]:
-        """The memory's pairs, and for a baseline run the method and update settings of the preset that warm-starts it
-        (``warm_start.method``), read and checked before the model loads."""
-        warm = self.cfg.warm_start
-        if warm.method is not None and self.cfg.method.name != "baseline":
-            raise ConfigError(f"warm_start.method is for a baseline run (the warm-started model without online updates); "
-                              f"method {self.cfg.method.name!r} warm-starts with its own update: leave it null")
-        if warm.path is None:
-            return [], None, None
-        from simpe.datasets.parallel import read_memory
-
-        pairs = read_memory(warm.path, *self.languages())
-        if self.cfg.method.name != "baseline":
-            return pairs, None, None
-        if warm.method is None:
-            raise ConfigError("a baseline run learns nothing from --warm-start by itself; name the preset whose update "
-                              "warm-starts it, e.g. --set warm_start.method=full (the comparison's baseline)")
-        from simpe.config import load_config
-
-        preset = load_config(warm.method)
-        method = build_method(preset.method.name, preset.method.params, preset.method.modifiers)
-        return pairs, method, preset.update
+        return check_warm_start(self.cfg, self.languages())
 
     def warm_start(self) -> dict[str, Any]:
-        """Adapt on the translator's memory before the stream: ``warm_start.epochs`` passes, in an order shuffled with
-        the run's seed, one step of the method's own update (its trainable set and step, the update's clipping, and
-        the mean loss of the batch) per ``warm_start.batch_size`` pairs; then the method sees each pair once, as after
-        a segment (knn's datastore, tune-retrieve's memory and replay's buffer take the memory). A baseline run is
-        warm-started by the method of ``warm_start.method`` and then frozen."""
-        warm, start = self.cfg.warm_start, time.perf_counter()
-        method, update_cfg = self.method, self.cfg.update
-        if self.warm_method is not None:
-            method, update_cfg = self.warm_method, self.warm_update
-            method.attach(self.model, self.loaded.path, update_cfg)
-        family, device = self.loaded.family, self.loaded.device
-        pairs = [family.encode_pair(self.tokenizer, s, r, device) for s, r in self.warm_pairs]
-        one_step = dataclasses.replace(update_cfg, max_repeats=1, ppl_threshold=1.0)  # exactly one step a batch
-        losses, steps = [], 0
-        for epoch in range(warm.epochs):
-            order = list(range(len(pairs)))
-            random.Random(self.cfg.seed + epoch).shuffle(order)
-            for first in range(0, len(order), warm.batch_size):
-                batch = [pairs[i] for i in order[first:first + warm.batch_size]]
-                record = update(self.model, method, batch[0], one_step, batch=batch[1:], measure_after=False)
-                steps += record["repetitions"]
-                losses.append(record["loss_before"])
-        for pair in pairs:
-            method.after_segment(pair)
-        if self.warm_method is not None:
-            self.model.requires_grad_(False)  # the baseline adapts nothing from here on
-            set_dropout(self.model, self.cfg.update.dropout)
-        facts = {"path": str(warm.path), "pairs": len(pairs), "epochs": warm.epochs, "batch_size": warm.batch_size,
-                 "method": method.name if self.warm_method is None else warm.method, "steps": steps,
-                 "loss_first_batch": losses[0] if losses else None, "loss_last_batch": losses[-1] if losses else None,
-                 "seconds": time.perf_counter() - start}
-        logger.info("warm start on %s: %d pairs, %d epochs of batches of %d, %d steps of %s in %.1f s",
-                    warm.path, len(pairs), warm.epochs, warm.batch_size, steps, facts["method"], facts["seconds"])
-        return facts
-
-    def _warm_preset_params(self) -> dict[str, Any]:
-        from simpe.config import load_config
-
-        return dict(load_config(self.cfg.warm_start.method).method.params)
-
-    def _warm_preset_modifiers(self) -> list[dict[str, Any]]:
-        from simpe.config import load_config
-
-        return [dict(m) for m in load_config(self.cfg.warm_start.method).method.modifiers]
+        """Adapt on the translator's memory before the stream (``simpe.warmstart.warm_start``)."""
+        return warm_start(self.cfg, self.model, self.loaded, self.method, self.warm_pairs, self.warm_method, self.warm_update)
 
     def store_method(self) -> Any:
         """The method whose state the run's store holds: a warm-started baseline's is the warm start's."""
@@ -379,24 +190,9 @@ class Loop:
         return (getattr(self.dataset, "src_lang", "en"), getattr(self.dataset, "tgt_lang", self.cfg.metrics.lang))
 
     def sentences(self, split: str, n: int) -> list[tuple[str, str]]:
-        """At most ``n`` (source, reference) pairs of the dataset's ``split``, drawn with the run's seed, in file order:
-        ``replay``'s training pairs and ``ewc``'s Fisher sentences. Only ``train`` and ``dev``, never the stream (nor a
-        pair whose source the stream holds), the reserved splits, or (of dev) the forgetting and ranking probes'."""
-        if split not in ("train", "dev") or split == self.cfg.data.split:
-            raise ConfigError(f"a method's own sentences come from the train or dev split, never the stream "
-                              f"({self.cfg.data.split}) or the reserved splits; got {split!r}")
-        if split not in self.dataset.splits:
-            raise ConfigError(f"dataset {self.cfg.data.name!r} has no {split} split (its splits: "
-                              f"{', '.join(self.dataset.splits)}); set the method's split to one it has")
-        try:
-            segments = self.dataset.load(split, True)
-        except DataError as err:
-            raise DataError(f"the method needs {n} sentences of the {split} split: {err}") from None
+        """``simpe.stream.method_sentences`` of this run (its stream and probes held out)."""
         held = {s.source for s in self.segments} | {s.source for s in self.forgetting} | {s.source for s in self.probe}
-        segments = [s for s in segments if s.source not in held]
-        chosen = sorted(random.Random(self.cfg.seed).sample(range(len(segments)), min(n, len(segments))))
-        logger.info("%d sentences of the %s split for the method (seed %d)", len(chosen), split, self.cfg.seed)
-        return [(segments[i].source, segments[i].reference) for i in chosen]
+        return method_sentences(self.cfg, self.dataset, held, split, n)
 
     def begin_segment(self, index: int) -> bool:
         """Before segment ``index``: with ``reset: document``, at a document boundary return to the base state; True when it did."""
@@ -411,9 +207,9 @@ class Loop:
         made = self.cfg.method if self.warm_method is None else None
         warm = self.warm_method
         return StoreMetadata(method=made.name if made else warm.name,
-                             method_params=dict(made.params) if made else self._warm_preset_params(),
+                             method_params=dict(made.params) if made else warm_preset(self.cfg)[0],
                              adapter=self.cfg.adapter,
-                             modifiers=([dict(m) for m in made.modifiers] if made else self._warm_preset_modifiers()) or None,
+                             modifiers=([dict(m) for m in made.modifiers] if made else warm_preset(self.cfg)[1]) or None,
                              base_model=self.loaded.name, base_model_path=str(self.cfg.model.path or ""),  # "": the demo model
                              dataset=self.cfg.data.name, split=self.cfg.data.split, segments=len(self.segments),
                              reset=self.cfg.reset, decoder=self.cfg.decoder.name, decoder_params=dict(self.cfg.decoder.params),
@@ -519,43 +315,8 @@ class Loop:
                 "torch_rng": torch.get_rng_state()}
 
     def snapshot(self, segments_done: int) -> dict[str, Any]:
-        """The ranking snapshot and the forgetting probe with the current parameters. A method that cannot change
-        what the model computes (``Method.adapts``) gives the same figures at every point: they are taken once
-        and repeated, with ``repeats``: the segment of the snapshot that computed them (``_keep_to_repeat``)."""
-        self.model.eval()
-        if self._repeat is not None:
-            return {"segment": segments_done, **self._repeat}
-        figures: dict[str, Any] = {}
-        with torch.inference_mode():
-            if self.probe:
-                figures = ranking.snapshot(self.model, self.tokenizer, [s.source for s in self.probe],
-                                           [s.reference for s in self.probe], self.cfg.ranking)
-            if self.forgetting:
-                figures.update(self.forgetting_probe())
-        self._keep_to_repeat(figures, segments_done)
-        return {"segment": segments_done, **figures}
-
-    def _keep_to_repeat(self, figures: dict[str, Any], segment: int) -> None:
-        """Keep the figures of the snapshot at ``segment`` for every later one, when the method cannot change what
-        the model computes and the snapshot's exact searches ended well within ``ranking.max_seconds`` (a search cut
-        by the clock gives figures that depend on the machine's speed at the time: such a snapshot is not repeated)."""
-        limit = self.cfg.ranking.max_seconds
-        within = limit is None or "top.seconds" not in figures or figures["top.seconds"] < 0.5 * limit * figures["probe_size"]
-        if within and not self.method.adapts():
-            self._repeat = {**figures, "repeats": segment}
-
-    def forgetting_probe(self) -> dict[str, Any]:
-        """``forget.bleu`` / ``forget.chrf``: the run's decoder on held-out other text, with the current parameters.
-
-        Its sentences take the positions after the stream's (what a seeded decoder's seeds follow), never a stream's."""
-        t0 = time.perf_counter()
-        batch = [self.loaded.family.encode_source(self.tokenizer, s.source, self.loaded.device)[0] for s in self.forgetting]
-        results = self.decoder.decode_batch(self.model, batch, start=len(self.segments))
-        hyps = [self.tokenizer.decode(list(r.hypotheses[0].tokens) if r.hypotheses else [], skip_special_tokens=True)
-                for r in results]
-        refs = [s.reference for s in self.forgetting]
-        return {"forget.bleu": metric_for("bleu").corpus_score(hyps, refs), "forget.chrf": metric_for("chrf").corpus_score(hyps, refs),
-                "forget.size": len(refs), "forget.seconds": time.perf_counter() - t0}
+        """The snapshot after ``segments_done`` segments, with the current parameters (``simpe.snapshots``)."""
+        return self.probes.take(self.model, self.loaded, self.decoder, self.method.adapts(), segments_done)
 
     # ------------------------------------------------------------ the run
     def run(self, resume: bool = False, overwrite: bool = False, stop_after: int | None = None,
@@ -597,7 +358,7 @@ class Loop:
                     if done % cfg.checkpoint_every == 0 and done < len(self.segments):
                         rundir.save_checkpoint(self.checkpoint_state(done))
                     if bar is not None:
-                        bar.set_postfix_str(_running(record.cumulative), refresh=False)
+                        bar.set_postfix_str(running_text(record.cumulative), refresh=False)
                         bar.update(1)
                 if bar is not None:
                     bar.close()
@@ -623,7 +384,7 @@ class Loop:
             records = rundir.rewind(state["segments_done"])
             for record in records:
                 self.scorer.replay(record)
-            self._repeat_after_resume()
+            self.probes.after_resume(self.path / layout.SNAPSHOTS_FILE, self.method.adapts())
             start = state["segments_done"]
             logger.info("resuming %s at segment %d of %d", self.path, start, len(self.segments))
             if self.env_changes:  # --resume-anyway: say so where the run's environment is kept
@@ -657,15 +418,6 @@ class Loop:
         except ModelError as err:
             raise rundir.bad_checkpoint(f"(method {self.cfg.method.name!r}) {err}") from None
 
-    def _repeat_after_resume(self) -> None:
-        """A resumed run of a method that changes nothing repeats the snapshot its first part took, as the
-        uninterrupted run does (``snapshot``), so that both write the same records."""
-        if self.method.adapts():
-            return
-        taken = read_jsonl(self.path / layout.SNAPSHOTS_FILE)
-        if taken and "repeats" not in taken[0]:
-            self._keep_to_repeat({k: v for k, v in taken[0].items() if k != "segment"}, taken[0]["segment"])
-
     def _finish(self, rundir: RunDir, records: list[dict[str, Any]]) -> None:
         """The end of a complete stream: the store, the summary, and DONE (``RunDir.finish``)."""
         if self.truncated:
@@ -677,7 +429,7 @@ class Loop:
         if changed:
             summary["resumed_in_another_environment"] = changed
         rundir.finish(summary, records, self.cfg.metrics.lang)
-        logger.info("%s: %s, %d adapted parameters (%.1f kB per user)", self.cfg.adapter, _running(summary["corpus"], full=True),
+        logger.info("%s: %s, %d adapted parameters (%.1f kB per user)", self.cfg.adapter, running_text(summary["corpus"], full=True),
                     summary["adapted_parameters"], summary["store_bytes"] / 1000)
 
     def _progress(self, start: int):

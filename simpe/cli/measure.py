@@ -197,7 +197,7 @@ def cmd_rank(args: argparse.Namespace) -> None:
         return
     from simpe.model import load_model
     from simpe.rundir.layout import RANK_RECORDS_FILE, RANK_SUMMARY_FILE
-    from simpe.rundir.writer import OutputDir
+    from simpe.rundir.output import OutputDir
 
     model_cfg = model_section(args)
     family = model_family(args.model, model_cfg.family, model_cfg.family_settings())  # checked before the model loads

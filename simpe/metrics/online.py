@@ -353,3 +353,13 @@ def cumulative_curves(records: Iterable[dict], cfg: MetricsConfig, model_dir: Pa
         for name, value in scorer.cumulative().items():
             curves[name].append(value)
     return curves
+
+
+def running_text(figures: dict[str, Any], full: bool = False) -> str:
+    """'BLEU 31.2 R0+1 45.0' (R metrics in percent; '-' while undefined)."""
+    names = ("bleu", "chrf", "ter", "r0", "r1", "r0+1") if full else ("bleu", "r0+1")
+    parts = []
+    for name in names:
+        value, metric = figures.get(name), metric_for(name)
+        parts.append(f"{metric.label} {'-' if value is None else f'{(100 if metric.percent else 1) * value:.1f}'}")
+    return " ".join(parts)

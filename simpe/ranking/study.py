@@ -29,7 +29,7 @@ from simpe.errors import ConfigError, DataError
 from simpe.metrics.utility import build_utility
 from simpe.ranking.evaluate import evaluate
 from simpe.rundir.layout import CORRELATION_FILE, RANK_RECORDS_FILE, RANK_SUMMARY_FILE
-from simpe.rundir.writer import OutputDir
+from simpe.rundir.output import OutputDir
 from simpe.stats import kendall, pearson, spearman
 from simpe.textfile import read_lines
 

@@ -98,7 +98,7 @@ def machine(device: str = "cpu") -> str:
     """This machine in one line: CPU model and cores, torch and its CPU kernel set, the device."""
     import torch
 
-    from simpe.rundir.writer import _cpu_model
+    from simpe.rundir.env import _cpu_model
     from simpe.sweep import cpu_count
 
     where = device if device == "cpu" or not torch.cuda.is_available() else f"{device} ({torch.cuda.get_device_name(0)})"

@@ -41,8 +41,8 @@ from simpe.report.plotting import (
     snapshot_series,
 )
 from simpe.rundir.layout import REPORT_FILE
+from simpe.rundir.output import OutputDir
 from simpe.rundir.reader import RunGroup
-from simpe.rundir.writer import OutputDir
 
 MAX_CURVE_POINTS = 3000  # per curve in the interactive chart (every segment up to this many)
 MATPLOTLIB_COLORS = {"black": "#000000", "navy": "#000080", "darkgoldenrod": "#b8860b", "teal": "#008080"}

@@ -22,8 +22,8 @@ import numpy as np
 
 from simpe.ranking.measures import random_krg
 from simpe.report.compare import column
+from simpe.rundir.output import OutputDir
 from simpe.rundir.reader import Run, RunGroup
-from simpe.rundir.writer import OutputDir
 
 logger = logging.getLogger(__name__)
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from simpe.metrics.online import signature_label
 from simpe.report.compare import SIGNIFICANCE_LEVEL, SIGNIFICANT_MARK, Column, Comparison, Row
-from simpe.rundir.writer import OutputDir
+from simpe.rundir.output import OutputDir
 
 COMPARE_FILES = {"markdown": "compare.md", "csv": "compare.csv", "latex": "compare.tex"}
 

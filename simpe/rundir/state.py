@@ -8,7 +8,7 @@
   runs): simpe neither resumes, overwrites nor clears it.
 
 Whether a complete run's settings match the ones asked for is the caller's question
-(``sweep.state``, ``Loop.check_run_dir``): this module reads names, not configs.
+(``sweep.state``, ``simpe.rundir.resume``): this module reads names, not configs.
 """
 from __future__ import annotations
 

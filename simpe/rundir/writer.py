@@ -1,4 +1,5 @@
-"""Writing under ``runs/``: one run's folder (``RunDir``) and the outputs derived from runs (``OutputDir``).
+"""Writing one run's folder under ``runs/`` (``RunDir``); its environment is ``env.py``'s, the outputs derived from
+runs ``output.py``'s.
 
 ``RunDir`` checks that a run folder can be written (``check``, before the model loads),
 creates and locks it, saves the resolved config and the environment, appends per-segment
@@ -8,9 +9,8 @@ duplicated), and marks the run complete by writing ``DONE`` last, only once ever
 reads back as valid. A run that fails before its first record leaves no folder behind.
 Every file is written as strict JSON (``strict_json``: a non-finite number is written as
 null and its key listed under ``non_finite``), and every write goes through ``open_file``;
-a failed write (a full disk) is one RunDirError naming the file, with no ``.tmp`` left. ``OutputDir`` is where ``simpe compare``,
-``simpe plot`` and ``simpe rank`` write: it refuses to replace earlier outputs unless told
-to, and writes every file atomically. Neither translates, scores or adapts.
+a failed write (a full disk) is one RunDirError naming the file, with no ``.tmp`` left. It never translates, scores or
+adapts.
 """
 from __future__ import annotations
 
@@ -20,73 +20,22 @@ import fcntl
 import json
 import math
 import os
-import platform
 import shutil
 import socket
-import subprocess
-import sys
 import tempfile
 import warnings
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
-from importlib import metadata
+from collections.abc import Iterable
 from pathlib import Path
 from typing import IO, Any
 
 from simpe.config import RunConfig, dump_config
-from simpe.errors import ConfigError, RunDirError
-from simpe.paths import REPO_ROOT
+from simpe.errors import RunDirError
 from simpe.rundir import layout
 from simpe.rundir.reader import read_jsonl, valid_prefix
 from simpe.rundir.record import SCHEMA_KEY, SCHEMA_VERSION, SegmentRecord
 from simpe.rundir.state import RunState, foreign_files, foreign_message, state
 from simpe.storefile import StoreMetadata, write_store_file
 from simpe.textfile import check_replaceable
-
-# unbabel-comet runs in its own environment: its version is in each COMET signature (simpe.metrics.comet)
-PACKAGES = ("torch", "transformers", "tokenizers", "sentencepiece", "peft", "sacrebleu", "sacremoses", "numpy", "tqdm", "pyyaml")
-
-
-def environment(device: Any) -> dict[str, Any]:
-    """Package versions, device, git commit and dirty flag, host facts."""
-    import torch
-
-    versions = {}
-    for name in PACKAGES:
-        try:
-            versions[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            versions[name] = None
-    commit, dirty = None, None
-    try:
-        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True, timeout=10).stdout.strip() or None
-        status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO_ROOT, capture_output=True, text=True, timeout=10).stdout
-        dirty = bool(status.strip()) if commit else None
-    except (OSError, subprocess.SubprocessError):
-        pass
-    return {
-        "python": sys.version.split()[0], "packages": versions, "device": str(device),
-        "cuda": torch.cuda.get_device_name(device) if getattr(device, "type", "") == "cuda" else None,
-        "torch_threads": torch.get_num_threads(),
-        # the CPU kernel set torch dispatches (AVX512, AVX2, DEFAULT...; ATEN_CPU_CAPABILITY overrides it):
-        # floats differ in their last bits between kernel sets (docs/reproducibility.md)
-        "cpu_capability": torch.backends.cpu.get_cpu_capability(),
-        "cpu": _cpu_model(),
-        "git_commit": commit, "git_dirty": dirty,
-        "host": socket.gethostname(), "platform": platform.platform(), "argv": sys.argv,
-    }
-
-
-def _cpu_model() -> str | None:
-    """The CPU's model name (Linux /proc/cpuinfo; else what ``platform`` knows)."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace").splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or None
-
 
 NON_FINITE_KEY = "non_finite"  # lists the dotted keys whose non-finite number was written as null
 
@@ -497,48 +446,6 @@ class RunDir:
             self.write_lines(layout.mt_file(lang), (r["mt"] for r in records))
         write_text_atomic(self.path / layout.DONE_FILE, "complete\n")
         shutil.rmtree(self.path / layout.STATE_DIR, ignore_errors=True)
-
-
-class OutputDir:
-    """A folder of outputs derived from runs (tables, figures, ranking records).
-
-    ``names`` are the files it will hold; when any exists and ``overwrite`` is false, the
-    constructor refuses (ConfigError) before anything is computed or written.
-    """
-
-    def __init__(self, path: Path, names: Iterable[str], overwrite: bool = True) -> None:
-        self.path, names = Path(path), list(names)
-        if self.path.exists() and not self.path.is_dir():
-            raise ConfigError(f"-o {self.path} is a file; the outputs ({', '.join(names)}) go into a folder: give its name")
-        existing = [name for name in names if (self.path / name).exists()]
-        if existing and not overwrite:
-            raise ConfigError(f"{self.path} already holds {', '.join(existing)}; pass --overwrite to replace them")
-
-    def file(self, name: str) -> Path:
-        """The path of output ``name`` (its folder created); for writers that need a path (matplotlib)."""
-        self.path.mkdir(parents=True, exist_ok=True)
-        return self.path / name
-
-    def write_text(self, name: str, text: str) -> Path:
-        path = self.file(name)
-        write_text_atomic(path, text)
-        return path
-
-    def write_json(self, name: str, data: Any) -> Path:
-        return self.write_text(name, strict_json(data, indent=2) + "\n")
-
-    @contextmanager
-    def jsonl(self, name: str) -> Iterator[Any]:
-        """A writer of JSON lines, flushed after each: ``with out.jsonl("records.jsonl") as write: write(record)``."""
-        handle: IO[str] = self.file(name).open("w", encoding="utf-8")
-        try:
-            def write(record: dict[str, Any]) -> None:
-                handle.write(_jsonl_line(record))
-                handle.flush()
-
-            yield write
-        finally:
-            handle.close()
 
 
 CHECKPOINT_KEYS = {"segments_done", "method", "torch_rng"}  # what Loop.run saves; "method_name" since it is checked

@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from simpe.rundir.layout import CONFIG_FILE
+from simpe.rundir.output import OutputDir
 from simpe.rundir.reader import Run
-from simpe.rundir.writer import OutputDir
 from simpe.track.base import TENSORBOARD_DIR, TRACKERS, Tracker, require
 from simpe.track.extract import flat_config, param_text, points, run_digest, signatures, tags, times, tracker_name
 

@@ -143,7 +143,7 @@ def test_translate_and_report_outputs_that_cannot_be_written(tmp_path: Path, cap
 
 
 def test_report_onto_a_file_is_one_line(tmp_path: Path):
-    from simpe.rundir.writer import OutputDir
+    from simpe.rundir.output import OutputDir
 
     a_file = tmp_path / "report.html"
     a_file.write_text("x", encoding="utf-8")

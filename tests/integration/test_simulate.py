@@ -77,7 +77,7 @@ def test_a_method_that_changes_nothing_takes_its_snapshot_once_and_repeats_it(tm
     assert (first["segment"], second["segment"], "repeats" in first, second["repeats"]) == (2, 4, False, 2)
     assert {k: v for k, v in second.items() if k not in ("segment", "repeats")} == \
         {k: v for k, v in first.items() if k != "segment"}
-    loop._repeat = None  # taken again, with the model as it is after the stream
+    loop.probes.repeat = None  # taken again, with the model as it is after the stream
     again = loop.snapshot(4)
     clock = {k for k in again if k.endswith("seconds")}
     assert clock == {"seconds", "top.seconds", "mc.seconds"}
