@@ -21,7 +21,7 @@ import torch
 from record import record
 
 from simpe import log
-from simpe.config import load_config
+from simpe.configfile import load_config
 from simpe.decoders import DECODERS
 from simpe.interactive import run_sessions
 from simpe.model import load_model

@@ -18,7 +18,7 @@ import torch
 from record import record
 
 from simpe import log
-from simpe.config import load_config
+from simpe.configfile import load_config
 from simpe.simulate import Loop
 
 

@@ -44,7 +44,7 @@ from record import record
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from simpe.config import defaults  # noqa: E402
+from simpe.configfile import defaults  # noqa: E402
 from simpe.metrics import METRICS  # noqa: E402
 from simpe.metrics.online import OnlineScorer, cumulative_curves  # noqa: E402
 from simpe.metrics.text import TextPipeline  # noqa: E402

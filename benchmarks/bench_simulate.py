@@ -22,7 +22,7 @@ import torch
 from record import record
 
 from simpe import log
-from simpe.config import run_configs
+from simpe.configfile import run_configs
 from simpe.rundir import layout
 from simpe.rundir.reader import read_jsonl
 from simpe.simulate import simulate

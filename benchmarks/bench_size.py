@@ -79,7 +79,7 @@ def parser() -> argparse.ArgumentParser:
 
 def main() -> None:
     args = parser().parse_args()
-    from simpe.config import load_config
+    from simpe.configfile import load_config
     from simpe.dryrun import GIB, available, estimate, measured_command, measured_peak
     from simpe.models import shapes
 

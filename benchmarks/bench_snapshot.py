@@ -160,7 +160,7 @@ def _job(args: argparse.Namespace, path: Path) -> dict[str, Any]:
     sys.path.insert(0, str(REPO))
     from dataclasses import asdict
 
-    from simpe.config import load_config
+    from simpe.configfile import load_config
     from simpe.model import model_folder
     from simpe.simulate import load_stream, probe_set
 

@@ -18,7 +18,7 @@ import torch
 from record import record
 from transformers import MarianMTModel, MarianTokenizer
 
-from simpe.config import defaults
+from simpe.configfile import defaults
 from simpe.paths import DEFAULT_MODEL
 from simpe.train_demo import _batches, _collate, make_optimizer, marian_config, split_pairs, train_step
 

@@ -47,7 +47,7 @@ def _run(preset: str, overrides: list[str], runs: Path) -> tuple[Path, list[dict
     """One simulate run in this process; (its folder, its records, its peak accelerator memory in MiB or None)."""
     import torch
 
-    from simpe.config import load_config
+    from simpe.configfile import load_config
     from simpe.rundir import layout
     from simpe.simulate import Loop
 

@@ -363,7 +363,7 @@ def _fmt(value: int) -> str:
 def fix_hint(cfg: RunConfig, est: Estimate, budget: int, device: str) -> str:
     """The setting that would make a run that does not fit ``budget`` fit, tried in this order: bfloat16, lora instead
     of the method, activation checkpointing, a smaller beam; or the memory the smallest of them needs."""
-    from simpe.config import load_config
+    from simpe.configfile import load_config
 
     overrides = [f"model.path={cfg.model.path}" if cfg.model.path is not None else "model.path=null",
                  f"model.dtype={cfg.model.dtype}"]

@@ -15,7 +15,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from simpe.config import UpdateConfig, defaults
+from simpe.config import UpdateConfig
+from simpe.configfile import defaults
 from simpe.datasets import DATASETS, stream_hash
 from simpe.errors import ConfigError
 from simpe.methods import METHODS

@@ -476,7 +476,7 @@ class Loop:
 
 def simulate(configs: list[RunConfig], resume: bool = False, overwrite: bool = False, resume_anyway: bool = False,
              progress: bool = True, on_done: Callable[[Path], None] | None = None) -> list[Path]:
-    """Run every config in turn (``simpe.config.run_configs``: the presets on the same stream); return the run
+    """Run every config in turn (``simpe.configfile.run_configs``: the presets on the same stream); return the run
     directories."""
     paths = []
     for cfg in configs:

@@ -20,7 +20,8 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
-from simpe.config import TrainConfig, defaults
+from simpe.config import TrainConfig
+from simpe.configfile import defaults
 from simpe.errors import ConfigError, DataError
 from simpe.textfile import read_lines
 

@@ -38,7 +38,7 @@ def translate_file(model_id: str | None, source: Path, store: Path | None = None
         model_settings: keys of the ``model`` section (family, src_lang, tgt_lang, prompt_template, dtype)
             over those of defaults.yaml; a store made by a run applies the run's own language settings.
     """
-    from simpe.config import defaults
+    from simpe.configfile import defaults
     from simpe.decoders import DECODERS
     from simpe.model import load_model, model_family
     from simpe.store import load_store, read_store

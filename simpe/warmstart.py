@@ -11,7 +11,8 @@ import random
 import time
 from typing import Any
 
-from simpe.config import RunConfig, UpdateConfig, load_config
+from simpe.config import RunConfig, UpdateConfig
+from simpe.configfile import load_config
 from simpe.errors import ConfigError
 from simpe.methods.compose import build_method
 from simpe.update import set_dropout, update

@@ -155,7 +155,7 @@ def train_vocab(dataset: str, lang: str):
 
 def model_section(args: argparse.Namespace):  # -> simpe.config.ModelConfig
     """The model section of adapters/defaults.yaml with the --src-lang ... flags that were given."""
-    from simpe.config import defaults
+    from simpe.configfile import defaults
 
     return defaults("model", **model_settings(args))
 
@@ -171,7 +171,7 @@ def add_run_group_args(p: argparse.ArgumentParser, out_help: str) -> None:
 def decoder_overrides(overrides: list[str], decoder: str | None) -> tuple[str | None, dict | None]:
     """translate's ``--set``: config keys of the decoder section (``decoder.name``, ``decoder.params.K``).
     A bare ``K=V`` (a decoder parameter, its spelling before the config keys) still works for one release."""
-    from simpe.config import parse_override
+    from simpe.configfile import parse_override
     from simpe.errors import ConfigError
 
     params: dict | None = None

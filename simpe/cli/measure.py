@@ -56,7 +56,8 @@ def add_score(sub: argparse._SubParsersAction) -> None:
 def cmd_score(args: argparse.Namespace) -> None:
     import json
 
-    from simpe.config import TRUECASER_OF_MODEL, defaults
+    from simpe.config import TRUECASER_OF_MODEL
+    from simpe.configfile import defaults
     from simpe.datasets import DATASETS
     from simpe.errors import ConfigError
     from simpe.score import format_cumulative, format_table, score_files
@@ -131,7 +132,7 @@ def add_rank(sub: argparse._SubParsersAction) -> None:
 
 def ranking_config(args: argparse.Namespace):  # -> simpe.config.RankingConfig
     """The ranking section of adapters/defaults.yaml with the flags that were given."""
-    from simpe.config import defaults
+    from simpe.configfile import defaults
 
     flags = {"k": args.k, "quality": args.quality, "samples": args.samples, "sample_seed": args.sample_seed,
              "beam_size": args.beam_size, "batch_size": args.batch_size, "gain": args.gain, "ties": args.ties,

@@ -81,7 +81,7 @@ def add_list(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_list(args: argparse.Namespace) -> None:
-    from simpe.config import known_presets
+    from simpe.configfile import known_presets
     from simpe.datasets import DATASETS
     from simpe.decoders import DECODERS
     from simpe.methods import METHODS

@@ -65,7 +65,7 @@ def simulate_overrides(args: argparse.Namespace) -> list[str]:
 
 
 def cmd_simulate(args: argparse.Namespace) -> None:
-    from simpe.config import run_configs
+    from simpe.configfile import run_configs
     from simpe.errors import ConfigError
 
     if args.workers < 1 or (args.threads is not None and args.threads < 1):
@@ -225,7 +225,7 @@ def add_select_fixed(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_select_fixed(args: argparse.Namespace) -> None:
-    from simpe.config import defaults
+    from simpe.configfile import defaults
     from simpe.select_fixed import select_fixed
 
     sel = select_fixed(args.model, args.dataset, args.split, args.budget, args.segments, args.device, args.out,

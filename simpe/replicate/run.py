@@ -121,7 +121,7 @@ def _systems(p: Plan, device: str, call: str) -> dict[str, Any] | None:
     """Yan et al. (2022)'s Table 3 across systems: the demo model and the adapted state at the end of every forgetting
     run (its store), ranked on the dev probe of the studies; cached in ``<runs_dir>/systems.json`` for the same
     settings and code (the forgetting runs' included). None when a forgetting run is not complete."""
-    from simpe.config import defaults
+    from simpe.configfile import defaults
     from simpe.datasets import DATASETS
     from simpe.ranking.study import run_correlation
     from simpe.rundir.layout import DONE_FILE, STORE_FILE

@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from simpe.config import RunConfig, load_config
+from simpe.config import RunConfig
+from simpe.configfile import load_config
 from simpe.errors import ConfigError
 from simpe.rundir.writer import write_text_atomic
 

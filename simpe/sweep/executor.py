@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from simpe.config import load_config
+from simpe.configfile import load_config
 from simpe.errors import ConfigError
 from simpe.rundir import layout
 from simpe.rundir.transfer import pack, unpack

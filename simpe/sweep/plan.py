@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from simpe.config import RunConfig, load_config, load_saved_config, read_yaml, resume_difference
+from simpe.config import RunConfig
+from simpe.configfile import load_config, load_saved_config, read_yaml, resume_difference
 from simpe.errors import ConfigError
 from simpe.rundir import layout
 from simpe.rundir.reader import BASELINE

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from simpe.config import load_config
+from simpe.configfile import load_config
 from simpe.rundir import layout
 from simpe.simulate import Loop
 

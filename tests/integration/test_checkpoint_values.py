@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from simpe.config import load_config
+from simpe.configfile import load_config
 from simpe.errors import RunDirError
 from simpe.rundir import layout
 from simpe.rundir.reader import read_jsonl

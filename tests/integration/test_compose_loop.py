@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from simpe.config import load_config
+from simpe.configfile import load_config
 from simpe.rundir.reader import read_jsonl
 from simpe.simulate import Loop
 

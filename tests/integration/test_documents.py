@@ -13,7 +13,7 @@ import pytest
 import torch
 from autodesk_files import write_corpus
 
-from simpe.config import load_config
+from simpe.configfile import load_config
 from simpe.model import load_model
 from simpe.rundir.reader import read_jsonl
 from simpe.simulate import Loop
@@ -111,7 +111,7 @@ def test_simulate_autodesk_as_distributed_from_the_environment_folder(tmp_path: 
 
 @pytest.mark.slow
 def test_train_demo_model_on_the_autodesk_train_split(tmp_path: Path, monkeypatch):
-    from simpe.config import defaults
+    from simpe.configfile import defaults
     from simpe.train_demo import split_pairs, train
 
     _big_corpus(tmp_path / "autodesk")

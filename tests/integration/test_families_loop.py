@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from tiny_families import SETTINGS
 
-from simpe.config import load_config
+from simpe.configfile import load_config
 from simpe.rundir.reader import read_jsonl
 from simpe.simulate import Loop
 from simpe.store import export_store, read_store

@@ -19,7 +19,7 @@ import pytest
 import torch
 
 from simpe.cli import main
-from simpe.config import load_config
+from simpe.configfile import load_config
 from simpe.errors import RunDirError
 from simpe.rundir import writer
 from simpe.rundir.reader import read_jsonl

@@ -31,7 +31,7 @@ from typing import Any
 import pytest
 import torch
 
-from simpe.config import load_config
+from simpe.configfile import load_config
 from simpe.simulate import Loop
 
 REPO = Path(__file__).resolve().parents[2]

@@ -168,7 +168,7 @@ def test_a_full_disk_at_the_very_start_leaves_nothing(tmp_path: Path, capsys, on
 
 # ---------------------------------------------------------------- class 6: never rename over a special file
 def test_export_store_never_replaces_a_special_file(tmp_path: Path, capsys, one_torch_thread):
-    from simpe.config import load_config
+    from simpe.configfile import load_config
     from simpe.simulate import Loop
 
     run = Loop(load_config("bias", [f"runs_dir={tmp_path / 'runs'}", "data.segments=2", "device=cpu", "snapshots.every=0"]),

@@ -14,7 +14,7 @@ import torch
 from safetensors.torch import save_file
 
 from simpe.cli import main
-from simpe.config import load_config
+from simpe.configfile import load_config
 from simpe.methods.bias import OUTPUT_BIAS
 from simpe.methods.knn import IVF, KEYS, VALUES
 from simpe.simulate import Loop

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from simpe.config import load_config
+from simpe.configfile import load_config
 from simpe.errors import ConfigError
 from simpe.report.compare import compare_runs
 from simpe.rundir.reader import load_group, read_jsonl

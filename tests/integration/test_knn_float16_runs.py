@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from simpe.config import load_config
+from simpe.configfile import load_config
 from simpe.rundir import layout
 from simpe.simulate import Loop
 from simpe.store import read_store

@@ -6,7 +6,7 @@ from pathlib import Path
 import torch
 from safetensors.torch import load_file
 
-from simpe.config import load_config
+from simpe.configfile import load_config
 from simpe.methods.base import base_parameters
 from simpe.model import load_model
 from simpe.rundir.reader import read_jsonl

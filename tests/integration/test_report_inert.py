@@ -55,7 +55,7 @@ class Elements(HTMLParser):
 def test_hostile_text_and_run_names_stay_text_in_chromium(tmp_path: Path, one_torch_thread):
     import json
 
-    from simpe.config import load_config
+    from simpe.configfile import load_config
     from simpe.report.html import write_report
     from simpe.rundir.reader import load_group
     from simpe.simulate import Loop

@@ -56,7 +56,7 @@ def _comparable(record: dict[str, Any]) -> dict[str, Any]:
 def test_translators_adapt_apart_and_their_runs_sit_beside_simulated_runs(tmp_path: Path, one_torch_thread):
     from starlette.testclient import TestClient
 
-    from simpe.config import load_config
+    from simpe.configfile import load_config
     from simpe.errors import RunDirError
     from simpe.report.compare import compare_runs
     from simpe.rundir.reader import load_group

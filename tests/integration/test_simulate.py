@@ -13,7 +13,7 @@ import pytest
 import torch
 from messages import raises_naming
 
-from simpe.config import defaults, load_config
+from simpe.configfile import defaults, load_config
 from simpe.decoders import DECODERS
 from simpe.errors import ConfigError, RunDirError
 from simpe.methods import METHODS

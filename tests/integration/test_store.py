@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from simpe.config import load_config
+from simpe.configfile import load_config
 from simpe.decoders import DECODERS
 from simpe.errors import ConfigError, ModelError
 from simpe.model import load_model

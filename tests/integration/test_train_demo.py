@@ -8,7 +8,7 @@ import pytest
 import torch
 from messages import raises_naming
 
-from simpe.config import defaults
+from simpe.configfile import defaults
 from simpe.errors import ConfigError
 from simpe.train_demo import reproduce_command, train, write_model_card
 

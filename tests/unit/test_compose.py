@@ -5,7 +5,7 @@ import pytest
 import torch
 from method_pairs import PAIR, snapshot
 
-from simpe.config import defaults, load_config
+from simpe.configfile import defaults, load_config
 from simpe.errors import ConfigError, ModelError
 from simpe.methods.base import Context
 from simpe.methods.compose import ComposedMethod, build_method

@@ -9,7 +9,7 @@ import torch
 from messages import raises_naming
 from method_pairs import HOT, PAIR, logits, snapshot
 
-from simpe.config import defaults
+from simpe.configfile import defaults
 from simpe.decoders import DECODERS
 from simpe.errors import ConfigError
 from simpe.methods import METHODS

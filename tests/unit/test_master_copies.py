@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from simpe.config import defaults
+from simpe.configfile import defaults
 from simpe.methods import METHODS
 from simpe.methods.bias import OUTPUT_BIAS
 from simpe.model import Pair

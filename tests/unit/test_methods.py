@@ -9,7 +9,7 @@ import torch
 from messages import raises_naming
 from method_pairs import HOT, PAIR, snapshot
 
-from simpe.config import defaults
+from simpe.configfile import defaults
 from simpe.errors import ConfigError
 from simpe.methods import METHODS
 from simpe.methods.base import Gradients, base_parameters

@@ -28,7 +28,7 @@ from messages import raises_naming
 from test_topk import assert_exact
 from tiny_families import FAMILY_OF, KINDS, PLAIN_TOKENS, SETTINGS, STOP, token_model
 
-from simpe.config import defaults
+from simpe.configfile import defaults
 from simpe.decoders import DECODERS
 from simpe.decoders.beam import BeamDecoder
 from simpe.decoders.heap_beam import HeapBeamDecoder
@@ -248,7 +248,7 @@ PAIRS = [("Click OK to close the dialog.", "Klicken Sie auf OK, um den Dialog zu
 
 def _compositions() -> list[str]:
     """The compositions the presets make (``adapters/<name>.yaml`` with ``method.modifiers``), as ``method+modifier``."""
-    from simpe.config import known_presets, load_config
+    from simpe.configfile import known_presets, load_config
 
     made = {"+".join([cfg.method.name, *(m["name"] for m in cfg.method.modifiers)])
             for cfg in map(load_config, known_presets()) if cfg.method.modifiers}

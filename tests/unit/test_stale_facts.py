@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from simpe.config import load_config
+from simpe.configfile import load_config
 from simpe.methods import METHODS
 
 REPO = Path(__file__).resolve().parents[2]

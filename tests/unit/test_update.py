@@ -6,7 +6,7 @@ import math
 import pytest
 import torch
 
-from simpe.config import defaults
+from simpe.configfile import defaults
 from simpe.methods import METHODS
 from simpe.model import Pair
 from simpe.update import FUSE_MIN, Backup, clip_and_step, clip_scale, clip_scales, update

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from simpe.config import load_config
+from simpe.configfile import load_config
 from simpe.errors import RunDirError
 from simpe.rundir.record import SegmentRecord
 from simpe.rundir.writer import RunDir, strict_json
