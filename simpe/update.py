@@ -27,75 +27,16 @@ import dataclasses
 import math
 import struct
 import time
-import weakref
 from collections.abc import Sequence
 from typing import Any
 
 import torch
 
 from simpe.config import UpdateConfig
+from simpe.masters import MasterCopies, master_copies
 from simpe.methods.base import Gradients, Method
 from simpe.model import Pair, teacher_forced_logits
-
-LOW_PRECISION = (torch.bfloat16, torch.float16)
-
-
-class MasterCopies:
-    """float32 master copies of a method's adapted tensors held at bfloat16 or float16, and the swap around a step.
-
-    ``enter`` makes each such parameter hold its float32 master (the same Parameter object: the step, the clipping,
-    ``Backup`` and a method's own step see float32 tensors and float32 gradients); ``leave`` keeps what the step left
-    as the new master and gives the parameter the rounded value, in its own storage at the model's dtype. A master is
-    valid while the parameter's storage and version are the ones ``leave`` left: a weight written since (a document
-    reset or a resume through ``Method.load_state_dict``, a store applied) gets a fresh master from its value.
-    Memory: 4 bytes per adapted value (plus ``Backup``'s float32 spare buffer of each), none for the frozen ones.
-    """
-
-    def __init__(self) -> None:
-        self.masters: dict[int, torch.Tensor] = {}  # id(parameter) -> its float32 master, shaped as it
-        self.left: dict[int, tuple[int, int]] = {}  # id(parameter) -> (data pointer, version) as ``leave`` left it
-
-    @staticmethod
-    def needed(params: Sequence[torch.Tensor]) -> list[torch.Tensor]:
-        """The parameters of ``params`` held at bfloat16 or float16 (the ones a master copy is for)."""
-        return [p for p in params if p.dtype in LOW_PRECISION]
-
-    def enter(self, params: Sequence[torch.Tensor]) -> list[torch.Tensor]:
-        """Make each low-precision parameter of ``params`` hold its float32 master; return their own tensors."""
-        lows = []
-        for param in params:
-            low = param.data
-            master = self.masters.get(id(param))
-            if master is None or self.left.get(id(param)) != (low.data_ptr(), param._version):
-                master = low.float()  # (the parameter's shape) float32: the weight as it is now
-            lows.append(low)
-            param.data = master
-        return lows
-
-    def leave(self, params: Sequence[torch.Tensor], lows: Sequence[torch.Tensor]) -> None:
-        """Keep each parameter's float32 value as its master and give it back its own tensor, holding the rounded value."""
-        with torch.no_grad():
-            for param, low in zip(params, lows):
-                self.masters[id(param)] = param.data
-                low.copy_(param.data)  # round to nearest even, as every bfloat16 / float16 conversion of torch
-                param.data = low
-                self.left[id(param)] = (low.data_ptr(), param._version)
-
-    def bytes(self) -> int:
-        """Bytes held by the master copies."""
-        return sum(m.numel() * m.element_size() for m in self.masters.values())
-
-
-# One MasterCopies per method, kept from segment to segment (as its Backup).
-_MASTERS: "weakref.WeakKeyDictionary[Method, MasterCopies]" = weakref.WeakKeyDictionary()
-
-
-def master_copies(method: Method) -> MasterCopies:
-    """The method's master copies (made empty on first use)."""
-    masters = _MASTERS.get(method)
-    if masters is None:
-        masters = _MASTERS[method] = MasterCopies()
-    return masters
+from simpe.undo import FUSE_MIN, Backup, backup_for
 
 
 def _checkpointed(forward: Any, *args: Any, **kwargs: Any) -> Any:
@@ -156,150 +97,7 @@ def _ppl(nll: float) -> float:
     return math.exp(nll) if nll < 700 else float("inf")
 
 
-def _restore(params: list[torch.Tensor], backup: list[torch.Tensor]) -> None:
-    """Put the weights of ``backup`` back into ``params`` (undo one step)."""
-    with torch.no_grad():
-        torch._foreach_copy_(params, backup)
-
-
-class Backup:
-    """The values of the tensors a step changes, as before it, to undo that step bit for bit.
-
-    A method's own ``step`` changes tensors in place, after ``before_change`` copied them (or only the
-    rows it will change: ``lasso``, which changes a few groups of its budget and a few embedding rows,
-    as its hints ``changed_tensors`` / ``changed_rows`` say); plain SGD (``_sgd_step``) writes
-    every new value into a spare buffer (``spares``) and hands the buffers to ``swap_in``, which
-    makes them the weights and keeps the old storage as the backup (plain SGD: the step writes
-    the new weights once and copies nothing). The buffers are kept per tensor from step to step
-    (a fresh clone of every weight per step costs an allocation and page faults for large tensors).
-    """
-
-    def __init__(self, names: dict[int, str]) -> None:
-        self.names = names  # id(tensor) -> parameter name
-        self.tensors: list[torch.Tensor] = []
-        self.copies: list[torch.Tensor] = []
-        self.rows: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = []  # (tensor, row indices, their copy)
-        self._buffers: dict[int, torch.Tensor] = {}
-        self.finite = False  # the step vouched that the changed tensors are finite (see swap_in)
-        self._checked = False  # a step's result was checked in full once
-
-    def _buffer(self, tensor: torch.Tensor) -> torch.Tensor:
-        buffer = self._buffers.get(id(tensor))
-        if (buffer is None or buffer.shape != tensor.shape or buffer.stride() != tensor.stride()
-                or buffer.dtype != tensor.dtype or buffer.device != tensor.device):
-            buffer = self._buffers[id(tensor)] = torch.empty_like(tensor)
-        return buffer
-
-    def before_change(self, tensors: list[torch.Tensor],
-                      rows: Sequence[tuple[torch.Tensor, torch.Tensor]] = ()) -> None:
-        """Copy ``tensors``, and of each (tensor, (n,) row indices) in ``rows`` only those rows: the
-        step then changes them in place, nothing else (``restore`` undoes it)."""
-        copies = [self._buffer(tensor) for tensor in tensors]
-        if tensors:
-            torch._foreach_copy_(copies, [t.detach() for t in tensors])
-        self.tensors, self.copies, self.finite = list(tensors), copies, False
-        self.rows = [(tensor, index, tensor.detach().index_select(0, index)) for tensor, index in rows]
-
-    def spares(self, tensors: list[torch.Tensor]) -> list[torch.Tensor]:
-        """Buffers shaped like ``tensors`` for the step to write their new values into (for ``swap_in``)."""
-        return [self._buffer(tensor) for tensor in tensors]
-
-    def outputs(self, tensors: list[torch.Tensor], grads: list[torch.Tensor]) -> list[torch.Tensor]:
-        """Buffers for a step to write the new values of ``tensors`` into (for ``swap_in``), given their
-        gradients: each gradient itself where it can hold them (its own dense storage, laid out as the
-        tensor) when it is large (``FUSE_MIN`` values: for a small one the checks cost more than they save),
-        a spare buffer (``spares``) otherwise. A step ``θ - lr·g`` written over ``g`` reads ``g``
-        while it is still in cache and writes where it just read (into a spare it streams a third
-        tensor); the gradient's storage becomes the weight. The gradients are overwritten: only for a
-        step that reads nothing of them afterwards. A gradient whose storage another gradient or tensor uses
-        as well is never written (another step would read what this one wrote)."""
-        storages: dict[int, int] = {}  # storage address -> how many of the gradients and tensors use it
-        for t in [*grads, *tensors]:  # (a small gradient sharing a large one's storage keeps that one unwritten too)
-            address = t.untyped_storage().data_ptr()
-            storages[address] = storages.get(address, 0) + 1
-        return [grad if grad.numel() >= FUSE_MIN and _own_dense_storage(grad, tensor)
-                and storages[grad.untyped_storage().data_ptr()] == 1 else self._buffer(tensor)
-                for tensor, grad in zip(tensors, grads)]
-
-    def swap_in(self, tensors: list[torch.Tensor], new: list[torch.Tensor], finite: bool = False) -> None:
-        """Make ``new`` (from ``spares``) the values of ``tensors``, the same Parameter objects (tied
-        weights and every module keep seeing them); the old storage becomes the backup ``restore``
-        copies back, and the spare buffer of the next step.
-
-        ``finite``: the step vouches that finite weights stay finite under it (plain SGD with a
-        bounded step); ``first_non_finite`` then checks only the first such step in full, which
-        establishes that the weights are finite to begin with.
-        """
-        old = []
-        for tensor, values in zip(tensors, new):
-            old.append(tensor.data)
-            tensor.data = values
-            self._buffers[id(tensor)] = old[-1]
-        self.tensors, self.copies, self.finite = list(tensors), old, finite
-
-    def first_non_finite(self) -> str | None:
-        """The name of the first changed tensor holding inf or NaN, or None."""
-        if self.finite and self._checked:
-            return None
-        bad = _first_non_finite([self.names[id(t)] for t in self.tensors] + [self.names[id(t)] for t, _, _ in self.rows],
-                                self.tensors + [t.detach().index_select(0, index) for t, index, _ in self.rows])
-        self._checked = self._checked or (self.finite and bad is None)
-        return bad
-
-    def restore(self) -> None:
-        """Put the changed tensors back as they were before the step."""
-        if self.tensors:
-            _restore(self.tensors, self.copies)
-        with torch.no_grad():
-            for tensor, index, copy in self.rows:
-                tensor.index_copy_(0, index, copy)
-        self.clear()
-
-    def clear(self) -> None:
-        self.tensors, self.copies, self.rows = [], [], []
-
-
-def _own_dense_storage(grad: torch.Tensor, tensor: torch.Tensor) -> bool:
-    """``grad`` can become ``tensor``'s storage: laid out as it (shape, strides, dtype, device), dense and
-    alone in its storage from its start (so no other tensor's values share it), 64-byte aligned as a
-    fresh buffer is (CPU kernels give other last bits at other alignments: see ``simpe.model.load``)."""
-    return (grad.layout == torch.strided and not grad.requires_grad and grad.dtype == tensor.dtype
-            and grad.device == tensor.device and grad.shape == tensor.shape and grad.stride() == tensor.stride()
-            and grad.is_contiguous() and grad.storage_offset() == 0
-            and grad.untyped_storage().nbytes() == grad.numel() * grad.element_size() and grad.data_ptr() % 64 == 0)
-
-
-# One Backup per method, reused from segment to segment (its buffers with it).
-_BACKUPS: "weakref.WeakKeyDictionary[Method, Backup]" = weakref.WeakKeyDictionary()
-
-
-def _backup_for(method: Method) -> Backup:
-    backup = _BACKUPS.get(method)
-    if backup is None:
-        backup = _BACKUPS[method] = Backup({id(p): name for name, p in method.trainable().items()})
-    backup.clear()
-    return backup
-
-
-def _first_non_finite(names: list[str], params: list[torch.Tensor]) -> str | None:
-    """The name of the first tensor holding inf or NaN, or None.
-
-    One fused L2-norm pass (NaN and ±inf make a norm non-finite; a finite norm means finite
-    values); only tensors whose norm is not finite (possibly an overflow of huge finite
-    values) are then checked element by element, so the answer is exact.
-    """
-    if not params:
-        return None
-    detached = [p.detach() for p in params]
-    norms = torch.stack(torch._foreach_norm(detached))  # (tensors,)
-    if bool(torch.isfinite(norms).all()):
-        return None
-    flagged = [i for i, finite in enumerate(torch.isfinite(norms).tolist()) if not finite]
-    return next((names[i] for i in flagged if not bool(torch.isfinite(detached[i]).all())), None)
-
-
 CLIP_EPS = 1e-6  # added to a gradient's norm before the clip norm is divided by it
-FUSE_MIN = 4096  # fused plain SGD: gradients of this many values or more get their norm and step one after the other
 FUSE_BYTES = 16 << 20  # ... when the gradients hold this many bytes or more: fewer stay in cache from one pass to the next
 
 
@@ -495,7 +293,7 @@ def update(model: Any, method: Method, pair: Pair, cfg: UpdateConfig, batch: Seq
         model.train()
     if cfg.checkpointing and params:
         checkpoint_layers(model)
-    backup = _backup_for(method)  # the weights the last step changed, as before it, while it may still be undone
+    backup = backup_for(method)  # the weights the last step changed, as before it, while it may still be undone
     low = MasterCopies.needed(params) if cfg.master_copies else []  # the tensors stepped through a float32 master
     masters = master_copies(method) if low else None
 

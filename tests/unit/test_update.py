@@ -9,7 +9,8 @@ import torch
 from simpe.configfile import defaults
 from simpe.methods import METHODS
 from simpe.model import Pair
-from simpe.update import FUSE_MIN, Backup, clip_and_step, clip_scale, clip_scales, update
+from simpe.undo import FUSE_MIN, Backup
+from simpe.update import clip_and_step, clip_scale, clip_scales, update
 
 
 @pytest.mark.parametrize("name", ["full", "lasso"])  # lasso announces only the groups its step changes

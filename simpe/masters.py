@@ -1,0 +1,69 @@
+"""float32 master copies of the tensors a method adapts at bfloat16 or float16 (``update.master_copies``): the
+update's step works on them, and the weights the model computes with get their rounded value."""
+from __future__ import annotations
+
+import weakref
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+LOW_PRECISION = (torch.bfloat16, torch.float16)
+
+
+class MasterCopies:
+    """float32 master copies of a method's adapted tensors held at bfloat16 or float16, and the swap around a step.
+
+    ``enter`` makes each such parameter hold its float32 master (the same Parameter object: the step, the clipping,
+    ``Backup`` and a method's own step see float32 tensors and float32 gradients); ``leave`` keeps what the step left
+    as the new master and gives the parameter the rounded value, in its own storage at the model's dtype. A master is
+    valid while the parameter's storage and version are the ones ``leave`` left: a weight written since (a document
+    reset or a resume through ``Method.load_state_dict``, a store applied) gets a fresh master from its value.
+    Memory: 4 bytes per adapted value (plus ``Backup``'s float32 spare buffer of each), none for the frozen ones.
+    """
+
+    def __init__(self) -> None:
+        self.masters: dict[int, torch.Tensor] = {}  # id(parameter) -> its float32 master, shaped as it
+        self.left: dict[int, tuple[int, int]] = {}  # id(parameter) -> (data pointer, version) as ``leave`` left it
+
+    @staticmethod
+    def needed(params: Sequence[torch.Tensor]) -> list[torch.Tensor]:
+        """The parameters of ``params`` held at bfloat16 or float16 (the ones a master copy is for)."""
+        return [p for p in params if p.dtype in LOW_PRECISION]
+
+    def enter(self, params: Sequence[torch.Tensor]) -> list[torch.Tensor]:
+        """Make each low-precision parameter of ``params`` hold its float32 master; return their own tensors."""
+        lows = []
+        for param in params:
+            low = param.data
+            master = self.masters.get(id(param))
+            if master is None or self.left.get(id(param)) != (low.data_ptr(), param._version):
+                master = low.float()  # (the parameter's shape) float32: the weight as it is now
+            lows.append(low)
+            param.data = master
+        return lows
+
+    def leave(self, params: Sequence[torch.Tensor], lows: Sequence[torch.Tensor]) -> None:
+        """Keep each parameter's float32 value as its master and give it back its own tensor, holding the rounded value."""
+        with torch.no_grad():
+            for param, low in zip(params, lows):
+                self.masters[id(param)] = param.data
+                low.copy_(param.data)  # round to nearest even, as every bfloat16 / float16 conversion of torch
+                param.data = low
+                self.left[id(param)] = (low.data_ptr(), param._version)
+
+    def bytes(self) -> int:
+        """Bytes held by the master copies."""
+        return sum(m.numel() * m.element_size() for m in self.masters.values())
+
+
+# One MasterCopies per method, kept from segment to segment (as its Backup).
+_MASTERS: "weakref.WeakKeyDictionary[Any, MasterCopies]" = weakref.WeakKeyDictionary()
+
+
+def master_copies(method: Any) -> MasterCopies:
+    """The method's master copies (made empty on first use)."""
+    masters = _MASTERS.get(method)
+    if masters is None:
+        masters = _MASTERS[method] = MasterCopies()
+    return masters
