@@ -19,8 +19,9 @@ from record import record
 from transformers import MarianMTModel, MarianTokenizer
 
 from simpe.configfile import defaults
+from simpe.demo_data import collate, split_pairs, token_batches
 from simpe.paths import DEFAULT_MODEL
-from simpe.train_demo import _batches, _collate, make_optimizer, marian_config, split_pairs, train_step
+from simpe.train_demo import make_optimizer, marian_config, train_step
 
 
 def main() -> int:
@@ -36,7 +37,7 @@ def main() -> int:
     src, tgt = (side[:8000] for side in split_pairs(cfg, "train"))
     enc_src, enc_tgt = tok(src)["input_ids"], tok(text_target=tgt)["input_ids"]
     pairs = [(s, t) for s, t in zip(enc_src, enc_tgt) if len(s) <= cfg.max_len and len(t) <= cfg.max_len]
-    batches = _batches(pairs, cfg.batch_tokens, random.Random(0))[: args.steps + 5]
+    batches = token_batches(pairs, cfg.batch_tokens, random.Random(0))[: args.steps + 5]
     print(f"{torch.get_num_threads()} torch threads, {cfg.batch_tokens} tokens per batch, {args.steps} steps")
     print("| d_model | layers | FFN | parameters | tgt tokens/s |")
     print("| ---: | ---: | ---: | ---: | ---: |")
@@ -52,7 +53,7 @@ def main() -> int:
         for i, batch in enumerate(batches):
             if i == 5:
                 tokens, start = 0, time.perf_counter()
-            input_ids, mask, labels = _collate(pairs, batch, tok.pad_token_id, "cpu")
+            input_ids, mask, labels = collate(pairs, batch, tok.pad_token_id, "cpu")
             train_step(model, optimizer, input_ids, mask, labels, arch_cfg.label_smoothing)
             tokens += int((labels != -100).sum())
         rate = tokens / (time.perf_counter() - start)

@@ -112,7 +112,8 @@ def test_simulate_autodesk_as_distributed_from_the_environment_folder(tmp_path: 
 @pytest.mark.slow
 def test_train_demo_model_on_the_autodesk_train_split(tmp_path: Path, monkeypatch):
     from simpe.configfile import defaults
-    from simpe.train_demo import split_pairs, train
+    from simpe.demo_data import split_pairs
+    from simpe.train_demo import train
 
     _big_corpus(tmp_path / "autodesk")
     monkeypatch.setenv("SIMPE_AUTODESK_DIR", str(tmp_path / "autodesk"))

@@ -9,8 +9,9 @@ import torch
 from messages import raises_naming
 
 from simpe.configfile import defaults
+from simpe.demo_card import reproduce_command, write_model_card
 from simpe.errors import ConfigError
-from simpe.train_demo import reproduce_command, train, write_model_card
+from simpe.train_demo import train
 
 WORDS = [("file", "Datei"), ("open", "öffnen"), ("the", "die"), ("cell", "Zelle"), ("sheet", "Tabelle"),
          ("select", "wählen"), ("column", "Spalte"), ("row", "Zeile"), ("insert", "einfügen"), ("delete", "löschen")]
