@@ -389,7 +389,7 @@ def report(configs: list[RunConfig], device: str, budget: int | None = None) -> 
     """The dry run's lines for ``configs`` on ``device``; raises ConfigError (one line) for the first run that does not
     fit ``budget`` bytes (default: what the device has available)."""
     budget = available(device) if budget is None else budget
-    lines = [f"dry run on {device}: {_fmt(budget)} available; nothing is loaded or run"]
+    lines = [f"dry run on {device}: {_fmt(budget)} available; no weights are loaded, nothing is run"]
     refusal = None
     for cfg in configs:
         est = estimate(cfg, device)

@@ -42,8 +42,9 @@ def add_simulate(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--overwrite", action="store_true", help="replace an existing run")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--dry-run", action="store_true",
-                   help="load nothing, run nothing: print each run's parameters, memory (weights, gradients, method state, "
-                        "activations, datastore growth) and estimated s/segment; exit 2 naming a setting that fits if one cannot fit")
+                   help="load no weights, run nothing: print each run's parameters, memory (weights, gradients, method state, "
+                        "activations, datastore growth) and estimated s/segment (translate + update, from the run's segments "
+                        "read with the model's tokenizer); exit 2 naming a setting that fits if one cannot fit")
     p.add_argument("--memory", type=float, metavar="GIB", help="with --dry-run: the memory to fit in (default: what the device has available)")
     p.add_argument("--workers", type=int, default=1, metavar="N",
                    help="run the methods as N parallel tasks on a local Ray (simpe sweep's executor; default: 1, one after another)")
