@@ -26,7 +26,7 @@ How the figures are made (``estimate``):
   of loading (weights, that tensor, the runtime) and running (everything above);
 * seconds per segment (CPU, one torch thread), from the run's own segments read with the model's tokenizer (its
   source and reference lengths; a random-weight model of ``simpe.models.shapes`` writes to the decoder's length limit,
-  a trained one about the reference's length) and three rates measured on this project's machine (``SPEED_TABLE``):
+  a trained one about the reference's length) and rates measured on this project's machine (``SPEED_TABLE``):
   a decoding step reads the decoder's weights once (bytes / ``bandwidth``, plus ``step_overhead``); a
   teacher-forced forward pass reads every weight or does its multiply-adds, whichever takes longer (``macs`` per
   dtype, plus ``forward_overhead``); an update repetition costs ``forwards_per_repetition`` forward passes (the
@@ -35,7 +35,8 @@ How the figures are made (``estimate``):
   demo model did on the stream (``repetitions``, per method); a random-weight model never reaches the perplexity
   threshold and repeats ``update.max_repeats`` times. Given only on the CPU; a method without measured rates gets none.
 
-The estimate is checked against a measured run of the demo model (tests/integration/test_dryrun.py: within 30 %).
+The memory estimate is checked against a measured run of the demo model (tests/integration/test_dryrun.py: within
+30 %), and both memory and time against every bench-size row by ``make fit-speed`` (benchmarks/fit_speed.py).
 This module loads no weights and runs nothing.
 """
 from __future__ import annotations
@@ -393,16 +394,16 @@ def report(configs: list[RunConfig], device: str, budget: int | None = None) -> 
     refusal = None
     for cfg in configs:
         est = estimate(cfg, device)
-        seconds = (f"{est.seconds_per_segment:.2f} s/segment = translate {est.translate_seconds:.2f} + update "
-                   f"{est.update_seconds:.2f} (CPU, one thread, rates measured in {SPEED_TABLE.name})"
-                   if est.seconds_per_segment is not None else
-                   "no measured rates for this device, dtype, decoder or method")
+        timing = (f"{est.seconds_per_segment:.2f} s/segment = translate {est.translate_seconds:.2f} + update "
+                  f"{est.update_seconds:.2f} (CPU, one thread, rates measured in {SPEED_TABLE.name})"
+                  if est.seconds_per_segment is not None else
+                  "no measured rates for this device, dtype, decoder or method")
         grow = f", datastore +{_fmt(est.datastore_per_1000)} per 1,000 segments" if est.datastore_per_1000 else ""
         loading = (f" while loading (the largest tensor, {_fmt(est.loading)}, held twice), {_fmt(est.running)} running"
                    if est.peak > est.running else "")
         lines.append(f"{est.name}: {est.parameters:,} parameters ({cfg.model.dtype}), {est.trainable:,} adapted; memory "
                      f"{_fmt(est.peak)}{loading} = weights {_fmt(est.weights)} + gradients {_fmt(est.gradients)} + method state "
-                     f"{_fmt(est.state)} + activations {_fmt(est.activations)} + runtime {_fmt(est.runtime)}{grow}; {seconds}")
+                     f"{_fmt(est.state)} + activations {_fmt(est.activations)} + runtime {_fmt(est.runtime)}{grow}; {timing}")
         if est.peak > budget and refusal is None:
             refusal = (f"{est.name} needs about {_fmt(est.peak)} on {device}, more than the {_fmt(budget)} available; "
                        + fix_hint(cfg, est, budget, device))
