@@ -140,12 +140,17 @@ def main() -> None:
                     measured[key] = {"peak": peak, "seconds": translate + update,
                                      "grows": store * 1000 / len(rows) / 2**20 if store and preset.startswith("knn") else None}
                     figures[key] = (f"peak {peak:.0f} MiB (estimated {est.peak / 2**20:.0f}); "
-                                    f"{translate + update:.2f} s/segment = translate {translate:.2f} + update {update:.2f}"
-                                    + (f" (estimated {est.seconds_per_segment:.2f})" if est.seconds_per_segment else "")
+                                    f"{_s(translate + update)} s/segment = translate {_s(translate)} + update {_s(update)}"
+                                    + (f" (estimated {_s(est.seconds_per_segment)})" if est.seconds_per_segment else "")
                                     + f"; {repetitions:.2f} update repetitions per segment"
                                     + (f"; store {store / 2**20:.1f} MiB" if store else "")
                                     + _saved(measured.get(f"{name} {label.split('+')[0]} {dtype}") if "+" in label else None, measured[key]))
                     report(key)
+
+
+def _s(seconds: float) -> str:
+    """Seconds with 3 significant digits below 1 s (the demo model's parts are hundredths), else 2 decimals."""
+    return f"{seconds:.3g}" if seconds < 1 else f"{seconds:.2f}"
 
 
 def _saved(plain: dict[str, float | None] | None, saver: dict[str, float | None]) -> str:

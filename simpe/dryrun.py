@@ -30,8 +30,9 @@ How the figures are made (``estimate``):
   a decoding step reads the decoder's weights once (bytes / ``bandwidth``, plus ``step_overhead``); a
   teacher-forced forward pass reads every weight or does its multiply-adds, whichever takes longer (``macs`` per
   dtype, plus ``forward_overhead``); an update repetition costs ``forwards_per_repetition`` forward passes (the
-  backward pass and the check of the loss after it) and ``step_passes`` passes over the adapted tensors' bytes (the
-  gradient's allocation, clipping, the step, the undo buffer). A trained model repeats the update as often as the
+  backward pass and the check of the loss after it), ``step_passes`` passes over the adapted tensors' bytes (the
+  gradient's allocation, clipping, the step, the undo buffer) and ``tied_passes`` over the extra gradients of a tied
+  tensor's readers. A trained model repeats the update as often as the
   demo model did on the stream (``repetitions``, per method); a random-weight model never reaches the perplexity
   threshold and repeats ``update.max_repeats`` times. Given only on the CPU; a method without measured rates gets none.
 
@@ -210,9 +211,11 @@ class TimeFacts:
     segments: list[tuple[int, int, int]]  # (decoding steps, source tokens, target tokens) of the run's first segments
     adapted_bytes: int  # what an update's step passes over: the adapted tensors at the step's width
     repetitions: float | None  # update repetitions per segment; None: a trained model's, the rates' per method
+    tied_bytes: int = 0  # the gradients a tied adapted tensor's extra readers add (each as large as the tensor)
 
 
-def time_facts(cfg: RunConfig, model: Any, sizes: _Sizes, b: int, trainable: int, step_bytes: int) -> TimeFacts | None:
+def time_facts(cfg: RunConfig, model: Any, sizes: _Sizes, b: int, trainable: int, step_bytes: int,
+               tied_bytes: int = 0) -> TimeFacts | None:
     """The facts of a beam-search run of ``cfg`` (None for other decoders: no measured rates)."""
     from simpe.decoders.incremental import LengthLimit
     from simpe.models.shapes import random_init
@@ -226,7 +229,7 @@ def time_facts(cfg: RunConfig, model: Any, sizes: _Sizes, b: int, trainable: int
     segments = [(limit(source) if random else min(limit(source), target), source, target) for source, target in _lengths(cfg, model)]
     repetitions = (float(cfg.update.max_repeats) if random else None) if trainable else 0.0
     return TimeFacts(cfg.method.name, cfg.model.dtype, b, sizes, bool(model.config.is_encoder_decoder),
-                     int(params.get("beam_size", 5) or 5), segments, step_bytes, repetitions)
+                     int(params.get("beam_size", 5) or 5), segments, step_bytes, repetitions, tied_bytes)
 
 
 def seconds(facts: TimeFacts, rates: dict[str, Any], max_repeats: int = 3) -> tuple[float, float] | None:
@@ -250,7 +253,7 @@ def seconds(facts: TimeFacts, rates: dict[str, Any], max_repeats: int = 3) -> tu
         repetitions = min(rates["repetitions"].get(facts.method, max_repeats), max_repeats)
     traffic = max(0, facts.adapted_bytes - rates["cache"])  # adapted tensors that stay in the cache cost no passes
     update = forward * (1 + repetitions * rates["forwards_per_repetition"][facts.method]) \
-        + repetitions * traffic * rates["step_passes"] / bandwidth
+        + repetitions * (traffic * rates["step_passes"] + facts.tied_bytes * rates.get("tied_passes", 0.0)) / bandwidth
     return translate, update
 
 
@@ -308,7 +311,8 @@ def estimate(cfg: RunConfig, device: str = "cpu") -> Estimate:
     masters = b < 4 and cfg.update.master_copies and trainable > 0
     step = 4 if masters else b
     gradients = trainable * b + (trainable * 4 if masters else 0)
-    gradients += sum((readers.get(id(p), 1) - 1) * p.numel() * b for p in adapted)  # a tied tensor's, once per reader
+    tied = sum((readers.get(id(p), 1) - 1) * p.numel() * b for p in adapted)
+    gradients += tied  # a tied tensor's gradient arrives once per reader
     if cfg.method.name == "lasso":  # it keeps the base weights; its own step writes each group into a new tensor (as
         # measured at float32; under master copies the peaks measured show no such copy: NLLB-600M, Llama 3.2 1B)
         state = base * b + (trainable * 4 if masters else trainable * b)
@@ -334,7 +338,7 @@ def estimate(cfg: RunConfig, device: str = "cpu") -> Estimate:
     if cfg.method.name == "knn":
         key = BYTES[cfg.method.params.get("key_dtype", "float32")]  # the keys' dtype (simpe.methods.datastore)
         datastore = 1000 * ENTRIES_PER_SEGMENT * (hidden * key + 4 + 8)
-    facts = time_facts(cfg, model, sizes, b, trainable, trainable * step) if device == "cpu" else None
+    facts = time_facts(cfg, model, sizes, b, trainable, trainable * step, tied) if device == "cpu" else None
     parts = seconds(facts, _speed_table(), cfg.update.max_repeats) if facts is not None else None
     translate, update = parts if parts is not None else (None, None)
     return Estimate(cfg.adapter, cfg.method.name, total, trainable, total * b, gradients, state, activations,
