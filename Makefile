@@ -167,7 +167,7 @@ sweep: $(STAMP) $(MODEL)/fixed-selection.json ## simpe sweep on Ray: SWEEP=sweep
 bench-scale: $(STAMP) ## cost as the stream grows: s/segment at the start and end of 4,000-segment runs per method, peak memory, knn's inverted file vs exact search and its recall (hours on 2 cores; ARGS="--segments 1000 --methods knn knn:exact")
 	$(PY) benchmarks/bench_scale.py $(ARGS)
 
-bench-size: $(STAMP) ## the demo model (60 segments) and real-size models (NLLB-600M, M2M100-418M, mBART-50, MADLAD-400 3B, Llama 3.2 1B; random weights): peak memory and s/segment per method, float32 and bfloat16, beside the dry run's estimate (about 3 h on 2 cores for all, 1-3.5 min a run; ARGS="--models nllb-600m --methods full lora")
+bench-size: $(STAMP) ## the demo model (60 segments) and real-size models (NLLB-600M, M2M100-418M, mBART-50, MADLAD-400 3B, Llama 3.2 1B; random weights): peak memory and s/segment per method, float32 and bfloat16, beside the dry run's estimate (about 2 h on 2 cores for all, 0.5-3.5 min a run; ARGS="--models nllb-600m --methods full lora")
 	$(PY) benchmarks/bench_size.py $(ARGS)
 
 fit-speed: $(STAMP) ## fit the dry run's CPU rates (simpe/scale_table.json) to bench-size's rows (the demo model at float32, NLLB-600M, Llama 3.2 1B, M2M100-418M, mBART-50); prints every row estimated against measured (time and memory), the rest out of sample, and records the dryrun-accuracy row (half a minute)

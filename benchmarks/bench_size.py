@@ -15,8 +15,9 @@ repeats as a real run does. Each row gives the update repetitions per segment it
 the dry run's estimate (``simpe.dryrun``) of the same run; ``make fit-speed`` fits the dry run's CPU rates to these
 rows and compares every row again. A run whose estimate exceeds ``--memory`` GiB (default 24) or what this machine has
 is not run; the table says so and why. The figures go to docs/benchmark-results.md through the benchmark recorder
-(``record.py``), with the machine. At 1 thread a real-size run takes 1-3.5 minutes on 2 cores: NLLB-600M and Llama
-3.2 1B took about 70 minutes at ``--segments 2``, all five models about 3 hours.
+(``record.py``), with the machine. At 1 thread on 2 cores a real-size run takes 0.5-3.5 minutes: at ``--segments 2``
+NLLB-600M and Llama 3.2 1B took about 70 minutes together, M2M100-418M 10, mBART-50 12, MADLAD-400 3B 25 (its full
+and lasso do not fit 24 GiB), and the demo model at 60 segments 4.5: about 2 hours for all.
 
 Beside a method's plain row, a row for each memory saver that applies to it (``SAVERS``; ``--no-savers`` leaves them
 out), run the same way: knn with float16 keys (``adapters/knn-fp16.yaml``) and full with activation checkpointing
