@@ -36,6 +36,7 @@ import os
 import subprocess
 import sys
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 from record import record
@@ -50,7 +51,7 @@ SETTINGS = {"demo": [], "nllb-600m": ["model.src_lang=eng_Latn", "model.tgt_lang
             "mbart50-mmt": ["model.src_lang=en_XX", "model.tgt_lang=de_DE"], "madlad400-3b": ["model.tgt_lang=de"], "llama3.2-1b": []}
 
 
-def overrides(name: str, folder: Path | None, dtype: str, extra: list[str] = ()) -> list[str]:
+def overrides(name: str, folder: Path | None, dtype: str, extra: Sequence[str] = ()) -> list[str]:
     """The settings of a run of model ``name`` (its folder: None for the demo model) at ``dtype``: a shape-true
     model writes to the source's length (``LENGTH``); the demo model is trained and writes as it would."""
     model = ["model.path=null"] if folder is None else [f"model.path={folder}", *LENGTH]
@@ -58,6 +59,7 @@ def overrides(name: str, folder: Path | None, dtype: str, extra: list[str] = ())
 
 
 def segments_of(name: str, args: argparse.Namespace) -> int:
+    """The stream segments model ``name`` runs (``--segments-demo``, ``--segments-large`` for MADLAD, else ``--segments``)."""
     return {"demo": args.segments_demo, "madlad400-3b": args.segments_large}.get(name, args.segments)
 
 
