@@ -240,9 +240,9 @@ def seconds(facts: TimeFacts, rates: dict[str, Any], max_repeats: int = 3) -> tu
     sizes, b = facts.sizes, facts.b
     bandwidth, macs = rates["bandwidth"][facts.dtype], rates["macs"][facts.dtype]
     step = rates["step_overhead"] + max(sizes.decoder * b / bandwidth, facts.beam * sizes.decoder / macs)
+    reads = sizes.encoder if facts.encoder_decoder else sizes.decoder - sizes.projection  # the source's (prompt's) pass
     translate = forward = 0.0
     for steps, source, target in facts.segments:
-        reads = sizes.encoder if facts.encoder_decoder else sizes.decoder - sizes.projection  # the source's (prompt's) pass
         translate += steps * step + max(reads * b / bandwidth, source * reads / macs)
         work = source * sizes.encoder + target * sizes.decoder if facts.encoder_decoder else \
             (source + target) * (sizes.decoder - sizes.projection) + target * sizes.projection
@@ -301,12 +301,11 @@ def estimate(cfg: RunConfig, device: str = "cpu") -> Estimate:
     sizes = _sizes(model, b)  # as loaded, before a method adds tensors of its own (lora)
     method = METHODS.build(cfg.method.name, **cfg.method.params)
     base = sum(p.numel() for p in base_parameters(model).values())
-    if cfg.method.name == "fixed" and model.simpe_folder is None:
-        trainable = 0
-    else:
+    adapted = []
+    if not (cfg.method.name == "fixed" and model.simpe_folder is None):
         method.attach(model, model.simpe_folder, cfg.update)
-        trainable = sum(p.numel() for p in _unique(method.trainable().values()))
-    adapted = [] if trainable == 0 else _unique(method.trainable().values())
+        adapted = _unique(method.trainable().values())
+    trainable = sum(p.numel() for p in adapted)
     total = sum(p.numel() for p in _unique(model.parameters()))
     masters = b < 4 and cfg.update.master_copies and trainable > 0
     step = 4 if masters else b

@@ -103,7 +103,7 @@ class Loop:
         # check everything a user can get wrong before the model is loaded
         self.dataset, self.segments = load_stream(cfg)
         self.method = build_method(cfg.method.name, cfg.method.params, cfg.method.modifiers)
-        self.warm_pairs, self.warm_method, self.warm_update = self._check_warm_start()
+        self.warm_pairs, self.warm_method, self.warm_update = check_warm_start(cfg, self.languages())
         self.decoder = DECODERS.build(cfg.decoder.name, **cfg.decoder.params)
         self.levels = ("char", "word") if cfg.protocol.level == "both" else (cfg.protocol.level,)
         if cfg.protocol.name == "interactive" and cfg.decoder.name not in COMPLETING_DECODERS:
@@ -160,9 +160,6 @@ class Loop:
         # the base state a document boundary returns to (reset: document)
         self.base_state = self.method.state_dict() if cfg.reset == "document" else None
 
-    def _check_warm_start(self) -> tuple[list[tuple[str, str]], Any, Any]:
-        return check_warm_start(self.cfg, self.languages())
-
     def warm_start(self) -> dict[str, Any]:
         """Adapt on the translator's memory before the stream (``simpe.warmstart.warm_start``)."""
         return warm_start(self.cfg, self.model, self.loaded, self.method, self.warm_pairs, self.warm_method, self.warm_update)
@@ -205,11 +202,9 @@ class Loop:
         """The per-user store's metadata: what made it and for which base model (``simpe.storefile``)."""
         family = self.loaded.family.store_metadata()  # empty for a Marian store without language settings
         made = self.cfg.method if self.warm_method is None else None
-        warm = self.warm_method
-        return StoreMetadata(method=made.name if made else warm.name,
-                             method_params=dict(made.params) if made else warm_preset(self.cfg)[0],
-                             adapter=self.cfg.adapter,
-                             modifiers=([dict(m) for m in made.modifiers] if made else warm_preset(self.cfg)[1]) or None,
+        params, modifiers = (dict(made.params), [dict(m) for m in made.modifiers]) if made else warm_preset(self.cfg)
+        return StoreMetadata(method=made.name if made else self.warm_method.name, method_params=params,
+                             adapter=self.cfg.adapter, modifiers=modifiers or None,
                              base_model=self.loaded.name, base_model_path=str(self.cfg.model.path or ""),  # "": the demo model
                              dataset=self.cfg.data.name, split=self.cfg.data.split, segments=len(self.segments),
                              reset=self.cfg.reset, decoder=self.cfg.decoder.name, decoder_params=dict(self.cfg.decoder.params),
