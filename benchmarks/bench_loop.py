@@ -25,7 +25,10 @@ from simpe.simulate import Loop
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--segments", type=int, default=50)
-    parser.add_argument("--methods", nargs="+", default=["baseline", "full", "bias", "fixed", "top", "lasso", "lora", "knn"])
+    # the presets `make replicate` runs: the papers' five, lora and knn, and the field's compositions (whose relative
+    # cost the replication's time estimate reads by preset name: full+ewc costs several times full)
+    parser.add_argument("--methods", nargs="+", default=["baseline", "full", "bias", "fixed", "top", "lasso", "lora", "knn",
+                                                         "tune-retrieve", "full+replay", "full+ewc", "lasso+ewc", "full+knn"])
     parser.add_argument("--model", default=None)
     parser.add_argument("--device", default="auto")
     parser.add_argument("--beam-size", type=int, default=5)

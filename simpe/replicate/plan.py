@@ -24,12 +24,12 @@ from typing import Any
 
 from simpe.paths import DATA_DIR, REPO_ROOT
 from simpe.replicate.field import FIELD_METHODS, NEEDS_TRAIN
-from simpe.sweep import RELATIVE_COST, RunSpec, plan
+from simpe.sweep import RunSpec, plan, relative_cost
 
 METHODS = ["baseline", "full", "bias", "fixed", "top", "lasso", "lora", "knn"]
 SEED_METHODS = ["baseline", "full", "bias", "fixed", "top", "lasso"]  # Simianer et al. (2019)'s five and its baseline
 LOGGED = ["metrics.novel_vocab=train", "metrics.subword=all", "snapshots.every=0"]  # Table 4 counts all tokens (its footnote 8)
-# a baseline segment of a one-thread run, two runs at once, demo model (scaled by RELATIVE_COST): 0.074 s alone
+# a baseline segment of a one-thread run, two runs at once, demo model (scaled by simpe.sweep.relative_cost): 0.074 s alone
 # (docs/benchmarks.md, bench-loop); 0.185 s measured in the first `make replicate`, with the 2 cores also busy with other work
 SECONDS_PER_SEGMENT = 0.09
 SECONDS_PER_PROBE = {"exact": 1.5, "beam": 0.05}  # rough per sentence: exact top-k search, one beam size
@@ -175,7 +175,7 @@ class Plan:
     def estimate(self, workers: int, with_studies: bool = True, reused: frozenset[Path] | set[Path] = frozenset()) -> tuple[float, float]:
         """(seconds of the loop runs, of the studies, 0 without ``with_studies``) expected on this kind of machine
         with ``workers`` at once; the runs in ``reused`` cost nothing."""
-        runs = sum(_segments(spec) * RELATIVE_COST.get(spec.cfg.method.name, 1.0) * SECONDS_PER_SEGMENT
+        runs = sum(_segments(spec) * relative_cost(spec.cfg) * SECONDS_PER_SEGMENT
                    for spec in self.specs() if spec.path not in reused)
         studies = self.scale.probe * (SECONDS_PER_PROBE["exact"] * (1 + len(self.scale.ks))
                                       + SECONDS_PER_PROBE["beam"] * sum(self.scale.beam_sizes) / 5 * 2)

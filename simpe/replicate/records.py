@@ -87,10 +87,29 @@ def _git(*args: str) -> str:
         return ""
 
 
-def commit() -> str:
-    """The short commit of the work tree, ``+changes`` when tracked files differ from it."""
+def commit(outputs: Path | None = None) -> str:
+    """The short commit of the work tree, ``+changes`` when tracked files differ from it.
+
+    ``outputs`` is the records folder of the call: what the replication itself writes (the folder's parent, e.g.
+    ``docs/replication/``, and the page beside it, ``docs/replication.md`` and ``.json``) is not a change of the code
+    that measured, so a call that resumes one cut off is not marked ``+changes`` for the records its predecessor left.
+    """
     head = _git("rev-parse", "--short", "HEAD") or "unknown"
-    changed = any(line and not line.startswith("??") for line in _git("status", "--porcelain").splitlines())
+    own = None
+    if outputs is not None:
+        try:
+            own = outputs.resolve().parent.relative_to(REPO_ROOT.resolve()).as_posix()
+        except ValueError:  # records outside the repository: nothing of the repository is theirs
+            own = None
+    changed = False
+    for line in _git("status", "--porcelain").splitlines():
+        if not line or line.startswith("??"):
+            continue
+        # "XY path" (or "XY old -> new"); _git strips the output, so the first line may have lost X's blank
+        path = line.lstrip().split(" ", 1)[-1].lstrip().split(" -> ")[-1].strip('"')
+        if own is not None and (path.startswith(own + "/") or path.startswith(own + ".")):
+            continue
+        changed = True
     return head + ("+changes" if changed else "")
 
 
@@ -124,7 +143,7 @@ def start_call(folder: Path, call: str, parts: list[str], device: str = "cpu") -
     while any(c["id"] == ident for c in calls):  # two calls in one second: the second one a second later
         now += 1
         ident = _utc(now)
-    calls.append({"id": ident, "call": call, "commit": commit(), "parts": sorted(parts), "wall_seconds": None,
+    calls.append({"id": ident, "call": call, "commit": commit(folder), "parts": sorted(parts), "wall_seconds": None,
                   "machine": machine(device)})
     _write(folder / CALLS_FILE, _json({"calls": calls}))
     return ident

@@ -20,10 +20,11 @@ from simpe.sweep.plan import (
     load_sweep_file,
     parse_grid,
     plan,
+    relative_cost,
     state,
 )
 from simpe.sweep.tables import compare_groups
 
 __all__ = ["ADAPTATION_KEYS", "BASELINE", "COST_FILE", "RELATIVE_COST", "SWEEP_FILE_KEYS", "Outcome", "Progress", "RunSpec",
-           "compare_groups", "cpu_count", "execute", "expected_cost", "load_sweep_file", "pack", "parse_grid", "plan",
+           "compare_groups", "cpu_count", "execute", "expected_cost", "load_sweep_file", "pack", "parse_grid", "plan", "relative_cost",
            "run_task", "start_ray", "state", "unpack"]

@@ -160,10 +160,16 @@ def _relative_cost() -> dict[str, float]:
 RELATIVE_COST = _relative_cost()
 
 
+def relative_cost(cfg: RunConfig) -> float:
+    """A run's seconds per segment over baseline's: its preset's measured figure (a composition such as full+ewc
+    costs several times its method's), else its method's, else baseline's."""
+    return RELATIVE_COST.get(cfg.adapter, RELATIVE_COST.get(cfg.method.name, 1.0))
+
+
 def expected_cost(spec: RunSpec) -> float:
-    """A run's expected time in baseline-segments: its segment count (all: the largest) times its method's relative cost."""
+    """A run's expected time in baseline-segments: its segment count (all: the largest) times its relative cost."""
     cfg = spec.cfg or spec.config()
     segments = cfg.data.segments if cfg.data.segments is not None else float("inf")
-    return segments * RELATIVE_COST.get(cfg.method.name, 1.0)
+    return segments * relative_cost(cfg)
 
 

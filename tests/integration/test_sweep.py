@@ -167,6 +167,24 @@ def test_the_longest_runs_start_first(tmp_path: Path):
     assert expected_cost(specs[0]) == 4 * 1.0  # baseline, 4 segments
 
 
+def test_a_composed_preset_costs_its_own_measured_figure(monkeypatch: pytest.MonkeyPatch):
+    """full+ewc is method full with a modifier: its cost is the preset's figure when bench-loop measured it (several
+    times full's), else its method's; an unmeasured method counts as baseline."""
+    import importlib
+
+    from simpe.configfile import load_config
+    from simpe.sweep import relative_cost
+
+    table = importlib.import_module("simpe.sweep.plan").RELATIVE_COST
+    monkeypatch.setitem(table, "full", 1.5)
+    monkeypatch.setitem(table, "full+ewc", 4.6)
+    assert relative_cost(load_config("full+ewc", [])) == 4.6
+    monkeypatch.delitem(table, "full+ewc")
+    assert relative_cost(load_config("full+ewc", [])) == 1.5 == relative_cost(load_config("full", []))
+    monkeypatch.delitem(table, "full")
+    assert relative_cost(load_config("full+ewc", [])) == 1.0
+
+
 def test_the_progress_shows_each_running_run_and_a_line_as_each_ends(local_ray, tmp_path: Path, capsys: pytest.CaptureFixture):
     """The driver's display: an overall bar labelled as the user's command, one line per running run with its segment
     count and running BLEU / R0+1 (read from the run folders), and a line with its time as each run ends."""

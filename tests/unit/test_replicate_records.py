@@ -162,3 +162,35 @@ def test_a_large_file_is_hashed_by_its_size_and_ends(tmp_path: Path, monkeypatch
     assert fp.file_hash(path) != first
     path.write_bytes(bytes(101))  # the size
     assert fp.file_hash(path) != first
+
+
+def test_a_calls_commit_is_marked_changed_by_code_not_by_the_replications_own_outputs(tmp_path: Path,
+                                                                                        monkeypatch: pytest.MonkeyPatch):
+    import subprocess
+
+    def git(*args: str) -> None:
+        subprocess.run(["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t", *args],
+                       check=True, capture_output=True)
+
+    for name in ("docs/replication/records/calls.json", "docs/replication.md", "docs/replication.json",
+                 "docs/replicate.md", "simpe/update.py"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("a\n")
+    git("init", "-q")
+    git("add", ".")
+    git("commit", "-q", "-m", "c")
+    head = subprocess.run(["git", "-C", str(tmp_path), "rev-parse", "--short", "HEAD"], capture_output=True,
+                          text=True, check=True).stdout.strip()
+    monkeypatch.setattr(rec, "REPO_ROOT", tmp_path)
+    folder = tmp_path / "docs/replication/records"
+    for name in ("docs/replication/records/calls.json", "docs/replication.md", "docs/replication.json"):
+        (tmp_path / name).write_text("b\n")  # what a call cut off leaves: its records and page
+    (tmp_path / "docs/replication/figure2.png").write_text("new\n")  # untracked: never a change
+    assert rec.commit(folder) == head
+    assert rec.commit() == head + "+changes"  # without the folder, every tracked change counts
+    (tmp_path / "docs/replicate.md").write_text("b\n")  # a neighbour's name is not the page's
+    assert rec.commit(folder) == head + "+changes"
+    git("checkout", "docs/replicate.md")
+    (tmp_path / "simpe/update.py").write_text("b\n")
+    assert rec.commit(folder) == head + "+changes"
+    assert rec.commit(tmp_path.parent / "elsewhere") == head + "+changes"
