@@ -29,8 +29,10 @@ from simpe.sweep import RunSpec, plan, relative_cost
 METHODS = ["baseline", "full", "bias", "fixed", "top", "lasso", "lora", "knn"]
 SEED_METHODS = ["baseline", "full", "bias", "fixed", "top", "lasso"]  # Simianer et al. (2019)'s five and its baseline
 LOGGED = ["metrics.novel_vocab=train", "metrics.subword=all", "snapshots.every=0"]  # Table 4 counts all tokens (its footnote 8)
-# a baseline segment of a one-thread run, two runs at once, demo model (scaled by simpe.sweep.relative_cost): 0.074 s alone
-# (docs/benchmarks.md, bench-loop); 0.185 s measured in the first `make replicate`, with the 2 cores also busy with other work
+# a baseline segment of a one-thread run, two runs at once, demo model (scaled by simpe.sweep.relative_cost): 0.092 s
+# in the from-scratch `make replicate WORKERS=2` of 2026-11-27 (2,000 scalc segments in 183 s beside another run; the
+# call took 1.87 h against an estimate of 1.53 h: knn's cost grows with its datastore, and the systems study is not
+# in the studies' figure)
 SECONDS_PER_SEGMENT = 0.09
 SECONDS_PER_PROBE = {"exact": 1.5, "beam": 0.05}  # rough per sentence: exact top-k search, one beam size
 # The "why" part (issue: "why, measured"): explanations of the Simianer et al. (2019) rows the demo model does not
