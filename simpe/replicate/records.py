@@ -95,21 +95,14 @@ def commit(outputs: Path | None = None) -> str:
     that measured, so a call that resumes one cut off is not marked ``+changes`` for the records its predecessor left.
     """
     head = _git("rev-parse", "--short", "HEAD") or "unknown"
-    own = None
+    excluded: list[str] = []
     if outputs is not None:
         try:
             own = outputs.resolve().parent.relative_to(REPO_ROOT.resolve()).as_posix()
+            excluded = [f":(exclude){own}", f":(exclude,glob){own}.*"]  # the folder, and the page beside it
         except ValueError:  # records outside the repository: nothing of the repository is theirs
-            own = None
-    changed = False
-    for line in _git("status", "--porcelain").splitlines():
-        if not line or line.startswith("??"):
-            continue
-        # "XY path" (or "XY old -> new"); _git strips the output, so the first line may have lost X's blank
-        path = line.lstrip().split(" ", 1)[-1].lstrip().split(" -> ")[-1].strip('"')
-        if own is not None and (path.startswith(own + "/") or path.startswith(own + ".")):
-            continue
-        changed = True
+            pass
+    changed = any(line and not line.startswith("??") for line in _git("status", "--porcelain", "--", *excluded).splitlines())
     return head + ("+changes" if changed else "")
 
 

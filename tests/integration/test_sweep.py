@@ -159,11 +159,9 @@ def test_the_longest_runs_start_first(tmp_path: Path, monkeypatch: pytest.Monkey
     """Longest-processing-time order: more segments, then the slower method (bench-loop's relative cost), first;
     equal costs keep the sweep's order. The costs are set here: bench-loop rewrites the table's figures (lasso at
     4 segments may cost more than baseline at 8), and the order, not the figures, is under test."""
-    import importlib
-
+    from simpe.sweep import RELATIVE_COST as table
     from simpe.sweep import expected_cost
 
-    table = importlib.import_module("simpe.sweep.plan").RELATIVE_COST
     for name, cost in {"baseline": 1.0, "bias": 1.3, "full": 1.44, "lasso": 1.63}.items():
         monkeypatch.setitem(table, name, cost)
 
@@ -177,12 +175,10 @@ def test_the_longest_runs_start_first(tmp_path: Path, monkeypatch: pytest.Monkey
 def test_a_composed_preset_costs_its_own_measured_figure(monkeypatch: pytest.MonkeyPatch):
     """full+ewc is method full with a modifier: its cost is the preset's figure when bench-loop measured it (several
     times full's), else its method's; an unmeasured method counts as baseline."""
-    import importlib
-
     from simpe.configfile import load_config
+    from simpe.sweep import RELATIVE_COST as table
     from simpe.sweep import relative_cost
 
-    table = importlib.import_module("simpe.sweep.plan").RELATIVE_COST
     monkeypatch.setitem(table, "full", 1.5)
     monkeypatch.setitem(table, "full+ewc", 4.6)
     assert relative_cost(load_config("full+ewc", [])) == 4.6
