@@ -33,7 +33,7 @@ from simpe import log
 from simpe.config import RunConfig
 from simpe.datasets import Segment, stream_hash
 from simpe.decoders import DECODERS
-from simpe.errors import ConfigError, ModelError
+from simpe.errors import ConfigError, ModelError, SimpeError
 from simpe.fingerprint import run_code
 from simpe.interactive import COMPLETING_DECODERS, EFFORT_OF, Effort, run_sessions
 from simpe.malloc import reuse_freed_memory
@@ -129,6 +129,7 @@ class Loop:
             self.comet = CometScorer(cfg.comet, device=str(resolve_device(cfg.device)))
         self.loaded: Any = None
         self.truncated = 0  # segments cut to the model's maximum length
+        self.own_sentences: dict[tuple[str, int], list[tuple[str, str]]] = {}  # (split, n) -> pairs (sentences)
 
     def check_run_dir(self, resume: bool, overwrite: bool, resume_anyway: bool = False) -> None:
         """Refuse, before the model loads, a run folder that cannot be written or resumed with these settings, or
@@ -187,9 +188,18 @@ class Loop:
         return (getattr(self.dataset, "src_lang", "en"), getattr(self.dataset, "tgt_lang", self.cfg.metrics.lang))
 
     def sentences(self, split: str, n: int) -> list[tuple[str, str]]:
-        """``simpe.stream.method_sentences`` of this run (its stream and probes held out)."""
-        held = {s.source for s in self.segments} | {s.source for s in self.forgetting} | {s.source for s in self.probe}
-        return method_sentences(self.cfg, self.dataset, held, split, n)
+        """``simpe.stream.method_sentences`` of this run (its stream and probes held out), read once."""
+        if (split, n) not in self.own_sentences:
+            held = {s.source for s in self.segments} | {s.source for s in self.forgetting} | {s.source for s in self.probe}
+            self.own_sentences[(split, n)] = method_sentences(self.cfg, self.dataset, held, split, n)
+        return self.own_sentences[(split, n)]
+
+    def check_sentences(self) -> None:
+        """Read, before the model loads, the sentences of the dataset the method's ``prepare`` will ask for on a new
+        run (``Method.sentences_needed``: ewc's Fisher pairs, replay's training pool): a split the dataset lacks is
+        refused now (DataError, one line), never replaced by another."""
+        for split, n in self.method.sentences_needed():
+            self.sentences(split, n)
 
     def begin_segment(self, index: int) -> bool:
         """Before segment ``index``: with ``reset: document``, at a document boundary return to the base state; True when it did."""
@@ -469,13 +479,34 @@ class Loop:
         }
 
 
+def check_runs(configs: list[RunConfig], resume: bool = False, overwrite: bool = False, resume_anyway: bool = False,
+               progress: bool = True, folders: bool = True) -> list[Loop]:
+    """Every run of a list checked as a whole before the model loads (``simpe simulate --preset a b c``): its settings
+    and inputs (``Loop``), its run folder (unless ``folders`` is False: the caller checks them its own way), and on a
+    new run the dataset's sentences its method reads (``Loop.check_sentences``). The first refusal is raised as one
+    line naming the preset (when there are several); returns the loops, in order."""
+    loops = []
+    for cfg in configs:
+        try:
+            loop = Loop(cfg, progress=progress)
+            if folders:
+                loop.check_run_dir(resume or resume_anyway, overwrite, resume_anyway)
+            if not (resume or resume_anyway) or not (loop.path / layout.STATE_DIR / layout.CHECKPOINT_FILE).exists():
+                loop.check_sentences()
+        except SimpeError as err:
+            if len(configs) == 1:
+                raise
+            raise type(err)(f"preset {cfg.adapter}: {err}") from None
+        loops.append(loop)
+    return loops
+
+
 def simulate(configs: list[RunConfig], resume: bool = False, overwrite: bool = False, resume_anyway: bool = False,
              progress: bool = True, on_done: Callable[[Path], None] | None = None) -> list[Path]:
     """Run every config in turn (``simpe.configfile.run_configs``: the presets on the same stream); return the run
-    directories."""
+    directories. Every config is checked (``check_runs``) before the first run starts."""
     paths = []
-    for cfg in configs:
-        loop = Loop(cfg, progress=progress)
+    for loop in check_runs(configs, resume=resume, overwrite=overwrite, resume_anyway=resume_anyway, progress=progress):
         path = loop.run(resume=resume, overwrite=overwrite, resume_anyway=resume_anyway)
         loop.timer.remove()
         paths.append(path)

@@ -8,7 +8,7 @@ import random
 from typing import Any
 
 from simpe.config import RunConfig
-from simpe.datasets import DATASETS, Segment
+from simpe.datasets import DATASETS, Segment, draw
 from simpe.errors import ConfigError, DataError
 
 logger = logging.getLogger(__name__)
@@ -65,12 +65,18 @@ def forgetting_set(cfg: RunConfig, dataset: Any) -> list[Segment]:
     return dataset.load("dev", cfg.data.skip_empty)[-cfg.snapshots.forgetting:]
 
 
+# the splits a method's own sentences may come from: train, its shipped draw (the libreoffice dataset's train-sample)
+# and dev; never the stream or the reserved splits
+METHOD_SPLITS = ("train", "train-sample", "dev")
+
+
 def method_sentences(cfg: RunConfig, dataset: Any, held: set[str], split: str, n: int) -> list[tuple[str, str]]:
     """At most ``n`` (source, reference) pairs of the dataset's ``split``, drawn with the run's seed, in file order:
-    ``replay``'s training pairs and ``ewc``'s Fisher sentences. Only ``train`` and ``dev``, never the stream, the
-    reserved splits, or a pair whose source is ``held`` (the stream's and, of dev, the forgetting and ranking probes')."""
-    if split not in ("train", "dev") or split == cfg.data.split:
-        raise ConfigError(f"a method's own sentences come from the train or dev split, never the stream "
+    ``replay``'s training pairs and ``ewc``'s Fisher sentences. Only ``METHOD_SPLITS``, never the stream, the
+    reserved splits, or a pair whose source is ``held`` (the stream's and, of dev, the forgetting and ranking probes').
+    A split that is missing is an error naming it: never another split in its place."""
+    if split not in METHOD_SPLITS or split == cfg.data.split:
+        raise ConfigError(f"a method's own sentences come from the {', '.join(METHOD_SPLITS)} split, never the stream "
                           f"({cfg.data.split}) or the reserved splits; got {split!r}")
     if split not in dataset.splits:
         raise ConfigError(f"dataset {cfg.data.name!r} has no {split} split (its splits: "
@@ -80,6 +86,6 @@ def method_sentences(cfg: RunConfig, dataset: Any, held: set[str], split: str, n
     except DataError as err:
         raise DataError(f"the method needs {n} sentences of the {split} split: {err}") from None
     segments = [s for s in segments if s.source not in held]
-    chosen = sorted(random.Random(cfg.seed).sample(range(len(segments)), min(n, len(segments))))
+    chosen = draw(len(segments), n, cfg.seed)
     logger.info("%d sentences of the %s split for the method (seed %d)", len(chosen), split, cfg.seed)
     return [(segments[i].source, segments[i].reference) for i in chosen]

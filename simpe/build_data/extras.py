@@ -178,12 +178,12 @@ def extra_corpus(roots: dict[str, Path], versions: dict[str, str] | None = None)
 
 
 NOTICE_HEAD = """\
-Extra text in the train split only (never in dev, stream or reserved), from {release}
-packages, grouped by licence. A help document's licence is the one its own Mallard
-<license> element states, else the package's Debian copyright file
-(usr/share/doc/<package>/copyright, in the .deb): the Files paragraph that covers
-help/C and help/de, or po/de.po for the catalogs. A free-form copyright file (marked *)
-is summarised by the first licence it names; read it for the details. simpe extracted
+Extra text in the train split only (and so in its shipped draw, train-sample; never in
+dev, stream or reserved), from {release} packages, grouped by licence. A help document's
+licence is the one its own Mallard <license> element states, else the package's Debian
+copyright file (usr/share/doc/<package>/copyright, in the .deb): the Files paragraph that
+covers help/C and help/de, or po/de.po for the catalogs. A free-form copyright file (marked
+*) is summarised by the first licence it names; read it for the details. simpe extracted
 plain-text paragraphs and catalog strings, aligned them by position in the page or by
 msgid, and otherwise changed only whitespace, inline markup and UI mnemonics.
 """

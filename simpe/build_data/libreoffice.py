@@ -14,6 +14,11 @@ and German gettext catalogs, ``EXTRA_PACKAGES``), appended after the LibreOffice
 cleaned the same way; it never enters dev, stream or reserved. The manifest counts each
 package's pairs, words and kept train pairs, and the NOTICE lists the extra text per licence.
 
+From the written train split it draws ``train-sample`` (``simpe.datasets.libreoffice.TRAIN_SAMPLE``): the 200 pairs
+that ``simpe.datasets.base.draw`` with seed 1 picks, as a run's method draws its own sentences. That split ships with
+the repository (EWC's Fisher reads it: ``adapters/full+ewc.yaml``); the manifest records the draw (the train pairs'
+indices) and the NOTICE what the shipped pairs hold, per licence.
+
 It also writes ``vocab.train.de``, the target-side vocabulary of the train split in the
 ``rk.rb -v`` format of the authors of Simianer et al. (2019) (``<count> <word>``), for the novel-word R variants
 (``metrics.novel_vocab: train``): the types after the R metrics' own pipeline, Moses
@@ -35,6 +40,8 @@ from simpe.build_data.extras import EXTRA_PACKAGES, KEEP, RELEASE, ExtraCorpus, 
 from simpe.build_data.gettext import read_catalog
 from simpe.build_data.help import extract_segments
 from simpe.build_data.segment import Segment
+from simpe.datasets.base import draw
+from simpe.datasets.libreoffice import SAMPLE_SEED, SAMPLE_SIZE, TRAIN_SAMPLE, LibreOfficeDataset
 from simpe.errors import DataError
 
 logger = logging.getLogger(__name__)
@@ -141,6 +148,40 @@ def split_corpus(help_segments: list[tuple[str, Segment]], ui_segments: list[Seg
     for reason, count in sorted(removed.items()):
         logger.info("train: removed %d pairs (%s)", count, reason)
     return splits
+
+
+def train_sample(out_dir: Path) -> tuple[list[Segment], dict[str, object]]:
+    """The shipped draw of the train split written in ``out_dir`` (read back as ``simpe.datasets`` reads it, so the
+    draw is the one a run makes) and its manifest entry: where it comes from, the seed and the indices it took."""
+    train = LibreOfficeDataset(str(out_dir)).load("train", skip_empty=True)
+    indices = draw(len(train), SAMPLE_SIZE, SAMPLE_SEED)
+    chosen = [Segment(train[i].doc_id, train[i].seg_id, train[i].source, train[i].reference) for i in indices]
+    return chosen, {"drawn_from": "train", "train_segments": len(train), "seed": SAMPLE_SEED, "size": SAMPLE_SIZE,
+                    "indices": indices, "read_by": "ewc's Fisher (adapters/full+ewc.yaml, adapters/lasso+ewc.yaml)"}
+
+
+def sample_notice(sample: list[Segment], extra: ExtraCorpus | None, versions: dict[str, str]) -> str:
+    """The NOTICE section of the shipped train sample: its LibreOffice pairs, and its extra pairs per licence and package."""
+    own = sum(1 for seg in sample if _part_of(seg) is None)
+    lines = [f"The {TRAIN_SAMPLE} split ({TRAIN_SAMPLE}.en, .de, .ids) ships with simpe: the {len(sample)} pairs of the",
+             f"train split that simpe's seeded draw (seed {SAMPLE_SEED}) picks, read by EWC's Fisher (the train split",
+             f"itself is rebuilt by `make corpus` and not shipped). {own} of them are LibreOffice help and UI",
+             "text (MPL-2.0, above); the others are extra text, per licence as above (package, part: pairs):", ""]
+    licences: dict[tuple[str, str], set[str]] = {}
+    for item in (extra.taken if extra is not None else []):
+        licences.setdefault((item.package, item.part.split(" ", 1)[0]), set()).add(item.licence)
+    by_licence: dict[str, Counter] = {}
+    for seg in sample:
+        part = _part_of(seg)
+        if part is not None:
+            package, kind = part
+            licence = " / ".join(sorted(licences.get((package, "help" if kind == "help" else "catalog"), {"unknown"})))
+            by_licence.setdefault(licence, Counter())[f"{package} {versions.get(package, '')}".strip() + f" {kind}"] += 1
+    for licence in sorted(by_licence):
+        lines.append(f"{licence}:")
+        lines.extend(f"  {what}: {count}" for what, count in sorted(by_licence[licence].items()))
+        lines.append("")
+    return "\n".join(lines)
 
 
 def write_split(out_dir: Path, name: str, segments: list[Segment]) -> dict[str, str]:
@@ -250,6 +291,10 @@ def build_from(help_root: Path, ui_root: Path, out_dir: Path, versions: dict[str
             "documents": len({s.doc_id for s in splits[name]}),
             "source_words": sum(len(s.source.split()) for s in splits[name]),
         }
+    sample, drawn = train_sample(out_dir)
+    manifest["sha256"].update(write_split(out_dir, TRAIN_SAMPLE, sample))
+    manifest["splits"][TRAIN_SAMPLE] = {"segments": len(sample), "documents": len({s.doc_id for s in sample}),
+                                        "source_words": sum(len(s.source.split()) for s in sample), **drawn}
     manifest["train_vocab"] = write_train_vocab(out_dir, [s.target for s in splits["train"]])
     manifest["help_segments"] = len(help_segments)
     manifest["ui_segments"] = len(ui_segments)
@@ -259,6 +304,7 @@ def build_from(help_root: Path, ui_root: Path, out_dir: Path, versions: dict[str
         manifest["extra_segments"] = len(extra.segments)
         manifest["extra_sources"] = extra.figures
         notice += "\n" + licence_notice(extra.taken, versions)
+    notice += "\n" + sample_notice(sample, extra, versions)
     (out_dir / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
     (out_dir / "NOTICE").write_text(notice)
-    return {name: len(splits[name]) for name in SPLITS}
+    return {**{name: len(splits[name]) for name in SPLITS}, TRAIN_SAMPLE: len(sample)}

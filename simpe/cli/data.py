@@ -28,7 +28,7 @@ def cmd_corpus(args: argparse.Namespace) -> None:
 
         counts = build(args.out, args.cache, installed=args.installed)
         for name, count in counts.items():
-            print(f"{name:9s} {count:7d} segments")
+            print(f"{name:12s} {count:7d} segments")
         print(f"wrote {args.out}")
     else:
         from simpe.build_data.gettext import write_pairs

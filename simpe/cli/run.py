@@ -111,6 +111,10 @@ def simulate_parallel(args: argparse.Namespace, tracking: Tracking) -> None:
     specs = plan(args.preset, overrides=simulate_overrides(args), baseline=False)
     for spec in specs:
         RunDir.check(spec.path, args.resume, args.overwrite)  # refuse before Ray starts, as simulate does
+    from simpe.simulate import check_runs
+
+    # every preset's settings, inputs and the sentences its method reads, as a whole before the first task starts
+    check_runs([spec.cfg for spec in specs], resume=args.resume, progress=False, folders=False)
     outcomes = execute(specs, workers=args.workers, threads=args.threads, progress=not args.no_progress,
                        as_simulate=(args.resume, args.overwrite))
     tracking.outcomes(outcomes)

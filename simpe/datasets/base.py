@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import random
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -99,6 +100,13 @@ def parallel_files(source: Path, reference: Path, doc_id: str | None = None) -> 
         raise DataError(f"line-count mismatch: {source} has {len(src)} lines, {reference} has {len(ref)}")
     doc = doc_id or Path(source).name
     return [Segment(doc, str(i), s, r) for i, (s, r) in enumerate(zip(src, ref), 1)]
+
+
+def draw(count: int, n: int, seed: int) -> list[int]:
+    """The indices of ``min(n, count)`` of ``count`` items drawn without replacement with ``seed``, in file order: the
+    one seeded draw of a split's pairs (a method's own sentences, ``simpe.stream.method_sentences``; the shipped
+    train sample of the LibreOffice corpus, ``simpe.build_data.libreoffice``)."""
+    return sorted(random.Random(seed).sample(range(count), min(n, count)))
 
 
 def stream_hash(segments: list[Segment]) -> str:

@@ -1,7 +1,10 @@
 """The offline default: LibreOffice 7.4 help + UI, en-US -> de (built by ``make corpus``).
 
 Reads ``data/libreoffice/{split}.en|.de|.ids``. The dev, stream and reserved splits ship
-with the repository; train is rebuilt by ``make corpus`` (see ``simpe.build_data.libreoffice``).
+with the repository, and so does ``train-sample``: the 200 pairs of train that the seeded draw (seed 1) picks,
+the general-domain pairs of EWC's Fisher (``adapters/full+ewc.yaml``), so that a clone without the train split and
+a full checkout read the same pairs; train is rebuilt by ``make corpus`` (see ``simpe.build_data.libreoffice``, which
+writes train-sample from it).
 """
 from __future__ import annotations
 
@@ -19,11 +22,15 @@ DEFAULT_DIR = DATA_DIR / "libreoffice"
 # ``smath`` is deliberately absent: it is the project's final held-out check, never used for tuning or
 # reports; ``sdatabase`` is the second, smaller stream of ``simpe replicate`` (the role of Table 5 in Simianer et al. (2019)).
 RESERVED_MODULES = ("sdatabase",)
+# The shipped draw of the train split: the SAMPLE_SIZE pairs that ``simpe.datasets.base.draw`` with SAMPLE_SEED picks
+# from train (seed 1, the run's default; the draw ewc's Fisher made from train before this split shipped). The
+# manifest records the train lines it took.
+TRAIN_SAMPLE, SAMPLE_SIZE, SAMPLE_SEED = "train-sample", 200, 1
 
 
 @DATASETS.add("libreoffice")
 class LibreOfficeDataset(Dataset):
-    splits = ("train", "dev", "stream", "reserved", *RESERVED_MODULES)
+    splits = ("train", TRAIN_SAMPLE, "dev", "stream", "reserved", *RESERVED_MODULES)
 
     def __init__(self, path: str | None = None) -> None:
         self.path = Path(path) if path else DEFAULT_DIR

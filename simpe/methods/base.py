@@ -162,6 +162,11 @@ class Method(ABC):
         return self._trainable
 
     # ---- what composition (simpe.methods.compose) and the methods beside those of Simianer et al. (2019) use; the defaults do nothing
+    def sentences_needed(self) -> list[tuple[str, int]]:
+        """The (split, n) of every ``Context.sentences`` call ``prepare`` makes on a new run: the loop reads them
+        before the model loads, so that a split the dataset lacks is refused first (``simpe.simulate.simulate``)."""
+        return []
+
     def prepare(self, context: Context, resume: bool = False) -> None:
         """Called once by the loop before the first segment, after any warm start, with what it lends (``Context``);
         on a resume (``resume``) before the checkpoint's state is loaded, so what that state holds need not be made

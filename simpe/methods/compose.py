@@ -54,6 +54,10 @@ class Modifier:
     def check_family(self, family: ModelFamily) -> None:
         """As ``Method.check_family``."""
 
+    def sentences_needed(self) -> list[tuple[str, int]]:
+        """As ``Method.sentences_needed``."""
+        return []
+
     def prepare(self, context: Context, resume: bool = False) -> None:
         """As ``Method.prepare``."""
 
@@ -123,6 +127,9 @@ class MethodModifier(Modifier):
 
     def check_family(self, family: ModelFamily) -> None:
         self.companion.check_family(family)
+
+    def sentences_needed(self) -> list[tuple[str, int]]:
+        return self.companion.sentences_needed()
 
     def prepare(self, context: Context, resume: bool = False) -> None:
         self.companion.prepare(context, resume)
@@ -214,6 +221,9 @@ class ComposedMethod(Method):
 
     def adapts(self) -> bool:
         return self.method.adapts() or any(m.adapts() for m in self.modifiers)
+
+    def sentences_needed(self) -> list[tuple[str, int]]:
+        return [*self.method.sentences_needed(), *(need for m in self.modifiers for need in m.sentences_needed())]
 
     # ---- the modifiers' hooks
     def prepare(self, context: Context, resume: bool = False) -> None:

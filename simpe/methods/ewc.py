@@ -3,9 +3,11 @@
 Each update's loss gets the penalty λ·Σ F·(θ − θ₀)² over the method's trainable tensors: θ₀ their values before the
 first segment (after any warm start), F the diagonal of the empirical Fisher information at θ₀, estimated once as
 the mean over ``sentences`` pairs of the squared gradient of each pair's mean token NLL (teacher-forced, no
-dropout). The pairs are drawn with the run's seed from the dataset's ``split`` (``train``, the default; ``dev``
-without the forgetting probe's and the ranking probe's sentences) through the loop's ``Context.sentences``, which
-refuses the stream and the reserved splits (``smath``, ``sdatabase``). A tensor moved away from θ₀ where the
+dropout). The pairs are drawn with the run's seed from the dataset's ``split`` (``train``, the default;
+``train-sample``, the LibreOffice corpus's shipped 200 pairs of train, which the presets read so that a clone without
+the train split estimates the same Fisher; ``dev`` without the forgetting probe's and the ranking probe's sentences)
+through the loop's ``Context.sentences``, which refuses the stream and the reserved splits (``smath``, ``sdatabase``)
+and names a split that is missing. A tensor moved away from θ₀ where the
 general-domain loss is sensitive (large F) is pulled back; one the Fisher finds unimportant moves freely.
 
 The Fisher (one float32 value per trainable value) is part of the resume state, so a resumed run penalises with the
@@ -28,7 +30,7 @@ from simpe.model import eval_mode, teacher_forced_logits
 
 logger = logging.getLogger(__name__)
 
-SPLITS = ("train", "dev")
+SPLITS = ("train", "train-sample", "dev")
 FISHER = "fisher."  # state entries: fisher.<tensor name>
 # λ, chosen on the first 300 scalc segments of the demo model with full (update.lr 0.01): the mean Fisher there is
 # 1.65e-5, so one SGD step pulls a parameter of mean Fisher back by lr·2λF̄ of its drift: 0.03 % at λ = 1,000 (held-out
@@ -57,6 +59,9 @@ class EwcModifier(Modifier):
         self.fisher: dict[str, torch.Tensor] = {}
         self.anchor: dict[str, torch.Tensor] = {}
         self.estimated_on = 0
+
+    def sentences_needed(self) -> list[tuple[str, int]]:
+        return [(self.split, self.sentences)]
 
     def prepare(self, context: Context, resume: bool = False) -> None:
         params = self.method.trainable()

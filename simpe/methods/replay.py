@@ -47,6 +47,9 @@ class ReplayModifier(Modifier):
         self._encoded: dict[int, Any] = {}
         self._encode: Any = None
 
+    def sentences_needed(self) -> list[tuple[str, int]]:
+        return [("train", self.pool)] if self.source == "train" else []
+
     def prepare(self, context: Context, resume: bool = False) -> None:
         self._encode = context.encode
         if self.source == "train" and not self.buffer:

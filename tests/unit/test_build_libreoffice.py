@@ -32,7 +32,11 @@ def test_alignment_splits_and_train_cleaning(tmp_path: Path):
     # train: "Fill Series" (source in the stream) and "Chart" (in dev) are removed; the repeated pair once
     assert (out / "train.en").read_text().splitlines() == ["Shared only.", "Save"]
     assert (out / "train.de").read_text().splitlines() == ["Nur geteilt.", "Speichern"]
-    assert counts == {"train": 2, "dev": 1, "stream": 5, "reserved": 1}
+    assert counts == {"train": 2, "dev": 1, "stream": 5, "reserved": 1, "train-sample": 2}
+    # train-sample: the seeded draw of 200 train pairs (here both, in file order), recorded in the manifest
+    assert (out / "train-sample.en").read_text() == (out / "train.en").read_text()
+    drawn = json.loads((out / "manifest.json").read_text())["splits"]["train-sample"]
+    assert (drawn["drawn_from"], drawn["train_segments"], drawn["seed"], drawn["indices"]) == ("train", 2, 1, [0, 1])
     # the train targets' vocabulary in rk.rb's -v format, after the metrics' Moses tokenisation and truecasing
     vocab = (out / "vocab.train.de").read_text(encoding="utf-8").splitlines()
     # (the demo model's truecaser lowercases the sentence-initial "Nur" and "Speichern")
