@@ -18,6 +18,7 @@ import sys
 import time
 
 import torch
+from entry import run_main
 from record import record
 
 from simpe import log
@@ -110,4 +111,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_main(main))

@@ -15,11 +15,12 @@ import tempfile
 import time
 
 import torch
+from entry import run_main
 from record import record
 
 from simpe import log
 from simpe.configfile import load_config
-from simpe.simulate import Loop
+from simpe.simulate import check_runs
 
 
 def main() -> int:
@@ -37,12 +38,14 @@ def main() -> int:
     logging.getLogger("simpe").setLevel(logging.WARNING)
     rows = []
     with tempfile.TemporaryDirectory() as runs:
+        overrides = [f"data.segments={args.segments}", f"runs_dir={runs}", f"device={args.device}",
+                     f"decoder.params.beam_size={args.beam_size}"]
+        if args.model:
+            overrides.append(f"model={args.model}")
+        # every method checked (settings, inputs, the sentences it reads) before the first one runs: one line, exit 2
+        loops = check_runs([load_config(adapter, overrides) for adapter in args.methods], progress=False)
         for adapter in args.methods:
-            overrides = [f"data.segments={args.segments}", f"runs_dir={runs}", f"device={args.device}",
-                         f"decoder.params.beam_size={args.beam_size}"]
-            if args.model:
-                overrides.append(f"model={args.model}")
-            loop = Loop(load_config(adapter, overrides), progress=False)
+            loop = loops.pop(0)  # run, then let go of (its model)
             start = time.perf_counter()
             loop.run()
             wall = time.perf_counter() - start
@@ -95,4 +98,4 @@ def write_relative_cost(seconds: dict[str, float], how: str) -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_main(main))

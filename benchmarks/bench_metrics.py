@@ -39,6 +39,7 @@ import sys
 import time
 from pathlib import Path
 
+from entry import run_main
 from record import record
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -130,4 +131,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_main(main))

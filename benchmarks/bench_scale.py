@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from entry import run_main
 from record import record
 
 STREAM = 14972  # segments of the scalc stream
@@ -239,4 +240,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_main(main))

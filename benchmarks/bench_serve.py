@@ -36,6 +36,7 @@ from pathlib import Path
 
 import psutil
 import torch
+from entry import run_main
 from record import record
 
 from simpe import log
@@ -161,4 +162,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_main(main))

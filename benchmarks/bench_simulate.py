@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 import torch
+from entry import run_main
 from record import record
 
 from simpe import log
@@ -105,4 +106,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_main(main))

@@ -39,6 +39,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
+from entry import run_main
 from record import record
 
 REPO = Path(__file__).resolve().parents[1]
@@ -168,4 +169,4 @@ def _saved(plain: dict[str, float | None] | None, saver: dict[str, float | None]
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(run_main(main))

@@ -36,6 +36,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from entry import run_main
+
 REPO = Path(__file__).resolve().parent.parent
 BEFORE = "96f250f"  # the last commit before issue 28's snapshot changes
 
@@ -290,4 +292,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_main(main))

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from entry import run_main
 from record import record
 
 REPO = Path(__file__).resolve().parent.parent
@@ -190,4 +191,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_main(main))

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import argparse
 import random
+import sys
 import time
 from dataclasses import replace
 
 import torch
+from entry import run_main
 from record import record
 from transformers import MarianMTModel, MarianTokenizer
 
@@ -65,4 +67,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    sys.exit(run_main(main))

@@ -506,7 +506,9 @@ def simulate(configs: list[RunConfig], resume: bool = False, overwrite: bool = F
     """Run every config in turn (``simpe.configfile.run_configs``: the presets on the same stream); return the run
     directories. Every config is checked (``check_runs``) before the first run starts."""
     paths = []
-    for loop in check_runs(configs, resume=resume, overwrite=overwrite, resume_anyway=resume_anyway, progress=progress):
+    loops = check_runs(configs, resume=resume, overwrite=overwrite, resume_anyway=resume_anyway, progress=progress)
+    while loops:
+        loop = loops.pop(0)  # run, then let go of (its model is freed before the next one loads)
         path = loop.run(resume=resume, overwrite=overwrite, resume_anyway=resume_anyway)
         loop.timer.remove()
         paths.append(path)

@@ -21,10 +21,8 @@ from simpe.rundir.reader import Run, RunGroup
 
 # the papers' methods the field's are set against, and the field's methods (the presets of adapters/)
 AGAINST = ("full", "lasso", "knn")
+# (EWC's Fisher reads the shipped train-sample split, so every clone runs all of them)
 FIELD_METHODS = ("tune-retrieve", "full+replay", "full+ewc", "lasso+ewc", "full+knn")
-# EWC's Fisher is estimated on the train split (the presets' `split: train`), which `make corpus` builds and a clone
-# does not ship: without it the plan leaves these out and says so
-NEEDS_TRAIN = ("full+ewc", "lasso+ewc")
 
 
 def preset(run: Run) -> str:

@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from simpe.paths import DATA_DIR, REPO_ROOT
-from simpe.replicate.field import FIELD_METHODS, NEEDS_TRAIN
+from simpe.paths import REPO_ROOT
+from simpe.replicate.field import FIELD_METHODS
 from simpe.sweep import RunSpec, plan, relative_cost
 
 METHODS = ["baseline", "full", "bias", "fixed", "top", "lasso", "lora", "knn"]
@@ -251,9 +251,6 @@ def make_plan(scale: Scale, runs_dir: Path, source: Source | None = None) -> Pla
     notes = []
     if scale.field_methods:  # the baselines are the scalc and forgetting runs' own (the same folders)
         methods = list(FIELD_METHODS)
-        if not (DATA_DIR / "libreoffice" / "train.en").is_file():
-            methods = [m for m in methods if m not in NEEDS_TRAIN]
-            notes.append(f"no {', '.join(NEEDS_TRAIN)} runs: EWC's Fisher needs the train split (`make corpus` builds it)")
         experiments["field"] = plan(methods, overrides=main)
         if scale.forgetting_segments:
             experiments["field-forgetting"] = plan(methods, grid={"snapshots.forgetting": [scale.forgetting_size]},

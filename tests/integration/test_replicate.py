@@ -20,26 +20,20 @@ from simpe.replicate.plan import Scale, describe, make_plan
 ray = pytest.importorskip("ray")
 
 
-def _has_train() -> bool:
-    from simpe.paths import DATA_DIR
-
-    return (DATA_DIR / "libreoffice" / "train.en").is_file()
-
-
 def test_the_plan_covers_every_experiment_and_never_smath(tmp_path: Path):
     from simpe.paths import REPO_ROOT
     from simpe.replicate.plan import SMALL_MODEL
 
     p = make_plan(Scale(), tmp_path)
     small = (REPO_ROOT / SMALL_MODEL / "config.json").is_file()  # why-size runs only where the smaller model is
-    train = _has_train()  # the ewc presets only where make corpus built the train split (their Fisher's sentences)
     assert {name: len(specs) for name, specs in p.experiments.items()} == {
         "scalc": 8, "sdatabase": 8, "forgetting": 8, "sensitivity": 18, "why-budget": 3, **({"why-size": 4} if small else {}),
-        "field": 4 + 2 * train, "field-forgetting": 4 + 2 * train}
+        "field": 6, "field-forgetting": 6}
     # the field's methods share the scalc and forgetting baselines (the same folders)
-    assert [spec.name for spec in p.experiments["field"]] == ["baseline", "tune-retrieve", "full+replay",
-                                                              *(["full+ewc", "lasso+ewc"] if train else []), "full+knn"]
-    assert p.notes == ([] if train else ["no full+ewc, lasso+ewc runs: EWC's Fisher needs the train split (`make corpus` builds it)"])
+    # (the ewc presets in every clone: their Fisher reads the shipped train-sample split)
+    assert [spec.name for spec in p.experiments["field"]] == ["baseline", "tune-retrieve", "full+replay", "full+ewc",
+                                                              "lasso+ewc", "full+knn"]
+    assert p.notes == []
     assert p.experiments["field"][0].path == p.experiments["scalc"][0].path
     assert p.experiments["field-forgetting"][0].path == p.experiments["forgetting"][0].path
     # lasso's budgets share the scalc baseline (one run): the paper's 1M + 1M scaled part by part, and 25 % + 25 %
@@ -50,10 +44,10 @@ def test_the_plan_covers_every_experiment_and_never_smath(tmp_path: Path):
     assert splits == {"stream", "sdatabase"}  # the reserved split's smath half is never loaded
     assert {spec.cfg.data.segments for spec in p.experiments["scalc"]} == {2000}
     assert all(spec.cfg.metrics.novel_vocab == "train" and spec.cfg.metrics.subword == "all" for spec in p.specs())
-    assert len(p.specs()) == 50 + 4 * train + 4 * small  # no run twice
+    assert len(p.specs()) == 54 + 4 * small  # no run twice
     assert all(spec.cfg.snapshots.forgetting == 100 and not spec.cfg.snapshots.ranking for spec in p.experiments["forgetting"])
     text = describe(p, 2)
-    assert f"{50 + 4 * train + 4 * small} loop runs" in text and "expected: about" in text and "plus the decoding studies" in text
+    assert f"{54 + 4 * small} loop runs" in text and "expected: about" in text and "plus the decoding studies" in text
 
 
 def test_a_call_with_only_some_parts_describes_only_those(tmp_path: Path):
@@ -220,8 +214,8 @@ def test_the_field_methods_table_is_the_runs_own(tiny):
     root, out, _ = tiny
     records = rec.read_records(out.with_suffix("") / "records")
     table = field_evidence(records.evidence())
-    ewc = ["full+ewc", "lasso+ewc"] if _has_train() else []  # EWC's Fisher needs the train split (make corpus)
-    assert [row.method for row in table.rows] == ["full", "lasso", "tune-retrieve", "full+replay", *ewc, "full+knn"]
+    assert [row.method for row in table.rows] == ["full", "lasso", "tune-retrieve", "full+replay", "full+ewc", "lasso+ewc",
+                                                  "full+knn"]
     runs = {r.name: r for r in (*records.group("scalc")[0].runs, *records.group("field")[0].methods)}
     bleu = {name: run.summary["corpus"]["bleu"] for name, run in runs.items()}
     for row in table.rows:
