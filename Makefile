@@ -173,8 +173,8 @@ bench-size: $(STAMP) ## the demo model (60 segments) and real-size models (NLLB-
 fit-speed: $(STAMP) ## fit the dry run's CPU rates (simpe/scale_table.json) to bench-size's rows (the demo model at float32, NLLB-600M, Llama 3.2 1B, M2M100-418M, mBART-50); prints every row estimated against measured (time and memory), the rest out of sample, and records the dryrun-accuracy row (half a minute)
 	$(PY) benchmarks/fit_speed.py --write $(ARGS)
 
-device-check: ## the GPU check: CUDA tests, demo-model runs against carried CPU records, real-size models; OUT=folder (ARGS="--cpu": the same on tiny inputs on the CPU)
-	PYTHON=$(if $(wildcard $(PY)),$(PY),python3) scripts/device_check.sh --out $(or $(OUT),runs/device-check) $(ARGS)
+device-check: ## the GPU check: CUDA tests, demo-model runs against carried CPU records, real-size models; OUT=folder (ARGS="--cpu": the same on tiny inputs on the CPU); its Python: PYTHON=..., else .venv's, else python3
+	scripts/device_check.sh --out $(or $(OUT),runs/device-check) $(ARGS)  # its Python: $$PYTHON, else .venv's, else python3
 
 device-wheels: ## download into .whl/ the wheels the GPU image lacks (sacremoses; Python 3.12, manylinux x86-64), for device-check
 	mkdir -p .whl && x=$$(git rev-parse --git-common-dir)/info/exclude && (grep -qxF '/.whl/' $$x 2>/dev/null || echo '/.whl/' >> $$x)

@@ -24,3 +24,29 @@ def test_the_device_check_runs_every_step_on_the_cpu(tmp_path: Path) -> None:
     assert result["steps"]["demo"]["full-bfloat16"]["update_s"] > 0
     table = (tmp_path / "device-check.md").read_text()
     assert "| demo | full-bfloat16 |" in table and "| real_size | nllb-600m-full-float32 |" in table
+
+
+def test_without_a_python_that_has_torch_it_says_so_in_one_line(tmp_path: Path) -> None:
+    """No PYTHON, no .venv, a python3 without torch (a stand-in script on PATH that fails every import, as a bare
+    python3 does for torch): one line naming what it tried, exit 2, no traceback; PYTHON is taken alone when set."""
+    (tmp_path / "scripts").mkdir()
+    (tmp_path / "scripts" / "device_check.sh").write_bytes((REPO / "scripts" / "device_check.sh").read_bytes())
+    (tmp_path / "scripts" / "device_check.sh").chmod(0o755)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "python3").write_text("#!/bin/sh\necho 'ModuleNotFoundError: No module named torch' >&2\nexit 1\n")
+    (bin_dir / "python3").chmod(0o755)
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": str(tmp_path)}
+    done = subprocess.run(["bash", str(tmp_path / "scripts" / "device_check.sh"), "--cpu", "--out", str(tmp_path / "out")],
+                          env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.startswith("device_check: no Python with torch: tried python3; set PYTHON to one that has torch")
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+    (tmp_path / ".venv" / "bin").mkdir(parents=True)
+    (tmp_path / ".venv" / "bin" / "python").symlink_to(bin_dir / "python3")
+    done = subprocess.run(["bash", str(tmp_path / "scripts" / "device_check.sh"), "--cpu"], env={**env, "PYTHON": "/bin/false"},
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "tried /bin/false (PYTHON);" in done.stderr
+    done = subprocess.run(["bash", str(tmp_path / "scripts" / "device_check.sh"), "--cpu"], env=env, capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 2 and "tried .venv/bin/python, python3;" in done.stderr
