@@ -29,7 +29,7 @@ SWEEP ?=
 GRID ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help venv comet-env test-compat simulate test lint test-slow docs write-docs corpus demo-model demo-model-small baseline select-fixed compare plot report replicate stopwords \
+.PHONY: help venv comet-env test-compat simulate test check-generated lint test-slow docs write-docs corpus demo-model demo-model-small baseline select-fixed compare plot report replicate stopwords \
         bench-loop bench-interactive bench-metrics bench-topk bench-snapshot bench-simulate bench-train bench-scale bench-size fit-speed device-check device-wheels sweep clean-runs \
         serve bench-serve
 
@@ -112,6 +112,9 @@ docs: $(STAMP) ## build the manual (docs/) as a static site in site/ (mkdocs, st
 
 write-docs: $(STAMP) ## rewrite the generated parts of the docs: docs/cli.md's flag table (argparse), the methods tables of README.md and docs/methods.md (the registry); make test runs it first
 	$(PY) scripts/write_docs.py
+
+check-generated: $(STAMP) ## fail, naming the file, where a generated part of the docs (write-docs' blocks, docs/benchmark-results.md) differs from what its generator writes; CI runs it before make test, which rewrites them
+	$(PY) scripts/write_docs.py --check
 
 lint: $(STAMP) ## ruff (pyflakes, pycodestyle, isort, bugbear) over simpe/, tests/, benchmarks/, scripts/
 	$(VENV)/bin/ruff check simpe tests benchmarks scripts

@@ -5,6 +5,10 @@ from simpe's argparse parsers, and the methods tables of README.md and docs/meth
 needs: its row is written here from its module (the class docstring's first line), its presets (``adapters/*.yaml``
 naming it) and the model families it accepts (``Method.check_family``). tests/unit/test_cli_vocab.py and
 tests/unit/test_stale_facts.py fail while a page differs from what this writes.
+
+``--check`` writes nothing: it names every generated part that differs from what it would write (and
+docs/benchmark-results.md where it is not what benchmarks/record.py renders from docs/benchmarks.json), one line each,
+and exits 1 (``make check-generated``; CI runs it before ``make test``, which rewrites them).
 """
 from __future__ import annotations
 
@@ -81,7 +85,40 @@ def rendered(name: str) -> tuple[str, str]:
     return page, render(page, begin, end, make())
 
 
-def main() -> int:
+def benchmark_page() -> tuple[str, str]:
+    """(docs/benchmark-results.md as it is, as benchmarks/record.py renders it from docs/benchmarks.json)."""
+    import importlib.util
+    import json
+
+    spec = importlib.util.spec_from_file_location("record", REPO_ROOT / "benchmarks" / "record.py")
+    assert spec is not None and spec.loader is not None
+    record = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(record)
+    rows = json.loads(record.DATA.read_text(encoding="utf-8"))
+    return record.PAGE.read_text(encoding="utf-8"), record.render(rows)
+
+
+def stale() -> list[str]:
+    """One line per generated page that differs from what its generator writes (nothing is written)."""
+    lines = [f"{name}: its generated block ({BLOCKS[name][0][:40]}...) differs from what scripts/write_docs.py writes; "
+             f"run make write-docs and commit the result" for name in BLOCKS if len(set(rendered(name))) > 1]
+    page, new = benchmark_page()
+    if page != new:
+        lines.append("docs/benchmark-results.md: differs from what benchmarks/record.py renders from docs/benchmarks.json; "
+                     "it is written by the make bench-* targets, never by hand")
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if args not in ([], ["--check"]):
+        print(f"usage: scripts/write_docs.py [--check]; got {' '.join(args)}", file=sys.stderr)
+        return 2
+    if args == ["--check"]:
+        found = stale()
+        for line in found:
+            print(f"stale: {line}", file=sys.stderr)
+        return 1 if found else 0
     for name in BLOCKS:
         page, new = rendered(name)
         if new != page:
