@@ -112,6 +112,18 @@ def model_table(model: str | Path | None) -> dict[str, str]:
             if path.is_file() and path.name not in MODEL_FILES_LEFT_OUT}
 
 
+def model_digest(model: str | Path | None) -> str:
+    """The hash (16 hex digits) of what a model is, wherever its folder lies: its files' names and contents (the demo
+    model when None), leaving out the description (README, card) and the ``fixed`` method's selections
+    (``fixed-selection*.json``, a method's input); a hub id: its name. A run group is named by it
+    (``simpe.rundir.layout.group_digest``): two folders of one name hold two models."""
+    folder = Path(model) if model else DEFAULT_MODEL
+    if not folder.is_dir():
+        return fingerprint({"hub": str(model)})
+    return fingerprint({path.name: file_hash(path) for path in sorted(folder.iterdir()) if path.is_file()
+                        and path.name not in MODEL_FILES_LEFT_OUT and not path.name.startswith("fixed-selection")})
+
+
 def fingerprint(table: Mapping[str, str]) -> str:
     """One hash of a file table (16 hex digits)."""
     text = "".join(f"{name} {table[name]}\n" for name in sorted(table))

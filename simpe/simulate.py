@@ -31,7 +31,8 @@ import torch
 
 from simpe import log
 from simpe.config import RunConfig
-from simpe.datasets import Segment, stream_hash
+from simpe.datasets import DATASETS, Segment, stream_hash
+from simpe.datasets.base import pairs_hash
 from simpe.decoders import DECODERS
 from simpe.errors import ConfigError, ModelError, SimpeError
 from simpe.fingerprint import run_code
@@ -60,12 +61,48 @@ from simpe.warmstart import check_warm_start, warm_preset, warm_start
 logger = logging.getLogger(__name__)
 
 
-def run_path(cfg: RunConfig) -> Path:
-    """The run's folder: ``<runs_dir>/<dataset>-<split>--<model>--<N>seg/<adapter>``."""
+_STREAM_DIGESTS: dict[str, str] = {}  # the stream digests of this process's configs (a sweep's plan names many runs)
+
+
+def group_identity(cfg: RunConfig, segments: list[Segment] | None = None,
+                   warm_pairs: list[tuple[str, str]] | None = None) -> dict[str, str | None]:
+    """What a run's group compares, hashed: the stream as loaded (``stream``: the first ``data.segments`` of the split,
+    sources and references), the model's files (``model``: ``simpe.fingerprint.model_digest``) and the warm-start
+    memory's pairs (``memory``; None without --warm-start), and their short ``digest`` in the group's name
+    (``simpe.rundir.layout.group_digest``). A translator's ``simpe serve`` run loads the same stream, so it lands
+    beside the simulated runs of the same segments. ``segments``/``warm_pairs``: as the loop has read them (else read
+    here, the stream once per process)."""
+    from simpe.fingerprint import model_digest
+
+    if segments is None:
+        key = json.dumps([cfg.data.name, cfg.data.params, cfg.data.split, cfg.data.segments, cfg.data.skip_empty],
+                         sort_keys=True, default=str)
+        if key not in _STREAM_DIGESTS:
+            _STREAM_DIGESTS[key] = stream_hash(load_stream(cfg)[1])[:16]
+        stream = _STREAM_DIGESTS[key]
+    else:
+        stream = stream_hash(segments)[:16]
+    memory = None
+    if cfg.warm_start.path:
+        if warm_pairs is None:
+            from simpe.datasets.parallel import read_memory
+
+            dataset = DATASETS.build(cfg.data.name, **DATASETS.resolve(cfg.data.name, cfg.data.params))
+            warm_pairs = read_memory(cfg.warm_start.path, getattr(dataset, "src_lang", "en"),
+                                     getattr(dataset, "tgt_lang", cfg.metrics.lang))
+        memory = pairs_hash(warm_pairs)[:16]
+    model = model_digest(cfg.model.path)
+    return {"digest": layout.group_digest(stream, model, memory), "stream": stream, "model": model, "memory": memory}
+
+
+def run_path(cfg: RunConfig, segments: list[Segment] | None = None, warm_pairs: list[tuple[str, str]] | None = None) -> Path:
+    """The run's folder: ``<runs_dir>/<dataset>-<split>--<model>--<N>seg--<digest>/<adapter>`` (``group_identity``:
+    ``segments`` and ``warm_pairs`` as the loop has read them, else read here)."""
     model = model_name(cfg.model.path) if cfg.model.path else DEFAULT_MODEL.name
     warm = re.sub(r"[^A-Za-z0-9._=+,@-]", "_", Path(cfg.warm_start.path).stem).lstrip(".-") or "memory" if cfg.warm_start.path else None
+    digest = group_identity(cfg, segments, warm_pairs)["digest"]
     path = layout.run_path(cfg.runs_dir, cfg.data.name, cfg.data.split, model, cfg.data.segments, cfg.adapter, cfg.protocol.name,
-                           warm)
+                           warm, digest)
     if not layout.inside(path, cfg.runs_dir) or Path(path).resolve() == Path(cfg.runs_dir).resolve():
         raise ConfigError(f"the run folder {path} would lie outside the runs folder {cfg.runs_dir}; check the names")
     return path
@@ -109,7 +146,8 @@ class Loop:
         if cfg.protocol.name == "interactive" and cfg.decoder.name not in COMPLETING_DECODERS:
             raise ConfigError(f"protocol interactive completes typed prefixes, which decoder {cfg.decoder.name!r} cannot; "
                               f"use one of {', '.join(COMPLETING_DECODERS)}")
-        self.path = run_path(cfg)
+        self.identity = group_identity(cfg, self.segments, self.warm_pairs)  # what the run's group compares
+        self.path = run_path(cfg, self.segments, self.warm_pairs)
         self.probe = probe_set(cfg, self.dataset, self.segments) if cfg.snapshots.every and cfg.snapshots.ranking else []
         self.forgetting = forgetting_set(cfg, self.dataset)
         self.probes = Probes(cfg, self.probe, self.forgetting, len(self.segments))
@@ -403,7 +441,7 @@ class Loop:
             rundir.write_config(self.cfg)
             # the code the run depends on (simpe.fingerprint): `simpe replicate` reuses a run only while it matches
             rundir.write_env({**environment(self.loaded.device), "stream_sha256": stream_hash(self.segments),
-                              "code": run_code(self.cfg.to_dict())})
+                              "group": self.identity, "code": run_code(self.cfg.to_dict())})
             manifest = self.dataset.manifest()
             if manifest is not None:
                 rundir.write_json(layout.MANIFEST_FILE, manifest)

@@ -13,6 +13,7 @@ import hashlib
 import logging
 import random
 from abc import ABC, abstractmethod
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -111,7 +112,12 @@ def draw(count: int, n: int, seed: int) -> list[int]:
 
 def stream_hash(segments: list[Segment]) -> str:
     """A sha256 over the sources and references: two runs on the same stream share it."""
+    return pairs_hash((seg.source, seg.reference) for seg in segments)
+
+
+def pairs_hash(pairs: Iterable[tuple[str, str]]) -> str:
+    """A sha256 over (source, target) pairs in order (a stream's, a translation memory's)."""
     digest = hashlib.sha256()
-    for seg in segments:
-        digest.update(seg.source.encode("utf-8") + b"\x00" + seg.reference.encode("utf-8") + b"\x01")
+    for source, reference in pairs:
+        digest.update(source.encode("utf-8") + b"\x00" + reference.encode("utf-8") + b"\x01")
     return digest.hexdigest()

@@ -1,12 +1,15 @@
 """The names of everything under ``runs/``: one place for every file and folder name.
 
-A group folder ``runs/<dataset>-<split>--<model>--<N>seg/`` holds the runs of several
+A group folder ``runs/<dataset>-<split>--<model>--<N>seg--<digest>/`` holds the runs of several
 presets on one stream (one folder each) and the outputs derived from them (``compare/``,
-``plots/``, ``report.html``). The writer (writer.py) and the reader (reader.py) take every name from here;
-docs/run-format.md describes the files.
+``plots/``, ``report.html``). The digest (``group_digest``) names what the runs compare: the stream as loaded, the
+model's files and the warm-start memory, so two datasets, models or memories of the same name never share a group.
+The writer (writer.py) and the reader (reader.py) take every name from here; docs/run-format.md describes the files.
 """
 from __future__ import annotations
 
+import hashlib
+import re
 from pathlib import Path
 
 CONFIG_FILE = "config.yaml"
@@ -66,21 +69,44 @@ def inside(path: Path, root: Path) -> bool:
     return True
 
 
+DIGEST_CHARS = 8  # hex digits of a group's digest in its folder name
+
+
+def group_digest(stream: str, model: str, memory: str | None) -> str:
+    """The short digest of what a group's runs compare: the stream as loaded (``simpe.datasets.stream_hash``), the
+    model's files (``simpe.fingerprint.model_digest``) and the warm-start memory's pairs (None: no warm start)."""
+    text = f"stream {stream}\nmodel {model}\nmemory {memory or '-'}\n"
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:DIGEST_CHARS]
+
+
 def group_name(dataset: str, split: str, model: str, segments: int | None, protocol: str = "post-edit",
-               warm_start: str | None = None) -> str:
+               warm_start: str | None = None, digest: str | None = None) -> str:
     """The folder shared by runs on the same stream: ``<dataset>-<split>--<model>--<N>seg``, and ``--interactive``
     after it for the interactive-predictive protocol (its runs are compared with each other, not with post-editing's),
-    ``--warm-<name>`` for runs warm-started on the memory file ``name`` (compared with the warm-started baseline)."""
+    ``--warm-<name>`` for runs warm-started on the memory file ``name`` (compared with the warm-started baseline),
+    then ``--<digest>`` (``group_digest``: the stream, the model's files and the memory the name only hints at)."""
     suffix = "" if protocol == "post-edit" else f"--{protocol}"
     if warm_start:
         suffix += f"--warm-{warm_start}"
+    if digest:
+        suffix += f"--{digest}"
     return f"{dataset}-{split}--{model}--{segments if segments else 'all'}seg{suffix}"
 
 
 def run_path(runs_dir: str | Path, dataset: str, split: str, model: str, segments: int | None, adapter: str,
-             protocol: str = "post-edit", warm_start: str | None = None) -> Path:
+             protocol: str = "post-edit", warm_start: str | None = None, digest: str | None = None) -> Path:
     """``<runs_dir>/<group>/<adapter>``: the folder of one run."""
-    return Path(runs_dir) / group_name(dataset, split, model, segments, protocol, warm_start) / adapter
+    return Path(runs_dir) / group_name(dataset, split, model, segments, protocol, warm_start, digest) / adapter
+
+
+def groups_named(path: Path) -> list[Path]:
+    """The group folders whose name is ``path``'s name followed by a digest (``<path>--<digest>``), sorted: what a
+    group's readable name (``runs/libreoffice-stream--demo-en-de--500seg``, the Makefile's GROUP) stands for."""
+    pattern = re.compile(re.escape(Path(path).name) + rf"--[0-9a-f]{{{DIGEST_CHARS}}}")
+    parent = Path(path).parent
+    if not parent.is_dir():
+        return []
+    return sorted(child for child in parent.iterdir() if child.is_dir() and pattern.fullmatch(child.name))
 
 
 def compare_dir(group_dir: Path) -> Path:

@@ -18,7 +18,7 @@ from typing import Any, Iterable
 import yaml
 
 from simpe.errors import RunDirError
-from simpe.rundir.layout import CONFIG_FILE, DONE_FILE, ENV_FILE, LOCK_FILE, SEGMENTS_FILE, SNAPSHOTS_FILE, STORE_FILE, SUMMARY_FILE, is_run_dir
+from simpe.rundir.layout import CONFIG_FILE, DONE_FILE, ENV_FILE, LOCK_FILE, SEGMENTS_FILE, SNAPSHOTS_FILE, STORE_FILE, SUMMARY_FILE, groups_named, is_run_dir
 from simpe.rundir.record import SegmentRecord, check_schema
 from simpe.textfile import read_bytes
 from simpe.values import load_yaml
@@ -309,10 +309,27 @@ def load_run(path: Path, allow_incomplete: bool = False) -> Run:
                segments=segments, snapshots=snapshots, complete=complete, env=env)
 
 
+def resolve_group(path: Path) -> Path:
+    """``path``, or where it names a group by its readable name only (``runs/libreoffice-stream--demo-en-de--500seg``,
+    as the Makefile's GROUP does) the one group folder ``<path>--<digest>``; RunDirError naming them when several
+    groups (other data, models or memories) share that name."""
+    path = Path(path)
+    if path.exists():
+        return path
+    found = groups_named(path)
+    if len(found) == 1:
+        return found[0]
+    if len(found) > 1:
+        raise RunDirError(f"{path} names {len(found)} groups of other data, models or memories: "
+                          f"{', '.join(str(p) for p in found)}; give one of them")
+    return path
+
+
 def expand_run_paths(paths: Iterable[Path]) -> list[Path]:
-    """Run directories from a mix of run directories and group folders (all runs inside)."""
+    """Run directories from a mix of run directories and group folders (all runs inside; a group's readable name
+    stands for its one folder, ``resolve_group``)."""
     expanded: list[Path] = []
-    for path in map(Path, paths):
+    for path in map(resolve_group, paths):
         if is_run_dir(path):
             expanded.append(path)
         elif path.is_dir():
@@ -365,7 +382,7 @@ def load_group(paths: Iterable[Path], allow_incomplete: bool = False) -> RunGrou
     allow_incomplete: include runs without DONE (marked ``(incomplete)``); every output
     then covers the segments all runs have logged. Raises RunDirError otherwise.
     """
-    paths = list(map(Path, paths))
+    paths = [resolve_group(Path(path)) for path in paths]
     if not paths:
         raise RunDirError("no runs given")
     run_paths = expand_run_paths(paths)
@@ -394,9 +411,12 @@ def load_group(paths: Iterable[Path], allow_incomplete: bool = False) -> RunGrou
     methods = [run for run in runs if run is not baseline]
     ordered = [baseline, *methods]
     stream_segments = _check_same_stream(ordered)
+    _check_same_memory(ordered)
     models = {str((run.summary or {}).get("model")) for run in ordered if run.summary and run.summary.get("model")}
-    if len(models) > 1:
-        logger.warning("the runs use different models (%s); comparing them on the same stream anyway", ", ".join(sorted(models)))
+    files = {str(_identity(run).get("model")) for run in ordered if _identity(run).get("model")}  # two folders of one name
+    if len(models) > 1 or len(files) > 1:
+        named = sorted(models) + ([f"model files {digest}" for digest in sorted(files)] if len(files) > 1 else [])
+        logger.warning("the runs use different models (%s); comparing them on the same stream anyway", ", ".join(named))
 
     num_segments = min(run.num_segments for run in ordered)
     group_dir = _group_dir(paths, ordered)
@@ -406,6 +426,24 @@ def load_group(paths: Iterable[Path], allow_incomplete: bool = False) -> RunGrou
         total = f" of {stream_segments}" if stream_segments else ""
         logger.warning("incomplete runs included: every output covers the first %d%s segments", num_segments, total)
     return group
+
+
+def _identity(run: Run) -> dict[str, Any]:
+    """What the run's group compares, as its env.json records it (``simpe.simulate.group_identity``; {} before)."""
+    found = (run.env or {}).get("group")
+    return found if isinstance(found, dict) else {}
+
+
+def _check_same_memory(runs: list[Run]) -> None:
+    """Refuse runs warm-started on different translation memories (or one warm-started and one not): their
+    difference would be the memories', not the methods'. Runs that record no group identity are not checked."""
+    recorded = [(run, _identity(run).get("memory")) for run in runs if "memory" in _identity(run)]
+    for run, memory in recorded[1:]:
+        first, first_memory = recorded[0]
+        if memory != first_memory:
+            what = lambda m: f"memory {m[:12]}…" if m else "no warm start"  # noqa: E731
+            raise RunDirError(f"runs {first.path} and {run.path} start from different translation memories "
+                              f"({what(first_memory)} vs {what(memory)}); compare only runs of one group")
 
 
 def _group_dir(paths: list[Path], runs: list[Run]) -> Path:
