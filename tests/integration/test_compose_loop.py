@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -72,7 +73,7 @@ def test_a_warm_started_baseline_is_the_warm_started_model_and_its_store_says_so
     overrides = [f"runs_dir={tmp_path}", "data.segments=3", "device=cpu", "snapshots.every=0", f"warm_start.path={memory}",
                  "warm_start.epochs=1", "warm_start.batch_size=8"]
     base = Loop(load_config("baseline", [*overrides, "warm_start.method=full"]), progress=False).run()
-    assert base.parent.name.endswith("--warm-memory")
+    assert re.fullmatch(r".*--warm-memory--[0-9a-f]{8}", base.parent.name)
     summary = json.loads((base / "summary.json").read_text())
     assert summary["warm_start"]["pairs"] == 16 and summary["warm_start"]["steps"] == 2
     hypotheses = [r["hypothesis"] for r in read_jsonl(base / "segments.jsonl")]

@@ -30,7 +30,7 @@ def test_simulate_reads_the_test_split_of_a_saved_datasetdict(tmp_path: Path):
            "--segments", "3", "--preset", "baseline", "--device", "cpu", "--runs-dir", str(tmp_path / "runs"), "--no-progress"]
     done = subprocess.run(cmd, cwd=REPO, env={**os.environ, "OMP_NUM_THREADS": "1"}, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
-    run = tmp_path / "runs" / "hf-stream--demo-en-de--3seg" / "baseline"
+    run, = (tmp_path / "runs").glob("hf-stream--demo-en-de--3seg--*/baseline")
     records = read_jsonl(run / "segments.jsonl")
     assert [(r["doc_id"], r["seg_id"], r["source"], r["reference"]) for r in records] == [
         ("a", "1", SOURCES[0], POST_EDITS[0]), ("a", "2", SOURCES[1], POST_EDITS[1]), ("b", "3", SOURCES[2], POST_EDITS[2])]

@@ -3,6 +3,7 @@ resume, the comparison table's KSMR / WSR columns, and the post-editing protocol
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -31,7 +32,7 @@ def _without_times(records):
 def test_the_interactive_loop_logs_effort_and_resumes_to_the_same_records(tmp_path: Path):
     overrides = [f"runs_dir={tmp_path / 'a'}", *SETTINGS]
     whole = Loop(load_config("bias", overrides), progress=False).run()
-    assert whole.parent.name == "libreoffice-stream--demo-en-de--2seg--interactive"
+    assert re.fullmatch(r"libreoffice-stream--demo-en-de--2seg--interactive--[0-9a-f]{8}", whole.parent.name)
     records = read_jsonl(whole / "segments.jsonl")
     sums = {"ksmr": [0, 0], "wsr": [0, 0]}
     for r in records:
@@ -64,7 +65,8 @@ def test_the_table_compares_methods_on_keystrokes_and_post_editing_runs_log_none
     assert keys[-2:] == ["ksmr", "wsr"]
     post = Loop(load_config("baseline", [f"runs_dir={tmp_path}", "data.segments=2", "device=cpu", "snapshots.every=0"]),
                 progress=False).run()
-    assert post.parent.name == "libreoffice-stream--demo-en-de--2seg"  # post-editing keeps its own group
+    assert re.fullmatch(r"libreoffice-stream--demo-en-de--2seg--[0-9a-f]{8}", post.parent.name)  # post-editing: its own group
+    assert post.parent.name.rsplit("--", 1)[1] == paths[0].parent.name.rsplit("--", 1)[1]  # the same stream and model
     assert all("effort" not in r and "ksmr" not in r["stats"] for r in read_jsonl(post / "segments.jsonl"))
 
 

@@ -48,11 +48,15 @@ def test_your_own_data_commands_run_as_written(tmp_path: Path, monkeypatch: pyte
             args += ["--no-progress", "--threads", "1"]
         code = main(args)
         assert code == 0, (args, capsys.readouterr().err)
-    tmx_runs = sorted(p.parent.name for p in (tmp_path / "runs" / "tmx-stream--demo-en-de--allseg").glob("*/DONE"))
+    # the README names a group by its readable name; its one folder adds the digest of the stream, model and memory
+    tmx, = (tmp_path / "runs").glob("tmx-stream--demo-en-de--allseg--*")
+    assert re.fullmatch(r"tmx-stream--demo-en-de--allseg--[0-9a-f]{8}", tmx.name)
+    tmx_runs = sorted(p.parent.name for p in tmx.glob("*/DONE"))
     assert tmx_runs == ["baseline", "full", "lasso"]
-    assert (tmp_path / "runs" / "text-stream--demo-en-de--allseg" / "full" / "DONE").exists()
-    assert (tmp_path / "runs" / "tmx-stream--demo-en-de--allseg" / "compare").is_dir()
-    tracked = sorted(p.parent.name for p in (tmp_path / "runs" / "tmx-stream--demo-en-de--allseg" / "tensorboard").glob("*/simpe-run.json"))
+    text, = (tmp_path / "runs").glob("text-stream--demo-en-de--allseg--*")
+    assert (text / "full" / "DONE").exists()
+    assert (tmx / "compare").is_dir()
+    tracked = sorted(p.parent.name for p in (tmx / "tensorboard").glob("*/simpe-run.json"))
     assert tracked == ["baseline", "full", "lasso"]
 
 

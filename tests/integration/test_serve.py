@@ -230,7 +230,7 @@ def test_killing_the_server_loses_and_repeats_nothing(tmp_path: Path, one_torch_
         view = server.submit(view["index"], post_edit(view))
     server.kill()
 
-    path = tmp_path / "runs" / "libreoffice-stream--demo-en-de--5seg" / "bias@alice"
+    path, = (tmp_path / "runs").glob("libreoffice-stream--demo-en-de--5seg--*/bias@alice")
     records = _records(path)
     assert [r["index"] for r in records] == [0, 1, 2, 3, 4]
     assert [r["reference"] for r in records] == [post_edits[i] for i in range(5)]

@@ -1,6 +1,7 @@
 """The online loop on the shipped demo model: order, resume, locking, completeness."""
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import signal
@@ -146,7 +147,19 @@ def test_run_directory_contents_lock_and_overwrite(tmp_path: Path):
     assert (path / "hyp.tok.de").read_text().splitlines() == [r["hyp_tokens"] for r in records]
     env = json.loads((path / "env.json").read_text())
     assert env["packages"]["torch"].startswith("2.13.0") and env["device"] == "cpu"
-    assert path.parent.name == "libreoffice-stream--demo-en-de--3seg"
+    # the group: the readable name, then the digest of the stream as loaded, the model's files and no memory, worked
+    # out here from the files (sha256, as simpe.rundir.layout.group_digest states it)
+    stream = hashlib.sha256()
+    for source, reference in list(zip((REPO / "data/libreoffice/stream.en").read_text(encoding="utf-8").splitlines(),
+                                      (REPO / "data/libreoffice/stream.de").read_text(encoding="utf-8").splitlines()))[:3]:
+        stream.update(source.encode() + b"\x00" + reference.encode() + b"\x01")
+    model_dir = REPO / "models/demo-en-de"
+    files = {p.name: hashlib.sha256(p.read_bytes()).hexdigest()[:16] for p in sorted(model_dir.iterdir())
+             if p.is_file() and p.name not in ("README.md", "model_card.json") and not p.name.startswith("fixed-selection")}
+    model = hashlib.sha256("".join(f"{n} {files[n]}\n" for n in sorted(files)).encode()).hexdigest()[:16]
+    digest = hashlib.sha256(f"stream {stream.hexdigest()[:16]}\nmodel {model}\nmemory -\n".encode()).hexdigest()[:8]
+    assert path.parent.name == f"libreoffice-stream--demo-en-de--3seg--{digest}"
+    assert env["group"] == {"digest": digest, "stream": stream.hexdigest()[:16], "model": model, "memory": None}
     with pytest.raises(RunDirError, match="complete run; pass --overwrite"):
         Loop(load_config("bias", overrides), progress=False).run()
     with RunDir(path) as holder:

@@ -9,15 +9,23 @@ from pathlib import Path
 import pytest
 
 from simpe.cli import main
+from simpe.configfile import load_config
 from simpe.errors import ConfigError
 from simpe.rundir import layout
 from simpe.rundir.reader import read_jsonl
-from simpe.simulate import Loop
+from simpe.simulate import Loop, run_path
 from simpe.sweep import execute, parse_grid, plan, state
 
 ray = pytest.importorskip("ray")
 
-GROUP = "libreoffice-stream--demo-en-de--4seg"
+
+
+def _group(segments: int) -> str:
+    """The group folder of the demo model's first ``segments`` stream segments (its name ends in their digest)."""
+    return run_path(load_config("baseline", [f"data.segments={segments}"])).parent.name
+
+
+GROUP = _group(4)
 NAMES = ["baseline", "bias--lr=0.01", "bias--lr=0.02", "full--lr=0.01", "full--lr=0.02"]
 
 
@@ -107,7 +115,7 @@ def test_an_interrupted_sweep_skips_complete_runs_and_resumes_the_rest_to_the_sa
 
 
 def test_a_failing_run_is_reported_and_the_others_complete(local_ray, tmp_path: Path, capsys: pytest.CaptureFixture):
-    broken = tmp_path / "libreoffice-stream--demo-en-de--2seg" / "bias--lr=0.02"
+    broken = tmp_path / _group(2) / "bias--lr=0.02"
     broken.mkdir(parents=True)
     (broken / layout.CONFIG_FILE).write_text("update: [unclosed\n")
     (broken / layout.SEGMENTS_FILE).write_text("")
@@ -144,7 +152,7 @@ def test_a_returned_run_that_fails_comes_back_as_it_was(tmp_path: Path):
     """--return-results and a failure: the error, and the run folder as the task left it (nothing lost)."""
     from simpe.sweep import pack, run_task, unpack
 
-    broken = tmp_path / "runs" / "libreoffice-stream--demo-en-de--2seg" / "bias"
+    broken = tmp_path / "runs" / _group(2) / "bias"
     broken.mkdir(parents=True)
     (broken / layout.CONFIG_FILE).write_text("update: [unclosed\n")
     (broken / layout.SEGMENTS_FILE).write_text("")
