@@ -11,6 +11,7 @@ from simpe.configfile import load_saved_config, resume_difference
 from simpe.errors import ConfigError, RunDirError
 from simpe.rundir import layout
 from simpe.rundir.env import env_changes
+from simpe.rundir.state import RunState, state
 from simpe.rundir.writer import RunDir
 
 
@@ -18,7 +19,12 @@ def check_resumable(path: Path, cfg: RunConfig, resume: bool, overwrite: bool, r
                     environment: Callable[[], dict[str, Any]]) -> list[str]:
     """Refuse a run folder ``path`` that cannot be written or resumed with ``cfg``, or (without ``resume_anyway``) in
     another environment than the one it ran in (``simpe.rundir.env.RECORD_ENV``; ``environment()``: this one's).
-    Returns the environment's changes that a resume anyway goes on with (none for a new run)."""
+    Returns the environment's changes that a resume anyway goes on with (none for a new run).
+
+    A folder that holds a run of other settings (its config.yaml) is refused without advising ``--overwrite``, which
+    would delete that run: this run needs its own name (``--set adapter=NAME``) or another runs folder."""
+    if not overwrite:
+        _refuse_other_settings(path, cfg)
     if not RunDir.check(path, resume, overwrite):
         return []
     changes: list[str] = []
@@ -43,5 +49,23 @@ def check_resumable(path: Path, cfg: RunConfig, resume: bool, overwrite: bool, r
     differs = resume_difference(saved, cfg)
     if differs:
         raise RunDirError(f"{path}: setting {differs} differs from the run's config.yaml; resume with the same "
-                          f"settings (e.g. simpe simulate --config {saved_file} --resume) or pass --overwrite")
+                          f"settings (e.g. simpe simulate --config {saved_file} --resume), or give this run its own name "
+                          f"(--set adapter=NAME)")
     return changes
+
+
+def _refuse_other_settings(path: Path, cfg: RunConfig) -> None:
+    """RunDirError when ``path`` holds a run (complete or not) whose readable config.yaml differs from ``cfg`` in a
+    setting that matters to its records: another run, which --overwrite would delete."""
+    found = state(path)
+    saved_file = path / layout.CONFIG_FILE
+    if found not in (RunState.COMPLETE, RunState.INCOMPLETE) or not saved_file.is_file():
+        return
+    try:
+        differs = resume_difference(load_saved_config(saved_file), cfg)
+    except ConfigError:
+        return  # unreadable: RunDir.check and the resume's own reading name it
+    if differs:
+        how = "" if found is RunState.COMPLETE else f"; to continue that run: simpe simulate --config {saved_file} --resume"
+        raise RunDirError(f"{path} holds a {found.value} run of other settings ({differs}); give this run its own name "
+                          f"(--set adapter=NAME) or another --runs-dir (--overwrite would delete that run){how}")
