@@ -20,7 +20,10 @@ RUNS ?= runs
 PROTOCOL ?= post-edit
 # the interactive protocol's runs have their own group (simpe.rundir.layout.group_name); ARGS="--protocol interactive" too
 PROTOCOL_SUFFIX := $(if $(findstring interactive,$(PROTOCOL) $(ARGS)),--interactive,)
-GROUP := $(RUNS)/$(DATASET)-$(SPLIT)--$(MODEL_NAME)--$(SEGMENTS)seg$(PROTOCOL_SUFFIX)
+# a group's readable name: its folder adds --<digest> of the stream, the model's files and any warm-start memory
+# (simpe.rundir.layout.group_digest), and simpe compare, plot and report take the readable name for the one folder it
+# names; where it names several (other data, models or memories of these names), pass the folder: GROUP=runs/...--<digest>
+GROUP ?= $(RUNS)/$(DATASET)-$(SPLIT)--$(MODEL_NAME)--$(SEGMENTS)seg$(PROTOCOL_SUFFIX)
 # the hints make simulate prints name RUNS only when it is not the default
 RUNS_ARG := $(if $(filter runs,$(RUNS)),, RUNS=$(RUNS))
 ARGS ?=
@@ -35,7 +38,7 @@ GRID ?=
 
 help: ## list every target with one line each
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "} {printf "  %-14s %s\n", $$1, $$2}'
-	@echo "  variables: DATASET=$(DATASET) PRESETS=\"$(PRESETS)\" SEGMENTS=$(SEGMENTS) MODEL=$(MODEL) WORKERS=$(WORKERS) RUNS=$(RUNS) PROTOCOL=$(PROTOCOL) SWEEP=... GRID=... ARGS=..."
+	@echo "  variables: DATASET=$(DATASET) PRESETS=\"$(PRESETS)\" SEGMENTS=$(SEGMENTS) MODEL=$(MODEL) WORKERS=$(WORKERS) RUNS=$(RUNS) PROTOCOL=$(PROTOCOL) SWEEP=... GRID=... GROUP=... ARGS=..."
 
 LOCK := requirements/lock-linux-x86_64-py311.txt
 COMPAT_LOCK := requirements/compat-linux-x86_64-py311.txt
@@ -77,13 +80,13 @@ test-compat: $(COMPAT_STAMP) $(COMET_STAMP) ## the test suite (as make test) on 
 
 simulate: $(STAMP) $(MODEL)/fixed-selection.json ## run PRESETS on the first SEGMENTS segments of DATASET (default: six presets, 500 libreoffice stream segments; DATASET=autodesk reads $SIMPE_AUTODESK_DIR or data/autodesk/), WORKERS at a time
 	$(PY) -m simpe simulate --dataset $(DATASET) --split $(SPLIT) --model $(MODEL) --segments $(SEGMENTS) --preset $(PRESETS) --workers $(WORKERS) --runs-dir $(RUNS) --protocol $(PROTOCOL) $(ARGS)
-	@echo "runs: $(GROUP)/"
+	@echo "runs: $(GROUP)--<digest>/ (the digest names the stream, the model's files and any memory)"
 	@# the report, compare and plot set methods against the baseline: they need two runs
 	@if [ $(words $(PRESETS)) -gt 1 ]; then \
 	  $(PY) -m simpe report $(GROUP) && \
-	  echo "compare with: make compare DATASET=$(DATASET) SEGMENTS=$(SEGMENTS)$(RUNS_ARG)  (table in $(GROUP)/compare/)" && \
-	  echo "plot with:    make plot DATASET=$(DATASET) SEGMENTS=$(SEGMENTS)$(RUNS_ARG)     (figures in $(GROUP)/plots/)" && \
-	  echo "report (open in a browser): $(GROUP)/report.html"; \
+	  echo "compare with: make compare DATASET=$(DATASET) SEGMENTS=$(SEGMENTS)$(RUNS_ARG)  (table in the group's compare/)" && \
+	  echo "plot with:    make plot DATASET=$(DATASET) SEGMENTS=$(SEGMENTS)$(RUNS_ARG)     (figures in the group's plots/)" && \
+	  echo "report (open in a browser): the report.html written above"; \
 	else echo "one preset: no report (simpe report, compare and plot set methods against the baseline)"; fi
 
 $(MODEL)/fixed-selection.json:
