@@ -1,5 +1,6 @@
 """Rewrite the generated parts of the docs (each between its two markers) from the code: the flag table of docs/cli.md
-from simpe's argparse parsers, and the methods tables of README.md and docs/methods.md from the methods registry.
+from simpe's argparse parsers, the methods tables of README.md and docs/methods.md from the methods registry, and
+README's list of the manual's pages from mkdocs.yml's nav.
 
 ``make write-docs`` runs it, and ``make test`` runs that first, so a new method's file and preset are all a method
 needs: its row is written here from its module (the class docstring's first line), its presets (``adapters/*.yaml``
@@ -61,11 +62,29 @@ def methods_table(brief: bool = False) -> str:
     return "\n".join(rows) + "\n"
 
 
-# page -> (begin marker, end marker, the block's text)
-BLOCKS: dict[str, tuple[str, str, Callable[[], str]]] = {
-    "docs/cli.md": (CLI_BEGIN, CLI_END, cli_table),
-    "README.md": (METHODS_BEGIN, METHODS_END, lambda: methods_table(brief=True)),
-    "docs/methods.md": (METHODS_BEGIN, METHODS_END, methods_table),
+PAGES_BEGIN = "<!-- page list: written by scripts/write_docs.py from mkdocs.yml's nav (make write-docs); do not edit by hand -->"
+PAGES_END = "<!-- end of the page list -->"
+
+
+def nav_pages() -> list[tuple[str, str]]:
+    """(title, file) of every page of the manual, in the order of mkdocs.yml's nav (the one list of pages)."""
+    import yaml
+
+    nav = yaml.safe_load((REPO_ROOT / "mkdocs.yml").read_text(encoding="utf-8"))["nav"]
+    return [(title, page) for entry in nav for title, page in entry.items()]
+
+
+def page_list() -> str:
+    """README's list of the manual's pages: every nav page but the home page, linked by its file's name (short: the
+    README stays under its word budget), in nav order."""
+    return ", ".join(f"[{page[:-3]}](docs/{page})" for _, page in nav_pages() if page != "index.md") + "\n"
+
+
+# page -> its generated blocks: (begin marker, end marker, the block's text)
+BLOCKS: dict[str, list[tuple[str, str, Callable[[], str]]]] = {
+    "docs/cli.md": [(CLI_BEGIN, CLI_END, cli_table)],
+    "README.md": [(METHODS_BEGIN, METHODS_END, lambda: methods_table(brief=True)), (PAGES_BEGIN, PAGES_END, page_list)],
+    "docs/methods.md": [(METHODS_BEGIN, METHODS_END, methods_table)],
 }
 
 
@@ -77,12 +96,14 @@ def render(page: str, begin: str, end: str, block: str) -> str:
 
 
 def rendered(name: str) -> tuple[str, str]:
-    """(the page as it is, the page as this script writes it)."""
-    begin, end, make = BLOCKS[name]
+    """(the page as it is, the page as this script writes it: each of its generated blocks)."""
     page = (REPO_ROOT / name).read_text(encoding="utf-8")
-    if begin not in page or end not in page:
-        raise SystemExit(f"{name}: the markers of its generated block are missing ({begin!r} ... {end!r})")
-    return page, render(page, begin, end, make())
+    new = page
+    for begin, end, make in BLOCKS[name]:
+        if begin not in page or end not in page:
+            raise SystemExit(f"{name}: the markers of its generated block are missing ({begin!r} ... {end!r})")
+        new = render(new, begin, end, make())
+    return page, new
 
 
 def benchmark_page() -> tuple[str, str]:
@@ -100,8 +121,8 @@ def benchmark_page() -> tuple[str, str]:
 
 def stale() -> list[str]:
     """One line per generated page that differs from what its generator writes (nothing is written)."""
-    lines = [f"{name}: its generated block ({BLOCKS[name][0][:40]}...) differs from what scripts/write_docs.py writes; "
-             f"run make write-docs and commit the result" for name in BLOCKS if len(set(rendered(name))) > 1]
+    lines = [f"{name}: a generated block differs from what scripts/write_docs.py writes; run make write-docs and commit "
+             f"the result" for name in BLOCKS if len(set(rendered(name))) > 1]
     page, new = benchmark_page()
     if page != new:
         lines.append("docs/benchmark-results.md: differs from what benchmarks/record.py renders from docs/benchmarks.json; "
