@@ -22,7 +22,7 @@ from typing import Any
 
 from simpe.errors import ConfigError
 from simpe.paths import DEFAULTS_FILE
-from simpe.values import coerce
+from simpe.values import check_seed, coerce
 
 TRUECASER_OF_MODEL = "model"  # metrics.truecaser: the truecase.<lang>.model shipped in the model folder
 
@@ -156,6 +156,11 @@ SBLEU_SMOOTHINGS = ("nakov", "exp")
 NOVEL_VOCAB_OF_DATASET = "train"  # metrics.novel_vocab: the vocabulary `make corpus` writes for the dataset's train split
 
 
+# Rk and R0..k are logged for every k up to metrics.r_max_k, two numbers each per segment and record: 100 reaches past
+# any content word's occurrences in a stream of thousands of segments, and a larger k only grows every record
+R_MAX_K_LIMIT = 100
+
+
 @dataclass
 class MetricsConfig:
     """What the online scorer computes and how it finds content words (Simianer et al. (2019), section 2.2).
@@ -184,8 +189,8 @@ class MetricsConfig:
             self.truecaser = None
         if not self.stopwords:
             raise ConfigError("metrics.stopwords must be a language code such as 'de' or a path to a word list")
-        if self.r_max_k < 0:
-            raise ConfigError(f"metrics.r_max_k must be an integer >= 0, got {self.r_max_k}")
+        if not 0 <= self.r_max_k <= R_MAX_K_LIMIT:
+            raise ConfigError(f"metrics.r_max_k must be an integer in [0, {R_MAX_K_LIMIT}], got {self.r_max_k}")
         if self.rare_threshold < 0:
             raise ConfigError(f"metrics.rare_threshold must be an integer >= 0, got {self.rare_threshold}")
         if isinstance(self.subword, str) and self.subword.lower() in ("", "none", "false"):
@@ -235,8 +240,7 @@ class RankingConfig:
             value = getattr(self, name)
             if value is not None and value < 1:
                 raise ConfigError(f"ranking.{name} must be a positive integer, got {value!r}")
-        if self.sample_seed < 0:
-            raise ConfigError(f"ranking.sample_seed must be an integer >= 0, got {self.sample_seed!r}")
+        check_seed(self.sample_seed, "ranking.sample_seed")
         if self.max_seconds is not None and self.max_seconds <= 0:
             raise ConfigError(f"ranking.max_seconds must be a positive number or null, got {self.max_seconds!r}")
         if self.gain not in GAINS:
@@ -363,6 +367,9 @@ class TrainConfig:
     device: str
     threads: int  # 0: torch's default
 
+    def __post_init__(self) -> None:
+        check_seed(self.seed, "train.seed")
+
 
 def check_name(what: str, name: str) -> str:
     """A run's name is a folder name and nothing else: letters, digits and ``._=+,@-``, not starting with a dot or
@@ -397,6 +404,7 @@ class RunConfig:
 
     def __post_init__(self) -> None:
         check_name("adapter", self.adapter)
+        check_seed(self.seed, "seed")
         if self.checkpoint_every < 1:
             raise ConfigError(f"checkpoint_every must be >= 1, got {self.checkpoint_every}")
         if self.reset not in RESETS:

@@ -4,7 +4,8 @@ Used for the config tree's fields (``simpe.config``) and for every variant's par
 (``simpe.registry``), so a mistyped number reads the same everywhere: the key, the value and
 what was expected. YAML reads ``1e-3`` (no dot) as a string; a float field accepts such a
 string when it parses as a number, and an int where a float is expected. Nothing else is
-converted. Types other than bool, int, float, str, list, dict and their ``X | None`` unions
+converted. An integer is bounded to 64 bits (``INT_MIN``..``INT_MAX``: what torch, numpy and the files simpe writes
+take; Python's own would reach torch as an overflow traceback), and a seed to ``0``..``INT_MAX`` (``check_seed``). Types other than bool, int, float, str, list, dict and their ``X | None`` unions
 (or no annotation at all) are not checked.
 """
 from __future__ import annotations
@@ -18,6 +19,7 @@ import yaml
 
 from simpe.errors import ConfigError
 
+INT_MIN, INT_MAX = -(2**63), 2**63 - 1  # a 64-bit integer: torch.manual_seed, numpy and tensors take no more
 _NAMES = {bool: "true or false", int: "an integer", float: "a finite number", str: "a string", list: "a list", dict: "a mapping"}
 
 
@@ -31,7 +33,7 @@ def _one(value: Any, kind: Any) -> tuple[bool, Any]:
     if origin is bool:
         return isinstance(value, bool), value
     if origin is int:
-        return isinstance(value, int) and not isinstance(value, bool), value
+        return isinstance(value, int) and not isinstance(value, bool) and INT_MIN <= value <= INT_MAX, value
     if origin is float:
         if isinstance(value, bool):
             return False, value
@@ -66,9 +68,20 @@ def coerce(value: Any, annotation: Any, where: str) -> Any:
         ok, converted = _one(value, kind)
         if ok:
             return converted
+    if isinstance(value, int) and not isinstance(value, bool) and int in [typing.get_origin(k) or k for k in options]:
+        low = 0 if where.endswith("seed") else INT_MIN  # a seed's range (check_seed), named as its own check names it
+        raise ConfigError(f"{where} must be an integer in [{low}, {INT_MAX}]{' (64 bits)' if low else ''}, got {value}")
     wanted = " or ".join("null" if kind is type(None) else _NAMES.get(typing.get_origin(kind) or kind, getattr(kind, "__name__", str(kind)))
                          for kind in options)
     raise ConfigError(f"{where} must be {wanted}, got {value!r}")
+
+
+def check_seed(value: Any, where: str) -> int:
+    """``value`` as a seed: an integer in [0, INT_MAX] (every generator simpe seeds takes it: random, torch, numpy);
+    ConfigError naming ``where`` otherwise."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= INT_MAX:
+        raise ConfigError(f"{where} must be an integer in [0, {INT_MAX}], got {value!r}")
+    return value
 
 
 MAX_YAML_ALIASES = 100  # simpe's own files use none; a few for a user's anchors, not a billion laughs

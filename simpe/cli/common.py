@@ -12,6 +12,31 @@ from simpe.errors import SimpeError
 logger = logging.getLogger("simpe")
 
 
+def integer(text: str) -> int:
+    """argparse type of every integer flag: an integer of 64 bits (``simpe.values.INT_MIN``..``INT_MAX``, what its
+    consumers take); beyond it the parser's one line, exit 2."""
+    from simpe.values import INT_MAX, INT_MIN
+
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid int value: {text!r}") from None
+    if not INT_MIN <= value <= INT_MAX:
+        raise argparse.ArgumentTypeError(f"must be an integer in [{INT_MIN}, {INT_MAX}] (64 bits), got {text}")
+    return value
+
+
+def seed(text: str) -> int:
+    """argparse type of every seed flag: an integer in [0, ``simpe.values.INT_MAX``] (``simpe.values.check_seed``)."""
+    from simpe.errors import ConfigError
+    from simpe.values import check_seed
+
+    try:
+        return check_seed(integer(text), "a seed")
+    except ConfigError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
 def deprecated(old: str, new: str) -> None:
     """The one line an old spelling prints (stderr) before it does what the new one does."""
     print(f"simpe: warning: {old} is deprecated (kept for one release); use {new}", file=sys.stderr)

@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from simpe.cli.common import DeprecatedFlag, mark_old
+from simpe.cli.common import DeprecatedFlag, mark_old, seed
 
 
 def add_corpus(sub: argparse._SubParsersAction) -> None:
@@ -45,7 +45,7 @@ def add_train_demo_model(sub: argparse._SubParsersAction, name: str = "train-dem
     for field, default in vars(defaults("train")).items():
         flags = {"seed": ["--train-seed"], "out_dir": ["-o", "--out"]}.get(field, ["--" + field.replace("_", "-")])
         p.add_argument(*flags, dest=field, type=type(default), default=default, help=f"(default: {default})")
-    p.add_argument("--seed", dest="seed", type=int, action=DeprecatedFlag, new="--train-seed")  # named by what it seeds
+    p.add_argument("--seed", dest="seed", type=seed, action=DeprecatedFlag, new="--train-seed")  # named by what it seeds
     p.add_argument("--out-dir", dest="out_dir", type=str, action=DeprecatedFlag, new="-o/--out")
     p.add_argument("--resume", action="store_true", help="continue from OUT_DIR/checkpoints/last.pt")
     p.set_defaults(func=cmd_train_demo_model)

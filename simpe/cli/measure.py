@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from simpe.cli.common import DeprecatedFlag, add_model_settings, model_section, train_vocab
+from simpe.cli.common import DeprecatedFlag, add_model_settings, integer, model_section, seed, train_vocab
 
 
 def add_score(sub: argparse._SubParsersAction) -> None:
@@ -22,7 +22,7 @@ def add_score(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--truecaser", metavar="PATH|none",
                    help="MosesTruecaser model, or 'none' (default: the demo model's truecase.<lang>.model when it ships one, else none)")
     p.add_argument("--stopwords", metavar="LANG|PATH", help="stopword list: a code under stopwords/ or a file (default: --lang)")
-    p.add_argument("--r-max-k", type=int, default=None, metavar="K", help="report R0..RK and R0..K (default: metrics.r_max_k "
+    p.add_argument("--r-max-k", type=integer, default=None, metavar="K", help="report R0..RK and R0..K (default: metrics.r_max_k "
                                                                             "of adapters/defaults.yaml; R0+1 always)")
     p.add_argument("--stopword-case", choices=["exact", "insensitive"],
                    help="stopword matching (default: metrics.stopword_case, exact as the authors' rk.rb)")
@@ -37,7 +37,7 @@ def add_score(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--dataset", default="libreoffice", metavar="NAME",
                    help="the data the hypotheses translate: whose train vocabulary '--novel-vocab train' means (default: "
                         "%(default)s, data/libreoffice/vocab.train.LANG; a dataset with no train vocabulary is refused there)")
-    p.add_argument("--rare-threshold", type=int, default=None, metavar="N",
+    p.add_argument("--rare-threshold", type=integer, default=None, metavar="N",
                    help="novel words: vocabulary words seen at most N times still count (rk.rb -R; default: metrics.rare_threshold)")
     p.add_argument("--subword-model", metavar="SPM", help="SentencePiece model: adds the subword variants subword:r0 ...")
     p.add_argument("--subword", choices=["all", "content"], help="with --subword-model: count every piece (default) "
@@ -46,7 +46,7 @@ def add_score(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--comet", metavar="MODEL", help="COMET hub id, model folder or model.ckpt (needs --src)")
     p.add_argument("--mt", metavar="MT", help="the raw MT output the references were post-edited from (e.g. a run's mt.de on "
                                               "the Autodesk corpus): also report its TER against the references (HTER-style)")
-    p.add_argument("--comet-batch-size", type=int, default=16, metavar="N", help="(default: %(default)s)")
+    p.add_argument("--comet-batch-size", type=integer, default=16, metavar="N", help="(default: %(default)s)")
     p.add_argument("--device", default="cpu", help="COMET device: cpu, cuda, cuda:N (default: %(default)s)")
     p.add_argument("--format", choices=["table", "json"], default="table", help="(default: %(default)s)")
     p.add_argument("--cumulative", action="store_true", help="also print every metric over segments 1..i for each i")
@@ -98,33 +98,33 @@ def add_rank(sub: argparse._SubParsersAction) -> None:
                           "and their correlation (Table 3)")
     p.add_argument("--src", type=Path, required=True, help="source sentences, one per line")
     p.add_argument("-r", "--ref", type=Path, required=True, help="reference translations, aligned with --src")
-    p.add_argument("--limit", type=int, default=None, help="only the first N sentence pairs (after --max-words)")
-    p.add_argument("--max-words", type=int, default=None, help="only sources of at most N words")
+    p.add_argument("--limit", type=integer, default=None, help="only the first N sentence pairs (after --max-words)")
+    p.add_argument("--max-words", type=integer, default=None, help="only sources of at most N words")
     p.add_argument("-o", "--out", type=Path, required=True, help="output folder: records.jsonl and summary.json "
                                                             "(--models: one folder per model and correlation.json)")
     p.add_argument("--overwrite", action="store_true", help="replace earlier outputs in --out")
     # every ranking setting defaults to the ranking section of adapters/defaults.yaml
-    p.add_argument("--k", type=int, help="top-region size (default: ranking.k)")
+    p.add_argument("--k", type=integer, help="top-region size (default: ranking.k)")
     p.add_argument("--quality", help="Q: a utility (bleu, sbleu, chrf, chrf++, ter, comet; default: ranking.quality)")
     p.add_argument("--comet", dest="comet_model", default=None, metavar="MODEL",
                    help="COMET model (hub id, folder or .ckpt) for --quality/--mbr-utility comet")
     p.add_argument("--comet-model", dest="comet_model", action=DeprecatedFlag, new="--comet")
-    p.add_argument("--samples", type=int, help="Monte Carlo samples per sentence (default: ranking.samples)")
-    p.add_argument("--sample-seed", type=int, help="sampling seed; sentence i uses seed + i (default: ranking.sample_seed)")
-    p.add_argument("--seed", dest="sample_seed", type=int, action=DeprecatedFlag, new="--sample-seed")
-    p.add_argument("--beam-size", type=int, help="beam whose output is checked for search errors (default: ranking.beam_size)")
-    p.add_argument("--max-expansions", type=int, help="limit per exact search; 0 = none (default: ranking.max_expansions)")
+    p.add_argument("--samples", type=integer, help="Monte Carlo samples per sentence (default: ranking.samples)")
+    p.add_argument("--sample-seed", type=seed, help="sampling seed; sentence i uses seed + i (default: ranking.sample_seed)")
+    p.add_argument("--seed", dest="sample_seed", type=seed, action=DeprecatedFlag, new="--sample-seed")
+    p.add_argument("--beam-size", type=integer, help="beam whose output is checked for search errors (default: ranking.beam_size)")
+    p.add_argument("--max-expansions", type=integer, help="limit per exact search; 0 = none (default: ranking.max_expansions)")
     p.add_argument("--max-seconds", type=float, help="limit per exact search; 0 = none (default: ranking.max_seconds)")
-    p.add_argument("--batch-size", type=int, help="prefixes per forward pass of the exact search (default: ranking.batch_size)")
+    p.add_argument("--batch-size", type=integer, help="prefixes per forward pass of the exact search (default: ranking.batch_size)")
     p.add_argument("--gain", help="kRG gain: exp (2^f - 1) or linear (f), f = k - rank in [0, k-1] (default: ranking.gain)")
     p.add_argument("--ties", help="hypotheses of equal Q: mean (share the mean gain of their positions) or model "
                                   "(ordered as the model ordered them) (default: ranking.ties)")
     p.add_argument("--no-top", action="store_true", help="skip the top-region (exact top-k) evaluation")
     p.add_argument("--no-sampling", action="store_true", help="skip the Monte Carlo sampling evaluation")
-    p.add_argument("--mbr-samples", type=int, default=100, help="--models: MBR samples per sentence (default: %(default)s)")
+    p.add_argument("--mbr-samples", type=integer, default=100, help="--models: MBR samples per sentence (default: %(default)s)")
     p.add_argument("--mbr-utility", default=None, help="--models: MBR utility, any --quality value (default: --quality)")
     p.add_argument("--device", default="auto", help="auto, cpu or cuda (default: %(default)s)")
-    p.add_argument("--threads", type=int, default=0,
+    p.add_argument("--threads", type=integer, default=0,
                    help="torch CPU threads; 0 = torch's default (on a small machine shared with other jobs, 1 is often fastest)")
     add_model_settings(p)
     p.set_defaults(func=cmd_rank)
@@ -226,9 +226,9 @@ def add_sensitivity(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--model", help="model folder or hub id drawing the support samples (default: the demo model)")
     p.add_argument("--utility", default="chrf++", help="utility: bleu, sbleu, chrf, chrf++, ter or comet (default: %(default)s)")
     p.add_argument("--comet", help="COMET model for --utility comet (hub id or local folder)")
-    p.add_argument("--samples", type=int, default=100, help="support samples per sentence (default: %(default)s)")
-    p.add_argument("--limit", type=int, default=200, help="the first N pairs (default: %(default)s)")
-    p.add_argument("--sample-seed", type=int, default=0, help="seed of the samples and of the changes (default: %(default)s)")
+    p.add_argument("--samples", type=integer, default=100, help="support samples per sentence (default: %(default)s)")
+    p.add_argument("--limit", type=integer, default=200, help="the first N pairs (default: %(default)s)")
+    p.add_argument("--sample-seed", type=seed, default=0, help="seed of the samples and of the changes (default: %(default)s)")
     p.add_argument("--lang", default="de", choices=["de", "en"], help="the references' language (default: %(default)s)")
     p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
     p.add_argument("-o", "--out", type=Path, help="write the table as JSON here too")

@@ -4,15 +4,17 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from simpe.cli.common import integer
+
 
 def add_replicate(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("replicate", help="run every experiment of the papers' findings (docs/references.md) and write docs/replication.md "
                                          "(resumable: complete runs are skipped)")
-    p.add_argument("--segments", type=int, default=2000, help="scalc stream segments of Simianer et al. (2019)'s tables (default: %(default)s)")
-    p.add_argument("--second-segments", type=int, help="sdatabase segments (default: all 1,742)")
-    p.add_argument("--sensitivity-segments", type=int, default=200, help="scalc segments of each sensitivity run (default: %(default)s)")
+    p.add_argument("--segments", type=integer, default=2000, help="scalc stream segments of Simianer et al. (2019)'s tables (default: %(default)s)")
+    p.add_argument("--second-segments", type=integer, help="sdatabase segments (default: all 1,742)")
+    p.add_argument("--sensitivity-segments", type=integer, default=200, help="scalc segments of each sensitivity run (default: %(default)s)")
     p.add_argument("--no-sensitivity", action="store_true", help="leave out the sensitivity study")
-    p.add_argument("--probe", type=int, default=50, help="dev sentences of the decoding studies (default: %(default)s)")
+    p.add_argument("--probe", type=integer, default=50, help="dev sentences of the decoding studies (default: %(default)s)")
     p.add_argument("--model", help="your model (folder or hub id, any supported family): run the parts that need only a "
                                    "model and a stream (stream, forgetting, studies) on it; its page does not go to "
                                    "docs/replication.md unless -o says so")
@@ -26,8 +28,8 @@ def add_replicate(sub: argparse._SubParsersAction) -> None:
     p.add_argument("-o", "--out", type=Path, help="the Markdown page (default: docs/replication.md; with --model/--dataset: "
                                                   "RUNS_DIR/replication.md); its records go beside it, the HTML page to "
                                                   "RUNS_DIR/replication.html")
-    p.add_argument("--workers", type=int, metavar="N", help="runs at once (default: the cores)")
-    p.add_argument("--threads", type=int, metavar="T", help="torch threads per run (default: cores / workers)")
+    p.add_argument("--workers", type=integer, metavar="N", help="runs at once (default: the cores)")
+    p.add_argument("--threads", type=integer, metavar="T", help="torch threads per run (default: cores / workers)")
     p.add_argument("--dry-run", action="store_true", help="print the plan and its expected time, run nothing")
     p.add_argument("--report-only", action="store_true",
                    help="run nothing, read no run: judge every claim from the records and rewrite the page and its json "

@@ -5,7 +5,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from simpe.cli.common import DeprecatedFlag, add_model_settings, add_run_group_args, decoder_overrides, mark_old, model_settings
+from simpe.cli.common import DeprecatedFlag, add_model_settings, add_run_group_args, decoder_overrides, integer, mark_old, model_settings, seed
 
 
 def add_compare(sub: argparse._SubParsersAction) -> None:
@@ -13,9 +13,9 @@ def add_compare(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser("compare", help="table of adaptation methods against the baseline, with bootstrap significance")
     add_run_group_args(p, "output folder for compare.md/.csv/.tex (default: GROUP/compare)")
-    p.add_argument("--bootstrap-seed", type=int, default=DEFAULT_SEED, help="bootstrap seed (default: %(default)s)")
-    p.add_argument("--seed", dest="bootstrap_seed", type=int, action=DeprecatedFlag, new="--bootstrap-seed")
-    p.add_argument("--bootstrap", type=int, default=DEFAULT_RESAMPLES, metavar="N",
+    p.add_argument("--bootstrap-seed", type=seed, default=DEFAULT_SEED, help="bootstrap seed (default: %(default)s)")
+    p.add_argument("--seed", dest="bootstrap_seed", type=seed, action=DeprecatedFlag, new="--bootstrap-seed")
+    p.add_argument("--bootstrap", type=integer, default=DEFAULT_RESAMPLES, metavar="N",
                    help="bootstrap resamples (default: %(default)s)")
     p.set_defaults(func=cmd_compare)
 
@@ -57,9 +57,9 @@ def add_report(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser("report", help="one self-contained HTML page of a run group: table, figures, snapshots, segment browser")
     add_run_group_args(p, "output folder for report.html (default: the group folder)")
-    p.add_argument("--bootstrap-seed", type=int, default=DEFAULT_SEED, help="bootstrap seed (default: %(default)s)")
-    p.add_argument("--seed", dest="bootstrap_seed", type=int, action=DeprecatedFlag, new="--bootstrap-seed")
-    p.add_argument("--bootstrap", type=int, default=DEFAULT_RESAMPLES, metavar="N", help="bootstrap resamples (default: %(default)s)")
+    p.add_argument("--bootstrap-seed", type=seed, default=DEFAULT_SEED, help="bootstrap seed (default: %(default)s)")
+    p.add_argument("--seed", dest="bootstrap_seed", type=seed, action=DeprecatedFlag, new="--bootstrap-seed")
+    p.add_argument("--bootstrap", type=integer, default=DEFAULT_RESAMPLES, metavar="N", help="bootstrap resamples (default: %(default)s)")
     p.set_defaults(func=cmd_report)
 
 

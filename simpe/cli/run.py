@@ -5,7 +5,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from simpe.cli.common import DeprecatedFlag, Tracking, add_model_settings, add_track_flags, model_settings, report_outcomes, tracker_list
+from simpe.cli.common import DeprecatedFlag, Tracking, add_model_settings, add_track_flags, integer, model_settings, report_outcomes, seed, tracker_list
 
 
 def add_simulate(sub: argparse._SubParsersAction) -> None:
@@ -17,11 +17,11 @@ def add_simulate(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--split", help="dataset split (default: stream)")
     p.add_argument("--model", help="model folder or hub id of any supported family (default: the embedded demo model); "
                                    "its settings: --set model.src_lang=... model.tgt_lang=... (simpe list: families)")
-    p.add_argument("--segments", type=int, help="the first N segments of the stream (default: all)")
+    p.add_argument("--segments", type=integer, help="the first N segments of the stream (default: all)")
     p.add_argument("--device", choices=["auto", "cpu", "cuda"], help="where to run (default: auto)")
     p.add_argument("--comet", help="COMET model (hub id or checkpoint path) scored at the end of each run")
     p.add_argument("--truecaser", help="truecaser model path, or 'none' (default: the one shipped with the model)")
-    p.add_argument("--snapshot-every", type=int, help="ranking snapshot every N segments; 0 = off (default: snapshots.every of adapters/defaults.yaml)")
+    p.add_argument("--snapshot-every", type=integer, help="ranking snapshot every N segments; 0 = off (default: snapshots.every of adapters/defaults.yaml)")
     p.add_argument("--skip-empty", action="store_true", help="skip segments with an empty source or reference (counted warning) instead of failing")
     p.add_argument("--reset", choices=["none", "document"], help="return to the base model at each document boundary (default: none)")
     p.add_argument("--protocol", choices=["post-edit", "interactive"],
@@ -46,9 +46,9 @@ def add_simulate(sub: argparse._SubParsersAction) -> None:
                         "activations, datastore growth) and estimated s/segment (translate + update, from the run's segments "
                         "read with the model's tokenizer); exit 2 naming a setting that fits if one cannot fit")
     p.add_argument("--memory", type=float, metavar="GIB", help="with --dry-run: the memory to fit in (default: what the device has available)")
-    p.add_argument("--workers", type=int, default=1, metavar="N",
+    p.add_argument("--workers", type=integer, default=1, metavar="N",
                    help="run the methods as N parallel tasks on a local Ray (simpe sweep's executor; default: 1, one after another)")
-    p.add_argument("--threads", type=int, metavar="T",
+    p.add_argument("--threads", type=integer, metavar="T",
                    help="torch threads (CPUs) per run (default: cores / N with --workers N > 1, else torch's default)")
     add_track_flags(p)
     p.set_defaults(func=cmd_simulate)
@@ -130,22 +130,22 @@ def add_sweep(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--method", dest="preset", nargs="+", action=DeprecatedFlag, new="--preset")
     p.add_argument("--grid", nargs="+", action="extend", default=[], metavar="KEY=V1,V2",
                    help="a config key and its values, e.g. update.lr=0.01,0.02 (repeatable; the runs are the cross product)")
-    p.add_argument("--seeds", nargs="+", type=int, metavar="S", help="run every combination once per seed")
+    p.add_argument("--seeds", nargs="+", type=seed, metavar="S", help="run every combination once per seed")
     p.add_argument("--dataset", help="dataset name (default: libreoffice)")
     p.add_argument("--split", help="dataset split (default: stream)")
     p.add_argument("--model", help="model folder or hub id (default: the embedded demo model)")
-    p.add_argument("--segments", type=int, help="the first N segments of the stream (default: all)")
+    p.add_argument("--segments", type=integer, help="the first N segments of the stream (default: all)")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE", help="override a config key in every run")
     p.add_argument("--runs-dir", help="where run folders go (default: runs; on a cluster, a path every node sees)")
-    p.add_argument("--workers", type=int, metavar="N", help="runs at once (default: this machine's cores, or the cluster's CPUs / threads)")
-    p.add_argument("--threads", type=int, metavar="T", help="torch threads (CPUs) per run (default: cores / workers)")
+    p.add_argument("--workers", type=integer, metavar="N", help="runs at once (default: this machine's cores, or the cluster's CPUs / threads)")
+    p.add_argument("--threads", type=integer, metavar="T", help="torch threads (CPUs) per run (default: cores / workers)")
     p.add_argument("--gpus-per-run", type=float, default=0.0, metavar="F", help="fraction of a GPU per run (runs on cuda; default: 0, CPU)")
     p.add_argument("--address", help="join an existing Ray cluster (e.g. auto, or ray://HEAD:10001) instead of starting a local Ray")
     p.add_argument("--return-results", action="store_true",
                    help="on a cluster without a shared --runs-dir: each task runs in a scratch folder of its node and "
                         "returns its run folder, which lands in this machine's --runs-dir")
     p.add_argument("--no-baseline", action="store_true", help="do not add a baseline run per stream (then no comparison table)")
-    p.add_argument("--bootstrap", type=int, default=1000, metavar="N", help="bootstrap resamples of the final tables (default: %(default)s)")
+    p.add_argument("--bootstrap", type=integer, default=1000, metavar="N", help="bootstrap resamples of the final tables (default: %(default)s)")
     p.add_argument("--dry-run", action="store_true", help="list the runs and what would become of each, run nothing")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_track_flags(p)
@@ -222,7 +222,7 @@ def add_select_fixed(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--split", default="dev", help="held-out split to adapt on (default: %(default)s)")
     p.add_argument("--budget", type=float, default=0.025, help="fraction of the model's parameters to select (default: %(default)s, "
                                                                   "the paper's 1M of a ~40M-parameter model)")
-    p.add_argument("--segments", type=int, help="use only the first N segments of the split")
+    p.add_argument("--segments", type=integer, help="use only the first N segments of the split")
     p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
     p.add_argument("-o", "--out", type=Path, help="selection file (default: <model folder>/fixed-selection.json)")
     add_model_settings(p)

@@ -4,6 +4,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from simpe.cli.common import integer
+
 
 def add_serve(sub: argparse._SubParsersAction) -> None:
     from simpe.serve.bind import DEFAULT_HOST, DEFAULT_PORT
@@ -19,12 +21,12 @@ def add_serve(sub: argparse._SubParsersAction) -> None:
     def server_flags(q: argparse.ArgumentParser) -> None:
         q.add_argument("--host", default=DEFAULT_HOST,
                        help="address to bind (default: %(default)s, this machine only); any other needs --tls-cert and --tls-key")
-        q.add_argument("--port", type=int, default=DEFAULT_PORT, help="port (default: %(default)s)")
+        q.add_argument("--port", type=integer, default=DEFAULT_PORT, help="port (default: %(default)s)")
         q.add_argument("--tls-cert", type=Path, help="TLS certificate (PEM), with --tls-key: serve HTTPS")
         q.add_argument("--tls-key", type=Path, help="TLS private key (PEM)")
         q.add_argument("--allow-host", action="append", default=[], metavar="NAME",
                        help="a further host name the translators' browsers use for this server (repeatable)")
-        q.add_argument("--threads", type=int, default=1, help="torch threads the translators' models share (default: %(default)s)")
+        q.add_argument("--threads", type=integer, default=1, help="torch threads the translators' models share (default: %(default)s)")
 
     init = ssub.add_parser("init", help="create a project (a stream, a model, a preset, translators); prints each "
                                         "translator's link once (tokens are stored hashed)")
@@ -34,7 +36,7 @@ def add_serve(sub: argparse._SubParsersAction) -> None:
     init.add_argument("--dataset", help="dataset name (default: libreoffice)")
     init.add_argument("--split", help="dataset split (default: stream)")
     init.add_argument("--model", help="model folder or hub id (default: the embedded demo model)")
-    init.add_argument("--segments", type=int, help="the first N segments of the stream (default: all)")
+    init.add_argument("--segments", type=integer, help="the first N segments of the stream (default: all)")
     init.add_argument("--protocol", choices=["post-edit", "interactive"],
                       help="post-edit (default), or interactive: the page completes what the translator types")
     init.add_argument("--reset", choices=["none", "document"], help="return to the base model at each document boundary")

@@ -33,6 +33,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from simpe.config import R_MAX_K_LIMIT
 from simpe.errors import ConfigError, DataError
 from simpe.metrics.base import Metric
 from simpe.textfile import read_lines
@@ -40,8 +41,8 @@ from simpe.textfile import read_lines
 
 def r_names(max_k: int = 1, prefix: str = "") -> list[str]:
     """Metric names logged for ``max_k``: ``r0..r{max_k}``, ``r0+1``, then ``r0..j`` for j = 2..max_k."""
-    if not isinstance(max_k, int) or isinstance(max_k, bool) or max_k < 0:
-        raise ConfigError(f"r_max_k must be an integer >= 0, got {max_k!r}")
+    if not isinstance(max_k, int) or isinstance(max_k, bool) or not 0 <= max_k <= R_MAX_K_LIMIT:
+        raise ConfigError(f"r_max_k must be an integer in [0, {R_MAX_K_LIMIT}], got {max_k!r}")
     names = [f"r{k}" for k in range(max_k + 1)] + ["r0+1"] + [f"r0..{j}" for j in range(2, max_k + 1)]
     return [prefix + name for name in names]
 
