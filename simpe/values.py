@@ -5,8 +5,9 @@ Used for the config tree's fields (``simpe.config``) and for every variant's par
 what was expected. YAML reads ``1e-3`` (no dot) as a string; a float field accepts such a
 string when it parses as a number, and an int where a float is expected. Nothing else is
 converted. An integer is bounded to 64 bits (``INT_MIN``..``INT_MAX``: what torch, numpy and the files simpe writes
-take; Python's own would reach torch as an overflow traceback), and a seed to ``0``..``INT_MAX`` (``check_seed``). Types other than bool, int, float, str, list, dict and their ``X | None`` unions
-(or no annotation at all) are not checked.
+take; Python's own would reach torch as an overflow traceback), and a seed to ``0``..``INT_MAX`` (``check_seed``).
+Types other than bool, int, float, str, list, dict and their ``X | None`` unions (or no annotation at all) are not
+checked. The YAML loader (``load_yaml``) bounds what a document may expand to, not only its aliases.
 """
 from __future__ import annotations
 
@@ -85,12 +86,44 @@ def check_seed(value: Any, where: str) -> int:
 
 
 MAX_YAML_ALIASES = 100  # simpe's own files use none; a few for a user's anchors, not a billion laughs
+# nodes (scalars, lists, mappings) the document would hold with every alias expanded: a run's config.yaml holds about
+# 200, a sweep file a few hundred; nine levels of ten aliases each stay under MAX_YAML_ALIASES and hold a billion
+MAX_YAML_NODES = 100_000
+
+
+def expanded_nodes(node: yaml.Node) -> int:
+    """How many nodes ``node`` holds with every alias expanded (an aliased node counted each time it is used),
+    counted over the node graph once (each distinct node's count is kept): linear in the text, however large the
+    expansion."""
+    counts: dict[int, int] = {}
+    order: list[yaml.Node] = []
+    stack, seen = [node], set()
+    while stack:  # every distinct node, children before their parents in `order` reversed
+        current = stack.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        order.append(current)
+        if isinstance(current, yaml.SequenceNode):
+            stack.extend(current.value)
+        elif isinstance(current, yaml.MappingNode):
+            stack.extend(part for pair in current.value for part in pair)
+    for current in reversed(order):
+        if isinstance(current, yaml.SequenceNode):
+            children = current.value
+        elif isinstance(current, yaml.MappingNode):
+            children = [part for pair in current.value for part in pair]
+        else:
+            children = []
+        counts[id(current)] = min(1 + sum(counts.get(id(child), 1) for child in children), MAX_YAML_NODES + 1)
+    return counts[id(node)]
 
 
 class _BoundedLoader(yaml.SafeLoader):
-    """PyYAML's safe loader that refuses more than MAX_YAML_ALIASES aliases (``*name``). safe_load shares an
-    aliased node rather than copying it, but anything that walks the result (an error message, a deepcopy, a
-    dump into config.yaml) expands it: nine levels of ten aliases are a billion strings."""
+    """PyYAML's safe loader that refuses more than MAX_YAML_ALIASES aliases (``*name``) and a document that would
+    hold more than MAX_YAML_NODES nodes with its aliases expanded. safe_load shares an aliased node rather than
+    copying it, but anything that walks the result (an error message, a deepcopy, a dump into config.yaml) expands
+    it: nine levels of ten aliases (90 aliases) are a billion strings."""
 
     def compose_node(self, parent: Any, index: Any) -> Any:
         if self.check_event(yaml.AliasEvent):
@@ -99,9 +132,17 @@ class _BoundedLoader(yaml.SafeLoader):
                 raise yaml.YAMLError(f"more than {MAX_YAML_ALIASES} aliases (*name); simpe's configs need none")
         return super().compose_node(parent, index)
 
+    def compose_document(self) -> Any:
+        node = super().compose_document()
+        if node is not None and getattr(self, "aliases", 0) and expanded_nodes(node) > MAX_YAML_NODES:
+            raise yaml.YAMLError(f"its aliases (*name) expand to more than {MAX_YAML_NODES:,} values; simpe's configs "
+                                 "need none")
+        return node
+
 
 def load_yaml(text: str) -> Any:
-    """``text`` as YAML, safely (no Python objects) and with at most MAX_YAML_ALIASES aliases; yaml.YAMLError otherwise."""
+    """``text`` as YAML, safely (no Python objects), with at most MAX_YAML_ALIASES aliases and MAX_YAML_NODES values
+    once they are expanded; yaml.YAMLError otherwise."""
     loader = _BoundedLoader(text)
     try:
         return loader.get_single_data()

@@ -35,11 +35,13 @@ def add_simulate(sub: argparse._SubParsersAction) -> None:
                    help="override any config key, e.g. --set update.lr=0.02 (repeatable)")
     p.add_argument("--config", type=Path, help="a resolved config.yaml of an earlier run: reproduce it")
     p.add_argument("--runs-dir", help="where run folders go (default: runs)")
-    p.add_argument("--resume", action="store_true", help="continue an interrupted run from its last checkpoint")
-    p.add_argument("--resume-anyway", action="store_true",
-                   help="resume even in another environment than the run's (threads, CPU kernel set, torch/transformers "
-                        "versions, device); the change is recorded in env.json and the summary")
-    p.add_argument("--overwrite", action="store_true", help="replace an existing run")
+    # continuing a run and replacing it contradict each other: the parser refuses any two of them in one line
+    folder = p.add_mutually_exclusive_group()
+    folder.add_argument("--resume", action="store_true", help="continue an interrupted run from its last checkpoint")
+    folder.add_argument("--resume-anyway", action="store_true",
+                        help="resume even in another environment than the run's (threads, CPU kernel set, torch/transformers "
+                             "versions, device); the change is recorded in env.json and the summary")
+    folder.add_argument("--overwrite", action="store_true", help="replace an existing run")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--dry-run", action="store_true",
                    help="load no weights, run nothing: print each run's parameters, memory (weights, gradients, method state, "
