@@ -19,7 +19,7 @@ import yaml
 
 from simpe.errors import RunDirError
 from simpe.rundir.layout import CONFIG_FILE, DONE_FILE, ENV_FILE, LOCK_FILE, SEGMENTS_FILE, SNAPSHOTS_FILE, STORE_FILE, SUMMARY_FILE, groups_named, is_run_dir
-from simpe.rundir.record import SegmentRecord, check_schema
+from simpe.rundir.record import SegmentRecord, check_schema, check_snapshot, check_summary
 from simpe.textfile import read_bytes
 from simpe.values import load_yaml
 
@@ -273,6 +273,7 @@ def load_run(path: Path, allow_incomplete: bool = False) -> Run:
             raise RunDirError(f"{path / SUMMARY_FILE} is not valid JSON ({err})") from None
         if not isinstance(summary, dict):
             raise RunDirError(f"{path / SUMMARY_FILE} is not a JSON object")
+        check_summary(summary, str(path / SUMMARY_FILE))
     elif complete:
         raise RunDirError(f"complete run {path} has no {SUMMARY_FILE}")
 
@@ -300,6 +301,8 @@ def load_run(path: Path, allow_incomplete: bool = False) -> Run:
     snapshots: list[dict[str, Any]] = []
     if (path / SNAPSHOTS_FILE).is_file():
         snapshots = read_jsonl(path / SNAPSHOTS_FILE, tolerate_torn_tail=not complete)
+        for position, snapshot in enumerate(snapshots):
+            check_snapshot(snapshot, f"{path / SNAPSHOTS_FILE}: snapshot {position}")
 
     # what the loop writes: summary adapter/method at the end, config adapter and method.name at the start
     name = str((summary or {}).get("adapter") or config.get("adapter") or path.name)

@@ -9,6 +9,11 @@ logged line with ``from_dict`` (one line naming the file and the record for a wr
 ``segment_schema`` in ``env.json`` (so the records themselves are what they were: a run written
 before the version existed has the same records and no ``segment_schema``, and reads as schema 1).
 A run naming a newer schema than this simpe knows is refused in one line.
+
+What compare, plot and report read is type-checked when a run is loaded, so a record edited or damaged by hand is
+named in one line instead of read as a blank cell or a traceback: a segment record's scores (``metrics``,
+``cumulative``, ``stats``, ``seconds`` and the update's numbers: ``check_scores``), ``summary.json``
+(``check_summary``) and each ranking snapshot (``check_snapshot``).
 """
 from __future__ import annotations
 
@@ -87,6 +92,7 @@ class SegmentRecord:
         missing = [key for key in _REQUIRED if values.get(key) is None]
         if missing:
             raise RunDirError(f"{where} lacks {', '.join(missing)}; a segment record names its index, source, reference and hypothesis")
+        check_scores(values, where)
         for key in ("metrics", "stats", "cumulative"):
             if values.get(key) is None:
                 values.pop(key, None)
@@ -121,3 +127,87 @@ def check_schema(env: dict[str, Any], path: Path) -> int:
         raise RunDirError(f"{path} holds segment records of schema {version}; this simpe reads schema {SCHEMA_VERSION} "
                           "and older: update simpe to read it")
     return version
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _show(value: Any) -> str:
+    return repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + "..."
+
+
+def _check_numbers(mapping: Any, where: str, key: str, lists: bool = False) -> None:
+    """Every value of ``mapping`` (``where``'s ``key``) a number or null (``lists``: or a list of them)."""
+    if mapping is None:
+        return
+    if not isinstance(mapping, dict):
+        raise RunDirError(f"{where}: {key!r} should be a JSON object, got {_show(mapping)}")
+    for name, value in mapping.items():
+        ok = value is None or _number(value) or (lists and isinstance(value, list) and all(v is None or _number(v) for v in value))
+        if not ok:
+            wanted = "a number, null or a list of numbers" if lists else "a number or null"
+            raise RunDirError(f"{where}: {key}.{name} should be {wanted}, got {_show(value)}")
+
+
+UPDATE_NUMBERS = ("loss_before", "ppl_before", "loss_after", "ppl_after", "repetitions", "penalty", "replayed")
+
+
+def check_scores(record: dict[str, Any], where: str) -> None:
+    """A segment record's figures as compare, plot and report read them: ``metrics`` numbers or R's [matched, types]
+    lists, ``stats`` lists of numbers, ``cumulative`` and ``seconds`` numbers, the update's own numbers; RunDirError
+    naming ``where`` and the key otherwise."""
+    _check_numbers(record.get("metrics"), where, "metrics", lists=True)
+    _check_numbers(record.get("cumulative"), where, "cumulative")
+    _check_numbers(record.get("seconds"), where, "seconds")
+    stats = record.get("stats")
+    _check_numbers(stats, where, "stats", lists=True)
+    for name, value in (stats or {}).items():
+        if not isinstance(value, list):
+            raise RunDirError(f"{where}: stats.{name} should be a list of numbers, got {_show(value)}")
+    update = record.get("update") or {}
+    _check_numbers({k: update[k] for k in UPDATE_NUMBERS if k in update}, where, "update")
+
+
+# summary.json: what compare, plot, report and the replication read, by kind (other keys are the run's facts)
+_SUMMARY_STRINGS = ("method", "adapter", "dataset", "split", "model", "stream_sha256", "reset")
+_SUMMARY_COUNTS = ("segments", "adapted_parameters", "store_bytes", "store_file_bytes")
+
+
+def check_summary(summary: dict[str, Any], where: str) -> None:
+    """``summary.json``'s figures: ``corpus`` numbers (or null), ``segment_comet`` a list of numbers, ``signatures``
+    strings, the counts integers, the names strings, ``seconds`` and ``updates`` numbers; RunDirError otherwise."""
+    for key in _SUMMARY_STRINGS:
+        if summary.get(key) is not None and not isinstance(summary[key], str):
+            raise RunDirError(f"{where}: {key} should be a string, got {_show(summary[key])}")
+    for key in _SUMMARY_COUNTS:
+        value = summary.get(key)
+        if value is not None and not (isinstance(value, int) and not isinstance(value, bool) and value >= 0):
+            raise RunDirError(f"{where}: {key} should be an integer >= 0, got {_show(value)}")
+    for key in ("corpus", "seconds", "updates"):
+        _check_numbers(summary.get(key), where, key)
+    comet = summary.get("segment_comet")
+    if comet is not None and not (isinstance(comet, list) and all(v is None or _number(v) for v in comet)):
+        raise RunDirError(f"{where}: segment_comet should be a list of numbers, got {_show(comet)}")
+    signatures = summary.get("signatures")
+    if signatures is not None and not (isinstance(signatures, dict) and all(isinstance(v, str) for v in signatures.values())):
+        raise RunDirError(f"{where}: signatures should map each metric to its signature string, got {_show(signatures)}")
+
+
+_SNAPSHOT_STRINGS = ("quality", "gain", "ties")  # the ranking settings a snapshot names; every other value is a figure
+
+
+def check_snapshot(snapshot: Any, where: str) -> None:
+    """One line of ``snapshots.jsonl``: ``segment`` an integer >= 0, every figure a number, true/false or null (the
+    ranking settings strings); RunDirError otherwise."""
+    if not isinstance(snapshot, dict):
+        raise RunDirError(f"{where} is not a JSON object")
+    segment = snapshot.get("segment")
+    if not (isinstance(segment, int) and not isinstance(segment, bool) and segment >= 0):
+        raise RunDirError(f"{where}: segment should be an integer >= 0 (the segments done), got {_show(segment)}")
+    for key, value in snapshot.items():
+        if key in _SNAPSHOT_STRINGS:
+            if value is not None and not isinstance(value, str):
+                raise RunDirError(f"{where}: {key} should be a string, got {_show(value)}")
+        elif not (value is None or isinstance(value, bool) or _number(value)):
+            raise RunDirError(f"{where}: {key} should be a number, got {_show(value)}")
