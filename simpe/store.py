@@ -87,6 +87,25 @@ def apply_store(model: Any, model_name: str, path: Path) -> StoreMetadata:
     return load_store(model, model_name, path)[0]
 
 
+def check_base(metadata: StoreMetadata, path: Path, model_name: str, family: str | None, digest: str | None = None) -> None:
+    """Refuse (ModelError, one line) a store applied to another base than its own: another model name, another family,
+    or another config (``digest``: the hash of config.json less its volatile keys; None: not known yet, before the
+    model loads). The line names the base the store was made for and the model it met, each with family and config."""
+    made = f"base model {metadata.base_model!r} ({metadata.family}" + \
+           (f", config {metadata.model_config_sha256})" if metadata.model_config_sha256 else ")")
+    met = f"{model_name!r} ({family or 'family unknown'}" + (f", config {digest})" if digest else ")")
+    hint = f"pass --model {metadata.base_model_path or 'models/' + metadata.base_model}"
+    if metadata.base_model != model_name:
+        why = ""
+    elif family is not None and metadata.family != family:  # a store naming no family: a Marian one
+        why = ": another family"
+    elif digest is not None and metadata.model_config_sha256 is not None and metadata.model_config_sha256 != digest:
+        why = ": another architecture or vocabulary under the same name"
+    else:
+        return
+    raise ModelError(f"{path} was made for {made}, not for {met}{why}; {hint}")
+
+
 def load_store(model: Any, model_name: str, path: Path) -> tuple[StoreMetadata, Any]:
     """Apply the store at ``path`` to the freshly loaded base ``model`` (named ``model_name``); return its metadata
     and the method that applied it (an in-context method gives the prompts' examples from it).
@@ -101,15 +120,7 @@ def load_store(model: Any, model_name: str, path: Path) -> tuple[StoreMetadata, 
 
     tensors, metadata = read_store(path)
     family = family_of(model)
-    hint = f"pass --model {metadata.base_model_path or 'models/' + metadata.base_model}"
-    if metadata.base_model != model_name:
-        raise ModelError(f"{path} was made for base model {metadata.base_model!r}, not {model_name!r}; {hint}")
-    if metadata.family != family.name:  # a store naming no family: a Marian one (ModelFamily.store_metadata)
-        raise ModelError(f"{path} was made for a {metadata.family} model, not this {family.name} one; {hint}")
-    digest = metadata.model_config_sha256
-    if digest is not None and digest != family.digest:
-        raise ModelError(f"{path} was made for a base model whose config hashes to {digest}, this one's is "
-                         f"{family.digest} (another architecture or vocabulary under the same name); {hint}")
+    check_base(metadata, path, model_name, family.name, family.digest)
     try:
         method = build_method(metadata.method, metadata.method_params, metadata.modifiers)  # the method checked by read_store
     except SimpeError as err:

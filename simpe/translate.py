@@ -41,7 +41,7 @@ def translate_file(model_id: str | None, source: Path, store: Path | None = None
     from simpe.configfile import defaults
     from simpe.decoders import DECODERS
     from simpe.model import load_model, model_family
-    from simpe.store import load_store, read_store
+    from simpe.store import check_base, load_store, read_store
     from simpe.textfile import read_lines
 
     base = defaults("decoder")
@@ -52,6 +52,13 @@ def translate_file(model_id: str | None, source: Path, store: Path | None = None
     given = dict(model_settings or {})
     if store is not None:
         _, metadata = read_store(Path(store))  # refuse a bad file before the model loads
+        # and a store of another base (its name, its family) before its settings meet a model they do not fit
+        from simpe.model import check_model
+        from simpe.model import model_name as name_of
+        from simpe.paths import DEFAULT_MODEL
+
+        check_base(metadata, Path(store), name_of(model_id) if model_id else DEFAULT_MODEL.name,
+                   check_model(model_id, model_settings.get("family", "auto") if model_settings else "auto"))
         for key, value in metadata.language_settings().items():  # the run's languages, unless given
             given.setdefault(key, value)
     cfg = defaults("model", **given)
