@@ -41,7 +41,7 @@ def add_simulate(sub: argparse._SubParsersAction) -> None:
     folder.add_argument("--resume-anyway", action="store_true",
                         help="resume even in another environment than the run's (threads, CPU kernel set, torch/transformers "
                              "versions, device); the change is recorded in env.json and the summary")
-    folder.add_argument("--overwrite", action="store_true", help="replace an existing run")
+    folder.add_argument("--overwrite", action="store_true", help="replace an existing run (not with --resume or --resume-anyway)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--dry-run", action="store_true",
                    help="load no weights, run nothing: print each run's parameters, memory (weights, gradients, method state, "
