@@ -53,6 +53,7 @@ from typing import Any
 
 from simpe.config import RunConfig
 from simpe.errors import ConfigError
+from simpe.methods.base import Footprint, RunShape
 
 GIB = 1024 ** 3
 MIB = 1024 ** 2
@@ -212,11 +213,16 @@ class TimeFacts:
     adapted_bytes: int  # what an update's step passes over: the adapted tensors at the step's width
     repetitions: float | None  # update repetitions per segment; None: a trained model's, the rates' per method
     tied_bytes: int = 0  # the gradients a tied adapted tensor's extra readers add (each as large as the tensor)
+    update_pairs: int = 0  # pairs each update repetition takes beside the post-edit (Footprint.update_pairs)
+    penalty_bytes: int = 0  # bytes a loss term passes over per evaluation, and again per step (Footprint.penalty_bytes)
+    prepare_passes: int = 0  # forward and backward passes made once before the first segment (Footprint.prepare_passes)
+    run_segments: int = 1000  # the segments a once-made pass is spread over: the run's, 1,000 when unbounded
 
 
 def time_facts(cfg: RunConfig, model: Any, sizes: _Sizes, b: int, trainable: int, step_bytes: int,
-               tied_bytes: int = 0) -> TimeFacts | None:
-    """The facts of a beam-search run of ``cfg`` (None for other decoders: no measured rates)."""
+               tied_bytes: int = 0, method: str | None = None, footprint: Footprint | None = None) -> TimeFacts | None:
+    """The facts of a beam-search run of ``cfg`` (None for other decoders: no measured rates): ``method`` names the
+    rates (default: the config's method), ``footprint`` adds the work of the method's parts."""
     from simpe.decoders.incremental import LengthLimit
     from simpe.models.shapes import random_init
 
@@ -228,8 +234,10 @@ def time_facts(cfg: RunConfig, model: Any, sizes: _Sizes, b: int, trainable: int
     # random weights never write the end token: they decode to the length limit, and never reach the perplexity threshold
     segments = [(limit(source) if random else min(limit(source), target), source, target) for source, target in _lengths(cfg, model)]
     repetitions = (float(cfg.update.max_repeats) if random else None) if trainable else 0.0
-    return TimeFacts(cfg.method.name, cfg.model.dtype, b, sizes, bool(model.config.is_encoder_decoder),
-                     int(params.get("beam_size", 5) or 5), segments, step_bytes, repetitions, tied_bytes)
+    work = footprint or Footprint()
+    return TimeFacts(method or cfg.method.name, cfg.model.dtype, b, sizes, bool(model.config.is_encoder_decoder),
+                     int(params.get("beam_size", 5) or 5), segments, step_bytes, repetitions, tied_bytes,
+                     work.update_pairs, work.penalty_bytes, work.prepare_passes, cfg.data.segments or 1000)
 
 
 def seconds(facts: TimeFacts, rates: dict[str, Any], max_repeats: int = 3) -> tuple[float, float] | None:
@@ -252,8 +260,11 @@ def seconds(facts: TimeFacts, rates: dict[str, Any], max_repeats: int = 3) -> tu
     if repetitions is None:
         repetitions = min(rates["repetitions"].get(facts.method, max_repeats), max_repeats)
     traffic = max(0, facts.adapted_bytes - rates["cache"])  # adapted tensors that stay in the cache cost no passes
-    update = forward * (1 + repetitions * rates["forwards_per_repetition"][facts.method]) \
-        + repetitions * (traffic * rates["step_passes"] + facts.tied_bytes * rates.get("tied_passes", 0.0)) / bandwidth
+    per_repetition = rates["forwards_per_repetition"][facts.method]
+    update = forward * (1 + facts.update_pairs) * (1 + repetitions * per_repetition) \
+        + repetitions * (traffic * rates["step_passes"] + facts.tied_bytes * rates.get("tied_passes", 0.0)) / bandwidth \
+        + (1 + 2 * repetitions) * facts.penalty_bytes / bandwidth \
+        + facts.prepare_passes * forward * per_repetition / facts.run_segments
     return translate, update
 
 
@@ -289,8 +300,7 @@ def measured_peak(stderr: str) -> float:
 def estimate(cfg: RunConfig, device: str = "cpu") -> Estimate:
     """The memory and time one run of ``cfg`` would need on ``device`` (cpu or cuda), its model never loaded."""
 
-    from simpe.methods import METHODS
-    from simpe.methods.base import base_parameters
+    from simpe.methods.compose import build_method, composed_name
     from simpe.models import family_of
 
     model, config = _meta_model(cfg)
@@ -299,10 +309,9 @@ def estimate(cfg: RunConfig, device: str = "cpu") -> Estimate:
     readers = _readers(model)
     largest = max(p.numel() for p in model.parameters()) * b
     sizes = _sizes(model, b)  # as loaded, before a method adds tensors of its own (lora)
-    method = METHODS.build(cfg.method.name, **cfg.method.params)
-    base = sum(p.numel() for p in base_parameters(model).values())
+    method = build_method(cfg.method.name, cfg.method.params, cfg.method.modifiers)
     adapted = []
-    if not (cfg.method.name == "fixed" and model.simpe_folder is None):
+    if method.can_select(model.simpe_folder):
         method.attach(model, model.simpe_folder, cfg.update)
         adapted = _unique(method.trainable().values())
     trainable = sum(p.numel() for p in adapted)
@@ -312,11 +321,8 @@ def estimate(cfg: RunConfig, device: str = "cpu") -> Estimate:
     gradients = trainable * b + (trainable * 4 if masters else 0)
     tied = sum((readers.get(id(p), 1) - 1) * p.numel() * b for p in adapted)
     gradients += tied  # a tied tensor's gradient arrives once per reader
-    if cfg.method.name == "lasso":  # it keeps the base weights; its own step writes each group into a new tensor (as
-        # measured at float32; under master copies the peaks measured show no such copy: NLLB-600M, Llama 3.2 1B)
-        state = base * b + (trainable * 4 if masters else trainable * b)
-    else:
-        state = trainable * step + (trainable * 4 if masters else 0)
+    footprint = method.footprint(RunShape(b, masters))  # the method's own state, datastore and work, its parts' added
+    state = footprint.state
     hidden = getattr(config, "d_model", None) or config.hidden_size
     ffn = (getattr(config, "encoder_ffn_dim", None) or getattr(config, "d_ff", None) or config.intermediate_size)
     layers = sum(int(getattr(config, key, 0) or 0) for key in ("encoder_layers", "decoder_layers")) or \
@@ -333,14 +339,13 @@ def estimate(cfg: RunConfig, device: str = "cpu") -> Estimate:
         activations += 3 * TOKENS // 2 * config.vocab_size * 4  # logits, log-softmax and its gradient, float32
     beam = int(cfg.decoder.params.get("beam_size", 5) or 5)
     activations = max(activations, 3 * beam * config.vocab_size * 4)  # decoding: a beam's scores over the vocabulary
-    datastore = 0
-    if cfg.method.name == "knn":
-        key = BYTES[cfg.method.params.get("key_dtype", "float32")]  # the keys' dtype (simpe.methods.datastore)
-        datastore = 1000 * ENTRIES_PER_SEGMENT * (hidden * key + 4 + 8)
-    facts = time_facts(cfg, model, sizes, b, trainable, trainable * step, tied) if device == "cpu" else None
+    datastore = 1000 * ENTRIES_PER_SEGMENT * footprint.datastore_per_token
+    facts = time_facts(cfg, model, sizes, b, trainable, trainable * step, tied, method.name, footprint) \
+        if device == "cpu" else None
     parts = seconds(facts, _speed_table(), cfg.update.max_repeats) if facts is not None else None
     translate, update = parts if parts is not None else (None, None)
-    return Estimate(cfg.adapter, cfg.method.name, total, trainable, total * b, gradients, state, activations,
+    return Estimate(cfg.adapter, composed_name(cfg.method.name, cfg.method.modifiers), total, trainable, total * b,
+                    gradients, state, activations,
                     _runtime_bytes(device), datastore, cfg.data.segments,
                     None if parts is None else translate + update, largest, translate, update, facts)
 
@@ -366,15 +371,28 @@ def _fmt(value: int) -> str:
 
 def fix_hint(cfg: RunConfig, est: Estimate, budget: int, device: str) -> str:
     """The setting that would make a run that does not fit ``budget`` fit, tried in this order: bfloat16, lora instead
-    of the method, activation checkpointing, a smaller beam; or the memory the smallest of them needs."""
+    of the method (where lora adapts fewer values than it), activation checkpointing; or the memory the smallest of
+    them needs."""
     from simpe.configfile import load_config
 
     overrides = [f"model.path={cfg.model.path}" if cfg.model.path is not None else "model.path=null",
                  f"model.dtype={cfg.model.dtype}"]
+    made: dict[tuple[str, tuple[str, ...]], Estimate] = {}
+
+    def other(preset: str, extra: list[str]) -> Estimate:
+        key = (preset, tuple(extra))
+        if key not in made:
+            made[key] = estimate(load_config(preset, overrides + extra), device)
+        return made[key]
+
     tries = []
     if cfg.model.dtype == "float32":
         tries.append(("--set model.dtype=bfloat16", cfg.adapter, ["model.dtype=bfloat16"]))
-    if cfg.method.name not in ("lora", "baseline", "bias", "knn", "icl"):
+    try:
+        lighter = other("lora", []).trainable < est.trainable  # a method that adapts more than lora's adapters
+    except ConfigError:  # lora refuses this model (its family lacks the targets)
+        lighter = False
+    if lighter:
         tries.append(("--preset lora", "lora", []))
         if cfg.model.dtype == "float32":
             tries.append(("--preset lora --set model.dtype=bfloat16", "lora", ["model.dtype=bfloat16"]))
@@ -382,10 +400,10 @@ def fix_hint(cfg: RunConfig, est: Estimate, budget: int, device: str) -> str:
         tries.append(("--set update.checkpointing=true", cfg.adapter, ["update.checkpointing=true"]))
     smallest = est.peak
     for hint, preset, extra in tries:
-        other = estimate(load_config(preset, overrides + extra), device)
-        smallest = min(smallest, other.peak)
-        if other.peak <= budget:
-            return f"{hint} would need {_fmt(other.peak)}"
+        peak = other(preset, extra).peak
+        smallest = min(smallest, peak)
+        if peak <= budget:
+            return f"{hint} would need {_fmt(peak)}"
     return f"no lighter setting fits: the lightest tried needs {_fmt(smallest)}"
 
 

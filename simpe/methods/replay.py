@@ -17,7 +17,7 @@ from typing import Any
 import torch
 
 from simpe.errors import ConfigError, ModelError
-from simpe.methods.base import Context
+from simpe.methods.base import Context, Footprint, Method, RunShape
 from simpe.methods.compose import MODIFIERS, Modifier
 
 SOURCES = ("post-edits", "train")
@@ -71,6 +71,11 @@ class ReplayModifier(Modifier):
     def after_segment(self, pair: Any) -> None:
         if self.source == "post-edits":
             self.buffer.append((pair.source, pair.reference))
+
+    def footprint(self, method: Method, shape: RunShape) -> Footprint:
+        """``k`` more pairs in each update repetition's batch. Its memory is left out: the buffer's texts and at most
+        ``CACHE`` encoded pairs (token ids) are small beside any model's tensors."""
+        return Footprint(update_pairs=self.k)
 
     def describe(self) -> dict[str, Any]:
         return {"k": self.k, "source": self.source, "buffer_pairs": len(self.buffer), "seed": self.seed}

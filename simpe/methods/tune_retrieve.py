@@ -83,6 +83,7 @@ class TuneRetrieveMethod(memory.MemoryStore, Method):
     store_markers = (MEMORY,)
 
     parametric = False  # nothing persists: the tuned copy is reset after each translation
+    companion = True  # beside a method that trains: full+tune-retrieve
 
     def __init__(self, matches: int = 1, max_epochs: int = 4, max_lr: float | None = None, min_score: float = 0.0,
                  candidates: int = 64, memory: str | None = None) -> None:

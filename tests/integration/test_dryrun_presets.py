@@ -18,9 +18,36 @@ PINNED = json.loads(GOLDEN.read_text(encoding="utf-8"))["estimates"]
 BYTES = ("parameters", "trainable", "weights", "gradients", "state", "activations", "datastore_per_1000", "loading")
 SECONDS = ("translate_seconds", "update_seconds")
 
-# What a composition adds to the pinned figures of main, which counted its method alone (bytes; seconds). Filled in
-# as the parts' footprints are counted.
-ADDED: dict[str, dict[str, float]] = {}
+RATES = json.loads((Path(__file__).resolve().parents[2] / "simpe" / "scale_table.json").read_text(encoding="utf-8"))
+ENTRIES = 21  # datastore entries a segment adds (simpe.dryrun.ENTRIES_PER_SEGMENT)
+WEIGHT = {"float32": 4, "bfloat16": 2}
+
+
+def _added(preset: str, dtype: str) -> dict[str, float]:
+    """What a composition adds to main's figures, which counted its method alone: by hand from the demo model's sizes
+    (its hidden size 256; the trainable values pinned), the rates of simpe/scale_table.json and each part's docstring.
+    The time of a teacher-forced pass over a stream segment is the baseline's update (it has no step)."""
+    if "+" not in preset:
+        return {}
+    b, rates = WEIGHT[dtype], RATES
+    forward = PINNED[f"baseline {dtype}"]["update_seconds"]
+    method = preset.split("+")[0]
+    trainable = PINNED[f"{method} {dtype}"]["trainable"]
+    repetitions, per_repetition = rates["repetitions"][method], rates["forwards_per_repetition"][method]
+    bandwidth = rates["bandwidth"][dtype]
+    if preset == "full+knn":  # the datastore: per entry a float32 key of 256 values, its float32 norm, its int64 value
+        grown = 1000 * ENTRIES * (256 * 4 + 4 + 8)  # per 1,000 segments; a run of unbounded length counts 1,000
+        return {"datastore_per_1000": grown, "running_without_runtime": grown}
+    if preset == "full+replay":  # k = 2 more pairs in every forward and backward pass of the update
+        return {"update_seconds": 2 * forward * (1 + repetitions * per_repetition)}
+    if preset in ("full+ewc", "lasso+ewc"):  # the Fisher (float32) and θ₀ (at the weights' dtype); the penalty's 36
+        # bytes a value (and two casts to float32 below it) at every evaluation, 1 + 2 x repetitions of them; and
+        # the Fisher's 200 passes once over a run of 1,000 segments
+        state = trainable * (4 + b)
+        penalty = trainable * (36 + (0 if b == 4 else 2 * (b + 4))) * (1 + 2 * repetitions) / bandwidth
+        fisher = 200 * forward * per_repetition / 1000
+        return {"state": state, "running_without_runtime": state, "update_seconds": penalty + fisher}
+    return {}
 
 
 def _figures(preset: str, dtype: str) -> dict[str, object]:
@@ -44,7 +71,7 @@ def test_the_estimate_is_mains_plus_what_a_compositions_parts_add(key: str) -> N
     if "error" in pinned:
         assert got == pinned
         return
-    for name, value in ADDED.get(key, {}).items():
+    for name, value in _added(preset, dtype).items():
         pinned[name] = pinned[name] + value
     for name in BYTES + ("running_without_runtime",):
         assert got[name] == pinned[name], (key, name, got[name], pinned[name])
