@@ -1,5 +1,6 @@
 """Rewrite the generated parts of the docs (each between its two markers) from the code: the flag table of docs/cli.md
-from simpe's argparse parsers, and the methods tables of README.md and docs/methods.md from the methods registry.
+from simpe's argparse parsers, the methods tables of README.md and docs/methods.md from the methods registry, and the
+method contract of docs/methods.md from the docstrings of simpe/methods/base.py (the contract's one copy).
 
 ``make write-docs`` runs it, and ``make test`` runs that first, so a new method's file and preset are all a method
 needs: its row is written here from its module (the class docstring's first line), its presets (``adapters/*.yaml``
@@ -19,6 +20,9 @@ CLI_END = "<!-- end of the flag table -->"
 METHODS_BEGIN = ("<!-- methods table: written by scripts/write_docs.py from the registry (make write-docs; make test runs it); "
                  "do not edit by hand -->")
 METHODS_END = "<!-- end of the methods table -->"
+CONTRACT_BEGIN = ("<!-- method contract: written by scripts/write_docs.py from the docstrings of simpe/methods/base.py "
+                  "(make write-docs; make test runs it); do not edit by hand -->")
+CONTRACT_END = "<!-- end of the method contract -->"
 
 
 def cli_table() -> str:
@@ -57,12 +61,58 @@ def methods_table(brief: bool = False) -> str:
     return "\n".join(rows) + "\n"
 
 
-# page -> (begin marker, end marker, the block's text)
-BLOCKS: dict[str, tuple[str, str, Callable[[], str]]] = {
-    "docs/cli.md": (CLI_BEGIN, CLI_END, cli_table),
-    "README.md": (METHODS_BEGIN, METHODS_END, lambda: methods_table(brief=True)),
-    "docs/methods.md": (METHODS_BEGIN, METHODS_END, methods_table),
-}
+def _markdown(text: str) -> str:
+    """A docstring as markdown: its indentation removed, ``code`` as `code`."""
+    import inspect
+
+    return inspect.cleandoc(text).replace("``", "`")
+
+
+def _one_line(text: str) -> str:
+    """A docstring in a table cell: one line, its pipes escaped."""
+    return " ".join(_markdown(text).split()).replace("|", "\\|")
+
+
+def _signature(name: str, member: object) -> str:
+    """``name(arguments)`` without ``self``/``cls`` and annotations (defaults kept)."""
+    import inspect
+
+    function = member.__func__ if isinstance(member, (classmethod, staticmethod)) else member
+    params = [p.replace(annotation=inspect.Parameter.empty) for p in inspect.signature(function).parameters.values()
+              if p.name not in ("self", "cls")]
+    return f"{name}({', '.join(str(p) for p in params)})"
+
+
+def method_contract() -> str:
+    """The Method contract from simpe/methods/base.py: ``Method``'s docstring, a row per member (its signature, whether
+    a method must write it, its docstring), and the docstrings of what the members take and give (``Gradients``,
+    ``Context``, ``RunShape``, ``Footprint``)."""
+    import inspect
+
+    from simpe.methods.base import Context, Footprint, Gradients, Method, RunShape
+
+    rows = ["| member | required | what it is for |", "| --- | --- | --- |"]
+    for name, member in vars(Method).items():
+        if name.startswith("_") or not (inspect.isfunction(member) or isinstance(member, classmethod)):
+            continue
+        doc = inspect.getdoc(getattr(Method, name))
+        if not doc:
+            raise SystemExit(f"simpe/methods/base.py: Method.{name} has no docstring; the contract is written there")
+        required = "yes" if name in Method.__abstractmethods__ else ""
+        rows.append(f"| `{_signature(name, member)}` | {required} | {_one_line(doc)} |")
+    parts = [_markdown(Method.__doc__ or ""), "\n".join(rows)]
+    for cls in (Gradients, Context, RunShape, Footprint):
+        parts.append(f"`{cls.__name__}`: {_markdown(cls.__doc__ or '')}")
+    return "\n\n".join(parts) + "\n"
+
+
+# (page, begin marker, end marker, the block's text); a page may hold several blocks
+BLOCKS: list[tuple[str, str, str, Callable[[], str]]] = [
+    ("docs/cli.md", CLI_BEGIN, CLI_END, cli_table),
+    ("README.md", METHODS_BEGIN, METHODS_END, lambda: methods_table(brief=True)),
+    ("docs/methods.md", METHODS_BEGIN, METHODS_END, methods_table),
+    ("docs/methods.md", CONTRACT_BEGIN, CONTRACT_END, method_contract),
+]
 
 
 def render(page: str, begin: str, end: str, block: str) -> str:
@@ -73,16 +123,17 @@ def render(page: str, begin: str, end: str, block: str) -> str:
 
 
 def rendered(name: str) -> tuple[str, str]:
-    """(the page as it is, the page as this script writes it)."""
-    begin, end, make = BLOCKS[name]
-    page = (REPO_ROOT / name).read_text(encoding="utf-8")
-    if begin not in page or end not in page:
-        raise SystemExit(f"{name}: the markers of its generated block are missing ({begin!r} ... {end!r})")
-    return page, render(page, begin, end, make())
+    """(the page as it is, the page as this script writes it: each of its blocks)."""
+    page = new = (REPO_ROOT / name).read_text(encoding="utf-8")
+    for _, begin, end, make in (b for b in BLOCKS if b[0] == name):
+        if begin not in new or end not in new:
+            raise SystemExit(f"{name}: the markers of its generated block are missing ({begin!r} ... {end!r})")
+        new = render(new, begin, end, make())
+    return page, new
 
 
 def main() -> int:
-    for name in BLOCKS:
+    for name in dict.fromkeys(page for page, *_ in BLOCKS):
         page, new = rendered(name)
         if new != page:
             Path(REPO_ROOT / name).write_text(new, encoding="utf-8")

@@ -1,25 +1,29 @@
 """``simpe simulate --dry-run``: what each run would need, before any weight loads, and a refusal of one that cannot fit.
 
 For the model and presets given it prints the parameters, the memory each method needs (weights, gradients, method
-state, activations of the update, the runtime itself, and knn's datastore growth per 1,000 segments), an estimate of
+state, activations of the update, the runtime itself, and a datastore's growth per 1,000 segments), an estimate of
 seconds per segment from a measured table, and refuses (ConfigError: one line, exit 2) a run whose memory exceeds
-what the device has, naming the setting that would make it fit (a lighter method, bfloat16, a smaller beam).
+what the device has, naming the setting that would make it fit (bfloat16, a lighter method, checkpointing).
+
+What a method holds and does beyond the weights and the shared update is the method's own declaration, its
+``footprint`` (``simpe.methods.base.Footprint``; a composition's is the sum of its parts': ``full+knn`` counts the
+datastore, ``lasso+ewc`` the Fisher and the anchor); this module asks the method and never branches on its name.
 
 How the figures are made (``estimate``):
 
 * parameters and trainable parameters: the model is built from its config.json on torch's meta device (nothing is
   allocated, no weight file is read) and the method attached to it, so the counts are the method's own;
 * weights P·b (b the bytes of model.dtype); gradients T·b, and T·4 more for the float32 copies of master-copy
-  training (``update.master_copies`` at bfloat16/float16); method state: the update's spare buffer of each adapted
-  tensor (T·b, T·4 under master copies) plus the master copies (T·4), lasso's copy of the base weights (P·b), knn's
-  datastore (per entry: the key, hidden·4 bytes, or hidden·2 with ``key_dtype: float16``, its float32 norm 4 and int64
-  value 8 bytes; ``ENTRIES_PER_SEGMENT`` a segment);
+  training (``update.master_copies`` at bfloat16/float16); method state: the footprint's ``state`` (plain SGD: the
+  update's spare buffer of each adapted tensor, T·b or T·4 under master copies, plus the master copies, T·4; lasso:
+  its copy of the base weights and its step's new groups; ewc: the Fisher and θ₀); a datastore: the footprint's bytes
+  per token (knn: the key, its float32 norm and its int64 value) times ``ENTRIES_PER_SEGMENT`` a segment;
 * a tied tensor's gradient (an embedding table that the encoder, the decoder and the output projection all read)
-  arrives once per reader and is summed: (readers - 1) more tensors of its size at the peak; lasso's own step
-  writes each adapted group into a new tensor before the old one is dropped (T·b; not under master copies, measured);
+  arrives once per reader and is summed: (readers - 1) more tensors of its size at the peak;
 * activations of the update's forward and backward for a segment of ``TOKENS`` source and target tokens: per layer and
   token ``ACTIVATION_WIDTHS`` values of the model's width and of its feed-forward width, the logits three times over
-  the vocabulary in float32 (with ``update.checkpointing``: each layer's input, and one layer's activations);
+  the vocabulary in float32 (with ``update.checkpointing``: each layer's input, and one layer's activations), and what
+  the footprint holds while the update runs (``update_bytes``: ewc's penalty);
 * the runtime: this process's resident memory once torch and transformers are imported (measured, CPU) plus the loop's
   own (``LOOP_OVERHEAD``, from the demo model's baseline run), or the CUDA context (``CUDA_CONTEXT``);
 * loading: while the weights load, one tensor is held twice (the largest: the embedding table); the peak is the larger
@@ -35,6 +39,11 @@ How the figures are made (``estimate``):
   tensor's readers. A trained model repeats the update as often as the
   demo model did on the stream (``repetitions``, per method); a random-weight model never reaches the perplexity
   threshold and repeats ``update.max_repeats`` times. Given only on the CPU; a method without measured rates gets none.
+  The footprint's work adds to the update, with the same rates (no term fitted for it): each of its ``update_pairs``
+  (replay) costs the update's forward and backward passes once more; its ``penalty_bytes`` (ewc) pass at
+  ``bandwidth`` 1 + 2 x repetitions times (an evaluation before the first step and after each, and a gradient at
+  each); its ``prepare_passes`` (ewc's Fisher) cost an update repetition's passes each, spread over the run's
+  segments (1,000 when unbounded).
 
 The memory estimate is checked against a measured run of the demo model (tests/integration/test_dryrun.py: within
 30 %), and both memory and time against every bench-size row by ``make fit-speed`` (benchmarks/fit_speed.py).
@@ -64,6 +73,7 @@ LOOP_OVERHEAD = 100 * MIB  # the loop's own data, metrics and truecaser beyond t
 CUDA_CONTEXT = 600 * MIB  # the CUDA context and kernels of torch, outside its allocator (typical; not measured here)
 SPEED_TABLE = Path(__file__).parent / "scale_table.json"
 BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
+LIGHTER_PRESET = "lora"  # what a refusal suggests instead of a method that adapts more values than its adapters
 # What the estimate is checked against: the peak resident memory of `simpe ARGS` run in a child process, its VmHWM,
 # printed at exit (``measured_command`` / ``measured_peak``; Linux). Not wait4's ru_maxrss: Linux folds the RSS of the
 # forked copy of the parent into the child's maxrss at exec, so after a long test session (pytest at 1.3 GB) every
@@ -337,6 +347,7 @@ def estimate(cfg: RunConfig, device: str = "cpu") -> Estimate:
         else:
             activations = layers * tokens * per_token_layer
         activations += 3 * TOKENS // 2 * config.vocab_size * 4  # logits, log-softmax and its gradient, float32
+        activations += footprint.update_bytes  # what the method's parts hold while the update runs (ewc's penalty)
     beam = int(cfg.decoder.params.get("beam_size", 5) or 5)
     activations = max(activations, 3 * beam * config.vocab_size * 4)  # decoding: a beam's scores over the vocabulary
     datastore = 1000 * ENTRIES_PER_SEGMENT * footprint.datastore_per_token
@@ -389,13 +400,13 @@ def fix_hint(cfg: RunConfig, est: Estimate, budget: int, device: str) -> str:
     if cfg.model.dtype == "float32":
         tries.append(("--set model.dtype=bfloat16", cfg.adapter, ["model.dtype=bfloat16"]))
     try:
-        lighter = other("lora", []).trainable < est.trainable  # a method that adapts more than lora's adapters
+        lighter = other(LIGHTER_PRESET, []).trainable < est.trainable  # a method that adapts more than lora's adapters
     except ConfigError:  # lora refuses this model (its family lacks the targets)
         lighter = False
     if lighter:
-        tries.append(("--preset lora", "lora", []))
+        tries.append((f"--preset {LIGHTER_PRESET}", LIGHTER_PRESET, []))
         if cfg.model.dtype == "float32":
-            tries.append(("--preset lora --set model.dtype=bfloat16", "lora", ["model.dtype=bfloat16"]))
+            tries.append((f"--preset {LIGHTER_PRESET} --set model.dtype=bfloat16", LIGHTER_PRESET, ["model.dtype=bfloat16"]))
     if not cfg.update.checkpointing and est.trainable:
         tries.append(("--set update.checkpointing=true", cfg.adapter, ["update.checkpointing=true"]))
     smallest = est.peak

@@ -47,16 +47,16 @@ class Context:
     """What the loop lends a method once the model is loaded (``Method.prepare``), for methods that need more than
     the post-edits the loop shows them: none of the methods of Simianer et al. (2019) does.
 
-    encode: (source, reference) -> a ``Pair`` on the model's device (the family's own encoding).
-    sentences: (split, n) -> at most ``n`` (source, reference) pairs of the dataset's ``split``, drawn with the run's
-        seed; the loop refuses the stream, the reserved splits and the forgetting probe's sentences (``replay``'s
-        training pairs, ``ewc``'s Fisher sentences).
-    tune: (parameters, pairs, lr, steps) -> the update's record: ``steps`` steps of the shared update (clipping,
-        SGD, the undo of a bad step) on the batch ``pairs``, changing only ``parameters`` (``tune-retrieve``). A method
-        never imports ``simpe.update``: this is how it reaches it.
-    lr: the run's ``update.lr``.
-    read_pairs: a translation memory file (tmx, tsv, or text: ``STEM.<src>`` + ``STEM.<tgt>``) -> its (source, target)
-        pairs (``tune-retrieve``'s ``memory``).
+    * ``encode``: (source, reference) -> a ``Pair`` on the model's device (the family's own encoding);
+    * ``sentences``: (split, n) -> at most ``n`` (source, reference) pairs of the dataset's ``split``, drawn with the
+      run's seed; the loop refuses the stream, the reserved splits and the forgetting probe's sentences (``replay``'s
+      training pairs, ``ewc``'s Fisher sentences);
+    * ``tune``: (parameters, pairs, lr, steps) -> the update's record: ``steps`` steps of the shared update (clipping,
+      SGD, the undo of a bad step) on the batch ``pairs``, changing only ``parameters`` (``tune-retrieve``). A method
+      never imports ``simpe.update``: this is how it reaches it;
+    * ``lr``: the run's ``update.lr``;
+    * ``read_pairs``: a translation memory file (tmx, tsv, or text: ``STEM.<src>`` + ``STEM.<tgt>``) -> its (source,
+      target) pairs (``tune-retrieve``'s ``memory``).
     """
 
     encode: Callable[[str, str], Any]
@@ -82,10 +82,10 @@ class Gradients(dict):
 
 @dataclass(frozen=True)
 class RunShape:
-    """What a footprint depends on besides the method: how the run holds numbers, and how far a datastore has grown.
+    """What a footprint depends on besides the method: how the run holds numbers.
 
-    weight: bytes of a weight at ``model.dtype`` (4, or 2 at bfloat16/float16).
-    masters: whether each adapted tensor has a float32 master copy (``update.master_copies`` below float32).
+    * ``weight``: bytes of a weight at ``model.dtype`` (4, or 2 at bfloat16/float16);
+    * ``masters``: whether each adapted tensor has a float32 master copy (``update.master_copies`` below float32).
     """
 
     weight: int
@@ -104,21 +104,24 @@ class Footprint:
     and by each modifier (``simpe.methods.compose.Modifier.footprint``). Footprints add up (``a + b``): a composed
     method's is the sum of its parts'.
 
-    state: bytes held through the run: the step's own buffers (plain SGD: a spare of each adapted tensor at the
-        step's width, and the float32 master copies) and copies of parameters (``lasso``'s base weights, ``ewc``'s
-        Fisher information and anchor θ₀).
-    datastore_per_token: bytes a datastore grows by per target token of a post-edit (``knn``: a key, its norm and
-        its value); the dry run multiplies it by the tokens a segment stores and the run's segments.
-    update_pairs: pairs each update repetition also steps on beside the post-edit (``replay``'s ``k``): the update's
-        forward and backward passes are made for each.
-    penalty_bytes: bytes a term of the loss reads and writes each time the update evaluates it (before the first
-        step and after each), and as many again for its gradient at each step (``ewc``'s penalty).
-    prepare_passes: passes over one pair, forward and backward through the adapted tensors, made once before the
-        first segment (``ewc``'s Fisher information, one pass a sentence).
+    * ``state``: bytes held through the run: the step's own buffers (plain SGD: a spare of each adapted tensor at the
+      step's width, and the float32 master copies) and copies of parameters (``lasso``'s base weights, ``ewc``'s
+      Fisher information and anchor θ₀);
+    * ``datastore_per_token``: bytes a datastore grows by per target token of a post-edit (``knn``: a key, its norm
+      and its value); the dry run multiplies it by the tokens a segment stores and the run's segments;
+    * ``update_bytes``: bytes held while the update computes its loss and gradients, beside the model's activations
+      (``ewc``: what its penalty keeps for its gradient, and that gradient);
+    * ``update_pairs``: pairs each update repetition also steps on beside the post-edit (``replay``'s ``k``): the
+      update's forward and backward passes are made for each;
+    * ``penalty_bytes``: bytes a term of the loss reads and writes each time the update evaluates it (before the
+      first step and after each), and as many again for its gradient at each step (``ewc``'s penalty);
+    * ``prepare_passes``: passes over one pair, forward and backward through the adapted tensors, made once before
+      the first segment (``ewc``'s Fisher information, one pass a sentence).
     """
 
     state: int = 0
     datastore_per_token: int = 0
+    update_bytes: int = 0
     update_pairs: int = 0
     penalty_bytes: int = 0
     prepare_passes: int = 0

@@ -86,13 +86,14 @@ class EwcModifier(Modifier):
 
     def footprint(self, method: Method, shape: RunShape) -> Footprint:
         """The Fisher information (float32) and the anchor θ₀ (at the weights' dtype), one value each per value of the
-        method's trainable tensors; the penalty's passes over them at each evaluation (``PENALTY_BYTES``, and as many
-        again for its gradient: ``Footprint.penalty_bytes``); the Fisher's forward and backward pass on each of its
-        ``sentences`` pairs, once."""
+        method's trainable tensors; while the update runs, the float32 difference θ - θ₀ that its square keeps for the
+        backward pass and the penalty's float32 gradient; the penalty's passes over them at each evaluation
+        (``PENALTY_BYTES``, and as many again for its gradient: ``Footprint.penalty_bytes``); the Fisher's forward and
+        backward pass on each of its ``sentences`` pairs, once."""
         adapted = method.adapted_values()
         casts = 0 if shape.weight == 4 else 2 * (shape.weight + 4)
-        return Footprint(state=adapted * (4 + shape.weight), penalty_bytes=adapted * (PENALTY_BYTES + casts),
-                         prepare_passes=self.sentences)
+        return Footprint(state=adapted * (4 + shape.weight), update_bytes=adapted * 4 * 2,
+                         penalty_bytes=adapted * (PENALTY_BYTES + casts), prepare_passes=self.sentences)
 
     def describe(self) -> dict[str, Any]:
         return {"weight": self.weight, "sentences": self.estimated_on or self.sentences, "split": self.split,

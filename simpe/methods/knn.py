@@ -136,8 +136,10 @@ class KnnMethod(Method):
         self.store.add(states, labels[0])
 
     def footprint(self, shape: RunShape) -> Footprint:
-        """The datastore: an entry per target token of each post-edit (``Datastore.entry_bytes``)."""
-        return super().footprint(shape) + Footprint(datastore_per_token=self.store.entry_bytes())
+        """The datastore: an entry per target token of each post-edit (``Datastore.entry_bytes``; none before ``select``
+        has made it)."""
+        store = self.__dict__.get("store")
+        return super().footprint(shape) + Footprint(datastore_per_token=store.entry_bytes() if store is not None else 0)
 
     # ---- what a per-user store holds: the datastore, no parameter
     def adapted_parameters(self) -> int:

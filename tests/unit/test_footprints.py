@@ -1,0 +1,109 @@
+"""What a method declares it holds and does (``Method.footprint``, simpe/methods/base.py), and a composition's sum of
+its parts' (simpe/methods/compose.py), on the tiny model by hand: 6,368 base parameter values (one shared 50 x 16
+embedding, 800; an encoder layer of 2,224: four 16 x 16 projections with biases 1,088, two LayerNorms 64, fc1 16 x 32
++ 32 = 544, fc2 32 x 16 + 16 = 528; a decoder layer of 3,344: two attention blocks 2,176, three LayerNorms 96, fc1
+and fc2 1,072); lasso and bias add a 50-value output bias."""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from simpe.configfile import defaults
+from simpe.methods import METHODS
+from simpe.methods.base import Footprint, RunShape, base_parameters
+from simpe.methods.compose import MODIFIERS, build_method, companions
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+BASE, BIAS = 6368, 50
+FLOAT32, BFLOAT16 = RunShape(4), RunShape(2, masters=True)
+UPDATE = defaults("update")
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _attached(tiny_marian, name: str, params: dict | None = None, modifiers: list | None = None):
+    method = build_method(name, params or {}, modifiers or [])
+    method.attach(tiny_marian(), None, UPDATE)
+    return method
+
+
+def test_the_tiny_model_has_the_values_counted_by_hand(tiny_marian) -> None:
+    assert sum(p.numel() for p in base_parameters(tiny_marian()).values()) == BASE
+
+
+def test_footprints_add_field_by_field() -> None:
+    assert Footprint(1, 2, 3, 4, 5, 6) + Footprint(10, 20, 30, 40, 50, 60) == Footprint(11, 22, 33, 44, 55, 66)
+    assert Footprint(state=7) + Footprint() == Footprint(state=7)
+
+
+def test_plain_sgd_holds_a_spare_of_each_adapted_tensor_and_its_master(tiny_marian) -> None:
+    full = _attached(tiny_marian, "full")
+    assert full.adapted_values() == BASE
+    assert full.footprint(FLOAT32) == Footprint(state=BASE * 4)
+    assert full.footprint(BFLOAT16) == Footprint(state=BASE * 4 + BASE * 4)  # the spare at the master's width, the master
+    assert _attached(tiny_marian, "baseline").footprint(FLOAT32) == Footprint()
+    assert _attached(tiny_marian, "bias").footprint(FLOAT32) == Footprint(state=BIAS * 4)
+
+
+def test_lasso_keeps_the_base_weights_and_its_steps_new_groups(tiny_marian) -> None:
+    lasso = _attached(tiny_marian, "lasso")
+    assert lasso.footprint(FLOAT32) == Footprint(state=BASE * 4 + (BASE + BIAS) * 4)
+    assert lasso.footprint(BFLOAT16) == Footprint(state=BASE * 2 + (BASE + BIAS) * 4)  # the masters take the step
+
+
+def test_knn_grows_a_key_its_norm_and_its_value_per_token(tiny_marian) -> None:
+    assert _attached(tiny_marian, "knn").footprint(FLOAT32) == Footprint(datastore_per_token=16 * 4 + 4 + 8)
+    assert _attached(tiny_marian, "knn", {"key_dtype": "float16"}).footprint(FLOAT32) == Footprint(datastore_per_token=16 * 2 + 12)
+    assert METHODS.build("knn").footprint(FLOAT32) == Footprint()  # no datastore before select makes it
+
+
+def test_a_composition_sums_its_parts(tiny_marian) -> None:
+    full_knn = _attached(tiny_marian, "full", modifiers=[{"name": "knn"}])
+    assert full_knn.footprint(FLOAT32) == Footprint(state=BASE * 4, datastore_per_token=76)
+    adapted = BASE + BIAS
+    lasso_ewc = _attached(tiny_marian, "lasso", modifiers=[{"name": "ewc", "params": {"sentences": 30}}])
+    # lasso's own, then ewc's Fisher (float32) and anchor (the weights' dtype), θ - θ₀ and the penalty's gradient in
+    # float32 during the update, its penalty's 36 bytes a value per evaluation (and two casts to float32 below it),
+    # and its 30 Fisher sentences
+    assert lasso_ewc.footprint(FLOAT32) == Footprint(state=BASE * 4 + adapted * 4 + adapted * (4 + 4),
+                                                     update_bytes=adapted * 8, penalty_bytes=adapted * 36, prepare_passes=30)
+    assert lasso_ewc.footprint(BFLOAT16) == Footprint(state=BASE * 2 + adapted * 4 + adapted * (4 + 2), update_bytes=adapted * 8,
+                                                      penalty_bytes=adapted * (36 + 2 * (2 + 4)), prepare_passes=30)
+    everything = _attached(tiny_marian, "full", modifiers=[{"name": "replay", "params": {"k": 3}}, {"name": "ewc"},
+                                                           {"name": "knn"}, {"name": "tune-retrieve"}])
+    assert everything.footprint(FLOAT32) == Footprint(state=BASE * 4 + BASE * 8, datastore_per_token=76, update_bytes=BASE * 8,
+                                                      update_pairs=3, penalty_bytes=BASE * 36, prepare_passes=200)
+    assert everything.adapted_values() == BASE  # the companions train nothing
+
+
+def test_a_composition_not_attached_counts_no_adapted_values() -> None:
+    """The dry run of ``fixed`` on a model without its selection attaches nothing: its parts count none either."""
+    fixed_ewc = build_method("fixed", {}, [{"name": "ewc"}, {"name": "knn"}])
+    assert not fixed_ewc.can_select(None) and fixed_ewc.can_select(REPO / "models" / "demo-en-de")
+    assert build_method("fixed", {"selection": "chosen.json"}).can_select(None)
+    assert fixed_ewc.footprint(FLOAT32) == Footprint(prepare_passes=200)
+
+
+def test_companions_are_the_methods_that_say_so() -> None:
+    assert companions() == [name for name in METHODS.names() if METHODS.get(name).companion] == ["knn", "tune-retrieve"]
+    assert not any(METHODS.get(name).parametric for name in companions())
+
+
+def _string_constants(path: Path) -> set[str]:
+    """The string constants of a module's code, docstrings left out."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                  if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef)) and node.body
+                  and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
+    return {node.value for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings}
+
+
+@pytest.mark.parametrize("module", ["simpe/dryrun.py", "simpe/methods/compose.py"])
+def test_no_method_is_named_in_the_dry_run_or_the_composition(module: str) -> None:
+    """They ask the method (its footprint, its class's properties) and never branch on its name. The dry run names
+    one preset, the lighter method its refusal suggests (``LIGHTER_PRESET``)."""
+    named = _string_constants(REPO / module) & {*METHODS.names(), *MODIFIERS.names()}
+    assert named == ({"lora"} if module == "simpe/dryrun.py" else set()), named
