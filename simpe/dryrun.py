@@ -39,11 +39,13 @@ How the figures are made (``estimate``):
   tensor's readers. A trained model repeats the update as often as the
   demo model did on the stream (``repetitions``, per method); a random-weight model never reaches the perplexity
   threshold and repeats ``update.max_repeats`` times. Given only on the CPU; a method without measured rates gets none.
-  The footprint's work adds to the update, with the same rates (no term fitted for it): each of its ``update_pairs``
-  (replay) costs the update's forward and backward passes once more; its ``penalty_bytes`` (ewc) pass at
-  ``bandwidth`` 1 + 2 x repetitions times (an evaluation before the first step and after each, and a gradient at
-  each); its ``prepare_passes`` (ewc's Fisher) cost an update repetition's passes each, spread over the run's
-  segments (1,000 when unbounded).
+  The footprint's work adds to it, with the same rates (no term is fitted for it): its search (knn's datastore, on
+  average over the run) reads ``search_bytes`` or does ``search_macs`` float32 multiply-adds at each decoding step,
+  whichever takes longer; each of its ``update_pairs`` (replay) costs the update's forward and backward passes once
+  more; its ``penalty_bytes`` (ewc) pass at ``bandwidth`` 1 + 2 x repetitions times (an evaluation before the first
+  step and after each, and a gradient at each); its ``prepare_passes`` (ewc's Fisher) cost an update repetition's
+  passes each, spread over the run's segments (1,000 when unbounded); its ``segment_passes`` (knn storing the
+  post-edit) a teacher-forced forward pass each, counted in the update's part.
 
 The memory estimate is checked against a measured run of the demo model (tests/integration/test_dryrun.py: within
 30 %), and both memory and time against every bench-size row by ``make fit-speed`` (benchmarks/fit_speed.py).
@@ -226,6 +228,9 @@ class TimeFacts:
     update_pairs: int = 0  # pairs each update repetition takes beside the post-edit (Footprint.update_pairs)
     penalty_bytes: int = 0  # bytes a loss term passes over per evaluation, and again per step (Footprint.penalty_bytes)
     prepare_passes: int = 0  # forward and backward passes made once before the first segment (Footprint.prepare_passes)
+    segment_passes: int = 0  # teacher-forced passes after each segment's update (Footprint.segment_passes)
+    search_bytes: float = 0.0  # what a decoding step's search reads and multiplies (Footprint.search_bytes, search_macs)
+    search_macs: float = 0.0
     run_segments: int = 1000  # the segments a once-made pass is spread over: the run's, 1,000 when unbounded
 
 
@@ -247,7 +252,9 @@ def time_facts(cfg: RunConfig, model: Any, sizes: _Sizes, b: int, trainable: int
     work = footprint or Footprint()
     return TimeFacts(method or cfg.method.name, cfg.model.dtype, b, sizes, bool(model.config.is_encoder_decoder),
                      int(params.get("beam_size", 5) or 5), segments, step_bytes, repetitions, tied_bytes,
-                     work.update_pairs, work.penalty_bytes, work.prepare_passes, cfg.data.segments or 1000)
+                     update_pairs=work.update_pairs, penalty_bytes=work.penalty_bytes, prepare_passes=work.prepare_passes,
+                     run_segments=cfg.data.segments or 1000, segment_passes=work.segment_passes,
+                     search_bytes=work.search_bytes, search_macs=work.search_macs)
 
 
 def seconds(facts: TimeFacts, rates: dict[str, Any], max_repeats: int = 3) -> tuple[float, float] | None:
@@ -258,6 +265,8 @@ def seconds(facts: TimeFacts, rates: dict[str, Any], max_repeats: int = 3) -> tu
     sizes, b = facts.sizes, facts.b
     bandwidth, macs = rates["bandwidth"][facts.dtype], rates["macs"][facts.dtype]
     step = rates["step_overhead"] + max(sizes.decoder * b / bandwidth, facts.beam * sizes.decoder / macs)
+    if facts.search_bytes or facts.search_macs:  # a datastore's search beside the model (float32 distances)
+        step += max(facts.search_bytes / bandwidth, facts.search_macs / rates["macs"]["float32"])
     reads = sizes.encoder if facts.encoder_decoder else sizes.decoder - sizes.projection  # the source's (prompt's) pass
     translate = forward = 0.0
     for steps, source, target in facts.segments:
@@ -274,7 +283,7 @@ def seconds(facts: TimeFacts, rates: dict[str, Any], max_repeats: int = 3) -> tu
     update = forward * (1 + facts.update_pairs) * (1 + repetitions * per_repetition) \
         + repetitions * (traffic * rates["step_passes"] + facts.tied_bytes * rates.get("tied_passes", 0.0)) / bandwidth \
         + (1 + 2 * repetitions) * facts.penalty_bytes / bandwidth \
-        + facts.prepare_passes * forward * per_repetition / facts.run_segments
+        + facts.prepare_passes * forward * per_repetition / facts.run_segments + facts.segment_passes * forward
     return translate, update
 
 
@@ -331,7 +340,9 @@ def estimate(cfg: RunConfig, device: str = "cpu") -> Estimate:
     gradients = trainable * b + (trainable * 4 if masters else 0)
     tied = sum((readers.get(id(p), 1) - 1) * p.numel() * b for p in adapted)
     gradients += tied  # a tied tensor's gradient arrives once per reader
-    footprint = method.footprint(RunShape(b, masters))  # the method's own state, datastore and work, its parts' added
+    beam = int(cfg.decoder.params.get("beam_size", 5) or 5)
+    shape = RunShape(b, masters, rows=beam, segments=cfg.data.segments or 1000, tokens_per_segment=ENTRIES_PER_SEGMENT)
+    footprint = method.footprint(shape)  # the method's own state, datastore and work, its parts' added
     state = footprint.state
     hidden = getattr(config, "d_model", None) or config.hidden_size
     ffn = (getattr(config, "encoder_ffn_dim", None) or getattr(config, "d_ff", None) or config.intermediate_size)
@@ -348,7 +359,6 @@ def estimate(cfg: RunConfig, device: str = "cpu") -> Estimate:
             activations = layers * tokens * per_token_layer
         activations += 3 * TOKENS // 2 * config.vocab_size * 4  # logits, log-softmax and its gradient, float32
         activations += footprint.update_bytes  # what the method's parts hold while the update runs (ewc's penalty)
-    beam = int(cfg.decoder.params.get("beam_size", 5) or 5)
     activations = max(activations, 3 * beam * config.vocab_size * 4)  # decoding: a beam's scores over the vocabulary
     datastore = 1000 * ENTRIES_PER_SEGMENT * footprint.datastore_per_token
     facts = time_facts(cfg, model, sizes, b, trainable, trainable * step, tied, method.name, footprint) \

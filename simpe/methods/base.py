@@ -82,14 +82,20 @@ class Gradients(dict):
 
 @dataclass(frozen=True)
 class RunShape:
-    """What a footprint depends on besides the method: how the run holds numbers.
+    """What a footprint depends on besides the method: how the run holds numbers, and how long it is.
 
     * ``weight``: bytes of a weight at ``model.dtype`` (4, or 2 at bfloat16/float16);
-    * ``masters``: whether each adapted tensor has a float32 master copy (``update.master_copies`` below float32).
+    * ``masters``: whether each adapted tensor has a float32 master copy (``update.master_copies`` below float32);
+    * ``rows``: the rows a decoding step computes (the beam);
+    * ``segments``: the run's segments (1,000 when unbounded);
+    * ``tokens_per_segment``: the target tokens of a post-edit (what a datastore stores of a segment).
     """
 
     weight: int
     masters: bool = False
+    rows: int = 1
+    segments: int = 1000
+    tokens_per_segment: int = 21
 
     @property
     def step(self) -> int:
@@ -116,7 +122,11 @@ class Footprint:
     * ``penalty_bytes``: bytes a term of the loss reads and writes each time the update evaluates it (before the
       first step and after each), and as many again for its gradient at each step (``ewc``'s penalty);
     * ``prepare_passes``: passes over one pair, forward and backward through the adapted tensors, made once before
-      the first segment (``ewc``'s Fisher information, one pass a sentence).
+      the first segment (``ewc``'s Fisher information, one pass a sentence);
+    * ``segment_passes``: teacher-forced forward passes over the segment's pair after its update (``knn``: the
+      post-edit's keys);
+    * ``search_bytes``, ``search_macs``: what a decoding step's search reads and multiplies beside the model, on
+      average over the run (``knn``'s datastore, growing).
     """
 
     state: int = 0
@@ -125,6 +135,9 @@ class Footprint:
     update_pairs: int = 0
     penalty_bytes: int = 0
     prepare_passes: int = 0
+    segment_passes: int = 0
+    search_bytes: float = 0.0
+    search_macs: float = 0.0
 
     def __add__(self, other: Footprint) -> Footprint:
         return Footprint(*(getattr(self, f.name) + getattr(other, f.name) for f in fields(self)))

@@ -136,10 +136,21 @@ class KnnMethod(Method):
         self.store.add(states, labels[0])
 
     def footprint(self, shape: RunShape) -> Footprint:
-        """The datastore: an entry per target token of each post-edit (``Datastore.entry_bytes``; none before ``select``
-        has made it)."""
+        """The datastore: an entry per target token of each post-edit (``Datastore.entry_bytes``); its search at each
+        decoding step (``Datastore.searched``: the keys with their norms read once, a multiply-add per key value and
+        row), on average over the run's segments as the store grows; and the teacher-forced pass that stores each
+        post-edit. None of it before ``select`` has made the store."""
         store = self.__dict__.get("store")
-        return super().footprint(shape) + Footprint(datastore_per_token=store.entry_bytes() if store is not None else 0)
+        if store is None:
+            return super().footprint(shape)
+        read = compared = 0
+        for segment in range(shape.segments):
+            keys, per_row = store.searched(segment * shape.tokens_per_segment, shape.rows)
+            read, compared = read + keys, compared + per_row
+        key = store.dim * store.keys.element_size() + 4  # a key and its float32 norm
+        return super().footprint(shape) + Footprint(
+            datastore_per_token=store.entry_bytes(), segment_passes=1, search_bytes=read * key / shape.segments,
+            search_macs=compared * store.dim * shape.rows / shape.segments)
 
     # ---- what a per-user store holds: the datastore, no parameter
     def adapted_parameters(self) -> int:

@@ -34,7 +34,8 @@ def test_the_tiny_model_has_the_values_counted_by_hand(tiny_marian) -> None:
 
 
 def test_footprints_add_field_by_field() -> None:
-    assert Footprint(1, 2, 3, 4, 5, 6) + Footprint(10, 20, 30, 40, 50, 60) == Footprint(11, 22, 33, 44, 55, 66)
+    assert Footprint(1, 2, 3, 4, 5, 6, 7, 8.5, 9.5) + Footprint(10, 20, 30, 40, 50, 60, 70, 80, 90) == \
+        Footprint(11, 22, 33, 44, 55, 66, 77, 88.5, 99.5)
     assert Footprint(state=7) + Footprint() == Footprint(state=7)
 
 
@@ -53,15 +54,29 @@ def test_lasso_keeps_the_base_weights_and_its_steps_new_groups(tiny_marian) -> N
     assert lasso.footprint(BFLOAT16) == Footprint(state=BASE * 2 + (BASE + BIAS) * 4)  # the masters take the step
 
 
-def test_knn_grows_a_key_its_norm_and_its_value_per_token(tiny_marian) -> None:
-    assert _attached(tiny_marian, "knn").footprint(FLOAT32) == Footprint(datastore_per_token=16 * 4 + 4 + 8)
-    assert _attached(tiny_marian, "knn", {"key_dtype": "float16"}).footprint(FLOAT32) == Footprint(datastore_per_token=16 * 2 + 12)
+SHORT = RunShape(4, rows=2, segments=4, tokens_per_segment=3)  # a run of 4 segments of 3 tokens, a beam of 2
+
+
+def test_knn_grows_a_key_its_norm_and_its_value_per_token_and_searches_them(tiny_marian) -> None:
+    # before segments 0-3 the store holds 0, 3, 6, 9 entries: exact search reads each key (16 float32 values) and its
+    # norm once for both rows, 4.5 keys on average, and compares each with each row
+    exact = Footprint(datastore_per_token=16 * 4 + 4 + 8, segment_passes=1, search_bytes=4.5 * (16 * 4 + 4),
+                      search_macs=4.5 * 16 * 2)
+    assert _attached(tiny_marian, "knn").footprint(SHORT) == exact
+    fp16 = _attached(tiny_marian, "knn", {"key_dtype": "float16"}).footprint(SHORT)
+    assert (fp16.datastore_per_token, fp16.search_bytes) == (16 * 2 + 12, 4.5 * (16 * 2 + 4))
+    # an inverted file past 4 entries, one list probed: at 6 and 9 entries one centroid, then the 6 or 9 entries of its
+    # one list (read once for both rows) of the 256 a row may read: 0 + 3 + 7 + 10 keys read, 0 + 3 + 257 + 257 compared
+    ivf = _attached(tiny_marian, "knn", {"index": "auto", "exact_entries": 4, "probe_lists": 1}).footprint(SHORT)
+    assert (ivf.search_bytes, ivf.search_macs) == (20 / 4 * (16 * 4 + 4), 517 / 4 * 16 * 2)
     assert METHODS.build("knn").footprint(FLOAT32) == Footprint()  # no datastore before select makes it
 
 
 def test_a_composition_sums_its_parts(tiny_marian) -> None:
     full_knn = _attached(tiny_marian, "full", modifiers=[{"name": "knn"}])
-    assert full_knn.footprint(FLOAT32) == Footprint(state=BASE * 4, datastore_per_token=76)
+    knn = _attached(tiny_marian, "knn").footprint(SHORT)
+    assert full_knn.footprint(SHORT) == Footprint(state=BASE * 4, datastore_per_token=76, segment_passes=1,
+                                                  search_bytes=knn.search_bytes, search_macs=knn.search_macs)
     adapted = BASE + BIAS
     lasso_ewc = _attached(tiny_marian, "lasso", modifiers=[{"name": "ewc", "params": {"sentences": 30}}])
     # lasso's own, then ewc's Fisher (float32) and anchor (the weights' dtype), θ - θ₀ and the penalty's gradient in
@@ -73,8 +88,9 @@ def test_a_composition_sums_its_parts(tiny_marian) -> None:
                                                       penalty_bytes=adapted * (36 + 2 * (2 + 4)), prepare_passes=30)
     everything = _attached(tiny_marian, "full", modifiers=[{"name": "replay", "params": {"k": 3}}, {"name": "ewc"},
                                                            {"name": "knn"}, {"name": "tune-retrieve"}])
-    assert everything.footprint(FLOAT32) == Footprint(state=BASE * 4 + BASE * 8, datastore_per_token=76, update_bytes=BASE * 8,
-                                                      update_pairs=3, penalty_bytes=BASE * 36, prepare_passes=200)
+    assert everything.footprint(SHORT) == Footprint(state=BASE * 4 + BASE * 8, datastore_per_token=76, update_bytes=BASE * 8,
+                                                    update_pairs=3, penalty_bytes=BASE * 36, prepare_passes=200,
+                                                    segment_passes=1, search_bytes=knn.search_bytes, search_macs=knn.search_macs)
     assert everything.adapted_values() == BASE  # the companions train nothing
 
 
