@@ -23,7 +23,9 @@ How the figures are made (``estimate``):
 * activations of the update's forward and backward for a segment of ``TOKENS`` source and target tokens: per layer and
   token ``ACTIVATION_WIDTHS`` values of the model's width and of its feed-forward width, the logits three times over
   the vocabulary in float32 (with ``update.checkpointing``: each layer's input, and one layer's activations), and what
-  the footprint holds while the update runs (``update_bytes``: ewc's penalty);
+  the footprint holds while the update runs (``update_bytes``: ewc's penalty); or, if larger, what decoding holds (a
+  beam's scores over the vocabulary) with what a part tunes around the translation (``tuned_values``: tune-retrieve's
+  copy to return to, its gradients, a forward and backward pass over its ``tuning_pairs``);
 * the runtime: this process's resident memory once torch and transformers are imported (measured, CPU) plus the loop's
   own (``LOOP_OVERHEAD``, from the demo model's baseline run), or the CUDA context (``CUDA_CONTEXT``);
 * loading: while the weights load, one tensor is held twice (the largest: the embedding table); the peak is the larger
@@ -45,7 +47,8 @@ How the figures are made (``estimate``):
   more; its ``penalty_bytes`` (ewc) pass at ``bandwidth`` 1 + 2 x repetitions times (an evaluation before the first
   step and after each, and a gradient at each); its ``prepare_passes`` (ewc's Fisher) cost an update repetition's
   passes each, spread over the run's segments (1,000 when unbounded); its ``segment_passes`` (knn storing the
-  post-edit) a teacher-forced forward pass each, counted in the update's part.
+  post-edit) a teacher-forced forward pass each, counted in the update's part. A part that tunes values around each
+  translation (``tuned_values``: tune-retrieve) has no rate, its steps depending on what it retrieves: no time then.
 
 The memory estimate is checked against a measured run of the demo model (tests/integration/test_dryrun.py: within
 30 %), and both memory and time against every bench-size row by ``make fit-speed`` (benchmarks/fit_speed.py).
@@ -231,6 +234,7 @@ class TimeFacts:
     segment_passes: int = 0  # teacher-forced passes after each segment's update (Footprint.segment_passes)
     search_bytes: float = 0.0  # what a decoding step's search reads and multiplies (Footprint.search_bytes, search_macs)
     search_macs: float = 0.0
+    tuned_values: int = 0  # values tuned around each translation (Footprint.tuned_values): no measured rate
     run_segments: int = 1000  # the segments a once-made pass is spread over: the run's, 1,000 when unbounded
 
 
@@ -254,13 +258,15 @@ def time_facts(cfg: RunConfig, model: Any, sizes: _Sizes, b: int, trainable: int
                      int(params.get("beam_size", 5) or 5), segments, step_bytes, repetitions, tied_bytes,
                      update_pairs=work.update_pairs, penalty_bytes=work.penalty_bytes, prepare_passes=work.prepare_passes,
                      run_segments=cfg.data.segments or 1000, segment_passes=work.segment_passes,
-                     search_bytes=work.search_bytes, search_macs=work.search_macs)
+                     search_bytes=work.search_bytes, search_macs=work.search_macs, tuned_values=work.tuned_values)
 
 
 def seconds(facts: TimeFacts, rates: dict[str, Any], max_repeats: int = 3) -> tuple[float, float] | None:
     """(translate, update) seconds per segment on the CPU at one thread (the module's docstring says how), or None for
     a method or dtype without measured rates. ``rates``: ``SPEED_TABLE``'s (``benchmarks/fit_speed.py`` fits them)."""
     if facts.method not in rates["forwards_per_repetition"] or facts.dtype not in rates["macs"] or not facts.segments:
+        return None
+    if facts.tuned_values:  # tune-retrieve's steps depend on what it retrieves: no rate says how many
         return None
     sizes, b = facts.sizes, facts.b
     bandwidth, macs = rates["bandwidth"][facts.dtype], rates["macs"][facts.dtype]
@@ -350,16 +356,24 @@ def estimate(cfg: RunConfig, device: str = "cpu") -> Estimate:
         int(getattr(config, "num_layers", 0) or 0) + int(getattr(config, "num_decoder_layers", 0) or 0) or \
         int(getattr(config, "num_hidden_layers", 0))
     per_token_layer = (ACTIVATION_WIDTHS[0] * hidden + ACTIVATION_WIDTHS[1] * ffn) * b
+
+    def backward(tokens: int) -> int:
+        """What a forward and backward pass over ``tokens`` source and target tokens holds."""
+        if cfg.update.checkpointing:
+            held = layers * tokens * hidden * b + tokens * per_token_layer
+        else:
+            held = layers * tokens * per_token_layer
+        return held + 3 * tokens // 2 * config.vocab_size * 4  # logits, log-softmax and its gradient, float32
     activations = 0
     if trainable:
-        tokens = TOKENS
-        if cfg.update.checkpointing:
-            activations = layers * tokens * hidden * b + tokens * per_token_layer
-        else:
-            activations = layers * tokens * per_token_layer
-        activations += 3 * TOKENS // 2 * config.vocab_size * 4  # logits, log-softmax and its gradient, float32
-        activations += footprint.update_bytes  # what the method's parts hold while the update runs (ewc's penalty)
-    activations = max(activations, 3 * beam * config.vocab_size * 4)  # decoding: a beam's scores over the vocabulary
+        activations = backward(TOKENS) + footprint.update_bytes  # and what the parts hold meanwhile (ewc's penalty)
+    tuning = 0
+    if footprint.tuned_values:  # tuned around the translation and put back (tune-retrieve): the copy to return to,
+        # the gradients (float32 too under master copies), a forward and backward pass over the batch
+        tuned = footprint.tuned_values
+        tuning = tuned * b + tuned * b + (tuned * 4 if b < 4 and cfg.update.master_copies else 0) \
+            + backward(TOKENS * footprint.tuning_pairs)
+    activations = max(activations, 3 * beam * config.vocab_size * 4 + tuning)  # decoding: a beam's scores over the vocabulary
     datastore = 1000 * ENTRIES_PER_SEGMENT * footprint.datastore_per_token
     facts = time_facts(cfg, model, sizes, b, trainable, trainable * step, tied, method.name, footprint) \
         if device == "cpu" else None
@@ -439,7 +453,7 @@ def report(configs: list[RunConfig], device: str, budget: int | None = None) -> 
         timing = (f"{est.seconds_per_segment:.2f} s/segment = translate {est.translate_seconds:.2f} + update "
                   f"{est.update_seconds:.2f} (CPU, one thread, rates measured in {SPEED_TABLE.name})"
                   if est.seconds_per_segment is not None else
-                  "no measured rates for this device, dtype, decoder or method")
+                  "no measured rates for this device, dtype, decoder, method or its parts' work")
         grow = f", datastore +{_fmt(est.datastore_per_1000)} per 1,000 segments" if est.datastore_per_1000 else ""
         loading = (f" while loading (the largest tensor, {_fmt(est.loading)}, held twice), {_fmt(est.running)} running"
                    if est.peak > est.running else "")

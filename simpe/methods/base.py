@@ -126,7 +126,9 @@ class Footprint:
     * ``segment_passes``: teacher-forced forward passes over the segment's pair after its update (``knn``: the
       post-edit's keys);
     * ``search_bytes``, ``search_macs``: what a decoding step's search reads and multiplies beside the model, on
-      average over the run (``knn``'s datastore, growing).
+      average over the run (``knn``'s datastore, growing);
+    * ``tuned_values``, ``tuning_pairs``: values fine-tuned around each translation and put back after it, and the
+      pairs of the batch they are tuned on (``tune-retrieve``: every base parameter, its ``matches``).
     """
 
     state: int = 0
@@ -138,6 +140,8 @@ class Footprint:
     segment_passes: int = 0
     search_bytes: float = 0.0
     search_macs: float = 0.0
+    tuned_values: int = 0
+    tuning_pairs: int = 0
 
     def __add__(self, other: Footprint) -> Footprint:
         return Footprint(*(getattr(self, f.name) + getattr(other, f.name) for f in fields(self)))

@@ -40,7 +40,7 @@ import torch
 
 from simpe.errors import ConfigError, ModelError
 from simpe.methods import memory
-from simpe.methods.base import METHODS, Context, Method, base_parameters
+from simpe.methods.base import METHODS, Context, Footprint, Method, RunShape, base_parameters
 from simpe.ties import rank
 
 MEMORY = "__tune_memory__"  # the store's one tensor: the memory as UTF-8 JSON bytes
@@ -188,6 +188,19 @@ class TuneRetrieveMethod(memory.MemoryStore, Method):
 
     def after_segment(self, pair: Any) -> None:
         self._remember(pair.source, pair.reference)
+
+    def footprint(self, shape: RunShape) -> Footprint:
+        """Every base parameter tuned around each translation on a batch of ``matches`` pairs (``tuned_values``: the
+        copy to return to, the gradients); the tuning's own undo buffers and master copies (``Context.tune``: plain
+        SGD's spare of each tensor at the step's width, a float32 master of each below float32), kept from call to
+        call. Its memory of post-edits is left out: texts, small beside any model's tensors. None before ``select``."""
+        model = self.__dict__.get("model")
+        if model is None:
+            return super().footprint(shape)
+        tuned = sum(p.numel() for p in {id(p): p for p in base_parameters(model).values()}.values())
+        masters = shape.weight < 4 and bool(self.update.master_copies)
+        return super().footprint(shape) + Footprint(state=tuned * (4 if masters else shape.weight) + (tuned * 4 if masters else 0),
+                                                    tuned_values=tuned, tuning_pairs=self.matches)
 
     # ---- what a per-user store holds: the memory, no parameter (simpe.methods.memory.MemoryStore)
     def describe(self) -> dict[str, Any]:

@@ -66,3 +66,10 @@ def test_a_footprints_work_by_hand() -> None:
     work = dataclasses.replace(facts(True, 2.0), update_pairs=1, penalty_bytes=100, prepare_passes=10, run_segments=5,
                                segment_passes=1, search_bytes=2000.0, search_macs=300.0)
     assert seconds(work, RATES) == pytest.approx((26.5, 182.1))
+
+
+def test_no_time_for_a_part_that_tunes_around_the_translation() -> None:
+    """tune-retrieve's steps depend on what it retrieves: no rate says how many (``Footprint.tuned_values``)."""
+    import dataclasses
+
+    assert seconds(dataclasses.replace(facts(True, 2.0), tuned_values=1000), RATES) is None

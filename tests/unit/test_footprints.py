@@ -34,8 +34,8 @@ def test_the_tiny_model_has_the_values_counted_by_hand(tiny_marian) -> None:
 
 
 def test_footprints_add_field_by_field() -> None:
-    assert Footprint(1, 2, 3, 4, 5, 6, 7, 8.5, 9.5) + Footprint(10, 20, 30, 40, 50, 60, 70, 80, 90) == \
-        Footprint(11, 22, 33, 44, 55, 66, 77, 88.5, 99.5)
+    assert Footprint(1, 2, 3, 4, 5, 6, 7, 8.5, 9.5, 10, 11) + Footprint(10, 20, 30, 40, 50, 60, 70, 80, 90, 100, 110) == \
+        Footprint(11, 22, 33, 44, 55, 66, 77, 88.5, 99.5, 110, 121)
     assert Footprint(state=7) + Footprint() == Footprint(state=7)
 
 
@@ -72,6 +72,14 @@ def test_knn_grows_a_key_its_norm_and_its_value_per_token_and_searches_them(tiny
     assert METHODS.build("knn").footprint(FLOAT32) == Footprint()  # no datastore before select makes it
 
 
+def test_tune_retrieve_tunes_every_base_value_around_a_translation(tiny_marian) -> None:
+    # the tuning's spare of each value at the step's width, and below float32 its master: held from call to call
+    tune = _attached(tiny_marian, "tune-retrieve", {"matches": 2})
+    assert tune.footprint(FLOAT32) == Footprint(state=BASE * 4, tuned_values=BASE, tuning_pairs=2)
+    assert tune.footprint(RunShape(2)) == Footprint(state=BASE * 4 + BASE * 4, tuned_values=BASE, tuning_pairs=2)
+    assert METHODS.build("tune-retrieve").footprint(FLOAT32) == Footprint()  # no model before select
+
+
 def test_a_composition_sums_its_parts(tiny_marian) -> None:
     full_knn = _attached(tiny_marian, "full", modifiers=[{"name": "knn"}])
     knn = _attached(tiny_marian, "knn").footprint(SHORT)
@@ -88,9 +96,10 @@ def test_a_composition_sums_its_parts(tiny_marian) -> None:
                                                       penalty_bytes=adapted * (36 + 2 * (2 + 4)), prepare_passes=30)
     everything = _attached(tiny_marian, "full", modifiers=[{"name": "replay", "params": {"k": 3}}, {"name": "ewc"},
                                                            {"name": "knn"}, {"name": "tune-retrieve"}])
-    assert everything.footprint(SHORT) == Footprint(state=BASE * 4 + BASE * 8, datastore_per_token=76, update_bytes=BASE * 8,
-                                                    update_pairs=3, penalty_bytes=BASE * 36, prepare_passes=200,
-                                                    segment_passes=1, search_bytes=knn.search_bytes, search_macs=knn.search_macs)
+    assert everything.footprint(SHORT) == Footprint(state=BASE * 4 + BASE * 8 + BASE * 4, datastore_per_token=76,
+                                                    update_bytes=BASE * 8, update_pairs=3, penalty_bytes=BASE * 36,
+                                                    prepare_passes=200, segment_passes=1, search_bytes=knn.search_bytes,
+                                                    search_macs=knn.search_macs, tuned_values=BASE, tuning_pairs=1)
     assert everything.adapted_values() == BASE  # the companions train nothing
 
 
