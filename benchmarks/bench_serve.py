@@ -55,7 +55,7 @@ def bench(method: str, translators: int, segments: int, port: int, folder: Path)
     from simpe.serve.app import create_app
     from simpe.serve.bind import allowed_names
     from simpe.serve.server import open_sessions
-    from simpe.simulate import load_stream
+    from simpe.loop.run import load_stream
 
     names = [f"t{i}" for i in range(translators)]
     project, tokens = projects.create(folder / "projects", method.replace("_", "-"), method,
@@ -123,7 +123,7 @@ def main() -> int:
     logging.getLogger("simpe").setLevel(logging.WARNING)
     if args.one:  # a child: one method in this fresh process, its figures as the last line
         from simpe.serve.app import create_app  # noqa: F401  the libraries the sessions use, before `before`
-        from simpe.simulate import Loop  # noqa: F401
+        from simpe.loop.run import Loop  # noqa: F401
 
         with tempfile.TemporaryDirectory() as folder:
             row = bench(args.one, args.translators, args.segments, args.port, Path(folder) / args.one)

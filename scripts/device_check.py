@@ -47,9 +47,9 @@ def _run(preset: str, overrides: list[str], runs: Path) -> tuple[Path, list[dict
     """One simulate run in this process; (its folder, its records, its peak accelerator memory in MiB or None)."""
     import torch
 
-    from simpe.configfile import load_config
+    from simpe.config.files import load_config
     from simpe.rundir import layout
-    from simpe.simulate import Loop
+    from simpe.loop.run import Loop
 
     if torch.cuda.is_available():
         torch.cuda.reset_peak_memory_stats()

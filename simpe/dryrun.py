@@ -51,7 +51,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from simpe.config import RunConfig
+from simpe.config.tree import RunConfig
 from simpe.errors import ConfigError
 
 GIB = 1024 ** 3
@@ -180,7 +180,7 @@ def _lengths(cfg: RunConfig, model: Any) -> list[tuple[int, int]]:
     them (a causal LM's source is its whole prompt). Reads the tokenizer, never the weights."""
     from simpe.model import _load_tokenizer, model_family
     from simpe.paths import DEFAULT_MODEL
-    from simpe.stream import load_stream
+    from simpe.loop.stream import load_stream
 
     source = str(cfg.model.path) if cfg.model.path is not None else str(DEFAULT_MODEL)
     settings = cfg.model.family_settings()
@@ -367,7 +367,7 @@ def _fmt(value: int) -> str:
 def fix_hint(cfg: RunConfig, est: Estimate, budget: int, device: str) -> str:
     """The setting that would make a run that does not fit ``budget`` fit, tried in this order: bfloat16, lora instead
     of the method, activation checkpointing, a smaller beam; or the memory the smallest of them needs."""
-    from simpe.configfile import load_config
+    from simpe.config.files import load_config
 
     overrides = [f"model.path={cfg.model.path}" if cfg.model.path is not None else "model.path=null",
                  f"model.dtype={cfg.model.dtype}"]

@@ -7,7 +7,7 @@ per-user store of the adapted state holds and how many bytes it takes, and write
 applies that store (``export_store`` / ``load_store``: the tensors of a safetensors file,
 dense trainable tensors by default, embedding rows with their indices where a method keeps
 rows). The update
-itself (gradients, clipping, repetitions, the undo of a bad step) is shared: ``simpe.update``, and its
+itself (gradients, clipping, repetitions, the undo of a bad step) is shared: ``simpe.loop.update``, and its
 settings reach a method through ``attach``.
 
 A method's parameters are its constructor's keyword arguments (checked by
@@ -24,7 +24,7 @@ from typing import Any
 
 import torch
 
-from simpe.config import UpdateConfig
+from simpe.config.tree import UpdateConfig
 from simpe.errors import ModelError
 from simpe.models import ModelFamily, family_of
 from simpe.registry import Registry
@@ -60,7 +60,7 @@ class Context:
         training pairs, ``ewc``'s Fisher sentences).
     tune: (parameters, pairs, lr, steps) -> the update's record: ``steps`` steps of the shared update (clipping,
         SGD, the undo of a bad step) on the batch ``pairs``, changing only ``parameters`` (``tune-retrieve``). A method
-        never imports ``simpe.update``: this is how it reaches it.
+        never imports ``simpe.loop.update``: this is how it reaches it.
     lr: the run's ``update.lr``.
     read_pairs: a translation memory file (tmx, tsv, or text: ``STEM.<src>`` + ``STEM.<tgt>``) -> its (source, target)
         pairs (``tune-retrieve``'s ``memory``).
@@ -89,7 +89,7 @@ class Gradients(dict):
 
 class Method(ABC):
     """One adaptation method. Lifecycle: ``attach(model)`` (which calls ``select``), then per segment the
-    shared update (``simpe.update``) computes the gradients of the selected tensors and calls ``step``.
+    shared update (``simpe.loop.update``) computes the gradients of the selected tensors and calls ``step``.
 
     To write one: ``select(model)`` (required) returns the tensors the update may change; ``step(grads, lr)``
     (optional) changes them in place, plain SGD by default. The update takes care of the rest: gradients,
@@ -100,7 +100,7 @@ class Method(ABC):
 
     name: str = ""  # set by METHODS.add
     parametric: bool = True  # it may train tensors: what the modifiers replay and ewc need (simpe.methods.compose)
-    # The store tensors that tell this method's stores from others (``simpe.store.read_store`` refuses a file whose
+    # The store tensors that tell this method's stores from others (``simpe.store.user.read_store`` refuses a file whose
     # tensors say one method and whose metadata names another): exact names, or a fragment ending in ``*`` that
     # any name containing it matches. Empty: dense adapted parameters, which several methods write alike.
     store_markers: tuple[str, ...] = ()
@@ -136,7 +136,7 @@ class Method(ABC):
 
         A method that constrains where the weights may go (``lasso``'s proximal step and budget) overrides
         this. One that does not gets the update's own SGD step instead, fused with the clipping (the same
-        arithmetic, bit for bit; ``simpe.update.clip_and_step``).
+        arithmetic, bit for bit; ``simpe.loop.update.clip_and_step``).
         """
         trainable = self.trainable()
         for name, grad in grads.items():

@@ -13,14 +13,14 @@ import pytest
 import torch
 from messages import raises_naming
 
-from simpe.configfile import defaults, load_config
+from simpe.config.files import defaults, load_config
 from simpe.decoders import DECODERS
 from simpe.errors import ConfigError, RunDirError
 from simpe.methods import METHODS
 from simpe.rundir.reader import read_jsonl
 from simpe.rundir.writer import RunDir
-from simpe.simulate import Loop
-from simpe.update import update
+from simpe.loop.run import Loop
+from simpe.loop.update import update
 
 REPO = Path(__file__).resolve().parents[2]
 SOURCE = "Choose Format - Cells."
@@ -189,12 +189,12 @@ def test_every_registered_decoder_is_covered():
 
 
 def test_a_decoder_that_cannot_run_is_refused_before_the_model_loads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    import simpe.simulate
+    import simpe.loop.run
 
     def no_model(*args, **kwargs):
         raise AssertionError("the model was loaded")
 
-    monkeypatch.setattr(simpe.simulate, "load_model", no_model)
+    monkeypatch.setattr(simpe.loop.run, "load_model", no_model)
     for overrides, message in ((["decoder.name=mbr", "decoder.params={utility: comet}"], "needs a COMET model"),
                                (["decoder.name=beam", "decoder.params={width: 3}"], "unknown parameter 'width' of decoder 'beam'"),
                                (["snapshots.every=2", "ranking.quality=comet"], "needs a COMET model")):

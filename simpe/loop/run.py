@@ -30,13 +30,13 @@ from typing import Any, Callable
 import torch
 
 from simpe import log
-from simpe.config import RunConfig
+from simpe.config.tree import RunConfig
 from simpe.datasets import Segment, stream_hash
 from simpe.decoders import DECODERS
 from simpe.errors import ConfigError, ModelError
 from simpe.fingerprint import run_code
-from simpe.interactive import COMPLETING_DECODERS, EFFORT_OF, Effort, run_sessions
-from simpe.malloc import reuse_freed_memory
+from simpe.loop.interactive import COMPLETING_DECODERS, EFFORT_OF, Effort, run_sessions
+from simpe.loop.malloc import reuse_freed_memory
 from simpe.methods.base import Context
 from simpe.methods.compose import build_method
 from simpe.metrics.online import OnlineScorer, metric_for, running_text
@@ -44,18 +44,18 @@ from simpe.metrics.recall import repeated_errors
 from simpe.metrics.text import split_tokens
 from simpe.model import load_model, model_family, model_folder, model_name, resolve_device
 from simpe.paths import DEFAULT_MODEL
-from simpe.profiling import ModelTimer
+from simpe.loop.phases import ModelTimer
 from simpe.ranking import evaluate as ranking
 from simpe.rundir import layout
 from simpe.rundir.env import environment
 from simpe.rundir.record import SegmentRecord
 from simpe.rundir.resume import check_resumable
 from simpe.rundir.writer import RunDir
-from simpe.snapshots import Probes
+from simpe.loop.probes import Probes
 from simpe.storefile import StoreMetadata
-from simpe.stream import forgetting_set, load_stream, method_sentences, probe_set
-from simpe.update import Tuner, set_dropout, update
-from simpe.warmstart import check_warm_start, warm_preset, warm_start
+from simpe.loop.stream import forgetting_set, load_stream, method_sentences, probe_set
+from simpe.loop.update import Tuner, set_dropout, update
+from simpe.loop.warmstart import check_warm_start, warm_preset, warm_start
 
 logger = logging.getLogger(__name__)
 
@@ -161,7 +161,7 @@ class Loop:
         self.base_state = self.method.state_dict() if cfg.reset == "document" else None
 
     def warm_start(self) -> dict[str, Any]:
-        """Adapt on the translator's memory before the stream (``simpe.warmstart.warm_start``)."""
+        """Adapt on the translator's memory before the stream (``simpe.loop.warmstart.warm_start``)."""
         return warm_start(self.cfg, self.model, self.loaded, self.method, self.warm_pairs, self.warm_method, self.warm_update)
 
     def store_method(self) -> Any:
@@ -187,7 +187,7 @@ class Loop:
         return (getattr(self.dataset, "src_lang", "en"), getattr(self.dataset, "tgt_lang", self.cfg.metrics.lang))
 
     def sentences(self, split: str, n: int) -> list[tuple[str, str]]:
-        """``simpe.stream.method_sentences`` of this run (its stream and probes held out)."""
+        """``simpe.loop.stream.method_sentences`` of this run (its stream and probes held out)."""
         held = {s.source for s in self.segments} | {s.source for s in self.forgetting} | {s.source for s in self.probe}
         return method_sentences(self.cfg, self.dataset, held, split, n)
 
@@ -310,7 +310,7 @@ class Loop:
                 "torch_rng": torch.get_rng_state()}
 
     def snapshot(self, segments_done: int) -> dict[str, Any]:
-        """The snapshot after ``segments_done`` segments, with the current parameters (``simpe.snapshots``)."""
+        """The snapshot after ``segments_done`` segments, with the current parameters (``simpe.loop.probes``)."""
         return self.probes.take(self.model, self.loaded, self.decoder, self.method.adapts(), segments_done)
 
     # ------------------------------------------------------------ the run
@@ -471,7 +471,7 @@ class Loop:
 
 def simulate(configs: list[RunConfig], resume: bool = False, overwrite: bool = False, resume_anyway: bool = False,
              progress: bool = True, on_done: Callable[[Path], None] | None = None) -> list[Path]:
-    """Run every config in turn (``simpe.configfile.run_configs``: the presets on the same stream); return the run
+    """Run every config in turn (``simpe.config.files.run_configs``: the presets on the same stream); return the run
     directories."""
     paths = []
     for cfg in configs:

@@ -8,13 +8,13 @@ trainable weight, or the loss measured after it, non-finite is rolled back (the 
 restored bit for bit from a copy taken before the step) and ends the update. Which parameters
 move is the method's business (``Method.select``), and so is the step itself
 (``Method.step``: SGD, or ``lasso``'s constrained step); this module never touches others. How a step
-is undone (``simpe.undo.Backup``: spare buffers swapped in for SGD, copies of what a method's own step says it
+is undone (``simpe.loop.undo.Backup``: spare buffers swapped in for SGD, copies of what a method's own step says it
 changes) only this module uses: a method never sees it. The loop, not the update, then shows the
 method the pair (``Method.after_segment``: ``knn`` stores it).
 
 At bfloat16 or float16 (``model.dtype``) an SGD step of lr 0.01 is often smaller than half the spacing
 of the weight's format and rounds away. With ``update.master_copies`` (the default) each adapted tensor
-held at such a dtype has a float32 master copy (``simpe.masters.MasterCopies``; only those tensors: a frozen weight
+held at such a dtype has a float32 master copy (``simpe.loop.masters.MasterCopies``; only those tensors: a frozen weight
 never gets one): the step, its clipping and its undo work on the master, and the weight the model
 computes with gets the master's rounded value; the steps below the spacing add up in the master until
 the weight moves. ``update.checkpointing`` recomputes each layer's activations in the backward pass
@@ -32,11 +32,11 @@ from typing import Any
 
 import torch
 
-from simpe.config import UpdateConfig
-from simpe.masters import MasterCopies, master_copies
+from simpe.config.tree import UpdateConfig
+from simpe.loop.masters import MasterCopies, master_copies
 from simpe.methods.base import Gradients, Method
 from simpe.model import Pair, teacher_forced_logits
-from simpe.undo import FUSE_MIN, Backup, backup_for
+from simpe.loop.undo import FUSE_MIN, Backup, backup_for
 
 
 def _checkpointed(forward: Any, *args: Any, **kwargs: Any) -> Any:

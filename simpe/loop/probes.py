@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from simpe.config import RunConfig
+from simpe.config.tree import RunConfig
 from simpe.datasets import Segment
 from simpe.metrics.online import metric_for
 from simpe.ranking import evaluate as ranking
@@ -21,8 +21,8 @@ from simpe.rundir.reader import read_jsonl
 
 
 class Probes:
-    """The snapshots of one run: ``probe`` (the ranking snapshot's segments, ``simpe.stream.probe_set``) and
-    ``forgetting`` (``simpe.stream.forgetting_set``); ``stream_length``: the positions the forgetting probe's
+    """The snapshots of one run: ``probe`` (the ranking snapshot's segments, ``simpe.loop.stream.probe_set``) and
+    ``forgetting`` (``simpe.loop.stream.forgetting_set``); ``stream_length``: the positions the forgetting probe's
     sentences follow (what a seeded decoder's seeds follow), never a stream segment's."""
 
     def __init__(self, cfg: RunConfig, probe: list[Segment], forgetting: list[Segment], stream_length: int) -> None:
