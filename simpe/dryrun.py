@@ -178,9 +178,9 @@ TOKEN_SAMPLE = 500  # segments read for the lengths (the run's first ones)
 def _lengths(cfg: RunConfig, model: Any) -> list[tuple[int, int]]:
     """(source tokens, target tokens with the end token) of the run's first segments, as the model's family encodes
     them (a causal LM's source is its whole prompt). Reads the tokenizer, never the weights."""
+    from simpe.loop.stream import load_stream
     from simpe.model import _load_tokenizer, model_family
     from simpe.paths import DEFAULT_MODEL
-    from simpe.loop.stream import load_stream
 
     source = str(cfg.model.path) if cfg.model.path is not None else str(DEFAULT_MODEL)
     settings = cfg.model.family_settings()

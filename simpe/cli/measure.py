@@ -56,8 +56,8 @@ def add_score(sub: argparse._SubParsersAction) -> None:
 def cmd_score(args: argparse.Namespace) -> None:
     import json
 
-    from simpe.config.tree import TRUECASER_OF_MODEL
     from simpe.config.files import defaults
+    from simpe.config.tree import TRUECASER_OF_MODEL
     from simpe.datasets import DATASETS
     from simpe.errors import ConfigError
     from simpe.measure.score import format_cumulative, format_table, score_files
@@ -150,9 +150,9 @@ def ranking_config(args: argparse.Namespace):  # -> simpe.config.tree.RankingCon
 
 def cmd_rank(args: argparse.Namespace) -> None:
     from simpe.errors import ConfigError
+    from simpe.measure.rank import read_test_set, run_correlation, run_protocol
     from simpe.metrics.utility import check_utility
     from simpe.model import model_family
-    from simpe.measure.rank import read_test_set, run_correlation, run_protocol
 
     cfg = ranking_config(args)
     check_utility(cfg.quality, args.comet_model)
@@ -239,8 +239,8 @@ def cmd_sensitivity(args: argparse.Namespace) -> None:
     import json
 
     from simpe.errors import ConfigError
-    from simpe.metrics.utility import check_utility
     from simpe.measure.sensitivity import analyse, format_table
+    from simpe.metrics.utility import check_utility
 
     for flag, value in (("--samples", args.samples), ("--limit", args.limit)):
         if value < 1:

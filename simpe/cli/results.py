@@ -139,8 +139,8 @@ def add_translate(sub: argparse._SubParsersAction) -> None:
 def cmd_translate(args: argparse.Namespace) -> None:
     from simpe.errors import ConfigError
     from simpe.rundir.writer import write_text_atomic
-    from simpe.textfile import check_replaceable
     from simpe.store.translate import translate_file
+    from simpe.textfile import check_replaceable
 
     if args.out:  # before the model loads: a translation is not computed for a file that cannot be written
         if args.out.is_dir():

@@ -13,8 +13,8 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
-from simpe.config.tree import TrainConfig
 from simpe.config.files import defaults
+from simpe.config.tree import TrainConfig
 from simpe.demo.data import sha256_lines, split_pairs
 from simpe.errors import ConfigError
 

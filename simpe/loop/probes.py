@@ -45,6 +45,15 @@ class Probes:
         self._keep_to_repeat(figures, segments_done, adapts)
         return {"segment": segments_done, **figures}
 
+    def after_segment(self, loop: Any, rundir: Any, done: int) -> None:
+        """As the loop's observer: after every ``snapshots.every``-th segment, the snapshot, with its wall time
+        (``snapshot.seconds``: the run's summary sums them as the ``snapshot`` phase), appended to ``rundir``'s snapshots."""
+        if done % self.cfg.snapshots.every:
+            return
+        start = time.perf_counter()
+        figures = loop.snapshot(done)
+        rundir.append_snapshot({**figures, "snapshot.seconds": time.perf_counter() - start})
+
     def _keep_to_repeat(self, figures: dict[str, Any], segment: int, adapts: bool) -> None:
         """Keep the figures of the snapshot at ``segment`` for every later one, when the method cannot change what
         the model computes and the snapshot's exact searches ended well within ``ranking.max_seconds`` (a search cut
@@ -72,4 +81,5 @@ class Probes:
             return
         taken = read_jsonl(snapshots_file)
         if taken and "repeats" not in taken[0]:
-            self._keep_to_repeat({k: v for k, v in taken[0].items() if k != "segment"}, taken[0]["segment"], adapts)
+            self._keep_to_repeat({k: v for k, v in taken[0].items() if k not in ("segment", "snapshot.seconds")}, taken[0]["segment"],
+                                 adapts)

@@ -34,9 +34,9 @@ import torch
 
 from simpe.config.tree import UpdateConfig
 from simpe.loop.masters import MasterCopies, master_copies
+from simpe.loop.undo import FUSE_MIN, Backup, backup_for
 from simpe.methods.base import Gradients, Method
 from simpe.model import Pair, teacher_forced_logits
-from simpe.loop.undo import FUSE_MIN, Backup, backup_for
 
 
 def _checkpointed(forward: Any, *args: Any, **kwargs: Any) -> Any:

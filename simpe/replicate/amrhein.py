@@ -8,10 +8,10 @@ from typing import Any
 
 import numpy as np
 
+from simpe.measure.sensitivity import number_f1 as f1_of_counts
 from simpe.replicate.judges import FACTOR_RULE, Claim, Evidence, Judge, Lookup, Verdict, cite, part
 from simpe.replicate.papers import POINTS, QUOTES, show
 from simpe.replicate.verdicts import NOT_TESTABLE, Effect, band_around, judge, mean_effect, paired_effect
-from simpe.measure.sensitivity import number_f1 as f1_of_counts
 
 S01 = "amrhein2022"
 FAMILIES = {"num": "a changed number", "NE": "a changed named entity"}

@@ -100,8 +100,8 @@ def _mbr_sensitivity(p: Plan, device: str, call: str) -> dict[str, Any]:
     """Amrhein and Sennrich (2022)'s MBR sensitivity of each utility on dev sentences with a number or a named entity,
     cached in ``<runs_dir>/sensitivity.json`` for the same settings and code."""
     from simpe.datasets import DATASETS
-    from simpe.model import load_model
     from simpe.measure.sensitivity import analyse, named_entities, numbers
+    from simpe.model import load_model
 
     s = p.scale
     settings = {"sentences": s.sensitivity_sentences, "samples": s.sensitivity_samples, "utilities": list(s.utilities)}

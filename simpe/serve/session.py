@@ -26,12 +26,13 @@ from typing import Any
 from simpe.config.tree import RunConfig
 from simpe.errors import DataError, RunDirError
 from simpe.loop.interactive import Completer, Effort
+from simpe.loop.protocols import Correction
+from simpe.loop.run import Draft, Loop
 from simpe.rundir import layout
 from simpe.rundir.reader import read_jsonl
 from simpe.rundir.state import RunState, state
 from simpe.rundir.writer import RunDir, write_text_atomic
 from simpe.serve.keylog import counts
-from simpe.loop.run import Draft, Loop
 
 logger = logging.getLogger(__name__)
 
@@ -219,7 +220,7 @@ class TranslatorSession:
                                          corrections=human["edits"], completions=len(self.completions),
                                          ref_chars=len(post_edit), ref_words=len(post_edit.split()),
                                          latency_ms=list(self.completions))}
-            record = self.loop.learn(self.draft, post_edit, effort)
+            record = self.loop.learn(self.draft, Correction(post_edit, effort))
             if self.cfg.reset != "none":
                 record.reset = self.reset
             record.extra["human"] = human

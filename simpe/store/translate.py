@@ -59,8 +59,8 @@ def translate_file(model_id: str | None, source: Path, store: Path | None = None
     loaded = load_model(model_id, device, family, cfg.dtype, family_name=cfg.family, settings=cfg.family_settings())
     method = None
     if store is not None:
-        from simpe.methods.base import Context
         from simpe.loop.update import Tuner
+        from simpe.methods.base import Context
 
         _, method = load_store(loaded.model, loaded.name, Path(store))
         update_cfg, family = defaults("update"), loaded.family

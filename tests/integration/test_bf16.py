@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from simpe.config.files import load_config
-from simpe.rundir import layout
 from simpe.loop.run import Loop
+from simpe.rundir import layout
 
 SEGMENTS = 10
 

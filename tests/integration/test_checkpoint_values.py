@@ -17,9 +17,9 @@ import torch
 
 from simpe.config.files import load_config
 from simpe.errors import RunDirError
+from simpe.loop.run import Loop
 from simpe.rundir import layout
 from simpe.rundir.reader import read_jsonl
-from simpe.loop.run import Loop
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from simpe.config.files import load_config
-from simpe.rundir.reader import read_jsonl
 from simpe.loop.run import Loop
+from simpe.rundir.reader import read_jsonl
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("one_torch_thread")]
 

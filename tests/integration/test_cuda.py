@@ -12,8 +12,8 @@ import pytest
 import torch
 
 from simpe.config.files import load_config
-from simpe.rundir import layout
 from simpe.loop.run import Loop
+from simpe.rundir import layout
 
 pytestmark = [pytest.mark.cuda,
               pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device (torch.cuda.is_available() is False)")]

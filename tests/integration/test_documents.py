@@ -14,9 +14,9 @@ import torch
 from autodesk_files import write_corpus
 
 from simpe.config.files import load_config
+from simpe.loop.run import Loop
 from simpe.model import load_model
 from simpe.rundir.reader import read_jsonl
-from simpe.loop.run import Loop
 
 REPO = Path(__file__).resolve().parents[2]
 # two documents of two segments each (ACD/2010, then MAYA/2011), all in the stream (stream_fraction 1)

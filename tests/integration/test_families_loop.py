@@ -13,10 +13,10 @@ import pytest
 from tiny_families import SETTINGS
 
 from simpe.config.files import load_config
-from simpe.rundir.reader import read_jsonl
 from simpe.loop.run import Loop
-from simpe.store.user import export_store, read_store
+from simpe.rundir.reader import read_jsonl
 from simpe.store.translate import translate_file, translate_lines
+from simpe.store.user import export_store, read_store
 
 REPO = Path(__file__).resolve().parents[2]
 TRUECASER = REPO / "models" / "demo-en-de" / "truecase.de.model"

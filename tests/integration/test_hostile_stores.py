@@ -15,9 +15,9 @@ from safetensors.torch import save_file
 
 from simpe.cli import main
 from simpe.config.files import load_config
+from simpe.loop.run import Loop
 from simpe.methods.bias import OUTPUT_BIAS
 from simpe.methods.knn import IVF, KEYS, VALUES
-from simpe.loop.run import Loop
 from simpe.storefile import INDICES_SUFFIX, ROWS_SUFFIX, STORE_FORMAT
 
 EMBEDDING = "model.shared.weight"  # the demo model's tied embedding matrix (8,000 x 256)

@@ -15,8 +15,8 @@ import pytest
 import torch
 
 from simpe.config.files import load_config
-from simpe.rundir import layout
 from simpe.loop.run import Loop
+from simpe.rundir import layout
 from simpe.store.user import read_store
 
 SEGMENTS = 20

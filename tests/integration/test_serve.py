@@ -58,13 +58,13 @@ def test_translators_adapt_apart_and_their_runs_sit_beside_simulated_runs(tmp_pa
 
     from simpe.config.files import load_config
     from simpe.errors import RunDirError
+    from simpe.loop.run import Loop
     from simpe.report.compare import compare_runs
     from simpe.rundir.reader import load_group
     from simpe.serve.app import create_app
     from simpe.serve.bind import allowed_names
     from simpe.serve.server import open_sessions
     from simpe.serve.session import TranslatorSession
-    from simpe.loop.run import Loop
 
     runs = tmp_path / "runs"
     settings = ["data.segments=3", f"runs_dir={runs}", "device=cpu"]

@@ -10,9 +10,9 @@ import pytest
 
 from simpe.cli import main
 from simpe.errors import ConfigError
+from simpe.loop.run import Loop
 from simpe.rundir import layout
 from simpe.rundir.reader import read_jsonl
-from simpe.loop.run import Loop
 from simpe.sweep import execute, parse_grid, plan, state
 
 ray = pytest.importorskip("ray")

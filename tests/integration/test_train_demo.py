@@ -10,8 +10,8 @@ from messages import raises_naming
 
 from simpe.config.files import defaults
 from simpe.demo.card import reproduce_command, write_model_card
-from simpe.errors import ConfigError
 from simpe.demo.train import train
+from simpe.errors import ConfigError
 
 WORDS = [("file", "Datei"), ("open", "öffnen"), ("the", "die"), ("cell", "Zelle"), ("sheet", "Tabelle"),
          ("select", "wählen"), ("column", "Spalte"), ("row", "Zeile"), ("insert", "einfügen"), ("delete", "löschen")]

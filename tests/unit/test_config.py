@@ -8,8 +8,8 @@ import pytest
 import yaml
 from messages import raises_naming
 
-from simpe.config.tree import SECTIONS, RankingConfig, RunConfig, from_dict
 from simpe.config.files import defaults, load_config, load_saved_config, resume_difference, save_config
+from simpe.config.tree import SECTIONS, RankingConfig, RunConfig, from_dict
 from simpe.errors import ConfigError
 from simpe.paths import DEFAULTS_FILE
 from simpe.ranking.evaluate import check

@@ -12,9 +12,9 @@ from method_pairs import HOT, PAIR, logits, snapshot
 from simpe.config.files import defaults
 from simpe.decoders import DECODERS
 from simpe.errors import ConfigError
+from simpe.loop.update import update
 from simpe.methods import METHODS
 from simpe.model import Pair, load_model
-from simpe.loop.update import update
 
 DEMO_MODEL = Path(__file__).resolve().parents[2] / "models" / "demo-en-de"
 

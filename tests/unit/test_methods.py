@@ -11,10 +11,10 @@ from method_pairs import HOT, PAIR, snapshot
 
 from simpe.config.files import defaults
 from simpe.errors import ConfigError
+from simpe.loop.update import update
 from simpe.methods import METHODS
 from simpe.methods.base import Gradients, base_parameters
 from simpe.methods.bias import OUTPUT_BIAS
-from simpe.loop.update import update
 
 
 def changed(before, model) -> set[str]:

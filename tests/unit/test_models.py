@@ -35,12 +35,12 @@ from simpe.decoders.heap_beam import HeapBeamDecoder
 from simpe.decoders.topk import TopKDecoder
 from simpe.decoders.topk_dfs import TopKDfsDecoder
 from simpe.errors import ConfigError, ModelError
+from simpe.loop.update import pair_loss, update
 from simpe.methods import METHODS
 from simpe.methods.base import base_parameters, embedding_names
 from simpe.methods.bias import OUTPUT_BIAS
 from simpe.model import load_model, model_family
 from simpe.models import FAMILIES, family_of
-from simpe.loop.update import pair_loss, update
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")  # tiny models: see conftest.py
 
@@ -271,8 +271,8 @@ def build(name: str, params: dict):
 
 def context(loaded):
     """What the loop lends a method (simpe.methods.base.Context), on the tiny model: PAIRS stand for the train split."""
-    from simpe.methods.base import Context
     from simpe.loop.update import Tuner
+    from simpe.methods.base import Context
 
     return Context(encode=lambda s, r: loaded.family.encode_pair(loaded.tokenizer, s, r, "cpu"),
                    sentences=lambda split, n: PAIRS[:n], tune=Tuner(loaded.model, HOT).tune, lr=HOT.lr,

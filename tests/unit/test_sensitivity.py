@@ -6,8 +6,8 @@ import random
 import pytest
 
 from simpe.errors import ConfigError
-from simpe.metrics.stopwords import load_stopwords
 from simpe.measure.sensitivity import CHANGES, CONTROLS, candidates, change, format_table, named_entities, nouns, numbers, summarise
+from simpe.metrics.stopwords import load_stopwords
 
 SRC = "Choose Tools - Options - LibreOffice Calc - View and select the cell in row 12, column 3.5."
 REF = "Wählen Sie Extras - Optionen - LibreOffice Calc - Ansicht und markieren Sie die Zelle in Zeile 12, Spalte 3,5."

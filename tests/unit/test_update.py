@@ -7,10 +7,10 @@ import pytest
 import torch
 
 from simpe.config.files import defaults
-from simpe.methods import METHODS
-from simpe.model import Pair
 from simpe.loop.undo import FUSE_MIN, Backup
 from simpe.loop.update import clip_and_step, clip_scale, clip_scales, update
+from simpe.methods import METHODS
+from simpe.model import Pair
 
 
 @pytest.mark.parametrize("name", ["full", "lasso"])  # lasso announces only the groups its step changes
