@@ -10,7 +10,9 @@ the modules the model's family names (``timed_modules``: the base model, the enc
 projection); only the outermost call is timed, so nothing is counted twice. The model's forward counts whole: Hugging
 Face's code around the submodules (``final_logits_bias``, the output objects) is the model's work as much as the
 layers are. A method's forward hook on the model's output (``knn``'s interpolation) runs after the timer has stopped:
-that is the method's work, counted outside. The update adds its backward time itself.
+that is the method's work, counted outside. The loop's update records its backward time itself (the record's
+``backward``); a backward pass inside another phase (tune-retrieve's tuning before a translation) is added to the timer
+by the ``Tuner`` that runs it (``add``), so it counts as the model's work of that phase.
 
 On CUDA the timer never synchronises inside a forward: each outermost forward records a pair of CUDA events, and their
 times are summed when ``seconds`` is read (the phase's end: one wait for the device per phase, where a synchronise at
@@ -53,6 +55,11 @@ class ModelTimer:
             self._seconds += sum(start.elapsed_time(end) for start, end in self._pending) / 1000.0
             self._pending.clear()
         return self._seconds
+
+    def add(self, seconds: float) -> None:
+        """Count ``seconds`` of model work the hooks cannot see: a backward pass outside the loop's own update
+        (``simpe.loop.update.Tuner``: tune-retrieve's tuning, which its translation phase holds)."""
+        self._seconds += seconds
 
     def _mark(self) -> Any:
         if not self._cuda:

@@ -168,7 +168,7 @@ class Loop:
         dataset's train or dev split (``sentences``), and fixed steps of the shared update (``Tuner``)."""
         family, tokenizer, device = self.loaded.family, self.tokenizer, self.loaded.device
         return Context(encode=lambda source, reference: family.encode_pair(tokenizer, source, reference, device),
-                       sentences=self.sentences, tune=Tuner(self.model, self.cfg.update).tune, lr=self.cfg.update.lr,
+                       sentences=self.sentences, tune=Tuner(self.model, self.cfg.update, on_backward=self.timer.add).tune, lr=self.cfg.update.lr,
                        read_pairs=self.read_pairs)
 
     def read_pairs(self, path: str) -> list[tuple[str, str]]:
