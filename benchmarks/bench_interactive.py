@@ -24,8 +24,8 @@ from simpe import log
 from simpe.config.files import load_config
 from simpe.decoders import DECODERS
 from simpe.loop.interactive import run_sessions
-from simpe.model import load_model
 from simpe.loop.run import load_stream
+from simpe.model import load_model
 
 BUCKETS = (("<=20", 0, 20), ("21-40", 21, 40), (">40", 41, 10**9))
 MODES = ("fresh", "reuse")  # without, with reuse

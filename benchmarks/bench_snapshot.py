@@ -161,8 +161,8 @@ def _job(args: argparse.Namespace, path: Path) -> dict[str, Any]:
     from dataclasses import asdict
 
     from simpe.config.files import load_config
-    from simpe.model import model_folder
     from simpe.loop.run import load_stream, probe_set
+    from simpe.model import model_folder
 
     overrides = list(args.set) + ([f"model={args.model}"] if args.model else [])
     cfg = load_config(args.preset, overrides)

@@ -20,8 +20,8 @@ from transformers import MarianMTModel, MarianTokenizer
 
 from simpe.config.files import defaults
 from simpe.demo.data import collate, split_pairs, token_batches
-from simpe.paths import DEFAULT_MODEL
 from simpe.demo.train import make_optimizer, marian_config, train_step
+from simpe.paths import DEFAULT_MODEL
 
 
 def main() -> int:

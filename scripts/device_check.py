@@ -48,8 +48,8 @@ def _run(preset: str, overrides: list[str], runs: Path) -> tuple[Path, list[dict
     import torch
 
     from simpe.config.files import load_config
-    from simpe.rundir import layout
     from simpe.loop.run import Loop
+    from simpe.rundir import layout
 
     if torch.cuda.is_available():
         torch.cuda.reset_peak_memory_stats()
