@@ -18,8 +18,8 @@ import torch
 from record import record
 
 from simpe import log
-from simpe.configfile import load_config
-from simpe.simulate import Loop
+from simpe.config.files import load_config
+from simpe.loop.run import Loop
 
 
 def main() -> int:

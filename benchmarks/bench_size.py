@@ -82,7 +82,7 @@ def parser() -> argparse.ArgumentParser:
 
 def main() -> None:
     args = parser().parse_args()
-    from simpe.configfile import load_config
+    from simpe.config.files import load_config
     from simpe.dryrun import GIB, available, estimate, measured_command, measured_peak
     from simpe.models import shapes
 

@@ -94,7 +94,7 @@ def main() -> None:
     args = parser.parse_args()
     import bench_size
 
-    from simpe.configfile import load_config
+    from simpe.config.files import load_config
     from simpe.dryrun import SPEED_TABLE, estimate, seconds
     from simpe.models import shapes
 

@@ -34,7 +34,7 @@ def cli_table() -> str:
 def methods_table(brief: bool = False) -> str:
     """One row per registered method: what it adapts (its class docstring's first line), its presets, its families
     (``brief``: the first two columns, for the README)."""
-    from simpe.configfile import known_presets, load_config
+    from simpe.config.files import known_presets, load_config
     from simpe.methods import METHODS
     from simpe.models import FAMILIES
 

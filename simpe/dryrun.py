@@ -25,7 +25,7 @@ How the figures are made (``estimate``):
   the vocabulary in float32 (with ``update.checkpointing``: each layer's input, and one layer's activations), and what
   the footprint holds while the update runs (``update_bytes``: ewc's penalty); or, if larger, what decoding holds (a
   beam's scores over the vocabulary) with what a part tunes around the translation (``tuned_values``: tune-retrieve's
-  copy to return to, its gradients, a forward and backward pass over its ``tuning_pairs``);
+  gradients, a forward and backward pass over its ``tuning_pairs``);
 * the runtime: this process's resident memory once torch and transformers are imported (measured, CPU) plus the loop's
   own (``LOOP_OVERHEAD``, from the demo model's baseline run), or the CUDA context (``CUDA_CONTEXT``);
 * loading: while the weights load, one tensor is held twice (the largest: the embedding table); the peak is the larger
@@ -65,7 +65,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from simpe.config import RunConfig
+from simpe.config.tree import RunConfig
 from simpe.errors import ConfigError
 from simpe.methods.base import Footprint, RunShape
 
@@ -194,9 +194,9 @@ TOKEN_SAMPLE = 500  # segments read for the lengths (the run's first ones)
 def _lengths(cfg: RunConfig, model: Any) -> list[tuple[int, int]]:
     """(source tokens, target tokens with the end token) of the run's first segments, as the model's family encodes
     them (a causal LM's source is its whole prompt). Reads the tokenizer, never the weights."""
+    from simpe.loop.stream import load_stream
     from simpe.model import _load_tokenizer, model_family
     from simpe.paths import DEFAULT_MODEL
-    from simpe.stream import load_stream
 
     source = str(cfg.model.path) if cfg.model.path is not None else str(DEFAULT_MODEL)
     settings = cfg.model.family_settings()
@@ -368,11 +368,10 @@ def estimate(cfg: RunConfig, device: str = "cpu") -> Estimate:
     if trainable:
         activations = backward(TOKENS) + footprint.update_bytes  # and what the parts hold meanwhile (ewc's penalty)
     tuning = 0
-    if footprint.tuned_values:  # tuned around the translation and put back (tune-retrieve): the copy to return to,
-        # the gradients (float32 too under master copies), a forward and backward pass over the batch
+    if footprint.tuned_values:  # tuned around the translation and put back (tune-retrieve): the gradients (float32
+        # too under master copies) and a forward and backward pass over the batch
         tuned = footprint.tuned_values
-        tuning = tuned * b + tuned * b + (tuned * 4 if b < 4 and cfg.update.master_copies else 0) \
-            + backward(TOKENS * footprint.tuning_pairs)
+        tuning = tuned * b + (tuned * 4 if b < 4 and cfg.update.master_copies else 0) + backward(TOKENS * footprint.tuning_pairs)
     activations = max(activations, 3 * beam * config.vocab_size * 4 + tuning)  # decoding: a beam's scores over the vocabulary
     datastore = 1000 * ENTRIES_PER_SEGMENT * footprint.datastore_per_token
     facts = time_facts(cfg, model, sizes, b, trainable, trainable * step, tied, method.name, footprint) \
@@ -408,7 +407,7 @@ def fix_hint(cfg: RunConfig, est: Estimate, budget: int, device: str) -> str:
     """The setting that would make a run that does not fit ``budget`` fit, tried in this order: bfloat16, lora instead
     of the method (where lora adapts fewer values than it), activation checkpointing; or the memory the smallest of
     them needs."""
-    from simpe.configfile import load_config
+    from simpe.config.files import load_config
 
     overrides = [f"model.path={cfg.model.path}" if cfg.model.path is not None else "model.path=null",
                  f"model.dtype={cfg.model.dtype}"]

@@ -66,7 +66,7 @@ def simulate_overrides(args: argparse.Namespace) -> list[str]:
 
 
 def cmd_simulate(args: argparse.Namespace) -> None:
-    from simpe.configfile import run_configs
+    from simpe.config.files import run_configs
     from simpe.errors import ConfigError
 
     if args.workers < 1 or (args.threads is not None and args.threads < 1):
@@ -90,7 +90,7 @@ def cmd_simulate(args: argparse.Namespace) -> None:
         return
     # bad presets and settings: one line in a fraction of a second, before torch and the model load
     configs = run_configs(args.preset or ["baseline"], simulate_overrides(args), args.config)
-    from simpe.simulate import simulate
+    from simpe.loop.run import simulate
 
     if args.threads is not None:  # one run at a time in this process: it gets the threads asked for
         import torch
@@ -226,8 +226,8 @@ def add_select_fixed(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_select_fixed(args: argparse.Namespace) -> None:
-    from simpe.configfile import defaults
-    from simpe.select_fixed import select_fixed
+    from simpe.config.files import defaults
+    from simpe.loop.select_fixed import select_fixed
 
     sel = select_fixed(args.model, args.dataset, args.split, args.budget, args.segments, args.device, args.out,
                        model_cfg=defaults("model", **model_settings(args)))

@@ -3,7 +3,7 @@
 
 The contract is written here once, in ``Method``'s docstrings; docs/methods.md's contract block is generated from them
 (``scripts/write_docs.py``). The update itself (gradients, clipping, repetitions, the undo of a bad step) is shared:
-``simpe.update``, and its settings reach a method through ``attach``. A method's parameters are its constructor's
+``simpe.loop.update``, and its settings reach a method through ``attach``. A method's parameters are its constructor's
 keyword arguments (checked by ``METHODS.build``); ``adapters/<name>.yaml`` sets them under ``method.params``.
 """
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-from simpe.config import UpdateConfig
+from simpe.config.tree import UpdateConfig
 from simpe.errors import ModelError
 from simpe.models import ModelFamily, family_of
 from simpe.registry import Registry
@@ -53,7 +53,7 @@ class Context:
       training pairs, ``ewc``'s Fisher sentences);
     * ``tune``: (parameters, pairs, lr, steps) -> the update's record: ``steps`` steps of the shared update (clipping,
       SGD, the undo of a bad step) on the batch ``pairs``, changing only ``parameters`` (``tune-retrieve``). A method
-      never imports ``simpe.update``: this is how it reaches it;
+      never imports ``simpe.loop.update``: this is how it reaches it;
     * ``lr``: the run's ``update.lr``;
     * ``read_pairs``: a translation memory file (tmx, tsv, or text: ``STEM.<src>`` + ``STEM.<tgt>``) -> its (source,
       target) pairs (``tune-retrieve``'s ``memory``).
@@ -128,7 +128,8 @@ class Footprint:
     * ``search_bytes``, ``search_macs``: what a decoding step's search reads and multiplies beside the model, on
       average over the run (``knn``'s datastore, growing);
     * ``tuned_values``, ``tuning_pairs``: values fine-tuned around each translation and put back after it, and the
-      pairs of the batch they are tuned on (``tune-retrieve``: every base parameter, its ``matches``).
+      pairs of the batch they are tuned on (``tune-retrieve``: every base parameter, its ``matches``): their gradients
+      and a forward and backward pass over the batch, while the translation's beam is held.
     """
 
     state: int = 0
@@ -152,7 +153,7 @@ class Method(ABC):
 
     Lifecycle: ``METHODS.build(name, **params)``, ``attach(model, model_dir, update)`` (which calls ``select``),
     ``prepare(context)`` once before the first segment, then for each segment: ``translating(source)`` around its
-    translation, the shared update (``simpe.update``: gradients of the selected tensors, clipping, repetitions,
+    translation, the shared update (``simpe.loop.update``: gradients of the selected tensors, clipping, repetitions,
     ``step``, the undo of a step that leaves a weight or the loss non-finite), ``after_segment(pair)``. At the end,
     the per-user store (``export_store``); on a resume, ``state_dict`` / ``load_state_dict``.
 
@@ -160,7 +161,7 @@ class Method(ABC):
     SGD on dense tensors needs. A step of its own (``step``) says what it changes beforehand through the hints
     ``changed_tensors`` / ``changed_rows`` (the update copies exactly those, to undo it), and what it holds through
     ``footprint``. A method finds the model's parts through its family (``family_of(model)``: the output projection,
-    the embeddings, the top layers), never by attribute names; a method never imports ``simpe.update``: it reaches
+    the embeddings, the top layers), never by attribute names; a method never imports ``simpe.loop.update``: it reaches
     the update through ``Context``.
 
     Class attributes:
@@ -169,7 +170,7 @@ class Method(ABC):
     * ``parametric``: whether it may train tensors (True): what the modifiers ``replay`` and ``ewc`` need;
     * ``companion``: whether it trains nothing persistently and can run beside a parametric method as a modifier
       (``knn``, ``tune-retrieve``: ``full+knn``; simpe.methods.compose);
-    * ``store_markers``: the store tensors that tell this method's stores from others (``simpe.store.read_store``
+    * ``store_markers``: the store tensors that tell this method's stores from others (``simpe.store.user.read_store``
       refuses a file whose tensors say one method and whose metadata names another): exact names, or a fragment
       ending in ``*`` that any name containing it matches. Empty: dense adapted parameters, which several methods
       write alike.
@@ -211,7 +212,7 @@ class Method(ABC):
 
         A method that constrains where the weights may go (``lasso``'s proximal step and budget) overrides
         this. One that does not gets the update's own SGD step instead, fused with the clipping (the same
-        arithmetic, bit for bit; ``simpe.update.clip_and_step``).
+        arithmetic, bit for bit; ``simpe.loop.update.clip_and_step``).
         """
         trainable = self.trainable()
         for name, grad in grads.items():
@@ -284,8 +285,8 @@ class Method(ABC):
     def footprint(self, shape: RunShape) -> Footprint:
         """What this method holds and does beyond the weights and the update's gradients (``Footprint``), on the
         model it is attached to. By default, plain SGD's: the update writes each step's new values into a spare of
-        each adapted tensor at the step's width (simpe.undo), and under master copies keeps a float32 master of
-        each (simpe.masters). A method with a step of its own, copies of its own, a datastore or work of its own
+        each adapted tensor at the step's width (simpe.loop.undo), and under master copies keeps a float32 master of
+        each (simpe.loop.masters). A method with a step of its own, copies of its own, a datastore or work of its own
         around the loop says so here."""
         adapted = self.adapted_values()
         return Footprint(state=adapted * shape.step + (adapted * 4 if shape.masters else 0))

@@ -27,7 +27,7 @@ from typing import Any
 
 import torch
 
-from simpe.config import UpdateConfig
+from simpe.config.tree import UpdateConfig
 from simpe.errors import ConfigError, ModelError
 from simpe.methods.base import METHODS, Context, Footprint, Method, RunShape
 from simpe.models import ModelFamily

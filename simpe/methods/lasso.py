@@ -151,7 +151,7 @@ class LassoMethod(Method):
 
     def _base(self, name: str) -> torch.Tensor:
         """The base value of ``name`` at the dtype the step sees it in: float32 under the update's master copies of a
-        bfloat16 / float16 model (``simpe.masters.MasterCopies``: the base is kept at the model's dtype, converted
+        bfloat16 / float16 model (``simpe.loop.masters.MasterCopies``: the base is kept at the model's dtype, converted
         exactly, and only for the groups a step touches), else the base itself."""
         base, dtype = self.base[name], self._trainable[name].dtype
         return base if base.dtype == dtype else base.to(dtype)

@@ -6,7 +6,7 @@ batch of it and ``k`` pairs drawn, without replacement within a draw, from the s
 drawn once with the run's seed through the loop's ``Context.sentences``). The draws come from their own torch
 generator seeded with ``seed``, so a run is repeatable and a resume goes on with the same draws (the generator's
 state and the buffer are part of the resume state). The loss of each step is the mean of the pairs' mean token
-losses (``simpe.update``); the perplexity threshold stays post-edit i's, so a segment whose post-edit is already
+losses (``simpe.loop.update``); the perplexity threshold stays post-edit i's, so a segment whose post-edit is already
 learnt steps on nothing, replayed pairs included. The per-user store is the method's: replay adds nothing to it.
 """
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The claims of Amrhein and Sennrich (2022) that simpe's sensitivity analysis measures (``simpe.sensitivity``): a
+"""The claims of Amrhein and Sennrich (2022) that simpe's sensitivity analysis measures (``simpe.measure.sensitivity``): a
 utility's MBR-based sensitivity to a changed number or named entity against a changed noun (one claim per utility,
 ``mbr_sensitivity``), and the number F1 of MBR outputs against beam search outputs (``number_f1``)."""
 from __future__ import annotations
@@ -8,10 +8,10 @@ from typing import Any
 
 import numpy as np
 
+from simpe.measure.sensitivity import number_f1 as f1_of_counts
 from simpe.replicate.judges import FACTOR_RULE, Claim, Evidence, Judge, Lookup, Verdict, cite, part
 from simpe.replicate.papers import POINTS, QUOTES, show
 from simpe.replicate.verdicts import NOT_TESTABLE, Effect, band_around, judge, mean_effect, paired_effect
-from simpe.sensitivity import number_f1 as f1_of_counts
 
 S01 = "amrhein2022"
 FAMILIES = {"num": "a changed number", "NE": "a changed named entity"}
@@ -66,7 +66,7 @@ def mbr_sensitivity(cid: str, utility: str, table: str, families: tuple[str, ...
 
 
 def _f1_of_resamples(summed: np.ndarray) -> np.ndarray:
-    """``simpe.sensitivity.number_f1`` of each row of summed [matched, in the outputs, in the sources] counts, NaN where
+    """``simpe.measure.sensitivity.number_f1`` of each row of summed [matched, in the outputs, in the sources] counts, NaN where
     it is undefined (no number in any source or output): the score the paired bootstrap resamples."""
     return np.array([np.nan if (f1 := f1_of_counts([row])) is None else f1 for row in np.atleast_2d(summed)], dtype=np.float64)
 

@@ -43,7 +43,7 @@ class Evidence:
     groups: dict[str, RunGroup | None]
     studies: dict[str, Any] | None
     notes: dict[str, str] = field(default_factory=dict)  # experiment -> why it is absent
-    sensitivity: dict[str, Any] | None = None  # utility -> simpe.sensitivity.analyse's result
+    sensitivity: dict[str, Any] | None = None  # utility -> simpe.measure.sensitivity.analyse's result
     systems: dict[str, Any] | None = None  # Yan et al. (2022) Table 3: {"models": [...], "correlation": {...}, "settings": {...}}
 
 

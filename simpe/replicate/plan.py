@@ -126,7 +126,7 @@ def check_source(scale: Scale) -> Source:
     """Check a researcher's model and data before any model loads: the settings (``sets``), the model's folder and
     family (its config.json, not its weights), the dataset's files and splits, and the segments asked for; a bad one
     raises a SimpeError naming it (one line, exit 2)."""
-    from simpe.configfile import load_config
+    from simpe.config.files import load_config
     from simpe.datasets import DATASETS
     from simpe.errors import DataError
     from simpe.model import model_family

@@ -21,8 +21,8 @@ from simpe.replicate.records import STUDY_FILES, Records, read_records, records_
 
 STUDY_ROOTS = {
     "studies": ("simpe.replicate.studies", "simpe.datasets.libreoffice"),
-    "mbr-sensitivity": ("simpe.sensitivity", "simpe.datasets.libreoffice"),
-    "systems": ("simpe.ranking.study", "simpe.store", "simpe.datasets.libreoffice"),
+    "mbr-sensitivity": ("simpe.measure.sensitivity", "simpe.datasets.libreoffice"),
+    "systems": ("simpe.measure.rank", "simpe.store.user", "simpe.datasets.libreoffice"),
 }
 CLAIM_ROOTS = ("simpe.replicate.claims", "simpe.replicate.page", "simpe.replicate.records", "simpe.replicate.provenance")
 

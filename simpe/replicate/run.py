@@ -100,8 +100,8 @@ def _mbr_sensitivity(p: Plan, device: str, call: str) -> dict[str, Any]:
     """Amrhein and Sennrich (2022)'s MBR sensitivity of each utility on dev sentences with a number or a named entity,
     cached in ``<runs_dir>/sensitivity.json`` for the same settings and code."""
     from simpe.datasets import DATASETS
+    from simpe.measure.sensitivity import analyse, named_entities, numbers
     from simpe.model import load_model
-    from simpe.sensitivity import analyse, named_entities, numbers
 
     s = p.scale
     settings = {"sentences": s.sensitivity_sentences, "samples": s.sensitivity_samples, "utilities": list(s.utilities)}
@@ -121,9 +121,9 @@ def _systems(p: Plan, device: str, call: str) -> dict[str, Any] | None:
     """Yan et al. (2022)'s Table 3 across systems: the demo model and the adapted state at the end of every forgetting
     run (its store), ranked on the dev probe of the studies; cached in ``<runs_dir>/systems.json`` for the same
     settings and code (the forgetting runs' included). None when a forgetting run is not complete."""
-    from simpe.configfile import defaults
+    from simpe.config.files import defaults
     from simpe.datasets import DATASETS
-    from simpe.ranking.study import run_correlation
+    from simpe.measure.rank import run_correlation
     from simpe.rundir.layout import DONE_FILE, STORE_FILE
     from simpe.rundir.reader import run_env
 

@@ -67,7 +67,7 @@ def test_memory_without_dry_run_is_refused() -> None:
 def test_the_datastore_grows_at_the_keys_dtype() -> None:
     """knn's datastore per 1,000 segments: 21 entries a segment, each a key of the demo model's 256 values (4 bytes each,
     or 2 with key_dtype float16), a float32 norm and an int64 value."""
-    from simpe.configfile import load_config
+    from simpe.config.files import load_config
     from simpe.dryrun import estimate
 
     float32, float16 = (estimate(load_config(preset, [])).datastore_per_1000 for preset in ("knn", "knn-fp16"))

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from simpe.configfile import known_presets, load_config
+from simpe.config.files import known_presets, load_config
 from simpe.dryrun import estimate
 from simpe.errors import SimpeError
 
@@ -47,14 +47,14 @@ def _knn_time(key_bytes: int, dtype: str, steps: float, forward: float) -> dict[
 
 def _tuning(preset: str, dtype: str) -> dict[str, float | None]:
     """tune-retrieve's tuning, by hand: every base value (full's trainable set) tuned around each translation; held
-    through the run, the tuning's spare of each at the step's width and its float32 master (below float32); around the
-    translation, beside the beam's scores (main's baseline activations), the copy to return to, the gradients (float32
-    too below float32) and a forward and backward pass over one pair (full's activations). No time: its steps depend on
-    what it retrieves."""
+    through the run, the copy to return to (at the weights' dtype), the tuning's spare of each at the step's width and
+    its float32 master (below float32); around the translation, beside the beam's scores (main's baseline
+    activations), the gradients (float32 too below float32) and a forward and backward pass over one pair (full's
+    activations). No time: its steps depend on what it retrieves."""
     b, tuned = WEIGHT[dtype], PINNED[f"full {dtype}"]["trainable"]
     masters = b < 4
-    state = tuned * (4 if masters else b) + (tuned * 4 if masters else 0)
-    around = PINNED[f"baseline {dtype}"]["activations"] + 2 * tuned * b + (tuned * 4 if masters else 0) \
+    state = tuned * b + tuned * (4 if masters else b) + (tuned * 4 if masters else 0)
+    around = PINNED[f"baseline {dtype}"]["activations"] + tuned * b + (tuned * 4 if masters else 0) \
         + PINNED[f"full {dtype}"]["activations"]
     activations = around - PINNED[f"{preset} {dtype}"]["activations"]  # the larger of the update's and this
     return {"state": state, "activations": activations, "running_without_runtime": state + activations,

@@ -48,7 +48,7 @@ def test_the_shipped_rates_cover_every_method_they_name_and_both_dtypes() -> Non
 def test_a_tied_embedding_is_read_once_per_reader() -> None:
     """The demo (Marian) model's embedding table is the encoder's and the decoder's input and the output projection:
     three readers, so a gradient of it is summed from three (the dry run counts two more tensors of its size)."""
-    from simpe.configfile import load_config
+    from simpe.config.files import load_config
     from simpe.dryrun import _meta_model, _readers
 
     model, _ = _meta_model(load_config("baseline", ["model.path=null"]))

@@ -27,7 +27,7 @@ def test_a_runs_code_counts_the_loop_its_variants_and_the_models_files_not_the_o
     lasso, baseline = run_code(_config("lasso")), run_code(_config("baseline"))
     for code in (lasso, baseline):
         files = code["files"]
-        assert {"simpe/simulate.py", "simpe/update.py", "simpe/metrics/recall.py", "simpe/decoders/beam.py",
+        assert {"simpe/loop/run.py", "simpe/loop/update.py", "simpe/metrics/recall.py", "simpe/decoders/beam.py",
                 "simpe/datasets/libreoffice.py", "simpe/models/marian.py", "models/demo-en-de/model.safetensors",
                 "models/demo-en-de/truecase.de.model", "models/demo-en-de/fixed-selection.json"} <= set(files)
         assert "models/demo-en-de/README.md" not in files and "simpe/models/mbart.py" not in files
@@ -48,7 +48,7 @@ def test_an_unknown_variant_counts_its_whole_family():
 
 def test_the_import_walk_follows_imports_inside_functions_and_fingerprints_follow_file_contents(tmp_path: Path):
     files = {p.relative_to(REPO_ROOT).as_posix() for p in source_files(["simpe.replicate.run"])}
-    assert {"simpe/sweep/executor.py", "simpe/replicate/studies.py", "simpe/sensitivity.py"} <= files  # imported lazily
+    assert {"simpe/sweep/executor.py", "simpe/replicate/studies.py", "simpe/measure/sensitivity.py"} <= files  # imported lazily
     assert fingerprint({"a": "1", "b": "2"}) == fingerprint({"b": "2", "a": "1"}) != fingerprint({"a": "1", "b": "3"})
     model = tmp_path / "m"
     model.mkdir()
@@ -61,7 +61,7 @@ def test_the_import_walk_follows_imports_inside_functions_and_fingerprints_follo
 
 def _run(segments: list[dict], name: str = "x", method: str = "baseline") -> Run:
     return Run(path=Path("group") / name, name=name, method=method, config={}, summary={"stream_sha256": "s"}, segments=segments,
-               env={"code": {"fingerprint": "f" * 16, "files": {"simpe/simulate.py": "0" * 16}}, "argv": ["ray"]})
+               env={"code": {"fingerprint": "f" * 16, "files": {"simpe/loop/run.py": "0" * 16}}, "argv": ["ray"]})
 
 
 def _segment(i: int, bleu: list[int], r0: list[int], r1: list[int], hyp: str = "Die Datei", ref: str = "Die Tabelle") -> dict:
@@ -81,7 +81,7 @@ def test_a_record_leaves_out_what_follows_and_gives_back_every_statistic(tmp_pat
                                     "r0.types", "r1.matched", "r1.types", "repeated.again", "repeated.shown"}
     assert '  "bleu.m1": [1,2],\n' in text  # one column a line
     assert "Die Datei" not in text and "argv" not in data["environment"] and data["code"] == "f" * 16
-    assert json.loads((tmp_path / "code.json").read_text())["f" * 16] == {"simpe/simulate.py": "0" * 16}
+    assert json.loads((tmp_path / "code.json").read_text())["f" * 16] == {"simpe/loop/run.py": "0" * 16}
     back = rec.read_records(tmp_path).runs["scalc"][0]
     assert back.call == "2026-01-01T00:00:00Z" and back.position == 0 and back.run.name == "x"
     for key in ("bleu", "r0", "r1", "r0+1"):
@@ -173,7 +173,7 @@ def test_a_calls_commit_is_marked_changed_by_code_not_by_the_replications_own_ou
                        check=True, capture_output=True)
 
     for name in ("docs/replication/records/calls.json", "docs/replication.md", "docs/replication.json",
-                 "docs/replicate.md", "simpe/update.py"):
+                 "docs/replicate.md", "simpe/loop/update.py"):
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text("a\n")
     git("init", "-q")
@@ -191,6 +191,6 @@ def test_a_calls_commit_is_marked_changed_by_code_not_by_the_replications_own_ou
     (tmp_path / "docs/replicate.md").write_text("b\n")  # a neighbour's name is not the page's
     assert rec.commit(folder) == head + "+changes"
     git("checkout", "docs/replicate.md")
-    (tmp_path / "simpe/update.py").write_text("b\n")
+    (tmp_path / "simpe/loop/update.py").write_text("b\n")
     assert rec.commit(folder) == head + "+changes"
     assert rec.commit(tmp_path.parent / "elsewhere") == head + "+changes"

@@ -174,7 +174,7 @@ def test_number_f1_of_mbr_against_beam_from_the_sensitivity_counts():
     """30 sentences with 2 source numbers each: beam matches both (F1 100), MBR under chrf++ one of the two and adds none
     (2 * 30 / (30 + 60) = 66.67, -33.3 points against the paper's -2.3: outside the band), MBR under sbleu matches both."""
     def counts(rows):
-        from simpe.sensitivity import number_f1
+        from simpe.measure.sensitivity import number_f1
 
         return {"f1": number_f1(rows), "counts": rows}
 
