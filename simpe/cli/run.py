@@ -75,7 +75,7 @@ def cmd_simulate(args: argparse.Namespace) -> None:
         raise ConfigError(f"--memory takes a size in GiB > 0 and goes with --dry-run, got {args.memory}")
     tracking = Tracking(args)  # bad trackers, or a missing package: one line before any model loads
     if args.dry_run:
-        from simpe.dryrun import GIB, report
+        from simpe.loop.dryrun import GIB, report
         from simpe.model import resolve_device
 
         configs = run_configs(args.preset or ["baseline"], simulate_overrides(args), args.config)

@@ -15,6 +15,8 @@ The files follow the loop's shape:
 * ``probes``: the observers that measure the model while it adapts (the ranking snapshot, the forgetting probe).
 * ``summary``: a complete run's summary.json.
 * ``select_fixed``: `simpe select-fixed`, the `fixed` method's tensors chosen by adapting on the dev stream.
+* ``dryrun``: `simpe simulate --dry-run`, whether a run fits and how long it takes, from the model's shapes and each
+  method's own footprint (``Method.footprint``), without loading weights.
 
 Import from the modules (``from simpe.loop.run import Loop``): this file imports nothing, so that a module's code
 fingerprint (``simpe.fingerprint``) holds only what it uses.

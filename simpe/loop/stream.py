@@ -1,6 +1,6 @@
 """The segments a run reads: its stream (the first ``data.segments`` of the dataset's split), the fixed probe of its
 ranking snapshots and the held-out sentences of its forgetting probe. The loop (``simpe.loop.run``) and the dry run
-(``simpe.dryrun``, which reads the stream's lengths) take them from here."""
+(``simpe.loop.dryrun``, which reads the stream's lengths) take them from here."""
 from __future__ import annotations
 
 import logging

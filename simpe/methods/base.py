@@ -106,7 +106,7 @@ class RunShape:
 @dataclass(frozen=True)
 class Footprint:
     """What a method holds and does beyond the model's weights and the shared update's gradients and activations:
-    the facts ``simpe simulate --dry-run`` counts (simpe.dryrun), declared by the method itself (``Method.footprint``)
+    the facts ``simpe simulate --dry-run`` counts (simpe.loop.dryrun), declared by the method itself (``Method.footprint``)
     and by each modifier (``simpe.methods.compose.Modifier.footprint``). Footprints add up (``a + b``): a composed
     method's is the sum of its parts'.
 
@@ -270,7 +270,7 @@ class Method(ABC):
         own = type(self)
         return own.after_segment is not Method.after_segment or own.examples is not Method.examples or bool(self._trainable)
 
-    # ---- what the dry run counts (simpe.dryrun)
+    # ---- what the dry run counts (simpe.loop.dryrun)
     def can_select(self, model_dir: Path | None) -> bool:
         """Whether ``select`` can name its tensors for a model in ``model_dir`` (None: a hub id) from what is on disk
         before a run; by default it can. ``fixed`` cannot without its selection file, and the dry run then counts

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from simpe.dryrun import ENTRIES_PER_SEGMENT, MIB, measured_command, measured_peak
+from simpe.loop.dryrun import ENTRIES_PER_SEGMENT, MIB, measured_command, measured_peak
 
 REPO = Path(__file__).resolve().parents[2]
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}

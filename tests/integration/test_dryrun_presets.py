@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from simpe.config.files import known_presets, load_config
-from simpe.dryrun import estimate
 from simpe.errors import SimpeError
+from simpe.loop.dryrun import estimate
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "dryrun_presets.json"
 PINNED = json.loads(GOLDEN.read_text(encoding="utf-8"))["estimates"]
@@ -24,7 +24,7 @@ BYTES = ("parameters", "trainable", "weights", "gradients", "state", "activation
 SECONDS = ("translate_seconds", "update_seconds")
 
 RATES = json.loads((Path(__file__).resolve().parents[2] / "simpe" / "scale_table.json").read_text(encoding="utf-8"))
-ENTRIES = 21  # datastore entries a segment adds (simpe.dryrun.ENTRIES_PER_SEGMENT)
+ENTRIES = 21  # datastore entries a segment adds (simpe.loop.dryrun.ENTRIES_PER_SEGMENT)
 WEIGHT = {"float32": 4, "bfloat16": 2}
 
 

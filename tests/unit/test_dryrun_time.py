@@ -1,9 +1,9 @@
-"""The dry run's time model (``simpe.dryrun.seconds``) on numbers worked out by hand, and the tensors it counts."""
+"""The dry run's time model (``simpe.loop.dryrun.seconds``) on numbers worked out by hand, and the tensors it counts."""
 from __future__ import annotations
 
 import pytest
 
-from simpe.dryrun import TimeFacts, _Sizes, seconds
+from simpe.loop.dryrun import TimeFacts, _Sizes, seconds
 
 RATES = {"bandwidth": {"float32": 1000.0}, "macs": {"float32": 100.0}, "step_overhead": 0.5, "forward_overhead": 1.0,
          "step_passes": 2.0, "cache": 100.0, "forwards_per_repetition": {"full": 1.5, "baseline": 0.0},
@@ -36,7 +36,7 @@ def test_no_time_without_rates_for_the_method_or_the_dtype() -> None:
 
 
 def test_the_shipped_rates_cover_every_method_they_name_and_both_dtypes() -> None:
-    from simpe.dryrun import _speed_table
+    from simpe.loop.dryrun import _speed_table
     from simpe.methods import METHODS
 
     table = _speed_table()
@@ -49,7 +49,7 @@ def test_a_tied_embedding_is_read_once_per_reader() -> None:
     """The demo (Marian) model's embedding table is the encoder's and the decoder's input and the output projection:
     three readers, so a gradient of it is summed from three (the dry run counts two more tensors of its size)."""
     from simpe.config.files import load_config
-    from simpe.dryrun import _meta_model, _readers
+    from simpe.loop.dryrun import _meta_model, _readers
 
     model, _ = _meta_model(load_config("baseline", ["model.path=null"]))
     assert sorted(_readers(model).values()) == [3]

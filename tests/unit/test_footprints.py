@@ -127,9 +127,9 @@ def _string_constants(path: Path) -> set[str]:
             if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings}
 
 
-@pytest.mark.parametrize("module", ["simpe/dryrun.py", "simpe/methods/compose.py"])
+@pytest.mark.parametrize("module", ["simpe/loop/dryrun.py", "simpe/methods/compose.py"])
 def test_no_method_is_named_in_the_dry_run_or_the_composition(module: str) -> None:
     """They ask the method (its footprint, its class's properties) and never branch on its name. The dry run names
     one preset, the lighter method its refusal suggests (``LIGHTER_PRESET``)."""
     named = _string_constants(REPO / module) & {*METHODS.names(), *MODIFIERS.names()}
-    assert named == ({"lora"} if module == "simpe/dryrun.py" else set()), named
+    assert named == ({"lora"} if module == "simpe/loop/dryrun.py" else set()), named

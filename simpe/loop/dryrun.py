@@ -76,7 +76,7 @@ ENTRIES_PER_SEGMENT = 21  # knn datastore entries a segment adds (target tokens 
 ACTIVATION_WIDTHS = (14, 3)  # values kept per layer and token: 14 of the model's width, 3 of the feed-forward width
 LOOP_OVERHEAD = 100 * MIB  # the loop's own data, metrics and truecaser beyond the imports (demo baseline: 590 MiB measured, 483 without it)
 CUDA_CONTEXT = 600 * MIB  # the CUDA context and kernels of torch, outside its allocator (typical; not measured here)
-SPEED_TABLE = Path(__file__).parent / "scale_table.json"
+SPEED_TABLE = Path(__file__).parents[1] / "scale_table.json"  # simpe/scale_table.json, written by make fit-speed
 BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
 LIGHTER_PRESET = "lora"  # what a refusal suggests instead of a method that adapts more values than its adapters
 # What the estimate is checked against: the peak resident memory of `simpe ARGS` run in a child process, its VmHWM,
