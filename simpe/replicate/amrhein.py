@@ -9,11 +9,10 @@ from typing import Any
 import numpy as np
 
 from simpe.replicate.judges import FACTOR_RULE, Claim, Evidence, Judge, Lookup, Verdict, cite, part
-from simpe.replicate.papers import POINTS, QUOTES, show
+from simpe.replicate.papers import AMRHEIN2022, POINTS, QUOTES, show
 from simpe.replicate.verdicts import NOT_TESTABLE, Effect, band_around, judge, mean_effect, paired_effect
 from simpe.sensitivity import number_f1 as f1_of_counts
 
-S01 = "amrhein2022"
 FAMILIES = {"num": "a changed number", "NE": "a changed named entity"}
 
 
@@ -50,12 +49,12 @@ def _more_sensitive(families: tuple[str, ...], targets: dict[str, float]) -> Jud
 def mbr_sensitivity(cid: str, utility: str, table: str, families: tuple[str, ...]) -> Claim:
     """The claim that ``utility`` is more sensitive to the changes of ``families`` (num, NE) than to a changed noun, from
     the figures of the paper's ``table`` (Appendix C)."""
-    quotes = [f"s01.{table}.numbers", f"s01.{table}.nes", f"s01.{table}.nouns", f"s01.{table}.alt_ende"]
+    quotes = [f"amrhein2022.{table}.numbers", f"amrhein2022.{table}.nes", f"amrhein2022.{table}.nouns", f"amrhein2022.{table}.alt_ende"]
     nouns = QUOTES[quotes[2]].value or 0.0
     targets = {f: round((QUOTES[quotes[0 if f == 'num' else 1]].value or 0.0) - nouns, 2) for f in families}
     return Claim(
         cid, f"{utility} is more sensitive to " + " or ".join(FAMILIES[f] for f in families) + " than to a changed noun.",
-        cite(S01, f"Appendix C, {QUOTES[quotes[0]].table.split(' (')[0]} (MBR-based sensitivity, samples as support)"),
+        cite(AMRHEIN2022, f"Appendix C, {QUOTES[quotes[0]].table.split(' (')[0]} (MBR-based sensitivity, samples as support)"),
         show(*quotes),
         "mean difference to the reference's MBR score, family minus nouns, utility points (paper: "
         + ", ".join(f"{f} {v:+g}" for f, v in targets.items()) + f"); {FACTOR_RULE}. simpe's 'alternative' control is "
