@@ -21,8 +21,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-POINTS, RELATIVE, COEFFICIENT, TEXT = "points", "relative %", "coefficient", "text"
-UNITS = (POINTS, RELATIVE, COEFFICIENT, TEXT)
+POINTS, RELATIVE, COEFFICIENT, COUNT, TEXT = "points", "relative %", "coefficient", "count", "text"
+UNITS = (POINTS, RELATIVE, COEFFICIENT, COUNT, TEXT)
 
 
 @dataclass(frozen=True)
@@ -101,7 +101,9 @@ def printed_value(excerpt: str) -> float:
 
 
 SIMIANER2019, YAN2021, YAN2022, AMRHEIN2022 = "simianer2019", "yan2021", "yan2022", "amrhein2022"  # the keys of PAPERS
-T5 = "Table 5, Autodesk block (Table 2 as printed)"
+# Table 2 (R0, R1, R0+1 on Autodesk) is printed only in relative form, as Table 5's Autodesk block (its baseline row in
+# absolute figures); the same block's BLEU, SBLEU and TER are Table 1's as relative changes
+T5 = "Table 5, Autodesk block"
 _T5_HEAD = "Autodesk BLEU SBLEU TER R0 +1 R0 R1 baseline 40.3 49.3 45.2 41.0 39.3 44.9 "
 _T5_ROWS = "bias 0 0 0 0 0 1 full 17 13 -3 1 - 9 22 lasso 15 10 -6 4 3 8 fixed 17 13 - 9 0 -9 16 top 7 10 10 -2 -9 12"
 
@@ -109,6 +111,42 @@ _T5_ROWS = "bias 0 0 0 0 0 1 full 17 13 -3 1 - 9 22 lasso 15 10 -6 4 3 8 fixed 1
 def _t5(row: str, column: str, value: float, tail: str) -> Quote:
     """A method's relative change on Autodesk, Table 5's Autodesk block (line 144); ``tail`` ends where the figure does."""
     return Quote(SIMIANER2019, T5, row, column, value, RELATIVE, 144, _T5_HEAD + _T5_ROWS[: _T5_ROWS.index(tail) + len(tail)])
+
+
+# Amrhein and Sennrich (2022), Appendix C, Tables 6 (BLEU) and 7 (chrF++): the en-de rows (lines 288-291, 300-303), each
+# row a change (add, del, sub, whole) with Numbers, NEs, Nouns under samples as support, then under references as support,
+# then a control (samples, references); the paper's "average" row (lines 292, 304) pools de-en and en-de
+_ENDE_T6 = ["en-de add -1.62 -1.41 -0.88 -4.10 -3.56 -2.73 altern. -0.33", "del -1.65 -1.37 -0.88 -4.24 -3.58 -2.73 copy -6.02 -20.06",
+            "sub -1.57 -1.41 -0.86 -4.09 -3.71 -2.75 hallucin. -6.71 -21.14", "whole -1.62 -1.72 -0.90 -4.10 -4.41 -2.79"]
+_ENDE_T7 = ["en-de add -0.88 -1.25 -0.80 -2.28 -2.04 -1.52 altern. -0.73", "del -1.10 -1.47 -0.94 -1.89 -2.37 -1.78 copy -19.13 -32.68",
+            "sub -1.08 -1.51 -0.96 -1.87 -2.44 -1.81 hallucin. -24.96 -42.11", "whole -1.33 -3.72 -1.98 -2.28 -5.81 -3.68"]
+ENDE_KINDS, ENDE_FAMILIES = ("add", "del", "sub", "whole"), ("num", "NE", "noun")
+_ENDE_NAMES = {"t6": "Table 6 (BLEU)", "t7": "Table 7 (chrF++)"}
+_FAMILY_COLUMNS = {"num": "Numbers", "NE": "NEs", "noun": "Nouns"}
+
+
+def _ende(table: str, first: int, rows: list[str]) -> dict[str, Quote]:
+    """The en-de rows of Table 6 or 7 as quotes: ``amrhein2022.<table>.ende[_refs].<kind>.<family>`` (samples or references
+    as support) and the controls ``amrhein2022.<table>.ende[_refs].<copy|hallucination>``."""
+    out = {}
+    for offset, (kind, row) in enumerate(zip(ENDE_KINDS, rows)):
+        words = row.split(" ")
+        start = 2 if offset == 0 else 1  # the first row begins "en-de add"
+        for j, support in enumerate(("", "_refs")):
+            for f, family in enumerate(ENDE_FAMILIES):
+                at = start + 3 * j + f
+                out[f"amrhein2022.{table}.ende{support}.{kind}.{family}"] = Quote(
+                    AMRHEIN2022, _ENDE_NAMES[table], f"en-de {kind}",
+                    f"{_FAMILY_COLUMNS[family]} ({'references' if support else 'samples'} as support)",
+                    float(words[at]), POINTS, first + offset, " ".join(words[: at + 1]))
+        control = {"del": "copy", "sub": "hallucination"}.get(kind)
+        if control is not None:
+            at = start + 7
+            for j, support in enumerate(("", "_refs")):
+                out[f"amrhein2022.{table}.ende{support}.{control}"] = Quote(
+                    AMRHEIN2022, _ENDE_NAMES[table], "en-de", f"{control} (control, {'references' if support else 'samples'} as support)",
+                    float(words[at + j]), POINTS, first + offset, " ".join(words[: at + j + 1]))
+    return out
 
 
 QUOTES: dict[str, Quote] = {
@@ -119,6 +157,12 @@ QUOTES: dict[str, Quote] = {
     "simianer2019.t1.bleu.lasso": Quote(SIMIANER2019, "Table 1", "lasso", "BLEU", 46.3, POINTS, 135, "44.0 lasso 46.3"),
     "simianer2019.t1.bleu.fixed": Quote(SIMIANER2019, "Table 1", "fixed", "BLEU", 47.1, POINTS, 135, "42.6 fixed 47.1"),
     "simianer2019.t1.bleu.top": Quote(SIMIANER2019, "Table 1", "top", "BLEU", 43.2, POINTS, 135, "41.0 top 43.2"),
+    "simianer2019.t1.sbleu.full": Quote(SIMIANER2019, "Table 1", "full", "SBLEU", 55.9, POINTS, 135, "full 47.0 55.9"),
+    "simianer2019.t1.sbleu.lasso": Quote(SIMIANER2019, "Table 1", "lasso", "SBLEU", 54.3, POINTS, 135, "lasso 46.3 54.3"),
+    "simianer2019.t1.sbleu.fixed": Quote(SIMIANER2019, "Table 1", "fixed", "SBLEU", 55.5, POINTS, 135, "fixed 47.1 55.5"),
+    "simianer2019.t1.ter.full": Quote(SIMIANER2019, "Table 1", "full", "TER", 44.0, POINTS, 135, "full 47.0 55.9 44.0"),
+    "simianer2019.t1.ter.lasso": Quote(SIMIANER2019, "Table 1", "lasso", "TER", 42.6, POINTS, 135, "lasso 46.3 54.3 42.6"),
+    "simianer2019.t1.ter.fixed": Quote(SIMIANER2019, "Table 1", "fixed", "TER", 41.0, POINTS, 135, "fixed 47.1 55.5 41.0"),
     "simianer2019.t1.similar": Quote(SIMIANER2019, "Section 5 (Results)", "", "", None, TEXT, 105,
                             "BLEU , sentence BLEU , and TER scores ( Table 1 ) are similar for full adaptation , sparse adaptation "
                             "with group lasso , and adaptation of a fixed"),
@@ -139,6 +183,7 @@ QUOTES: dict[str, Quote] = {
     "simianer2019.t5.r0.lasso": _t5("lasso", "R0", 3, "full 17 13 -3 1 - 9 22 lasso 15 10 -6 4 3"),
     "simianer2019.t5.r0.fixed": _t5("fixed", "R0", -9, "lasso 15 10 -6 4 3 8 fixed 17 13 - 9 0 -9"),
     "simianer2019.t5.r0.top": _t5("top", "R0", -9, "fixed 17 13 - 9 0 -9 16 top 7 10 10 -2 -9"),
+    "simianer2019.t5.r1.bias": _t5("bias", "R1", 1, "bias 0 0 0 0 0 1"),
     "simianer2019.t5.r1.full": _t5("full", "R1", 22, "bias 0 0 0 0 0 1 full 17 13 -3 1 - 9 22"),
     "simianer2019.t5.r1.lasso": _t5("lasso", "R1", 8, "full 17 13 -3 1 - 9 22 lasso 15 10 -6 4 3 8"),
     "simianer2019.t5.r1.fixed": _t5("fixed", "R1", 16, "lasso 15 10 -6 4 3 8 fixed 17 13 - 9 0 -9 16"),
@@ -150,6 +195,8 @@ QUOTES: dict[str, Quote] = {
                                "The lasso technique is the only one that shows an improvement in R0 over the baseline"),
     "simianer2019.r1.lasso_low": Quote(SIMIANER2019, "Section 5 (Results)", "", "", None, TEXT, 111,
                               "lasso has considerably lower one - shot recall compared to the other adaptation methods"),
+    "simianer2019.r1.tradeoff": Quote(SIMIANER2019, "Section 5 (Results)", "", "", None, TEXT, 109,
+                                      "These approaches trade off long-term gains in BLEU and high one - shot recall for low zero-shot recall"),
     "simianer2019.r01.lasso_best": Quote(SIMIANER2019, "Section 5 (Results)", "", "", None, TEXT, 106,
                                 "lasso substantially outperforms the other methods in zero-shot ( R0 ) , and combined zero-and "
                                 "oneshot recall of content words ( R0 + 1 )"),
@@ -160,13 +207,27 @@ QUOTES: dict[str, Quote] = {
     "simianer2019.t3.r1.full": Quote(SIMIANER2019, "Table 3 (block at line 120)", "full", "R1", 63.0, POINTS, 120, "29.9 full 26.1 63.0"),
     "simianer2019.t3.r0.lasso": Quote(SIMIANER2019, "Table 3 (block at line 120)", "lasso", "R0", 31.9, POINTS, 120, "33.8 lasso 31.9"),
     "simianer2019.t3.r1.lasso": Quote(SIMIANER2019, "Table 3 (block at line 120)", "lasso", "R1", 53.1, POINTS, 120, "33.8 lasso 31.9 53.1"),
-    "simianer2019.t3.occurrences": Quote(SIMIANER2019, "Section 6 (Analysis)", "", "occurrences", 310, POINTS, 119, "which is only 310"),
+    "simianer2019.t3.r01.baseline": Quote(SIMIANER2019, "Table 3 (block at line 120)", "baseline", "R0+1", 29.9, POINTS, 120, "baseline 27.1 40.7 29.9"),
+    "simianer2019.t3.r01.full": Quote(SIMIANER2019, "Table 3 (block at line 120)", "full", "R0+1", 33.8, POINTS, 120, "29.9 full 26.1 63.0 33.8"),
+    "simianer2019.t3.r01.lasso": Quote(SIMIANER2019, "Table 3 (block at line 120)", "lasso", "R0+1", 36.3, POINTS, 120,
+                                       "33.8 lasso 31.9 53.1 36.3"),
+    "simianer2019.t3.occurrences": Quote(SIMIANER2019, "Section 6 (Analysis)", "", "novel-word occurrences", 310, COUNT, 119, "which is only 310"),
     # Table 4: subwords, all tokens (footnote 8, line 149), the block printed at line 139
     "simianer2019.t4.r0.baseline": Quote(SIMIANER2019, "Table 4 (block at line 139)", "baseline", "R0", 44.1, POINTS, 139, "baseline 44.1"),
     "simianer2019.t4.r0.full": Quote(SIMIANER2019, "Table 4 (block at line 139)", "full", "R0", 40.4, POINTS, 139, "45.5 full 40.4"),
     "simianer2019.t4.r0.lasso": Quote(SIMIANER2019, "Table 4 (block at line 139)", "lasso", "R0", 43.7, POINTS, 139, "45.4 lasso 43.7"),
+    "simianer2019.t4.r1.baseline": Quote(SIMIANER2019, "Table 4 (block at line 139)", "baseline", "R1", 48.1, POINTS, 139, "baseline 44.1 48.1"),
+    "simianer2019.t4.r01.baseline": Quote(SIMIANER2019, "Table 4 (block at line 139)", "baseline", "R0+1", 45.5, POINTS, 139,
+                                          "baseline 44.1 48.1 45.5"),
+    "simianer2019.t4.r1.full": Quote(SIMIANER2019, "Table 4 (block at line 139)", "full", "R1", 54.6, POINTS, 139, "45.5 full 40.4 54.6"),
+    "simianer2019.t4.r01.full": Quote(SIMIANER2019, "Table 4 (block at line 139)", "full", "R0+1", 45.4, POINTS, 139, "45.5 full 40.4 54.6 45.4"),
+    "simianer2019.t4.r1.lasso": Quote(SIMIANER2019, "Table 4 (block at line 139)", "lasso", "R1", 51.7, POINTS, 139, "45.4 lasso 43.7 51.7"),
+    "simianer2019.t4.r01.lasso": Quote(SIMIANER2019, "Table 4 (block at line 139)", "lasso", "R0+1", 46.5, POINTS, 139,
+                                       "45.4 lasso 43.7 51.7 46.5"),
     "simianer2019.t4.text": Quote(SIMIANER2019, "Section 6 (Analysis)", "lasso", "R0", -1, RELATIVE, 121,
                          "R0 for the lasso method is degraded only slightly below the baseline ( - 1"),
+    "simianer2019.r0.lasso_text": Quote(SIMIANER2019, "Section 6 (Analysis)", "lasso", "R0 (the regular metric)", 2, RELATIVE, 121,
+                                        "R0 for the lasso method is degraded only slightly below the baseline ( - 1 % , compared to + 2"),
     "simianer2019.t4.all_tokens": Quote(SIMIANER2019, "footnote 8", "", "", None, TEXT, 149,
                                         "Note that this includes all tokens , not just parts of content words"),
     "simianer2019.lasso.budget": Quote(SIMIANER2019, "Section 4 (lasso's budget)", "lasso", "parameters", None, TEXT, 100,
@@ -197,6 +258,12 @@ QUOTES: dict[str, Quote] = {
                        "This figure clearly shows that a larger beam size leads to fewer search errors"),
     "yan2021.fig1b": Quote(YAN2021, "Section 3.1 / Figure 1b", "", "", None, TEXT, 72,
                        "The results demonstrate that the higher ranked candidates exhibit worse BLEU scores (see Figure 1b)"),
+    "yan2021.fig1c": Quote(YAN2021, "Section 3.1 / Figure 1c", "", "", None, TEXT, 76,
+                           "In contrast, the changes are random (see Figure 1c), which means a source sentence might be translated to a "
+                           "better target sentence or a worse target sentence randomly when the beam size gets larger"),
+    "yan2021.heap.theorem": Quote(YAN2021, "Section 5 (theorem)", "", "", None, TEXT, 295,
+                                  "The target sentences in  $H$  are not worse than the target sentences in"),
+    "yan2021.t4.beam_ln": Quote(YAN2021, "Table 4", "+ length normalization", "Beam Search", 26.72, POINTS, 285, "+ length normalization\t26.72"),
     "yan2021.t4.beam": Quote(YAN2021, "Table 4", "Transformer(base)", "Beam Search", 27.22, POINTS, 284, "Transformer(base)\t27.22"),
     "yan2021.t4.heap": Quote(YAN2021, "Table 4", "Transformer(base)", "Min-heap Beam Search", 0.40, POINTS, 284, "Transformer(base)\t27.22\t0.40"),
     "yan2021.t4.heap_ln": Quote(YAN2021, "Table 4", "+ length normalization", "Min-heap Beam Search", 26.73, POINTS, 285,
@@ -235,6 +302,10 @@ QUOTES: dict[str, Quote] = {
                                "the model outperforms the random line with a considerable gap"),
     "yan2022.k.random": Quote(YAN2022, "Appendix, Figure 4", "", "", None, TEXT, 589, "stay close to the random permutation results"),
     "yan2022.k.text": Quote(YAN2022, "Appendix, Figure 4", "", "", None, TEXT, 591, "Both of our metrics are not sensitive to the choice of k"),
+    "yan2022.human.pearson": Quote(YAN2022, "Section 4 (human evaluation)", "kQRG vs human scores of top-5 lists", "Pearson", 0.8554,
+                                   COEFFICIENT, 217, "The results are 0.8554"),
+    "yan2022.human.spearman": Quote(YAN2022, "Section 4 (human evaluation)", "kQRG vs human scores of top-5 lists", "Spearman", 0.8506,
+                                    COEFFICIENT, 217, "The results are 0.8554/0.8506"),
     "yan2022.t1.empty": Quote(YAN2022, "Table 1", "Transformer", "# Emp", 64.70, POINTS, 231, "Transformer 27.22 64.70"),
     "yan2022.t8.top_kqrg": Quote(YAN2022, "Table 8 (chrF)", "Transformer", "Top kQRG", 31.67, POINTS, 447, "Transformer 27.22 64.70 31.67"),
     "yan2022.t8.sample_kqrg": Quote(YAN2022, "Table 8 (chrF)", "Transformer", "Sample kQRG", 34.58, POINTS, 447,
@@ -265,6 +336,17 @@ QUOTES: dict[str, Quote] = {
                                      "MBR bleu 93.88 +00.64 91.37"),
     "amrhein2022.t2.mbr_comet_numbers": Quote(AMRHEIN2022, "Table 2", "MBR wmt20-comet-da", "Numbers en-de (F1)", 89.14, POINTS, 120,
                                       "MBR wmt20-comet-da 90.34 -02.90 89.14"),
+    "amrhein2022.t2.retrain_numbers": Quote(AMRHEIN2022, "Table 2", "MBR retrain-comet-da", "Numbers en-de (F1)", 90.17, POINTS, 122,
+                                            "MBR retrain-comet-da 92.65 -00.59 90.17"),
+    "amrhein2022.retrain.text": Quote(AMRHEIN2022, "Section 7 (COMET retraining)", "", "", None, TEXT, 221,
+                                      "the retrained COMET model can still not beat non-neural utility functions"),
+    "amrhein2022.t2.reference_numbers": Quote(AMRHEIN2022, "Table 2", "reference", "Numbers en-de (F1)", 93.46, POINTS, 115,
+                                              "reference 93.24 93.46"),
+    "amrhein2022.t2.beam_gain": Quote(AMRHEIN2022, "Table 2", "beam search", "Numbers en-de (F1 change to the reference)", 2.27, POINTS, 117,
+                                      "beam search 95.91 +02.67 95.73 +02.27"),
+    "amrhein2022.controls.text": Quote(AMRHEIN2022, "Section 6", "", "", None, TEXT, 202,
+                                       "The MBR score difference to the hallucination is by far the largest, followed by the copied source"),
+    **{key: q for table, first, rows in (("t6", 288, _ENDE_T6), ("t7", 300, _ENDE_T7)) for key, q in _ende(table, first, rows).items()},
 }
 
 
