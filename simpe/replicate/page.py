@@ -158,7 +158,8 @@ def to_html(rows: list[tuple[str, Verdict]], facts: dict[str, Any], figure: str 
     table = ["<tr><th>claim</th><th>source</th><th>paper</th><th>simpe</th><th>verdict</th><th>rule</th></tr>"]
     for cid, v in rows:
         table.append(f"<tr><td>{e(v.claim)} <code>{e(cid)}</code></td><td>{e(v.source)}</td><td>{e(v.paper)}</td>"
-                     f"<td>{e(v.simpe)}</td><td style='color:{colors[v.verdict]}'><b>{e(v.verdict)}</b>: {e(v.why)}</td>"
+                     f"<td>{e(v.simpe)}</td><td style='color:{colors[v.verdict]}'><b>{e(v.verdict)}</b>"
+                     f"{e(f' (linked to {v.linked}: not counted)') if v.linked else ''}: {e(v.why)}</td>"
                      f"<td>{e(v.rule)}</td></tr>")
     image = f"<h2>Figure 2</h2><img src='{e(figure)}' style='max-width:100%'>" if figure else ""
     return ("<!doctype html><html><head><meta charset='utf-8'><title>simpe replication</title><style>"

@@ -33,7 +33,8 @@ def no_effect_against(against: str, names: tuple[str, ...], keys: dict[str, floa
             for n in names:
                 found = effect(group, key, n, against=against)
                 if found is None:
-                    lacks = (awaited or {}).get(key, "not measured")
+                    ran = n in runs(group) and against in runs(group)  # the runs are there: their records lack the statistics
+                    lacks = (awaited or {}).get(key, "not measured") if ran else "not measured"
                     parts.append(Judged(NOT_TESTABLE, f"{label}{n} vs {against}: {lacks}"))
                     continue
                 verdict, why = judge_null(found, band)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from simpe.replicate.claims import NOT_TESTABLE, REPRODUCED, Evidence, verdicts
+from simpe.replicate.claims import NOT_TESTABLE, Evidence, verdicts
 from simpe.replicate.plan import Scale, describe, make_plan
 
 ray = pytest.importorskip("ray")
@@ -92,17 +92,19 @@ def test_the_page_from_no_runs_judges_every_claim_and_says_what_is_missing(tmp_p
         replicate(Scale(**TINY), tmp_path / "runs", out, run=False)  # a page is never emptied for want of its records
     (tmp_path / "docs" / "replication" / "records").mkdir(parents=True)  # an empty records folder: every row says why
     message = replicate(Scale(**TINY), tmp_path / "runs", out, workers=1, threads=1, progress=False, run=False)
-    assert message.endswith(f"(37 claims, judged from the records in {tmp_path / 'docs' / 'replication' / 'records'})")
+    assert message.endswith(f"(45 claims, judged from the records in {tmp_path / 'docs' / 'replication' / 'records'})")
     rows = json.loads(out.with_suffix(".json").read_text(encoding="utf-8"))["rows"]
-    assert len(rows) == 37 and [c for c, row in rows.items() if row["verdict"] != NOT_TESTABLE] == ["yan2022-random"]
+    assert len(rows) == 45 and [c for c, row in rows.items() if row["verdict"] != NOT_TESTABLE] == ["yan2022-random"]
+    assert not any("awaits" in row["why"] for row in rows.values())  # nothing ran: no row waits for a newer record
     assert rows["simianer2019-bleu"]["why"] == ("no records of the scalc runs in records/scalc/ (`simpe replicate --only scalc` "
                                                 "runs them and writes them)")
     assert rows["simianer2019-bleu"]["code"]["scalc"] is None and rows["simianer2019-bleu"]["measured"] == []
     page = out.read_text(encoding="utf-8")
-    assert ("**1 reproduced, 0 partly, 0 not reproduced, 0 inconclusive, 28 not testable here** (of 29 claims of the papers; "
-            "8 probes beyond them are measured, not counted)") in page
+    assert "- **in total**: 0 reproduced, 0 partly, 0 not reproduced, 0 inconclusive, 35 not testable here (of 35 claims)" in page
+    assert "- **Simianer et al. (2019)**: 0 reproduced, 0 partly, 0 not reproduced, 0 inconclusive, 11 not testable here (of 11)" in page
+    assert "10 probes beyond the papers (and checks of arithmetic or of a theorem) are measured, not counted" in page
     assert "Simianer et al. (2019), *Measuring Immediate Adaptation Performance for Neural Machine Translation*" in page
-    assert "58.75 (exact expectation; linear gain: 80.42)" in page and "**reproduced**: +0.03" in page
+    assert "58.75 (exact expectation; linear gain: 80.42)" in page and "**measured**: arithmetic, not a finding: +0.03" in page
     assert "<table>" in (tmp_path / "runs" / "replication.html").read_text(encoding="utf-8")
 
 
@@ -213,7 +215,7 @@ def test_a_claims_figures_are_the_runs_own(tiny):
     (_, missing), = verdicts(Evidence({"scalc": None}, None, {"scalc": "not run"}), only=["simianer2019-bleu"])
     assert missing.verdict == NOT_TESTABLE and missing.why == "not run"
     (_, random), = verdicts(Evidence({}, None), only=["yan2022-random"])
-    assert random.verdict == REPRODUCED
+    assert random.verdict == "measured"  # arithmetic: a probe, not a finding
 
 
 @pytest.mark.slow  # make test: test_the_page_from_no_runs_judges_every_claim_and_says_what_is_missing
