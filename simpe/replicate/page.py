@@ -41,16 +41,13 @@ def _counts(counts: dict[str, int]) -> str:
     return ", ".join(f"{counts[v]} {v}" for v in COUNTED)
 
 
-def tally_lines(rows: list[tuple[str, Verdict]], link: str | None = None) -> list[str]:
-    """The headline: the counted verdicts per paper and in total (``claims.tally``), one line each; ``link``: a page
-    to point to (README's block)."""
+def tally_lines(rows: list[tuple[str, Verdict]]) -> list[str]:
+    """The headline: the counted verdicts per paper and in total (``claims.tally``), one line each."""
     counts = tally(rows)
     cites = {key: PAPERS[key].cite for key in PAPERS}
     total = sum(counts["total"].values())
     lines = [f"- **{cites[key]}**: {_counts(c)} (of {sum(c.values())})" for key, c in counts.items() if key != "total"]
     lines.append(f"- **in total**: {_counts(counts['total'])} (of {total} claims)")
-    if link:
-        lines.append(f"\nEach row, its rule and its figures: [{link}]({link}).")
     return lines
 
 
@@ -79,16 +76,17 @@ def intervals(documents: bool) -> str:
     return text
 
 
-README_BEGIN = ("<!-- replication tally: written by `simpe replicate` from docs/replication.json (`--report-only` rewrites it); "
-                "do not edit by hand -->")
+README_BEGIN = "<!-- replication tally: written by simpe replicate; do not edit -->"  # README is a front page: few words
 README_END = "<!-- end of the replication tally -->"
 
 
 def readme_block(page_json: dict[str, Any], link: str) -> str:
-    """README's block: the tally of a page's json (its rows' verdicts and links), with a link to the page."""
+    """README's block: the total tally of a page's json (its rows' verdicts and links), linked to the tally per paper."""
     rows = [(cid, Verdict(**{k: row.get(k) for k in ("claim", "source", "paper", "simpe", "verdict", "why", "rule", "linked")}))
             for cid, row in (page_json.get("rows") or {}).items()]
-    return "\n".join([README_BEGIN, "", *tally_lines(rows, link), "", README_END])
+    total = tally(rows)["total"]
+    line = f"**{_counts(total)}** (of {sum(total.values())} claims; [per paper]({link}#the-tally))."
+    return "\n".join([README_BEGIN, line, README_END])
 
 
 def write_readme_tally(page: Path, readme: Path, link: str) -> bool:
