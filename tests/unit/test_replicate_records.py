@@ -89,6 +89,30 @@ def test_a_record_leaves_out_what_follows_and_gives_back_every_statistic(tmp_pat
     assert back.run.segments[1]["cumulative"]["r0"] == 0.5 and back.run.segments[1]["repeated"] == [1, 1]
 
 
+def test_a_record_keeps_ter_and_the_document_ids_and_derives_sentence_bleu(tmp_path: Path):
+    """TER's [edits, ref_words] per segment and the segments' documents (run-length encoded) are kept; SBLEU is not a
+    column: BLEU+1 of the segment's BLEU statistics gives it back exactly (m = [1, 0, 0, 0], t = [2, 1, 0, 0], hyp 2,
+    ref 2: order min(4, 2) = 2, (1/2 * 1/2) ** (1/2) = 0.5, brevity exp(1 - 3 / 2) = 0.6065: 30.33)."""
+    from simpe.metrics.sacre import nakov_bleu_plus_one
+    from simpe.report.compare import segment_stats
+
+    segments = []
+    for i, doc in enumerate(("a", "a", "b")):
+        seg = _segment(i, [1, 0, 0, 0, 2, 1, 0, 0, 2, 2], [0, 1], [0, 0])
+        seg["doc_id"], seg["stats"]["ter"] = doc, [1.0, 2.0]
+        seg["metrics"]["sbleu"] = nakov_bleu_plus_one(seg["stats"]["bleu"])
+        segments.append(seg)
+    run = _run(segments)
+    data = json.loads(rec.export_run(tmp_path, "scalc", 0, run, call=None).read_text(encoding="utf-8"))
+    assert data["documents"] == [["a", 2], ["b", 1]] and data["columns"]["ter.edits"] == [1, 1, 1]
+    assert not any(name.startswith("sbleu") for name in data["columns"])
+    back = rec.read_records(tmp_path).runs["scalc"][0].run
+    assert [s["doc_id"] for s in back.segments] == ["a", "a", "b"]
+    assert segment_stats(back, "sbleu", 3)[0, 0] == pytest.approx(30.33, abs=0.01)
+    assert (segment_stats(back, "sbleu", 3) == segment_stats(run, "sbleu", 3)).all()
+    assert (segment_stats(back, "ter", 3) == np.array([[1, 2]] * 3)).all()
+
+
 def test_a_column_that_does_not_follow_is_kept(tmp_path: Path):
     """BLEU totals that are not the hypothesis length's n-gram counts, an R0+1 that is not R0 plus R1: kept as logged."""
     from simpe.report.compare import segment_stats

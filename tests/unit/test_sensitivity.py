@@ -66,6 +66,12 @@ def test_a_real_run_on_the_demo_model(demo_model):
                      samples=4, seed=0, lang="de")
     assert set(result["changes"]) == set(CHANGES) | set(CONTROLS)
     assert result["changes"]["copy"]["sentences"] == 3 and result["changes"]["numadd"]["sentences"] == 2
+    # each value's source sentence, for intervals over sentences: numbers in the first and the third reference
+    assert result["changes"]["numadd"]["sentence"] == [0, 2] and result["changes"]["copy"]["sentence"] == [0, 1, 2]
+    # the beam output and its changes, scored against the reference as the support (the paper's references as support)
+    support = result["references_support"]
+    assert set(support) == set(CHANGES) | {"copy", "hallucination"} and support["copy"]["sentence"] == [0, 1, 2]
+    assert support["copy"]["mean"] < 0  # the source copied scores below the beam output against the German reference
     # copying the English source is far from every German sample: it scores far below the reference
     assert result["changes"]["copy"]["mean"] < -20
     assert set(summarise(result)) == {"numbers", "named entities", "nouns"}
