@@ -4,7 +4,7 @@ with and without reusing the decoder states of a segment's earlier completions (
     python benchmarks/bench_interactive.py [--segments 50] [--decoders beam greedy] [--beam-size 5] [--threads 2]
 
 For each stream segment: the decoder's proposal (not timed here), then both translators' sessions (char and word
-level, ``simpe.interactive.run_sessions``) against the post-edit, once with reuse and once without, in alternating
+level, ``simpe.loop.interactive.run_sessions``) against the post-edit, once with reuse and once without, in alternating
 order; the model is not adapted (the cost of a completion does not depend on the method). Both runs must count the
 same effort (checked). Buckets: the post-edit's words, <= 20, 21-40, > 40 (the issue's goal covers up to 40:
 median < 100 ms and 95th percentile < 300 ms per completion on 2 cores, demo model).
@@ -22,11 +22,11 @@ from entry import run_main
 from record import record
 
 from simpe import log
-from simpe.configfile import load_config
+from simpe.config.files import load_config
 from simpe.decoders import DECODERS
-from simpe.interactive import run_sessions
+from simpe.loop.interactive import run_sessions
+from simpe.loop.run import load_stream
 from simpe.model import load_model
-from simpe.simulate import load_stream
 
 BUCKETS = (("<=20", 0, 20), ("21-40", 21, 40), (">40", 41, 10**9))
 MODES = ("fresh", "reuse")  # without, with reuse

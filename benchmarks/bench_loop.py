@@ -19,8 +19,8 @@ from entry import run_main
 from record import record
 
 from simpe import log
-from simpe.configfile import load_config
-from simpe.simulate import check_runs
+from simpe.config.files import load_config
+from simpe.loop.run import check_runs
 
 
 def main() -> int:

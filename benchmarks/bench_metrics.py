@@ -45,11 +45,11 @@ from record import record
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from simpe.configfile import defaults  # noqa: E402
+from simpe.config.files import defaults  # noqa: E402
+from simpe.measure.score import resolve_truecaser  # noqa: E402
 from simpe.metrics import METRICS  # noqa: E402
 from simpe.metrics.online import OnlineScorer, cumulative_curves  # noqa: E402
 from simpe.metrics.text import TextPipeline  # noqa: E402
-from simpe.score import resolve_truecaser  # noqa: E402
 
 TARGET_S = 5.0
 

@@ -52,11 +52,11 @@ def percentile(values: list[float], share: float) -> float:
 def bench(method: str, translators: int, segments: int, port: int, folder: Path) -> dict[str, float]:
     import uvicorn
 
+    from simpe.loop.run import load_stream
     from simpe.serve import project as projects
     from simpe.serve.app import create_app
     from simpe.serve.bind import allowed_names
     from simpe.serve.server import open_sessions
-    from simpe.simulate import load_stream
 
     names = [f"t{i}" for i in range(translators)]
     project, tokens = projects.create(folder / "projects", method.replace("_", "-"), method,
@@ -123,8 +123,8 @@ def main() -> int:
     log.setup()
     logging.getLogger("simpe").setLevel(logging.WARNING)
     if args.one:  # a child: one method in this fresh process, its figures as the last line
+        from simpe.loop.run import Loop  # noqa: F401
         from simpe.serve.app import create_app  # noqa: F401  the libraries the sessions use, before `before`
-        from simpe.simulate import Loop  # noqa: F401
 
         with tempfile.TemporaryDirectory() as folder:
             row = bench(args.one, args.translators, args.segments, args.port, Path(folder) / args.one)

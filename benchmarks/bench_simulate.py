@@ -23,10 +23,10 @@ from entry import run_main
 from record import record
 
 from simpe import log
-from simpe.configfile import run_configs
+from simpe.config.files import run_configs
+from simpe.loop.run import simulate
 from simpe.rundir import layout
 from simpe.rundir.reader import read_jsonl
-from simpe.simulate import simulate
 from simpe.sweep import cpu_count, execute, plan
 
 

@@ -4,7 +4,7 @@
                                     [--threads 1] [--no-savers] [--plan] [--no-record]
 
 Each (model, method, dtype) runs in its own process (its peak resident memory is its own VmHWM, printed at exit:
-``simpe.dryrun.measured_command``, not wait4's maxrss, which counts the forked copy of this process) over the first
+``simpe.loop.dryrun.measured_command``, not wait4's maxrss, which counts the forked copy of this process) over the first
 ``--segments`` segments of the LibreOffice stream (``--segments-large`` for MADLAD-400 3B, ``--segments-demo`` for the
 demo model), without snapshots. The real-size models are the shape-true ones of ``simpe.models.shapes`` (published
 sizes, random weights drawn at load: quality means nothing). A random-weight model never writes its end token, so each
@@ -12,7 +12,7 @@ hypothesis runs to the decoder's length limit: the bench sets the limit to the s
 (``decoder.params.max_len_a=1.0``, ``max_len_b=0``; a causal LM's source is its whole prompt), and its updates never
 reach the perplexity threshold (``update.max_repeats`` repetitions a segment). The demo model is trained: it writes and
 repeats as a real run does. Each row gives the update repetitions per segment it made, and beside each measurement
-the dry run's estimate (``simpe.dryrun``) of the same run; ``make fit-speed`` fits the dry run's CPU rates to these
+the dry run's estimate (``simpe.loop.dryrun``) of the same run; ``make fit-speed`` fits the dry run's CPU rates to these
 rows and compares every row again. A run whose estimate exceeds ``--memory`` GiB (default 24) or what this machine has
 is not run; the table says so and why. The figures go to docs/benchmark-results.md through the benchmark recorder
 (``record.py``), with the machine. At 1 thread on 2 cores a real-size run takes 0.5-3.5 minutes: at ``--segments 2``
@@ -83,8 +83,8 @@ def parser() -> argparse.ArgumentParser:
 
 def main() -> None:
     args = parser().parse_args()
-    from simpe.configfile import load_config
-    from simpe.dryrun import GIB, available, estimate, measured_command, measured_peak
+    from simpe.config.files import load_config
+    from simpe.loop.dryrun import GIB, available, estimate, measured_command, measured_peak
     from simpe.models import shapes
 
     budget = min(args.memory * GIB, available("cpu"))

@@ -4,7 +4,7 @@
                                         [--preset baseline] [--set key=value ...] [--threads 1] [--cprofile N]
                                         [--device cpu|cuda]
 
-The probe set and the ranking settings are the loop's (``simpe.simulate.probe_set`` and the
+The probe set and the ranking settings are the loop's (``simpe.loop.run.probe_set`` and the
 ``ranking`` section of adapters/defaults.yaml, merged with ``--preset`` and ``--set``): 20 short
 dev sentences, exact top-10, a plain beam, 200 Monte Carlo samples each, chrF. Each timing is
 one snapshot (``simpe.ranking.evaluate.evaluate``, as ``snapshot`` runs it) in a fresh worker
@@ -117,7 +117,7 @@ def worker(args: argparse.Namespace) -> int:
         torch.set_num_threads(args.threads)
     import simpe
     from simpe import log
-    from simpe.config import RankingConfig
+    from simpe.config.tree import RankingConfig
     from simpe.model import load_model
     from simpe.ranking.evaluate import evaluate
 
@@ -162,9 +162,9 @@ def _job(args: argparse.Namespace, path: Path) -> dict[str, Any]:
     sys.path.insert(0, str(REPO))
     from dataclasses import asdict
 
-    from simpe.configfile import load_config
+    from simpe.config.files import load_config
+    from simpe.loop.run import load_stream, probe_set
     from simpe.model import model_folder
-    from simpe.simulate import load_stream, probe_set
 
     overrides = list(args.set) + ([f"model={args.model}"] if args.model else [])
     cfg = load_config(args.preset, overrides)

@@ -20,10 +20,10 @@ from entry import run_main
 from record import record
 from transformers import MarianMTModel, MarianTokenizer
 
-from simpe.configfile import defaults
-from simpe.demo_data import collate, split_pairs, token_batches
+from simpe.config.files import defaults
+from simpe.demo.data import collate, split_pairs, token_batches
+from simpe.demo.train import make_optimizer, marian_config, train_step
 from simpe.paths import DEFAULT_MODEL
-from simpe.train_demo import make_optimizer, marian_config, train_step
 
 
 def main() -> int:

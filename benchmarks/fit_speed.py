@@ -4,7 +4,7 @@
 
 Each measured plain row of the ``bench-size`` row of docs/benchmarks.json (model, method, dtype: translate and update
 seconds per segment, and the update repetitions where the row records them) is set beside the dry run's time model of
-the same run (``simpe.dryrun.seconds`` of its ``time_facts``: the model's sizes from its config, the run's segments read
+the same run (``simpe.loop.dryrun.seconds`` of its ``time_facts``: the model's sizes from its config, the run's segments read
 with its tokenizer, the decoder's length limit). The rates (bytes per second a decoding step reads and multiply-adds
 per second, per dtype; the overhead of a decoding step and of a forward pass; the step's passes over the adapted bytes
 beyond the cache; each method's forward passes per update repetition) are the ones that minimise the squared log ratio
@@ -95,8 +95,8 @@ def main() -> None:
     args = parser.parse_args()
     import bench_size
 
-    from simpe.configfile import load_config
-    from simpe.dryrun import SPEED_TABLE, estimate, seconds
+    from simpe.config.files import load_config
+    from simpe.loop.dryrun import SPEED_TABLE, estimate, seconds
     from simpe.models import shapes
 
     benchmarks = json.loads((REPO / "docs" / "benchmarks.json").read_text(encoding="utf-8"))

@@ -29,7 +29,7 @@ import tempfile
 import unicodedata
 from pathlib import Path
 
-from simpe.configfile import load_saved_config
+from simpe.config.files import load_saved_config
 from simpe.metrics.online import resolve_vocab
 from simpe.metrics.stopwords import stopwords_path
 from simpe.metrics.text import is_digit_token, is_punct_token

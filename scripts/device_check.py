@@ -9,7 +9,11 @@ Steps, each timed, each recorded even when it fails (a failure does not stop the
    hypotheses and the difference of corpus BLEU and of the mean loss before the update. Without a reference the
    step records the run alone.
 3. ``real_size``: NLLB-200-distilled-600M and Llama 3.2 1B of ``simpe.models.shapes`` (random weights, built on the
-   device), a few segments per method: seconds per segment (translate / update) and peak memory.
+   device), 11 segments per method decoded to the source's length (``TRANSLATION_LENGTH``): the median seconds per
+   segment (translate / update) of the 10 after the warm-up, the update repetitions and the seconds per repetition,
+   and peak memory.
+4. ``shared``: 4 plain ``simpe simulate`` processes of the demo model's ``full`` on one device against one alone
+   (aggregate segments per second; Ray is not in the GPU image, so ``--gpus-per-run`` stays unverified).
 
 Writes ``device-check.json`` and ``device-check.md`` to ``--out``, after each step. Back on the development machine,
 ``--record DIR/device-check.json`` writes its figures into docs/benchmark-results.md (``benchmarks/record.py``, the
@@ -23,6 +27,7 @@ import argparse
 import json
 import os
 import platform
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -47,9 +52,9 @@ def _run(preset: str, overrides: list[str], runs: Path) -> tuple[Path, list[dict
     """One simulate run in this process; (its folder, its records, its peak accelerator memory in MiB or None)."""
     import torch
 
-    from simpe.configfile import load_config
+    from simpe.config.files import load_config
+    from simpe.loop.run import Loop
     from simpe.rundir import layout
-    from simpe.simulate import Loop
 
     if torch.cuda.is_available():
         torch.cuda.reset_peak_memory_stats()
@@ -62,13 +67,24 @@ def _run(preset: str, overrides: list[str], runs: Path) -> tuple[Path, list[dict
     return path, records, peak
 
 
-def _summary(records: list[dict]) -> dict[str, Any]:
+def _summary(records: list[dict], warmup: int = 0) -> dict[str, Any]:
+    """A run's figures: per segment, the median seconds of translate, update and their sum over the segments after the
+    first ``warmup`` (kernels chosen, caches allocated: not a segment's cost), the update repetitions per segment (their
+    mean, and per repetition the median update seconds), the mean loss before the update and the run's BLEU."""
     n = len(records)
-    seconds = {k: sum(r["seconds"].get(k, 0.0) for r in records) / n for k in ("translate", "update")}
+    timed = records[warmup:] if n > warmup else records
+    per = {k: sorted(r["seconds"].get(k, 0.0) for r in timed) for k in ("translate", "update")}
+    total = sorted(r["seconds"].get("translate", 0.0) + r["seconds"].get("update", 0.0) for r in timed)
+    repetitions = [r["update"]["repetitions"] for r in timed if r.get("update")]
+    per_repetition = sorted(r["seconds"]["update"] / r["update"]["repetitions"] for r in timed
+                            if r.get("update") and r["update"]["repetitions"])
     losses = [r["update"]["loss_before"] for r in records if r.get("update") and r["update"].get("loss_before") is not None]
-    return {"segments": n, "s_per_segment": round(sum(seconds.values()), 4), "translate_s": round(seconds["translate"], 4),
-            "update_s": round(seconds["update"], 4), "mean_loss_before": sum(losses) / len(losses) if losses else None,
-            "bleu": records[-1]["cumulative"]["bleu"]}
+    return {"segments": n, "timed_segments": len(timed), "s_per_segment": round(statistics.median(total), 4),
+            "translate_s": round(statistics.median(per["translate"]), 4), "update_s": round(statistics.median(per["update"]), 4),
+            "repetitions": round(sum(repetitions) / len(repetitions), 2) if repetitions else 0.0,
+            "update_s_per_repetition": round(statistics.median(per_repetition), 4) if per_repetition else None,
+            "hypothesis_tokens": round(sum(len((r.get("hyp_tokens") or "").split()) for r in timed) / len(timed), 1),
+            "mean_loss_before": sum(losses) / len(losses) if losses else None, "bleu": records[-1]["cumulative"]["bleu"]}
 
 
 def _compare(records: list[dict], reference: list[dict]) -> dict[str, Any]:
@@ -106,7 +122,15 @@ def step_demo(device: str, segments: int, presets: list[str], runs: Path, make_r
     return out
 
 
+# A shape-true model with random weights never chooses EOS: it would decode to the length limit (2 x source + 10
+# tokens), a cost no translation has. The real-size rows decode to the source's length instead (max_len_a 1, max_len_b
+# 1: about the reference's, en -> de), so that a row shows what translating a segment costs.
+TRANSLATION_LENGTH = ["decoder.params.max_len_a=1.0", "decoder.params.max_len_b=1"]
+
+
 def step_real_size(device: str, tiny: bool, segments: int, presets: list[str], runs: Path) -> dict[str, Any]:
+    """The shape-true real-size models, ``segments`` segments per preset; the first is the warm-up, left out of the
+    medians (``_summary``)."""
     from simpe.models import shapes
 
     out: dict[str, Any] = {}
@@ -116,9 +140,44 @@ def step_real_size(device: str, tiny: bool, segments: int, presets: list[str], r
             dtype = "float32" if tiny else "bfloat16"
             start = time.perf_counter()
             _, records, peak = _run(preset, [f"model.path={folder}", f"device={device}", f"model.dtype={dtype}",
-                                             f"data.segments={segments}", "metrics.truecaser=null", *settings], runs / f"{name}-{preset}")
-            out[f"{name}-{preset}-{dtype}"] = {**_summary(records), "peak_mib": peak, "wall_s": round(time.perf_counter() - start, 1)}
+                                             f"data.segments={segments}", "metrics.truecaser=null", *TRANSLATION_LENGTH,
+                                             *settings], runs / f"{name}-{preset}")
+            out[f"{name}-{preset}-{dtype}"] = {**_summary(records, warmup=1), "peak_mib": peak,
+                                               "wall_s": round(time.perf_counter() - start, 1)}
     return out
+
+
+def step_shared(device: str, processes: int, segments: int, runs: Path) -> dict[str, Any]:
+    """Several plain ``simpe simulate`` processes sharing one device (the GPU image has no Ray): the demo model's
+    ``full`` on ``segments`` segments, one process alone, then ``processes`` at once; segments per second of one run alone
+    and of all in aggregate (over the slowest run's loop seconds, start-up and model load left out), and the aggregate
+    over one run's (goal on a GPU: >= 3 with 4 processes)."""
+    def loop_seconds(folder: Path) -> float:
+        """The run's own seconds in its segments' phases (summary.json): the process's start and model load left out."""
+        summary = json.loads(next(folder.glob("*/*/summary.json")).read_text(encoding="utf-8"))
+        return sum(summary["seconds"][k] for k in ("prepare", "translate", "score", "update"))
+
+    def launch(tag: str, count: int) -> float:
+        env = {**os.environ, "OMP_NUM_THREADS": "1"}
+        commands = [[sys.executable, "-m", "simpe", "simulate", "--preset", "full", "--segments", str(segments),
+                     "--device", device, "--runs-dir", str(runs / f"{tag}-{i}"), "--set", "snapshots.every=0", "--no-progress"]
+                    for i in range(count)]
+        start = time.perf_counter()
+        running = [subprocess.Popen(command, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                   for command in commands]
+        for process in running:
+            _, err = process.communicate(timeout=900)
+            if process.returncode:
+                raise RuntimeError(f"simpe simulate exited {process.returncode}: {err.strip().splitlines()[-1:] or ''}")
+        wall = time.perf_counter() - start
+        return max(loop_seconds(runs / f"{tag}-{i}") for i in range(count)) if wall else wall
+
+    alone = launch("alone", 1)
+    together = launch("shared", processes)  # the slowest run's loop seconds: the runs overlap in their loops
+    one, aggregate = segments / alone, processes * segments / together
+    return {"processes": processes, "segments": segments, "alone_s": round(alone, 1), "shared_s": round(together, 1),
+            "segments_per_s_alone": round(one, 3), "segments_per_s_aggregate": round(aggregate, 3),
+            "aggregate_over_one": round(aggregate / one, 2)}
 
 
 def markdown(result: dict[str, Any]) -> str:
@@ -133,7 +192,14 @@ def markdown(result: dict[str, Any]) -> str:
             against = row.get("against_cpu")
             text = (f"{against['identical_hypotheses']:.0%} identical, BLEU {against['bleu_difference']:+.2f}" if against else "-")
             peak = f"{row['peak_mib']:.0f}" if row.get("peak_mib") is not None else "-"
-            lines.append(f"| {step} | {key} | {row['s_per_segment']:.3f} ({row['translate_s']:.3f} / {row['update_s']:.3f}) | {peak} | {text} |")
+            reps = (f"; {row['repetitions']:.2f} repetitions, {row['update_s_per_repetition']:.3f} s each"
+                    if row.get("update_s_per_repetition") else "")
+            lines.append(f"| {step} | {key} | {row['s_per_segment']:.3f} ({row['translate_s']:.3f} / {row['update_s']:.3f}){reps}, "
+                         f"median of {row.get('timed_segments', row['segments'])} | {peak} | {text} |")
+    shared = result["steps"].get("shared") or {}
+    if "aggregate_over_one" in shared:
+        lines.append(f"\n{shared['processes']} simpe simulate processes on one device: {shared['segments_per_s_aggregate']} "
+                     f"segments/s in all against {shared['segments_per_s_alone']} alone ({shared['aggregate_over_one']}x)")
     for step, row in result["steps"].items():
         if isinstance(row, dict) and "error" in row:
             lines.append(f"\n{step} failed: {row['error']}")
@@ -154,7 +220,10 @@ def record_result(result: dict[str, Any]) -> None:
                 continue
             against = row.get("against_cpu")
             figures[f"{step} {key}"] = (f"{row['s_per_segment']:.3f} s/segment (translate {row['translate_s']:.3f} + update "
-                                        f"{row['update_s']:.3f}), {row['segments']} segments"
+                                        f"{row['update_s']:.3f}), median of {row.get('timed_segments', row['segments'])} "
+                                        f"segments after the warm-up"
+                                        + (f", {row['repetitions']:.2f} update repetitions, {row['update_s_per_repetition']:.3f} s "
+                                           "each" if row.get("update_s_per_repetition") else "")
                                         + (f", peak {row['peak_mib']:.0f} MiB" if row.get("peak_mib") is not None else "")
                                         + (f"; against the CPU records: {against['identical_hypotheses']:.0%} identical hypotheses, "
                                            f"BLEU {against['bleu_difference']:+.2f}, mean loss {against['mean_loss_difference']:.4f}"
@@ -162,6 +231,10 @@ def record_result(result: dict[str, Any]) -> None:
     for step, row in result["steps"].items():
         if isinstance(row, dict) and "error" in row:
             figures[f"{step} failed"] = row["error"]
+    shared = result["steps"].get("shared") or {}
+    if "aggregate_over_one" in shared:
+        figures["shared device"] = (f"{shared['processes']} simulate processes: {shared['segments_per_s_aggregate']} segments/s "
+                                    f"in all, {shared['aggregate_over_one']}x one run's {shared['segments_per_s_alone']}")
     figures["CUDA tests"] = (result["steps"].get("cuda_tests") or {}).get("summary", "-")
     figures["wall time"] = f"{result['seconds']:.0f} s"
     m = result["machine"]
@@ -208,8 +281,9 @@ def main(argv: list[str] | None = None) -> int:
         runs = Path(scratch)
         steps = [("cuda_tests", lambda: step_cuda_tests(args.cpu)),
                  ("demo", lambda: step_demo(device, segments, ["baseline", "full"] if args.cpu else PRESETS, runs, args.make_reference)),
-                 ("real_size", lambda: step_real_size(device, args.cpu, 1 if args.cpu else 3,
-                                                      ["full"] if args.cpu else ["baseline", "full", "lora", "lasso"], runs))]
+                 ("real_size", lambda: step_real_size(device, args.cpu, 2 if args.cpu else 11,
+                                                      ["full"] if args.cpu else ["baseline", "full", "lora", "lasso"], runs)),
+                 ("shared", lambda: step_shared(device, 2 if args.cpu else 4, 2 if args.cpu else 200, runs))]
         if args.make_reference:
             steps = [steps[1]]
         for name, run in steps:

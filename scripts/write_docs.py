@@ -1,5 +1,6 @@
 """Rewrite the generated parts of the docs (each between its two markers) from the code: the flag table of docs/cli.md
-from simpe's argparse parsers, the methods tables of README.md and docs/methods.md from the methods registry, and
+from simpe's argparse parsers, the methods tables of README.md and docs/methods.md from the methods registry, the
+method contract of docs/methods.md from the docstrings of simpe/methods/base.py (the contract's one copy), and
 README's list of the manual's pages from mkdocs.yml's nav.
 
 ``make write-docs`` runs it, and ``make test`` runs that first, so a new method's file and preset are all a method
@@ -24,6 +25,9 @@ CLI_END = "<!-- end of the flag table -->"
 METHODS_BEGIN = ("<!-- methods table: written by scripts/write_docs.py from the registry (make write-docs; make test runs it); "
                  "do not edit by hand -->")
 METHODS_END = "<!-- end of the methods table -->"
+CONTRACT_BEGIN = ("<!-- method contract: written by scripts/write_docs.py from the docstrings of simpe/methods/base.py "
+                  "(make write-docs; make test runs it); do not edit by hand -->")
+CONTRACT_END = "<!-- end of the method contract -->"
 
 
 def cli_table() -> str:
@@ -35,7 +39,7 @@ def cli_table() -> str:
 def methods_table(brief: bool = False) -> str:
     """One row per registered method: what it adapts (its class docstring's first line), its presets, its families
     (``brief``: the first two columns, for the README)."""
-    from simpe.configfile import known_presets, load_config
+    from simpe.config.files import known_presets, load_config
     from simpe.methods import METHODS
     from simpe.models import FAMILIES
 
@@ -62,6 +66,51 @@ def methods_table(brief: bool = False) -> str:
     return "\n".join(rows) + "\n"
 
 
+def _markdown(text: str) -> str:
+    """A docstring as markdown: its indentation removed, ``code`` as `code`."""
+    import inspect
+
+    return inspect.cleandoc(text).replace("``", "`")
+
+
+def _one_line(text: str) -> str:
+    """A docstring in a table cell: one line, its pipes escaped."""
+    return " ".join(_markdown(text).split()).replace("|", "\\|")
+
+
+def _signature(name: str, member: object) -> str:
+    """``name(arguments)`` without ``self``/``cls`` and annotations (defaults kept)."""
+    import inspect
+
+    function = member.__func__ if isinstance(member, (classmethod, staticmethod)) else member
+    params = [p.replace(annotation=inspect.Parameter.empty) for p in inspect.signature(function).parameters.values()
+              if p.name not in ("self", "cls")]
+    return f"{name}({', '.join(str(p) for p in params)})"
+
+
+def method_contract() -> str:
+    """The Method contract from simpe/methods/base.py: ``Method``'s docstring, a row per member (its signature, whether
+    a method must write it, its docstring), and the docstrings of what the members take and give (``Gradients``,
+    ``Context``, ``RunShape``, ``Footprint``)."""
+    import inspect
+
+    from simpe.methods.base import Context, Footprint, Gradients, Method, RunShape
+
+    rows = ["| member | required | what it is for |", "| --- | --- | --- |"]
+    for name, member in vars(Method).items():
+        if name.startswith("_") or not (inspect.isfunction(member) or isinstance(member, classmethod)):
+            continue
+        doc = inspect.getdoc(getattr(Method, name))
+        if not doc:
+            raise SystemExit(f"simpe/methods/base.py: Method.{name} has no docstring; the contract is written there")
+        required = "yes" if name in Method.__abstractmethods__ else ""
+        rows.append(f"| `{_signature(name, member)}` | {required} | {_one_line(doc)} |")
+    parts = [_markdown(Method.__doc__ or ""), "\n".join(rows)]
+    for cls in (Gradients, Context, RunShape, Footprint):
+        parts.append(f"`{cls.__name__}`: {_markdown(cls.__doc__ or '')}")
+    return "\n\n".join(parts) + "\n"
+
+
 PAGES_BEGIN = "<!-- page list: written by scripts/write_docs.py from mkdocs.yml's nav (make write-docs); do not edit by hand -->"
 PAGES_END = "<!-- end of the page list -->"
 
@@ -80,12 +129,14 @@ def page_list() -> str:
     return ", ".join(f"[{page[:-3]}](docs/{page})" for _, page in nav_pages() if page != "index.md") + "\n"
 
 
-# page -> its generated blocks: (begin marker, end marker, the block's text)
-BLOCKS: dict[str, list[tuple[str, str, Callable[[], str]]]] = {
-    "docs/cli.md": [(CLI_BEGIN, CLI_END, cli_table)],
-    "README.md": [(METHODS_BEGIN, METHODS_END, lambda: methods_table(brief=True)), (PAGES_BEGIN, PAGES_END, page_list)],
-    "docs/methods.md": [(METHODS_BEGIN, METHODS_END, methods_table)],
-}
+# (page, begin marker, end marker, the block's text); a page may hold several blocks
+BLOCKS: list[tuple[str, str, str, Callable[[], str]]] = [
+    ("docs/cli.md", CLI_BEGIN, CLI_END, cli_table),
+    ("README.md", METHODS_BEGIN, METHODS_END, lambda: methods_table(brief=True)),
+    ("README.md", PAGES_BEGIN, PAGES_END, page_list),
+    ("docs/methods.md", METHODS_BEGIN, METHODS_END, methods_table),
+    ("docs/methods.md", CONTRACT_BEGIN, CONTRACT_END, method_contract),
+]
 
 
 def render(page: str, begin: str, end: str, block: str) -> str:
@@ -96,11 +147,10 @@ def render(page: str, begin: str, end: str, block: str) -> str:
 
 
 def rendered(name: str) -> tuple[str, str]:
-    """(the page as it is, the page as this script writes it: each of its generated blocks)."""
-    page = (REPO_ROOT / name).read_text(encoding="utf-8")
-    new = page
-    for begin, end, make in BLOCKS[name]:
-        if begin not in page or end not in page:
+    """(the page as it is, the page as this script writes it: each of its blocks)."""
+    page = new = (REPO_ROOT / name).read_text(encoding="utf-8")
+    for _, begin, end, make in (b for b in BLOCKS if b[0] == name):
+        if begin not in new or end not in new:
             raise SystemExit(f"{name}: the markers of its generated block are missing ({begin!r} ... {end!r})")
         new = render(new, begin, end, make())
     return page, new
@@ -122,7 +172,7 @@ def benchmark_page() -> tuple[str, str]:
 def stale() -> list[str]:
     """One line per generated page that differs from what its generator writes (nothing is written)."""
     lines = [f"{name}: a generated block differs from what scripts/write_docs.py writes; run make write-docs and commit "
-             f"the result" for name in BLOCKS if len(set(rendered(name))) > 1]
+             f"the result" for name in dict.fromkeys(page for page, *_ in BLOCKS) if len(set(rendered(name))) > 1]
     page, new = benchmark_page()
     if page != new:
         lines.append("docs/benchmark-results.md: differs from what benchmarks/record.py renders from docs/benchmarks.json; "
@@ -140,7 +190,7 @@ def main(argv: list[str] | None = None) -> int:
         for line in found:
             print(f"stale: {line}", file=sys.stderr)
         return 1 if found else 0
-    for name in BLOCKS:
+    for name in dict.fromkeys(page for page, *_ in BLOCKS):
         page, new = rendered(name)
         if new != page:
             Path(REPO_ROOT / name).write_text(new, encoding="utf-8")

@@ -3,7 +3,7 @@
 A fingerprint is the first 16 hex digits of the SHA-256 of the sorted lines ``<file> <sha256[:16] of the file>``
 over a *file table*. The table of a loop run (``run_code``) holds:
 
-* simpe's source files that ``simpe.simulate`` imports, directly or through others, found statically (every
+* simpe's source files that ``simpe.loop.run`` imports, directly or through others, found statically (every
   ``import simpe...`` / ``from simpe... import`` of a module, including those inside functions);
 * of the variant families (``simpe.methods``, ``simpe.decoders``, ``simpe.datasets``, ``simpe.models``), whose
   ``__init__`` imports every variant, only the base and the variants the run names (its method, decoder, dataset and
@@ -33,7 +33,7 @@ PACKAGE_ROOT = REPO_ROOT / "simpe"
 # the variant families: a run counts only the variants it names (their __init__ imports them all, for the registry)
 NARROWED = ("simpe.methods", "simpe.decoders", "simpe.datasets", "simpe.models")
 MODEL_FILES_LEFT_OUT = ("README.md", "model_card.json")  # a model folder's description, not what loads
-LOOP_ROOT = "simpe.simulate"
+LOOP_ROOT = "simpe.loop.run"
 
 
 def _module_file(name: str) -> Path | None:

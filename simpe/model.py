@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from simpe.config import FAMILY_AUTO
+from simpe.config.tree import FAMILY_AUTO
 from simpe.errors import ConfigError, ModelError, SimpeError
 from simpe.models import FAMILIES, ModelFamily, Pair, family_for_type, family_of
 from simpe.paths import DEFAULT_MODEL
@@ -337,7 +337,7 @@ def load_model(model_id: str | os.PathLike[str] | None = None, device: str = "au
     # Every weight in its own freshly allocated (64-byte aligned) storage: weights loaded from
     # safetensors are views at 8-byte offsets into the file's buffer, and CPU matmul kernels give
     # different last bits for different alignments. The update's SGD step moves a weight into a
-    # fresh buffer (simpe.undo.Backup.swap_in), so without this a resumed run (weights copied back
+    # fresh buffer (simpe.loop.undo.Backup.swap_in), so without this a resumed run (weights copied back
     # into the loaded storage) would not compute bit for bit as an uninterrupted one.
     with torch.no_grad():
         for param in model.parameters():  # tied weights are one Parameter: they stay tied

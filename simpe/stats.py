@@ -25,7 +25,7 @@ by the observed one (Koehn 2004; Berg-Kirkpatrick et al. 2012), two-sided:
 which gives p = 1 for an identical method and about 1/(B+1) for a clearly different one.
 
 Correlations (``pearson``, ``spearman``, ``kendall`` tau-b with ties) serve the
-Table 3 study of Yan et al. (2022) (``simpe.ranking.study``). This module computes; it does not read runs or
+Table 3 study of Yan et al. (2022) (``simpe.measure.rank``). This module computes; it does not read runs or
 format tables.
 """
 from __future__ import annotations

@@ -9,10 +9,10 @@ own tensors, such as ``bias``'s ``simpe_output_bias``) and string metadata, the 
 
 ``read_store_file`` refuses (one line, ``ConfigError``) anything a run cannot have written as a file: not
 safetensors, another format, no method or base model, a JSON field that is not a JSON object, non-finite values.
-``simpe.store.read_store`` (what every reader calls) adds what needs the methods: an unknown method, tensors of
+``simpe.store.user.read_store`` (what every reader calls) adds what needs the methods: an unknown method, tensors of
 another method than the metadata names (each method's ``store_markers``). This module imports no method: the methods
 import it for the rows keys. Methods own which tensors they export and how they apply them
-(``Method.export_store`` / ``load_store``); ``simpe.store`` exports and applies stores, ``simpe.translate``
+(``Method.export_store`` / ``load_store``); ``simpe.store.user`` exports and applies stores, ``simpe.store.translate``
 translates with one.
 """
 from __future__ import annotations
@@ -131,7 +131,7 @@ def write_store_file(path: Path, tensors: dict[str, Any], metadata: StoreMetadat
 
 def read_store_file(path: Path) -> tuple[dict[str, Any], StoreMetadata]:
     """The tensors (name -> CPU tensor) and checked metadata of a store file, as a format: one-line errors for anything
-    a run cannot have written. ``simpe.store.read_store`` adds the check of its method; read a store with that."""
+    a run cannot have written. ``simpe.store.user.read_store`` adds the check of its method; read a store with that."""
     from safetensors import SafetensorError
     from safetensors.torch import load_file, safe_open
 
@@ -150,7 +150,7 @@ def read_store_file(path: Path) -> tuple[dict[str, Any], StoreMetadata]:
 
 
 def _check_tensors(path: Path, tensors: dict[str, Any]) -> None:
-    """Refuse (one line) non-finite values. Which method made the tensors is ``simpe.store.read_store``'s check: the
+    """Refuse (one line) non-finite values. Which method made the tensors is ``simpe.store.user.read_store``'s check: the
     format knows no method (the methods import it)."""
     import torch
 

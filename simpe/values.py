@@ -1,6 +1,6 @@
 """Check a value from YAML or ``--set`` against its annotated type, with one clear error.
 
-Used for the config tree's fields (``simpe.config``) and for every variant's parameters
+Used for the config tree's fields (``simpe.config.tree``) and for every variant's parameters
 (``simpe.registry``), so a mistyped number reads the same everywhere: the key, the value and
 what was expected. YAML reads ``1e-3`` (no dot) as a string; a float field accepts such a
 string when it parses as a number, and an int where a float is expected. Nothing else is

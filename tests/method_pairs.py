@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import torch
 
-from simpe.configfile import defaults
+from simpe.config.files import defaults
 from simpe.model import Pair
 
 PAIR = Pair(torch.tensor([[5, 6, 7, 8, 0]]), torch.tensor([[9, 10, 11, 0]]))  # (1, src_len), (1, tgt_len)

@@ -178,9 +178,9 @@ def train_vocab(dataset: str, lang: str):
                           "(--novel-vocab PATH) or --dataset libreoffice") from None
 
 
-def model_section(args: argparse.Namespace):  # -> simpe.config.ModelConfig
+def model_section(args: argparse.Namespace):  # -> simpe.config.tree.ModelConfig
     """The model section of adapters/defaults.yaml with the --src-lang ... flags that were given."""
-    from simpe.configfile import defaults
+    from simpe.config.files import defaults
 
     return defaults("model", **model_settings(args))
 
@@ -196,7 +196,7 @@ def add_run_group_args(p: argparse.ArgumentParser, out_help: str) -> None:
 def decoder_overrides(overrides: list[str], decoder: str | None) -> tuple[str | None, dict | None]:
     """translate's ``--set``: config keys of the decoder section (``decoder.name``, ``decoder.params.K``).
     A bare ``K=V`` (a decoder parameter, its spelling before the config keys) still works for one release."""
-    from simpe.configfile import parse_override
+    from simpe.config.files import parse_override
     from simpe.errors import ConfigError
 
     params: dict | None = None

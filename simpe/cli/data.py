@@ -38,7 +38,7 @@ def cmd_corpus(args: argparse.Namespace) -> None:
 
 
 def add_train_demo_model(sub: argparse._SubParsersAction, name: str = "train-demo-model", old_of: str | None = None) -> None:
-    from simpe.configfile import defaults
+    from simpe.config.files import defaults
 
     p = sub.add_parser(name, help=f"deprecated: use {old_of}" if old_of else "train the embedded demo Marian model (make demo-model)")
     mark_old(p, old_of)
@@ -52,8 +52,8 @@ def add_train_demo_model(sub: argparse._SubParsersAction, name: str = "train-dem
 
 
 def cmd_train_demo_model(args: argparse.Namespace) -> None:
-    from simpe.configfile import defaults
-    from simpe.train_demo import train
+    from simpe.config.files import defaults
+    from simpe.demo.train import train
 
     fields = vars(defaults("train"))
     cfg = defaults("train", **{k: getattr(args, k) for k in fields})

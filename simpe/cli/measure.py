@@ -56,11 +56,11 @@ def add_score(sub: argparse._SubParsersAction) -> None:
 def cmd_score(args: argparse.Namespace) -> None:
     import json
 
-    from simpe.config import TRUECASER_OF_MODEL
-    from simpe.configfile import defaults
+    from simpe.config.files import defaults
+    from simpe.config.tree import TRUECASER_OF_MODEL
     from simpe.datasets import DATASETS
     from simpe.errors import ConfigError
-    from simpe.score import format_cumulative, format_table, score_files
+    from simpe.measure.score import format_cumulative, format_table, score_files
 
     if args.dataset not in DATASETS.names():
         raise ConfigError(f"unknown dataset {args.dataset!r}; known: {', '.join(DATASETS.names())}")
@@ -130,9 +130,9 @@ def add_rank(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_rank)
 
 
-def ranking_config(args: argparse.Namespace):  # -> simpe.config.RankingConfig
+def ranking_config(args: argparse.Namespace):  # -> simpe.config.tree.RankingConfig
     """The ranking section of adapters/defaults.yaml with the flags that were given."""
-    from simpe.configfile import defaults
+    from simpe.config.files import defaults
 
     flags = {"k": args.k, "quality": args.quality, "samples": args.samples, "sample_seed": args.sample_seed,
              "beam_size": args.beam_size, "batch_size": args.batch_size, "gain": args.gain, "ties": args.ties,
@@ -150,9 +150,9 @@ def ranking_config(args: argparse.Namespace):  # -> simpe.config.RankingConfig
 
 def cmd_rank(args: argparse.Namespace) -> None:
     from simpe.errors import ConfigError
+    from simpe.measure.rank import read_test_set, run_correlation, run_protocol
     from simpe.metrics.utility import check_utility
     from simpe.model import model_family
-    from simpe.ranking.study import read_test_set, run_correlation, run_protocol
 
     cfg = ranking_config(args)
     check_utility(cfg.quality, args.comet_model)
@@ -177,7 +177,7 @@ def cmd_rank(args: argparse.Namespace) -> None:
         model_cfg = model_section(args)
         for model_id in args.models:  # every model's family and settings (a store: the file) checked before any loads
             if str(model_id).endswith(".safetensors"):
-                from simpe.store import read_store
+                from simpe.store.user import read_store
 
                 read_store(Path(model_id))
             else:
@@ -239,8 +239,8 @@ def cmd_sensitivity(args: argparse.Namespace) -> None:
     import json
 
     from simpe.errors import ConfigError
+    from simpe.measure.sensitivity import analyse, format_table
     from simpe.metrics.utility import check_utility
-    from simpe.sensitivity import analyse, format_table
 
     for flag, value in (("--samples", args.samples), ("--limit", args.limit)):
         if value < 1:

@@ -81,7 +81,7 @@ def add_list(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_list(args: argparse.Namespace) -> None:
-    from simpe.configfile import known_presets
+    from simpe.config.files import known_presets
     from simpe.datasets import DATASETS
     from simpe.decoders import DECODERS
     from simpe.methods import METHODS
@@ -111,7 +111,7 @@ def add_export_store(sub: argparse._SubParsersAction, name: str = "export-store"
 
 
 def cmd_export_store(args: argparse.Namespace) -> None:
-    from simpe.store import export_store
+    from simpe.store.user import export_store
 
     info = export_store(args.run, args.out, overwrite=args.overwrite)
     print(f"wrote {info['path']}: {info['method']} store for {info['base_model']}, {info['file_bytes']} bytes "
@@ -139,8 +139,8 @@ def add_translate(sub: argparse._SubParsersAction) -> None:
 def cmd_translate(args: argparse.Namespace) -> None:
     from simpe.errors import ConfigError
     from simpe.rundir.writer import write_text_atomic
+    from simpe.store.translate import translate_file
     from simpe.textfile import check_replaceable
-    from simpe.translate import translate_file
 
     if args.out:  # before the model loads: a translation is not computed for a file that cannot be written
         if args.out.is_dir():

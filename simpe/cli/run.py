@@ -68,7 +68,7 @@ def simulate_overrides(args: argparse.Namespace) -> list[str]:
 
 
 def cmd_simulate(args: argparse.Namespace) -> None:
-    from simpe.configfile import run_configs
+    from simpe.config.files import run_configs
     from simpe.errors import ConfigError
 
     if args.workers < 1 or (args.threads is not None and args.threads < 1):
@@ -77,7 +77,7 @@ def cmd_simulate(args: argparse.Namespace) -> None:
         raise ConfigError(f"--memory takes a size in GiB > 0 and goes with --dry-run, got {args.memory}")
     tracking = Tracking(args)  # bad trackers, or a missing package: one line before any model loads
     if args.dry_run:
-        from simpe.dryrun import GIB, report
+        from simpe.loop.dryrun import GIB, report
         from simpe.model import resolve_device
 
         configs = run_configs(args.preset or ["baseline"], simulate_overrides(args), args.config)
@@ -92,7 +92,7 @@ def cmd_simulate(args: argparse.Namespace) -> None:
         return
     # bad presets and settings: one line in a fraction of a second, before torch and the model load
     configs = run_configs(args.preset or ["baseline"], simulate_overrides(args), args.config)
-    from simpe.simulate import simulate
+    from simpe.loop.run import simulate
 
     if args.threads is not None:  # one run at a time in this process: it gets the threads asked for
         import torch
@@ -113,7 +113,7 @@ def simulate_parallel(args: argparse.Namespace, tracking: Tracking) -> None:
     specs = plan(args.preset, overrides=simulate_overrides(args), baseline=False)
     for spec in specs:
         RunDir.check(spec.path, args.resume, args.overwrite)  # refuse before Ray starts, as simulate does
-    from simpe.simulate import check_runs
+    from simpe.loop.run import check_runs
 
     # every preset's settings, inputs and the sentences its method reads, as a whole before the first task starts
     check_runs([spec.cfg for spec in specs], resume=args.resume, progress=False, folders=False)
@@ -232,8 +232,8 @@ def add_select_fixed(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_select_fixed(args: argparse.Namespace) -> None:
-    from simpe.configfile import defaults
-    from simpe.select_fixed import select_fixed
+    from simpe.config.files import defaults
+    from simpe.loop.select_fixed import select_fixed
 
     sel = select_fixed(args.model, args.dataset, args.split, args.budget, args.segments, args.device, args.out,
                        model_cfg=defaults("model", **model_settings(args)))

@@ -105,7 +105,7 @@ def parallel_files(source: Path, reference: Path, doc_id: str | None = None) -> 
 
 def draw(count: int, n: int, seed: int) -> list[int]:
     """The indices of ``min(n, count)`` of ``count`` items drawn without replacement with ``seed``, in file order: the
-    one seeded draw of a split's pairs (a method's own sentences, ``simpe.stream.method_sentences``; the shipped
+    one seeded draw of a split's pairs (a method's own sentences, ``simpe.loop.stream.method_sentences``; the shipped
     train sample of the LibreOffice corpus, ``simpe.build_data.libreoffice``)."""
     return sorted(random.Random(seed).sample(range(count), min(n, count)))
 

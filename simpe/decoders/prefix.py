@@ -76,7 +76,7 @@ class Surfaces:
         self.size = size
         # A text's leading spaces are never compared: SentencePiece's slow decode drops the first "▁", the fast
         # Metaspace and byte-level decoders keep it (" Wählen"), and a translator sees neither. The caller compares
-        # text.lstrip(" ") with what was typed (simpe.interactive.Completer).
+        # text.lstrip(" ") with what was typed (simpe.loop.interactive.Completer).
         self.strip_start = True
         self.surface: list[bytes | None] = []
         for token, piece in enumerate(pieces):

@@ -1,30 +1,23 @@
-"""The adaptation-method contract and its registry.
+"""The adaptation-method contract (``Method``), its registry (``METHODS``), and what a method declares it holds and does
+(``Footprint``).
 
-A method decides which parameters the online update may change (``select``: its trainable set),
-may add parameters of its own (the ``bias`` term), may take its own kind of step
-(``step``: ``lasso``'s SGD step, proximal step and budget projection), and says what a compact
-per-user store of the adapted state holds and how many bytes it takes, and writes and
-applies that store (``export_store`` / ``load_store``: the tensors of a safetensors file,
-dense trainable tensors by default, embedding rows with their indices where a method keeps
-rows). The update
-itself (gradients, clipping, repetitions, the undo of a bad step) is shared: ``simpe.update``, and its
-settings reach a method through ``attach``.
-
-A method's parameters are its constructor's keyword arguments (checked by
-``METHODS.build``); ``adapters/<name>.yaml`` sets them under ``method.params``.
+The contract is written here once, in ``Method``'s docstrings; docs/methods.md's contract block is generated from them
+(``scripts/write_docs.py``). The update itself (gradients, clipping, repetitions, the undo of a bad step) is shared:
+``simpe.loop.update``, and its settings reach a method through ``attach``. A method's parameters are its constructor's
+keyword arguments (checked by ``METHODS.build``); ``adapters/<name>.yaml`` sets them under ``method.params``.
 """
 from __future__ import annotations
 
 import contextlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from simpe.config import UpdateConfig
+from simpe.config.tree import UpdateConfig
 from simpe.errors import ModelError
 from simpe.models import ModelFamily, family_of
 from simpe.registry import Registry
@@ -54,16 +47,16 @@ class Context:
     """What the loop lends a method once the model is loaded (``Method.prepare``), for methods that need more than
     the post-edits the loop shows them: none of the methods of Simianer et al. (2019) does.
 
-    encode: (source, reference) -> a ``Pair`` on the model's device (the family's own encoding).
-    sentences: (split, n) -> at most ``n`` (source, reference) pairs of the dataset's ``split``, drawn with the run's
-        seed; the loop refuses the stream, the reserved splits and the forgetting probe's sentences (``replay``'s
-        training pairs, ``ewc``'s Fisher sentences).
-    tune: (parameters, pairs, lr, steps) -> the update's record: ``steps`` steps of the shared update (clipping,
-        SGD, the undo of a bad step) on the batch ``pairs``, changing only ``parameters`` (``tune-retrieve``). A method
-        never imports ``simpe.update``: this is how it reaches it.
-    lr: the run's ``update.lr``.
-    read_pairs: a translation memory file (tmx, tsv, or text: ``STEM.<src>`` + ``STEM.<tgt>``) -> its (source, target)
-        pairs (``tune-retrieve``'s ``memory``).
+    * ``encode``: (source, reference) -> a ``Pair`` on the model's device (the family's own encoding);
+    * ``sentences``: (split, n) -> at most ``n`` (source, reference) pairs of the dataset's ``split``, drawn with the
+      run's seed; the loop refuses the stream, the reserved splits and the forgetting probe's sentences (``replay``'s
+      training pairs, ``ewc``'s Fisher sentences);
+    * ``tune``: (parameters, pairs, lr, steps) -> the update's record: ``steps`` steps of the shared update (clipping,
+      SGD, the undo of a bad step) on the batch ``pairs``, changing only ``parameters`` (``tune-retrieve``). A method
+      never imports ``simpe.loop.update``: this is how it reaches it;
+    * ``lr``: the run's ``update.lr``;
+    * ``read_pairs``: a translation memory file (tmx, tsv, or text: ``STEM.<src>`` + ``STEM.<tgt>``) -> its (source,
+      target) pairs (``tune-retrieve``'s ``memory``).
     """
 
     encode: Callable[[str, str], Any]
@@ -87,22 +80,105 @@ class Gradients(dict):
         self.scales, self.norms = scales, norms
 
 
-class Method(ABC):
-    """One adaptation method. Lifecycle: ``attach(model)`` (which calls ``select``), then per segment the
-    shared update (``simpe.update``) computes the gradients of the selected tensors and calls ``step``.
+@dataclass(frozen=True)
+class RunShape:
+    """What a footprint depends on besides the method: how the run holds numbers, and how long it is.
 
-    To write one: ``select(model)`` (required) returns the tensors the update may change; ``step(grads, lr)``
-    (optional) changes them in place, plain SGD by default. The update takes care of the rest: gradients,
-    clipping, repetitions, and undoing a step that leaves a weight or the loss non-finite. A step that changes
-    other tensors than those with a gradient, or only some rows of a matrix, says so beforehand through the
-    hints ``changed_tensors`` / ``changed_rows`` (the update copies exactly those, to undo the step).
+    * ``weight``: bytes of a weight at ``model.dtype`` (4, or 2 at bfloat16/float16);
+    * ``masters``: whether each adapted tensor has a float32 master copy (``update.master_copies`` below float32);
+    * ``rows``: the rows a decoding step computes (the beam);
+    * ``segments``: the run's segments (1,000 when unbounded);
+    * ``tokens_per_segment``: the target tokens of a post-edit (what a datastore stores of a segment).
+    """
+
+    weight: int
+    masters: bool = False
+    rows: int = 1
+    segments: int = 1000
+    tokens_per_segment: int = 21
+
+    @property
+    def step(self) -> int:
+        """Bytes per value the update steps at: 4 on a master copy, else the weight's."""
+        return 4 if self.masters else self.weight
+
+
+@dataclass(frozen=True)
+class Footprint:
+    """What a method holds and does beyond the model's weights and the shared update's gradients and activations:
+    the facts ``simpe simulate --dry-run`` counts (simpe.loop.dryrun), declared by the method itself (``Method.footprint``)
+    and by each modifier (``simpe.methods.compose.Modifier.footprint``). Footprints add up (``a + b``): a composed
+    method's is the sum of its parts'.
+
+    * ``state``: bytes held through the run: the step's own buffers (plain SGD: a spare of each adapted tensor at the
+      step's width, and the float32 master copies) and copies of parameters (``lasso``'s base weights, ``ewc``'s
+      Fisher information and anchor θ₀);
+    * ``datastore_per_token``: bytes a datastore grows by per target token of a post-edit (``knn``: a key, its norm
+      and its value); the dry run multiplies it by the tokens a segment stores and the run's segments;
+    * ``update_bytes``: bytes held while the update computes its loss and gradients, beside the model's activations
+      (``ewc``: what its penalty keeps for its gradient, and that gradient);
+    * ``update_pairs``: pairs each update repetition also steps on beside the post-edit (``replay``'s ``k``): the
+      update's forward and backward passes are made for each;
+    * ``penalty_bytes``: bytes a term of the loss reads and writes each time the update evaluates it (before the
+      first step and after each), and as many again for its gradient at each step (``ewc``'s penalty);
+    * ``prepare_passes``: passes over one pair, forward and backward through the adapted tensors, made once before
+      the first segment (``ewc``'s Fisher information, one pass a sentence);
+    * ``segment_passes``: teacher-forced forward passes over the segment's pair after its update (``knn``: the
+      post-edit's keys);
+    * ``search_bytes``, ``search_macs``: what a decoding step's search reads and multiplies beside the model, on
+      average over the run (``knn``'s datastore, growing);
+    * ``tuned_values``, ``tuning_pairs``: values fine-tuned around each translation and put back after it, and the
+      pairs of the batch they are tuned on (``tune-retrieve``: every base parameter, its ``matches``): their gradients
+      and a forward and backward pass over the batch, while the translation's beam is held.
+    """
+
+    state: int = 0
+    datastore_per_token: int = 0
+    update_bytes: int = 0
+    update_pairs: int = 0
+    penalty_bytes: int = 0
+    prepare_passes: int = 0
+    segment_passes: int = 0
+    search_bytes: float = 0.0
+    search_macs: float = 0.0
+    tuned_values: int = 0
+    tuning_pairs: int = 0
+
+    def __add__(self, other: Footprint) -> Footprint:
+        return Footprint(*(getattr(self, f.name) + getattr(other, f.name) for f in fields(self)))
+
+
+class Method(ABC):
+    """One adaptation method: which tensors the online update may change, and what else it does around the loop.
+
+    Lifecycle: ``METHODS.build(name, **params)``, ``attach(model, model_dir, update)`` (which calls ``select``),
+    ``prepare(context)`` once before the first segment, then for each segment: ``translating(source)`` around its
+    translation, the shared update (``simpe.loop.update``: gradients of the selected tensors, clipping, repetitions,
+    ``step``, the undo of a step that leaves a weight or the loss non-finite), ``after_segment(pair)``. At the end,
+    the per-user store (``export_store``); on a resume, ``state_dict`` / ``load_state_dict``.
+
+    To write one: ``select(model)`` is required; every other member has a default that does nothing, or what plain
+    SGD on dense tensors needs. A step of its own (``step``) says what it changes beforehand through the hints
+    ``changed_tensors`` / ``changed_rows`` (the update copies exactly those, to undo it), and what it holds through
+    ``footprint``. A method finds the model's parts through its family (``family_of(model)``: the output projection,
+    the embeddings, the top layers), never by attribute names; a method never imports ``simpe.loop.update``: it reaches
+    the update through ``Context``.
+
+    Class attributes:
+
+    * ``name``: the registered name (set by ``METHODS.add``), used in YAML, the CLI, run folders and plots;
+    * ``parametric``: whether it may train tensors (True): what the modifiers ``replay`` and ``ewc`` need;
+    * ``companion``: whether it trains nothing persistently and can run beside a parametric method as a modifier
+      (``knn``, ``tune-retrieve``: ``full+knn``; simpe.methods.compose);
+    * ``store_markers``: the store tensors that tell this method's stores from others (``simpe.store.user.read_store``
+      refuses a file whose tensors say one method and whose metadata names another): exact names, or a fragment
+      ending in ``*`` that any name containing it matches. Empty: dense adapted parameters, which several methods
+      write alike.
     """
 
     name: str = ""  # set by METHODS.add
-    parametric: bool = True  # it may train tensors: what the modifiers replay and ewc need (simpe.methods.compose)
-    # The store tensors that tell this method's stores from others (``simpe.store.read_store`` refuses a file whose
-    # tensors say one method and whose metadata names another): exact names, or a fragment ending in ``*`` that
-    # any name containing it matches. Empty: dense adapted parameters, which several methods write alike.
+    parametric: bool = True
+    companion: bool = False
     store_markers: tuple[str, ...] = ()
 
     @classmethod
@@ -136,7 +212,7 @@ class Method(ABC):
 
         A method that constrains where the weights may go (``lasso``'s proximal step and budget) overrides
         this. One that does not gets the update's own SGD step instead, fused with the clipping (the same
-        arithmetic, bit for bit; ``simpe.update.clip_and_step``).
+        arithmetic, bit for bit; ``simpe.loop.update.clip_and_step``).
         """
         trainable = self.trainable()
         for name, grad in grads.items():
@@ -159,12 +235,13 @@ class Method(ABC):
         return []
 
     def trainable(self) -> dict[str, torch.nn.Parameter]:
+        """The tensors the update may change (name -> parameter), as ``select`` chose them at ``attach``."""
         return self._trainable
 
     # ---- what composition (simpe.methods.compose) and the methods beside those of Simianer et al. (2019) use; the defaults do nothing
     def sentences_needed(self) -> list[tuple[str, int]]:
         """The (split, n) of every ``Context.sentences`` call ``prepare`` makes on a new run: the loop reads them
-        before the model loads, so that a split the dataset lacks is refused first (``simpe.simulate.simulate``)."""
+        before the model loads, so that a split the dataset lacks is refused first (``simpe.loop.run.check_runs``)."""
         return []
 
     def prepare(self, context: Context, resume: bool = False) -> None:
@@ -197,6 +274,27 @@ class Method(ABC):
         gives the same ranking snapshot at every point of the stream: the loop takes it once and repeats it."""
         own = type(self)
         return own.after_segment is not Method.after_segment or own.examples is not Method.examples or bool(self._trainable)
+
+    # ---- what the dry run counts (simpe.loop.dryrun)
+    def can_select(self, model_dir: Path | None) -> bool:
+        """Whether ``select`` can name its tensors for a model in ``model_dir`` (None: a hub id) from what is on disk
+        before a run; by default it can. ``fixed`` cannot without its selection file, and the dry run then counts
+        no adapted tensor."""
+        return True
+
+    def adapted_values(self) -> int:
+        """The values the update may change: the trainable tensors' sizes, a shared tensor once; 0 before ``attach``."""
+        trainable = self.__dict__.get("_trainable") or {}
+        return sum(p.numel() for p in {id(p): p for p in trainable.values()}.values())
+
+    def footprint(self, shape: RunShape) -> Footprint:
+        """What this method holds and does beyond the weights and the update's gradients (``Footprint``), on the
+        model it is attached to. By default, plain SGD's: the update writes each step's new values into a spare of
+        each adapted tensor at the step's width (simpe.loop.undo), and under master copies keeps a float32 master of
+        each (simpe.loop.masters). A method with a step of its own, copies of its own, a datastore or work of its own
+        around the loop says so here."""
+        adapted = self.adapted_values()
+        return Footprint(state=adapted * shape.step + (adapted * 4 if shape.masters else 0))
 
     # ---- what a per-user store holds
     def adapted_parameters(self) -> int:
@@ -255,6 +353,7 @@ class Method(ABC):
         return {name: p.detach().clone() for name, p in self._trainable.items()}
 
     def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
+        """Restore what ``state_dict`` returned (after ``check_state`` passed it): by default the trainable values."""
         with torch.no_grad():
             for name, value in state.items():
                 self._trainable[name].copy_(value)

@@ -27,9 +27,9 @@ from typing import Any
 
 import torch
 
-from simpe.config import UpdateConfig
+from simpe.config.tree import UpdateConfig
 from simpe.errors import ConfigError, ModelError
-from simpe.methods.base import METHODS, Context, Method
+from simpe.methods.base import METHODS, Context, Footprint, Method, RunShape
 from simpe.models import ModelFamily
 from simpe.registry import Registry, check_params
 
@@ -101,16 +101,23 @@ class Modifier:
     def adapts(self) -> bool:
         return False
 
+    def footprint(self, method: Method, shape: RunShape) -> Footprint:
+        """What this modifier holds and does beside ``method`` (attached or not), as ``Method.footprint``: nothing by
+        default."""
+        return Footprint()
+
 
 MODIFIERS: Registry[Modifier] = Registry("modifier")
 """Modifiers of a method (``method.modifiers``): replay, ewc, and the methods knn and tune-retrieve beside another."""
 
-COMPANIONS = ("knn", "tune-retrieve")  # methods that train nothing persistently and run beside a parametric one
+def companions() -> list[str]:
+    """The methods that train nothing persistently and run beside a parametric one (``Method.companion``)."""
+    return [name for name in METHODS.names() if METHODS.get(name).companion]
 
 
 class MethodModifier(Modifier):
-    """A method that trains nothing persistently (``COMPANIONS``) beside the composed method: its hooks, its state and
-    its store are its own."""
+    """A method that trains nothing persistently (``Method.companion``) beside the composed method: its hooks, its state
+    and its store are its own."""
 
     def __init__(self, companion: Method) -> None:
         self.companion = companion
@@ -160,6 +167,9 @@ class MethodModifier(Modifier):
 
     def adapts(self) -> bool:
         return True
+
+    def footprint(self, method: Method, shape: RunShape) -> Footprint:
+        return self.companion.footprint(shape)
 
 
 def _prefixed(name: str, tensors: dict[str, Any]) -> dict[str, Any]:
@@ -224,6 +234,16 @@ class ComposedMethod(Method):
 
     def sentences_needed(self) -> list[tuple[str, int]]:
         return [*self.method.sentences_needed(), *(need for m in self.modifiers for need in m.sentences_needed())]
+
+    def can_select(self, model_dir: Path | None) -> bool:
+        return self.method.can_select(model_dir)
+
+    def footprint(self, shape: RunShape) -> Footprint:
+        """The method's footprint and each modifier's, added."""
+        total = self.method.footprint(shape)
+        for modifier in self.modifiers:
+            total = total + modifier.footprint(self.method, shape)
+        return total
 
     # ---- the modifiers' hooks
     def prepare(self, context: Context, resume: bool = False) -> None:
@@ -312,13 +332,13 @@ def composed_name(method: str, modifiers: list[dict[str, Any]]) -> str:
 def build_modifier(method_name: str, entry: dict[str, Any]) -> Modifier:
     """One modifier from its ``{name, params}`` (checked like a method's parameters)."""
     name, params = entry["name"], dict(entry.get("params") or {})
-    if name in COMPANIONS:
+    if name in companions():
         modifier: Modifier = MethodModifier(METHODS.build(name, **params))
     elif name in MODIFIERS:
         modifier = MODIFIERS.build(name, **params)
     else:
         raise ConfigError(f"unknown modifier {name!r} of method {method_name!r}; known: "
-                          f"{', '.join(sorted([*MODIFIERS.names(), *COMPANIONS]))}")
+                          f"{', '.join(sorted([*MODIFIERS.names(), *companions()]))}")
     modifier.check_method(method_name)
     return modifier
 
@@ -337,11 +357,11 @@ def build_method(name: str, params: dict[str, Any] | None = None, modifiers: lis
         raise ConfigError(f"method.modifiers names {twice[0]!r} twice; a modifier is applied once")
     if name in names:
         raise ConfigError(f"method {name!r} cannot be its own modifier; known modifiers: "
-                          f"{', '.join(sorted([*MODIFIERS.names(), *COMPANIONS]))}")
+                          f"{', '.join(sorted([*MODIFIERS.names(), *companions()]))}")
     return ComposedMethod(method, [build_modifier(name, entry) for entry in modifiers])
 
 
 def check_modifier_params(name: str, params: dict[str, Any]) -> dict[str, Any]:
     """A modifier's parameters checked against its constructor (``simpe list``, config checks)."""
-    cls = METHODS.get(name) if name in COMPANIONS else MODIFIERS.get(name)
+    cls = METHODS.get(name) if name in companions() else MODIFIERS.get(name)
     return check_params(f"modifier {name!r}", cls, params)

@@ -291,6 +291,21 @@ class Datastore:
         index = 0 if self.centroids is None else self.centroids.numel() * 4 + self.size * INDEX_BYTES + 8
         return self.size * (self.dim * self.keys.element_size() + INDEX_BYTES) + index
 
+    def searched(self, entries: int, rows: int) -> tuple[int, int]:
+        """(keys read, keys compared per row) of one search of ``rows`` queries in a store of ``entries`` entries: every
+        entry while the search is exact; past ``exact_entries`` (``index="auto"``) the centroids, ``entries / LIST_SIZE``,
+        and the ``probe_lists`` lists of each row, at most one read of each list for all the rows that probe it."""
+        if self.index == "exact" or entries <= self.exact_entries:
+            return entries, entries
+        centroids = max(1, entries // LIST_SIZE)
+        probed = min(self.probe_lists, centroids) * LIST_SIZE
+        return centroids + min(entries, rows * probed), centroids + probed
+
+    def entry_bytes(self) -> int:
+        """Bytes an entry takes in memory while the search is exact: its key at ``key_dtype``, its float32 squared norm
+        and its int64 value (``memory_bytes`` of a store filled to its capacity, without an inverted file)."""
+        return self.dim * self.keys.element_size() + 4 + 8
+
     def memory_bytes(self) -> int:
         """Bytes this datastore holds in memory: its capacity (keys at ``key_dtype``, int64 values, float32 norms) and
         the IVF (float32 centroids; per entry its index, its key's copy at ``key_dtype`` and its norm)."""

@@ -24,7 +24,7 @@ from typing import Any
 import torch
 
 from simpe.errors import ConfigError, ModelError
-from simpe.methods.base import Context, check_finite
+from simpe.methods.base import Context, Footprint, Method, RunShape, check_finite
 from simpe.methods.compose import MODIFIERS, Modifier
 from simpe.model import eval_mode, teacher_forced_logits
 
@@ -39,6 +39,10 @@ FISHER = "fisher."  # state entries: fisher.<tensor name>
 # 32.7 (λ = 0) to 33.3 (no adaptation: 33.7) with stream BLEU 50.5 against 49.7. Parameters of more than 6x the mean
 # Fisher get a step past the bound at 1e6; the update's clipping bounds them.
 WEIGHT = 1e6
+# Bytes per trainable value the penalty reads and writes in float32 each time the update evaluates it (counted from
+# loss_term's operations, not measured): θ - θ₀ (reads 8, writes 4), its square (4, 4), times F (8, 4), the sum (4).
+# Below float32 the two casts to float32 read a weight and write 4 more each.
+PENALTY_BYTES = 36
 
 
 @MODIFIERS.add("ewc")
@@ -84,6 +88,17 @@ class EwcModifier(Modifier):
         terms = [(self.fisher[name] * (params[name].float() - self.anchor[name].float()).pow(2)).sum()
                  for name in self.fisher if params[name].requires_grad]
         return torch.stack(terms).sum() * self.weight  # ()
+
+    def footprint(self, method: Method, shape: RunShape) -> Footprint:
+        """The Fisher information (float32) and the anchor θ₀ (at the weights' dtype), one value each per value of the
+        method's trainable tensors; while the update runs, the float32 difference θ - θ₀ that its square keeps for the
+        backward pass and the penalty's float32 gradient; the penalty's passes over them at each evaluation
+        (``PENALTY_BYTES``, and as many again for its gradient: ``Footprint.penalty_bytes``); the Fisher's forward and
+        backward pass on each of its ``sentences`` pairs, once."""
+        adapted = method.adapted_values()
+        casts = 0 if shape.weight == 4 else 2 * (shape.weight + 4)
+        return Footprint(state=adapted * (4 + shape.weight), update_bytes=adapted * 4 * 2,
+                         penalty_bytes=adapted * (PENALTY_BYTES + casts), prepare_passes=self.sentences)
 
     def describe(self) -> dict[str, Any]:
         return {"weight": self.weight, "sentences": self.estimated_on or self.sentences, "split": self.split,

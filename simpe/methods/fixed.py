@@ -84,5 +84,9 @@ class FixedMethod(Method):
         self.selection_file = str(path)
         return {t["name"]: params[t["name"]] for t in data["tensors"]}
 
+    def can_select(self, model_dir: Path | None) -> bool:
+        """Only with a selection file: the one named, or the one next to the model (none for a hub id)."""
+        return self.selection is not None or model_dir is not None
+
     def describe(self):
         return {**super().describe(), "selection": self.selection_file}

@@ -37,7 +37,7 @@ from typing import Any
 import torch
 
 from simpe.errors import ConfigError, ModelError
-from simpe.methods.base import METHODS, Method, check_finite
+from simpe.methods.base import METHODS, Footprint, Method, RunShape, check_finite
 from simpe.methods.datastore import INDEXES, KEY_DTYPES, Datastore
 from simpe.model import eval_mode
 from simpe.models import family_of
@@ -52,6 +52,7 @@ class KnnMethod(Method):
     store_markers = (KEYS, VALUES)
 
     parametric = False  # trains no tensor
+    companion = True  # beside a method that trains: full+knn
 
     def __init__(self, k: int = 2, temperature: float = 100.0, knn_lambda: float = 1.0, distance_aware: bool = True,
                  index: str = "exact", exact_entries: int = 16384, probe_lists: int = 8, key_dtype: str = "float32") -> None:
@@ -133,6 +134,23 @@ class KnnMethod(Method):
         finally:
             self._storing = False
         self.store.add(states, labels[0])
+
+    def footprint(self, shape: RunShape) -> Footprint:
+        """The datastore: an entry per target token of each post-edit (``Datastore.entry_bytes``); its search at each
+        decoding step (``Datastore.searched``: the keys with their norms read once, a multiply-add per key value and
+        row), on average over the run's segments as the store grows; and the teacher-forced pass that stores each
+        post-edit. None of it before ``select`` has made the store."""
+        store = self.__dict__.get("store")
+        if store is None:
+            return super().footprint(shape)
+        read = compared = 0
+        for segment in range(shape.segments):
+            keys, per_row = store.searched(segment * shape.tokens_per_segment, shape.rows)
+            read, compared = read + keys, compared + per_row
+        key = store.dim * store.keys.element_size() + 4  # a key and its float32 norm
+        return super().footprint(shape) + Footprint(
+            datastore_per_token=store.entry_bytes(), segment_passes=1, search_bytes=read * key / shape.segments,
+            search_macs=compared * store.dim * shape.rows / shape.segments)
 
     # ---- what a per-user store holds: the datastore, no parameter
     def adapted_parameters(self) -> int:

@@ -6,7 +6,7 @@ batch of it and ``k`` pairs drawn, without replacement within a draw, from the s
 drawn once with the run's seed through the loop's ``Context.sentences``). The draws come from their own torch
 generator seeded with ``seed``, so a run is repeatable and a resume goes on with the same draws (the generator's
 state and the buffer are part of the resume state). The loss of each step is the mean of the pairs' mean token
-losses (``simpe.update``); the perplexity threshold stays post-edit i's, so a segment whose post-edit is already
+losses (``simpe.loop.update``); the perplexity threshold stays post-edit i's, so a segment whose post-edit is already
 learnt steps on nothing, replayed pairs included. The per-user store is the method's: replay adds nothing to it.
 """
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 import torch
 
 from simpe.errors import ConfigError, ModelError
-from simpe.methods.base import Context
+from simpe.methods.base import Context, Footprint, Method, RunShape
 from simpe.methods.compose import MODIFIERS, Modifier
 
 SOURCES = ("post-edits", "train")
@@ -74,6 +74,11 @@ class ReplayModifier(Modifier):
     def after_segment(self, pair: Any) -> None:
         if self.source == "post-edits":
             self.buffer.append((pair.source, pair.reference))
+
+    def footprint(self, method: Method, shape: RunShape) -> Footprint:
+        """``k`` more pairs in each update repetition's batch. Its memory is left out: the buffer's texts and at most
+        ``CACHE`` encoded pairs (token ids) are small beside any model's tensors."""
+        return Footprint(update_pairs=self.k)
 
     def describe(self) -> dict[str, Any]:
         return {"k": self.k, "source": self.source, "buffer_pairs": len(self.buffer), "seed": self.seed}

@@ -40,7 +40,7 @@ import torch
 
 from simpe.errors import ConfigError, ModelError
 from simpe.methods import memory
-from simpe.methods.base import METHODS, Context, Method, base_parameters
+from simpe.methods.base import METHODS, Context, Footprint, Method, RunShape, base_parameters
 from simpe.ties import rank
 
 MEMORY = "__tune_memory__"  # the store's one tensor: the memory as UTF-8 JSON bytes
@@ -83,6 +83,7 @@ class TuneRetrieveMethod(memory.MemoryStore, Method):
     store_markers = (MEMORY,)
 
     parametric = False  # nothing persists: the tuned copy is reset after each translation
+    companion = True  # beside a method that trains: full+tune-retrieve
 
     def __init__(self, matches: int = 1, max_epochs: int = 4, max_lr: float | None = None, min_score: float = 0.0,
                  candidates: int = 64, memory: str | None = None) -> None:
@@ -164,7 +165,7 @@ class TuneRetrieveMethod(memory.MemoryStore, Method):
         start = time.perf_counter()
         found = self.retrieve(source)
         facts: dict[str, Any] = {"matches": len(found), "score": None, "steps": 0, "lr": None}
-        saved: dict[str, torch.Tensor] = {}
+        saved: list[torch.Tensor] = []
         params: dict[str, torch.nn.Parameter] = {}
         try:
             if found:
@@ -172,7 +173,7 @@ class TuneRetrieveMethod(memory.MemoryStore, Method):
                 facts.update(score=sum(s for _, s in found) / len(found), lr=lr)
                 if steps:
                     params = base_parameters(self.model)
-                    saved = {name: p.detach().clone() for name, p in params.items()}  # the state to return to
+                    saved = self._saved_state(list(params.values()))  # the state to return to
                     record = self.context.tune(params, [self._pair(i) for i, _ in found], lr, steps)
                     facts["steps"] = record.get("repetitions", 0)
                     if record.get("skipped"):
@@ -182,11 +183,35 @@ class TuneRetrieveMethod(memory.MemoryStore, Method):
         finally:
             if saved:
                 with torch.no_grad():
-                    for name, param in params.items():
-                        param.copy_(saved[name])
+                    torch._foreach_copy_(list(params.values()), saved)  # bit for bit, one call for every tensor
+
+    def _saved_state(self, params: list[torch.nn.Parameter]) -> list[torch.Tensor]:
+        """A copy of ``params`` in buffers kept from segment to segment (one foreach copy; the buffers are allocated
+        once, at the first tuning: the model's whole size once more, as a clone per segment was)."""
+        buffers = getattr(self, "_saved_buffers", None)
+        if buffers is None or len(buffers) != len(params) or any(b.shape != p.shape or b.dtype != p.dtype or
+                                                                  b.device != p.device for b, p in zip(buffers, params)):
+            buffers = self._saved_buffers = [torch.empty_like(p, memory_format=torch.preserve_format) for p in params]
+        with torch.no_grad():
+            torch._foreach_copy_(buffers, [p.detach() for p in params])
+        return buffers
 
     def after_segment(self, pair: Any) -> None:
         self._remember(pair.source, pair.reference)
+
+    def footprint(self, shape: RunShape) -> Footprint:
+        """Every base parameter tuned around each translation on a batch of ``matches`` pairs (``tuned_values``: their
+        gradients and a pass over the batch); held from the first tuning on: the copy to return to (``_saved_state``'s
+        buffers, at the weights' dtype) and the tuning's own undo buffers and master copies (``Context.tune``: plain
+        SGD's spare of each tensor at the step's width, a float32 master of each below float32). Its memory of
+        post-edits is left out: texts, small beside any model's tensors. None before ``select``."""
+        model = self.__dict__.get("model")
+        if model is None:
+            return super().footprint(shape)
+        tuned = sum(p.numel() for p in {id(p): p for p in base_parameters(model).values()}.values())
+        masters = shape.weight < 4 and bool(self.update.master_copies)
+        kept = tuned * shape.weight + tuned * (4 if masters else shape.weight) + (tuned * 4 if masters else 0)
+        return super().footprint(shape) + Footprint(state=kept, tuned_values=tuned, tuning_pairs=self.matches)
 
     # ---- what a per-user store holds: the memory, no parameter (simpe.methods.memory.MemoryStore)
     def describe(self) -> dict[str, Any]:

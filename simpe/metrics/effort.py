@@ -1,4 +1,4 @@
-"""The effort metrics of the interactive-predictive protocol: KSMR and WSR (``simpe.interactive`` measures them).
+"""The effort metrics of the interactive-predictive protocol: KSMR and WSR (``simpe.loop.interactive`` measures them).
 
 KSMR (key-stroke and mouse-action ratio; Barrachina et al. 2009, as Peris, Domingo & Casacuberta 2017 report
 it): the translator's keystrokes plus mouse actions over the reference's characters, with a simulated translator

@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from simpe import __version__
-from simpe.config import NOVEL_VOCAB_OF_DATASET, MetricsConfig
+from simpe.config.tree import NOVEL_VOCAB_OF_DATASET, MetricsConfig
 from simpe.errors import ConfigError, DataError
 from simpe.metrics.base import METRICS, Metric
 from simpe.metrics.effort import EFFORT_METRICS
@@ -176,7 +176,7 @@ class OnlineScorer:
             hyp_pieces, ref_pieces: the subword pieces of both; required when ``cfg.subword`` is ``all``.
             doc_id: the segment's document (``scope: document`` restarts the counts when it changes).
             effort: the interactive protocol's statistics of this segment, ``{"ksmr": [actions, chars], "wsr": [...]}``
-                (``simpe.interactive``): logged under ``stats`` and ``metrics`` beside the text metrics.
+                (``simpe.loop.interactive``): logged under ``stats`` and ``metrics`` beside the text metrics.
         """
         if self.cfg.subword == "all" and (hyp_pieces is None or ref_pieces is None):
             raise DataError("the subword R variants (subword: all) need hyp_pieces and ref_pieces for every segment")

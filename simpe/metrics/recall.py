@@ -33,7 +33,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from simpe.config import R_MAX_K_LIMIT
+from simpe.config.tree import R_MAX_K_LIMIT
 from simpe.errors import ConfigError, DataError
 from simpe.metrics.base import Metric
 from simpe.textfile import read_lines

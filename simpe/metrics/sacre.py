@@ -38,7 +38,7 @@ from typing import Any
 from sacrebleu.metrics import BLEU, CHRF, TER
 from sacrebleu.metrics.helpers import extract_all_char_ngrams, extract_all_word_ngrams, extract_word_ngrams
 
-from simpe.config import SBLEU_SMOOTHINGS
+from simpe.config.tree import SBLEU_SMOOTHINGS
 from simpe.errors import ConfigError
 from simpe.metrics.base import METRICS, MeanMetric, Metric
 

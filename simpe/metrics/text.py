@@ -34,7 +34,7 @@ from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from pathlib import Path
 
-from simpe.config import STOPWORD_CASES, TOKEN_FILTERS, TRUECASER_OF_MODEL, MetricsConfig
+from simpe.config.tree import STOPWORD_CASES, TOKEN_FILTERS, TRUECASER_OF_MODEL, MetricsConfig
 from simpe.errors import ConfigError, DataError
 from simpe.metrics.stopwords import lowered
 

@@ -295,7 +295,7 @@ def _reset_peak_memory() -> None:
 
     Drawing random weights passes through a transient that loading a checkpoint does not (transformers builds each
     side's embedding before tying it to the shared one: 2 GB above the model for NLLB-600M in float32, measured), so
-    the peak a run of a random-weight model reports (``simpe.dryrun.measured_peak``, ``make bench-size``) starts
+    the peak a run of a random-weight model reports (``simpe.loop.dryrun.measured_peak``, ``make bench-size``) starts
     from the model as built. Elsewhere, or where the kernel refuses, nothing changes."""
     try:
         with open("/proc/self/clear_refs", "w", encoding="ascii") as handle:

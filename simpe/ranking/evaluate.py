@@ -43,7 +43,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from simpe.config import RankingConfig
+from simpe.config.tree import RankingConfig
 from simpe.errors import DataError
 from simpe.metrics.utility import build_utility, check_utility
 from simpe.ranking.measures import rank_figures

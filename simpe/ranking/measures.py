@@ -34,7 +34,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from simpe.config import GAINS, TIES
+from simpe.config.tree import GAINS, TIES
 from simpe.errors import ConfigError
 
 

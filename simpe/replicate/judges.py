@@ -11,13 +11,28 @@ paper says a method has no effect). The claims themselves, in the page's order, 
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from simpe.replicate.papers import PAPERS, POINTS, RELATIVE
-from simpe.replicate.verdicts import MEASURED, NOT_TESTABLE, Band, Effect, band_around, combine, judge, judge_null, metric_score, paired_effect
+from simpe.replicate.verdicts import (
+    MEASURED,
+    NOT_TESTABLE,
+    Band,
+    Effect,
+    Judged,
+    band_around,
+    block_sums,
+    combine,
+    judge,
+    judge_not_above,
+    judge_null,
+    metric_score,
+    paired_effect,
+)
 from simpe.report.compare import segment_stats
 from simpe.rundir.reader import RunGroup
 
@@ -34,6 +49,30 @@ class Verdict:
     verdict: str
     why: str  # the rule's numbers, or the reason it cannot be tested
     rule: str  # how the verdict follows from the figures
+    linked: str | None = None  # the claim whose per-sentence evidence this row's is (counted once, there)
+    # not on the page: the parts the verdict combines, and a digest of the per-unit evidence it judged (for linking)
+    parts: list[Judged] = field(default_factory=list, repr=False, compare=False)
+    evidence: str | None = field(default=None, repr=False, compare=False)
+
+    def shown(self) -> dict[str, Any]:
+        """What the page's json keeps of the row (not the parts, not the digest)."""
+        return {k: getattr(self, k) for k in ("claim", "source", "paper", "simpe", "verdict", "why", "rule", "linked")}
+
+
+AWAITS = "awaits the next from-scratch call (`make replicate`)"
+
+
+def digest(*arrays: Any) -> str:
+    """A fingerprint of the per-unit values a verdict judged (rounded to 9 digits): two rows with the same digest rest
+    on the same evidence."""
+    import hashlib
+
+    import numpy as np
+
+    h = hashlib.sha256()
+    for a in arrays:
+        h.update(np.round(np.asarray(a, dtype=np.float64), 9).tobytes() + b"|")
+    return h.hexdigest()[:16]
 
 
 @dataclass
@@ -43,7 +82,7 @@ class Evidence:
     groups: dict[str, RunGroup | None]
     studies: dict[str, Any] | None
     notes: dict[str, str] = field(default_factory=dict)  # experiment -> why it is absent
-    sensitivity: dict[str, Any] | None = None  # utility -> simpe.sensitivity.analyse's result
+    sensitivity: dict[str, Any] | None = None  # utility -> simpe.measure.sensitivity.analyse's result
     systems: dict[str, Any] | None = None  # Yan et al. (2022) Table 3: {"models": [...], "correlation": {...}, "settings": {...}}
 
 
@@ -120,11 +159,14 @@ class Claim:
     def measured(self, simpe: str, why: str = PROBE) -> Verdict:
         return self.row(simpe, MEASURED, why)
 
-    def of_parts(self, parts: list[tuple[str, str]]) -> Verdict:
-        """One row of several parts, each (verdict, "label: why"): their verdicts combined, simpe's figure of each."""
-        simpe = "; ".join(f"{why.split(':')[0]} {why.split('simpe ', 1)[1].split(' against')[0]}" for v, why in parts
-                          if v != NOT_TESTABLE and "simpe " in why)
-        return self.row(simpe or "–", combine([v for v, _ in parts]), " | ".join(f"**{v}** {why}" for v, why in parts))
+    def of_parts(self, parts: list[Judged]) -> Verdict:
+        """One row of several parts (each required or optional): their verdicts combined (``verdicts.combine``), simpe's
+        figure of each."""
+        simpe = "; ".join(f"{p.why.split(':')[0]} {p.why.split('simpe ', 1)[1].split(' against')[0]}" for p in parts
+                          if p.verdict != NOT_TESTABLE and "simpe " in p.why)
+        out = self.row(simpe or "–", combine(parts), " | ".join(p.show() for p in parts))
+        out.parts = list(parts)
+        return out
 
 
 def cite(paper: str, where: str) -> str:
@@ -141,8 +183,19 @@ def runs(group: RunGroup) -> dict[str, Any]:
     return {run.name: run for run in group.runs}
 
 
+def documents(group: RunGroup) -> list[str] | None:
+    """The document id of each of the group's segments, when its runs recorded them (None otherwise)."""
+    ids = [seg.get("doc_id") for seg in group.baseline.segments[: group.num_segments]]
+    return None if not ids or any(not isinstance(i, str) for i in ids) else ids  # type: ignore[return-value]
+
+
+DOCUMENTS_AWAITED = ("document blocks: the records hold no document ids (each run's segments.jsonl has them; the export "
+                     "keeps them since, so the next from-scratch call gives this bootstrap)")
+
+
 def effect(group: RunGroup, key: str, name: str, against: str | None = None, relative: bool = True) -> Effect | None:
-    """Run ``name``'s ``key`` against ``against`` (default: the baseline), relative % or points, with its interval."""
+    """Run ``name``'s ``key`` against ``against`` (default: the baseline), relative % or points, with its interval over
+    segments; beside it, where the runs recorded document ids, the interval of a bootstrap over document blocks."""
     found, n = runs(group), group.num_segments
     if name not in found or (against is not None and against not in found):
         return None
@@ -150,33 +203,50 @@ def effect(group: RunGroup, key: str, name: str, against: str | None = None, rel
     system = segment_stats(found[name], key, n)
     if base is None or system is None:
         return None
-    out = paired_effect(base, system, metric_score(key), relative, RELATIVE if relative else POINTS)
-    return None if math.isnan(out.value) else out
+    score, unit = metric_score(key), RELATIVE if relative else POINTS
+    out = paired_effect(base, system, score, relative, unit)
+    if math.isnan(out.value):
+        return None
+    ids = documents(group)
+    if ids is not None:
+        blocks = paired_effect(block_sums(base, ids), block_sums(system, ids), score, relative, unit, of="documents")
+        if not math.isnan(blocks.low):
+            out = dataclasses.replace(out, beside=f"over {blocks.n} document blocks: {blocks.low:+.1f} to {blocks.high:+.1f}")
+    return out
 
 
-def part(label: str, found: Effect | None, paper: float, band: Band | None = None) -> tuple[str, str]:
-    """One part of a claim, (verdict, "label: why"): against the paper's effect within ``band`` (default: a factor of 2
-    of it), or, where the paper's effect is 0 (no effect), inside a null band of ±2."""
+def part(label: str, found: Effect | None, paper: float, band: Band | None = None, required: bool = True) -> Judged:
+    """One part of a claim: against the paper's effect within ``band`` (default: a factor of 2 of it), or, where the
+    paper's effect is 0 (no effect), inside a null band of ±2."""
     if found is None:
-        return NOT_TESTABLE, f"{label}: not measured"
+        return Judged(NOT_TESTABLE, f"{label}: not measured", required)
     verdict, why = judge(found, paper, band or band_around(paper)) if paper else judge_null(found, 2.0)
-    return verdict, f"{label}: {why}"
+    return Judged(verdict, f"{label}: {why}", required)
+
+
+def not_above(label: str, found: Effect | None, margin: float, required: bool = True) -> Judged:
+    """One part "not above the baseline", judged with a margin (``verdicts.judge_not_above``)."""
+    if found is None:
+        return Judged(NOT_TESTABLE, f"{label}: not measured", required)
+    verdict, why = judge_not_above(found, margin)
+    return Judged(verdict, f"{label}: {why}", required)
 
 
 @dataclass(frozen=True)
 class Part:
     """A part of a claim on one run group: run ``name``'s metric ``key``, relative % to ``against`` (the baseline when
-    None), against the paper's effect ``paper`` (``part``)."""
+    None), against the paper's effect ``paper`` (``part``); ``required``: the claim needs it (else optional)."""
 
     label: str
     key: str
     name: str
     paper: float
     against: str | None = None
+    required: bool = True
 
 
-def judge_parts(group: RunGroup, parts: tuple[Part, ...]) -> list[tuple[str, str]]:
-    return [part(p.label, effect(group, p.key, p.name, p.against), p.paper) for p in parts]
+def judge_parts(group: RunGroup, parts: tuple[Part, ...]) -> list[Judged]:
+    return [part(p.label, effect(group, p.key, p.name, p.against), p.paper, required=p.required) for p in parts]
 
 
 def factor_parts(*parts: Part, none: str | None = None) -> Judge:
@@ -184,7 +254,7 @@ def factor_parts(*parts: Part, none: str | None = None) -> Judge:
     the row's note when no part could be measured (else the row is one of parts none of which is measured)."""
     def judge_it(c: Claim, found: RunGroup) -> Verdict:
         judged = judge_parts(found, parts)
-        if none is not None and all(v == NOT_TESTABLE for v, _ in judged):
+        if none is not None and all(p.verdict == NOT_TESTABLE for p in judged):
             return c.missing(none)
         return c.of_parts(judged)
 

@@ -7,7 +7,6 @@ and code give the same bytes: what ``simpe replicate --report-only`` relies on.
 """
 from __future__ import annotations
 
-import dataclasses
 import html
 import json
 import shutil
@@ -16,9 +15,11 @@ from typing import Any
 
 from simpe.paths import DEFAULT_MODEL
 from simpe.replicate import records as rec
-from simpe.replicate.claims import NEEDS, PROBES, Verdict, field_evidence, verdicts
+from simpe.replicate.claims import NEEDS, PAPER_OF, PROBES, Verdict, field_evidence, tally, verdicts
 from simpe.replicate.field import FieldTable
 from simpe.replicate.field import to_markdown as field_markdown
+from simpe.replicate.judges import DOCUMENTS_AWAITED
+from simpe.replicate.judges import documents as judge_documents
 from simpe.replicate.papers import PAPERS
 from simpe.replicate.provenance import claims_code, row_code, row_fingerprint
 from simpe.replicate.verdicts import COUNTED, INCONCLUSIVE, MEASURED, NOT_REPRODUCED, NOT_TESTABLE, PARTLY, REPRODUCED
@@ -36,17 +37,87 @@ def _provenance(cid: str, row: dict[str, Any]) -> str:
     return f"- `{cid}`: `{row['fingerprint']}` ({parts}); measured by {', '.join(row['measured']) or 'no call (claim code only)'}"
 
 
+def _counts(counts: dict[str, int]) -> str:
+    return ", ".join(f"{counts[v]} {v}" for v in COUNTED)
+
+
+def tally_lines(rows: list[tuple[str, Verdict]]) -> list[str]:
+    """The headline: the counted verdicts per paper and in total (``claims.tally``), one line each."""
+    counts = tally(rows)
+    cites = {key: PAPERS[key].cite for key in PAPERS}
+    total = sum(counts["total"].values())
+    lines = [f"- **{cites[key]}**: {_counts(c)} (of {sum(c.values())})" for key, c in counts.items() if key != "total"]
+    lines.append(f"- **in total**: {_counts(counts['total'])} (of {total} claims)")
+    return lines
+
+
+def shared_evidence(rows: list[tuple[str, Verdict]]) -> str:
+    """What the counted rows share: Simianer et al. (2019)'s rows rest on one set of runs; linked rows are counted once."""
+    scalc = [cid for cid, _ in rows if PAPER_OF.get(cid) == "simianer2019" and "scalc" in NEEDS.get(cid, ())]
+    linked = [f"`{cid}` (with `{row.linked}`)" for cid, row in rows if row.linked]
+    text = (f"The rows are not independent confirmations: Simianer et al. (2019)'s {len(scalc)} rows rest on one set of "
+            "eight runs on the scalc stream (one per method; Table 5's row adds the sdatabase runs), so one unusual run moves "
+            "several rows; the decoding studies' rows share one set of sentences.")
+    if linked:
+        text += (" A row whose per-sentence evidence is the same as another's is linked to it and counted once, there: "
+                 + ", ".join(linked) + ".")
+    return text
+
+
+def intervals(documents: bool) -> str:
+    """How the page's intervals resample, and whether the stream's records allow the bootstrap over documents."""
+    text = ("Intervals resample what was sampled: the segments of a stream (Simianer et al. (2019)'s rows; beside each, where "
+            "the records hold document ids, a bootstrap over document blocks: R1 counts a word's second occurrence, often in "
+            "the same document, so segments cluster), the sentences of the decoding studies, the source sentences of the "
+            "sensitivity analysis (one sentence's changes are drawn together), the systems of a correlation (Fisher's z); "
+            "each \"would decide\" count is in that unit.")
+    if not documents:
+        text += f" No bootstrap over {DOCUMENTS_AWAITED}."
+    return text
+
+
+README_BEGIN = "<!-- replication tally: written by simpe replicate; do not edit -->"  # README is a front page: few words
+README_END = "<!-- end of the replication tally -->"
+
+
+def readme_block(page_json: dict[str, Any], link: str) -> str:
+    """README's block: the total tally of a page's json (its rows' verdicts and links), linked to the tally per paper."""
+    rows = [(cid, Verdict(**{k: row.get(k) for k in ("claim", "source", "paper", "simpe", "verdict", "why", "rule", "linked")}))
+            for cid, row in (page_json.get("rows") or {}).items()]
+    total = tally(rows)["total"]
+    line = f"**{_counts(total)}** (of {sum(total.values())} claims; [per paper]({link}#the-tally))."
+    return "\n".join([README_BEGIN, line, README_END])
+
+
+def write_readme_tally(page: Path, readme: Path, link: str) -> bool:
+    """Replace README's replication tally block with the tally of ``page``'s json; False when README has no block."""
+    import json
+
+    text = readme.read_text(encoding="utf-8")
+    if README_BEGIN not in text or README_END not in text:
+        return False
+    head, rest = text.split(README_BEGIN, 1)
+    tail = rest.split(README_END, 1)[1]
+    block = readme_block(json.loads(page.with_suffix(".json").read_text(encoding="utf-8")), link)
+    new = head + block + tail
+    if new != text:
+        tmp = readme.with_name(readme.name + ".tmp")
+        tmp.write_text(new, encoding="utf-8")
+        tmp.replace(readme)
+    return True
+
+
 def to_markdown(rows: list[tuple[str, Verdict]], facts: dict[str, Any], signatures: dict[str, str],
                 figure: str | None, provenance: dict[str, dict[str, Any]] | None = None,
-                field: FieldTable | None = None) -> str:
-    counts = {v: sum(r.verdict == v for cid, r in rows if cid not in PROBES) for v in COUNTED}
-    counts[MEASURED] = sum(cid in PROBES for cid, _ in rows)
-    claims = sum(counts[v] for v in COUNTED)
+                field: FieldTable | None = None, documents: bool = False) -> str:
+    probes = sum(cid in PROBES for cid, _ in rows)
     out = [HEADER, "", "# Replication: the papers' findings, measured by simpe", ""]
     out += [f"- **{key}**: {value}" for key, value in facts.items()]
-    out += ["", "**" + ", ".join(f"{counts[v]} {v}" for v in COUNTED) + f"** (of {claims} claims of the papers; "
-            f"{counts[MEASURED]} probes beyond them are measured, not counted). \"Not reproduced\" and \"inconclusive\" are "
-            "results: each row's rule says what was asked of the figures, with the numbers it used.", "",
+    out += ["", "## The tally", ""] + tally_lines(rows)
+    out += ["", f"{probes} probes beyond the papers (and checks of arithmetic or of a theorem) are measured, not counted. "
+            "\"Not reproduced\" and \"inconclusive\" are results: each row's rule says what was asked of the figures, with "
+            "the numbers it used; a claim of several parts follows one rule (docs/replicate.md, \"The verdicts\"). "
+            + shared_evidence(rows), "", intervals(documents), "",
             "The papers (see [references](references.md)): " + "; ".join(f"{p.cite}, *{p.title}*" for p in PAPERS.values())
             + ". The fifth text the project holds is lecture slides (CS60075 NLP, 2020) with no findings to replicate.", "",
             "Every paper figure carries its table, row, column, unit and the line of the paper's text file "
@@ -54,8 +125,9 @@ def to_markdown(rows: list[tuple[str, Verdict]], facts: dict[str, Any], signatur
             "*relative %* where the paper prints changes relative to its baseline (Simianer et al. (2019), Table 5).", ""]
     out += ["| claim | source | paper | simpe | verdict |", "| --- | --- | --- | --- | --- |"]
     for cid, v in rows:
+        linked = f" (linked to `{v.linked}`: not counted)" if v.linked else ""
         out.append(f"| {_cell(v.claim)} `{cid}` | {_cell(v.source)} | {_cell(v.paper)} | {_cell(v.simpe)} | "
-                   f"**{v.verdict}**: {_cell(v.why)} |")
+                   f"**{v.verdict}**{linked}: {_cell(v.why)} |")
     out += ["", "## The rules", ""]
     out += [f"- `{cid}`: {v.rule}" for cid, v in rows if v.rule != "–"]
     if figure:
@@ -84,7 +156,8 @@ def to_html(rows: list[tuple[str, Verdict]], facts: dict[str, Any], figure: str 
     table = ["<tr><th>claim</th><th>source</th><th>paper</th><th>simpe</th><th>verdict</th><th>rule</th></tr>"]
     for cid, v in rows:
         table.append(f"<tr><td>{e(v.claim)} <code>{e(cid)}</code></td><td>{e(v.source)}</td><td>{e(v.paper)}</td>"
-                     f"<td>{e(v.simpe)}</td><td style='color:{colors[v.verdict]}'><b>{e(v.verdict)}</b>: {e(v.why)}</td>"
+                     f"<td>{e(v.simpe)}</td><td style='color:{colors[v.verdict]}'><b>{e(v.verdict)}</b>"
+                     f"{e(f' (linked to {v.linked}: not counted)') if v.linked else ''}: {e(v.why)}</td>"
                      f"<td>{e(v.rule)}</td></tr>")
     image = f"<h2>Figure 2</h2><img src='{e(figure)}' style='max-width:100%'>" if figure else ""
     return ("<!doctype html><html><head><meta charset='utf-8'><title>simpe replication</title><style>"
@@ -96,10 +169,11 @@ def to_html(rows: list[tuple[str, Verdict]], facts: dict[str, Any], figure: str 
 
 def write_pages(rows: list[tuple[str, Verdict]], facts: dict[str, Any], signatures: dict[str, str], out: Path,
                 html_out: Path, figure: str | None, provenance: dict[str, dict[str, Any]] | None = None,
-                field: FieldTable | None = None) -> None:
+                field: FieldTable | None = None, documents: bool = False) -> None:
     """Write the Markdown page and the HTML page (each whole, replaced at once); ``provenance``: each row's code
     fingerprint, what it rests on and the calls that measured it (the page json's rows)."""
-    for path, text in ((out, to_markdown(rows, facts, signatures, figure, provenance, field)), (html_out, to_html(rows, facts, figure))):
+    for path, text in ((out, to_markdown(rows, facts, signatures, figure, provenance, field, documents)),
+                       (html_out, to_html(rows, facts, figure))):
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(path.name + ".tmp")
         tmp.write_text(text, encoding="utf-8")
@@ -214,14 +288,16 @@ def write_page(folder: Path, out: Path, html_out: Path) -> int:
     first = next((g for g in (records.group(e)[0] for e in rec.EXPERIMENTS) if g is not None), None)
     signatures = dict((first.baseline.summary or {}).get("signatures") or {}) if first is not None else {}
     codes = {cid: row_code(records, NEEDS.get(cid, ()), claims["fingerprint"]) for cid, _ in rows}
-    page_rows = {cid: {**dataclasses.asdict(v), "measured": measured[cid], "code": codes[cid],
+    page_rows = {cid: {**v.shown(), "measured": measured[cid], "code": codes[cid],
                        "fingerprint": row_fingerprint(codes[cid])} for cid, v in rows}
     data = {"generated_by": "simpe replicate (do not edit by hand; --report-only rebuilds it from the records)",
             "records": where, "signatures": signatures,
             "calls": [c for c in records.calls if any(c["id"] in m for m in measured.values())],
             "code": {"claims": claims}, "rows": page_rows}
     figure = _figure(records, out)
-    write_pages(rows, facts, signatures, out, html_out, figure, page_rows, field_evidence(evidence))
+    main = evidence.groups.get(rec.MAIN)
+    write_pages(rows, facts, signatures, out, html_out, figure, page_rows, field_evidence(evidence),
+                main is not None and judge_documents(main) is not None)
     path = out.with_suffix(".json")
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")

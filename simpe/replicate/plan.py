@@ -62,6 +62,9 @@ class Scale:
     second_segments: int | None = None  # sdatabase segments; None: all 1,742
     sensitivity_segments: int = 200
     probe: int = 50  # dev sentences (at most 20 words) for the decoding studies
+    # dev sentences (at most 20 words) for plain beam search alone at every beam size (Yan et al. (2021), Figure 1b/1c):
+    # on the 50 probe sentences only 5 outputs changed between beam 5 and 100; ten times as many sentences give ~50
+    beam_probe: int = 500
     beam_sizes: tuple[int, ...] = (5, 10, 20, 50, 100)
     ks: tuple[int, ...] = (5, 10)
     max_expansions: int = 20000
@@ -126,7 +129,7 @@ def check_source(scale: Scale) -> Source:
     """Check a researcher's model and data before any model loads: the settings (``sets``), the model's folder and
     family (its config.json, not its weights), the dataset's files and splits, and the segments asked for; a bad one
     raises a SimpeError naming it (one line, exit 2)."""
-    from simpe.configfile import load_config
+    from simpe.config.files import load_config
     from simpe.datasets import DATASETS
     from simpe.errors import DataError
     from simpe.model import model_family
@@ -179,8 +182,9 @@ class Plan:
         with ``workers`` at once; the runs in ``reused`` cost nothing."""
         runs = sum(_segments(spec) * relative_cost(spec.cfg) * SECONDS_PER_SEGMENT
                    for spec in self.specs() if spec.path not in reused)
-        studies = self.scale.probe * (SECONDS_PER_PROBE["exact"] * (1 + len(self.scale.ks))
-                                      + SECONDS_PER_PROBE["beam"] * sum(self.scale.beam_sizes) / 5 * 2)
+        studies = (self.scale.probe * (SECONDS_PER_PROBE["exact"] * (1 + len(self.scale.ks))
+                                       + SECONDS_PER_PROBE["beam"] * sum(self.scale.beam_sizes) / 5 * 2)
+                   + self.scale.beam_probe * SECONDS_PER_PROBE["beam"] * sum(self.scale.beam_sizes) / 5)
         return runs / max(1, workers), (studies if with_studies else 0.0)
 
 
@@ -311,7 +315,8 @@ def describe(p: Plan, workers: int, parts: set[str] | frozenset[str] = frozenset
     lines += [f"  left out: {note}" for note in p.notes]
     if "studies" in parts and (p.source is None or p.source.dev):
         lines.append(f"  {'studies':<12} {s.probe} dev sentences: exact top-1/top-k (k {', '.join(map(str, s.ks))}), "
-                     f"beam and min-heap beam at {', '.join(map(str, s.beam_sizes))}")
+                     f"beam and min-heap beam at {', '.join(map(str, s.beam_sizes))}; plain beam alone at the same sizes on "
+                     f"{s.beam_probe} dev sentences")
     if "mbr-sensitivity" in parts:
         lines.append(f"  {'mbr-sens.':<12} MBR sensitivity of {', '.join(s.utilities)} on {s.sensitivity_sentences} dev sentences "
                      f"({s.sensitivity_samples} samples each)")

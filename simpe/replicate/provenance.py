@@ -21,8 +21,8 @@ from simpe.replicate.records import STUDY_FILES, Records, read_records, records_
 
 STUDY_ROOTS = {
     "studies": ("simpe.replicate.studies", "simpe.datasets.libreoffice"),
-    "mbr-sensitivity": ("simpe.sensitivity", "simpe.datasets.libreoffice"),
-    "systems": ("simpe.ranking.study", "simpe.store", "simpe.datasets.libreoffice"),
+    "mbr-sensitivity": ("simpe.measure.sensitivity", "simpe.datasets.libreoffice"),
+    "systems": ("simpe.measure.rank", "simpe.store.user", "simpe.datasets.libreoffice"),
 }
 CLAIM_ROOTS = ("simpe.replicate.claims", "simpe.replicate.page", "simpe.replicate.records", "simpe.replicate.provenance")
 
@@ -99,8 +99,9 @@ def stale_rows(records: Records, page: dict[str, Any], needs: dict[str, tuple[st
             if part not in cache:
                 cache[part] = stale_records(records, part)
             if cache[part]:
-                reasons.append(f"the {records.resolve(part)} records were made by other code ({'; '.join(cache[part][:3])}"
-                               f"{'; …' if len(cache[part]) > 3 else ''}): `simpe replicate --only {records.resolve(part)}`")
+                reasons.append(f"the code changed since the {records.resolve(part)} records were made ({'; '.join(cache[part][:3])}"
+                               f"{'; …' if len(cache[part]) > 3 else ''}): they await the next call that runs the part, "
+                               f"`simpe replicate --only {records.resolve(part)}` or the from-scratch `make replicate`")
             elif code.get(part) != part_fingerprint(records, part):
                 reasons.append(f"the page was judged from other {part} records: `simpe replicate --report-only`")
         if code.get("claims") != claims["fingerprint"]:
@@ -110,9 +111,26 @@ def stale_rows(records: Records, page: dict[str, Any], needs: dict[str, tuple[st
     return lines, len(rows)
 
 
+def awaiting_rows(page: dict[str, Any]) -> list[str]:
+    """One line per row of a page (its json) that awaits data the next from-scratch call records (``judges.AWAITS``):
+    current against the code, but judged on records that predate what it reads."""
+    import re
+
+    from simpe.replicate.claims import PROBES
+    from simpe.replicate.judges import AWAITS
+
+    out = []
+    for cid, row in (page.get("rows") or {}).items():
+        why = str(row.get("why") or "")
+        if AWAITS in why and cid not in PROBES:  # a probe that judges rows again repeats their words
+            out.append(f"{cid}: " + re.split(r" \| |\. ", why[why.index(AWAITS):])[0])
+    return out
+
+
 def status(out: Path, folder: Path | None = None) -> str:
     """``simpe replicate --status``: one line per row of page ``out`` that is stale against the current code (with the
-    files that changed and the command that brings it up to date), and a last line that counts them."""
+    files that changed and the command that brings it up to date), and a line that counts them; then the rows that await
+    data the next from-scratch call records, and their count."""
     import json
 
     from simpe.replicate.claims import NEEDS
@@ -133,4 +151,8 @@ def status(out: Path, folder: Path | None = None) -> str:
     lines, total = stale_rows(records, page, NEEDS)
     lines.append(f"{len(lines)} of {total} rows stale against the code as it is now" if lines
                  else f"all {total} rows are current: their records and the page were made by the code as it is now")
+    waiting = awaiting_rows(page)
+    if waiting:
+        lines += waiting + [f"{len(waiting)} of {total} rows await data that the records predate (the next from-scratch "
+                            "`make replicate` records it)"]
     return "\n".join(lines)

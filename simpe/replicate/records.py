@@ -11,10 +11,12 @@ rebuilds it byte for byte from a clone. The folder (``docs/replication/records/`
     studies.json, mbr-sensitivity.json, systems.json
                                 a study's settings, figures (with their per-sentence values), code and call
 
-A run's columns are the statistics of ``SEGMENT_KEYS`` (BLEU's, and R's matched and types for words, novel words
-and subwords) and the repeated-error counts; no hypotheses, no weights. A column that follows from others is left
-out when it does for every segment (BLEU's n-gram totals from the hypothesis length, R0+1 as R0 plus R1) and
-derived when read; ``export_run`` checks that the record gives back every statistic the verdicts read, exactly.
+A run's columns are the statistics of ``SEGMENT_KEYS`` (BLEU's and TER's, and R's matched and types for words, novel
+words and subwords) and the repeated-error counts, and its segments' document ids (run-length encoded, so a bootstrap
+can resample documents); no hypotheses, no weights. A column that follows from others is left out when it does for
+every segment (BLEU's n-gram totals from the hypothesis length, R0+1 as R0 plus R1, sentence BLEU from BLEU's
+statistics) and derived when read; ``export_run`` checks that the record gives back every statistic the verdicts read,
+exactly. Records written before TER's columns and the document ids lack them (the page says what awaits them).
 A run's record is written only when every run of its experiment is complete; otherwise the experiment's earlier
 records stay. This module is the only code that writes or reads the folder; it runs nothing.
 """
@@ -44,7 +46,8 @@ EXPERIMENTS = ("scalc", "sdatabase", "forgetting", "sensitivity", "why-budget", 
 # the claims' main stream is scalc; a researcher's own data (simpe replicate --model/--dataset) records it as "stream"
 MAIN, OWN_MAIN = "scalc", "stream"
 # the per-segment statistics the verdicts resample (simpe.replicate.claims): BLEU and R of words, novel words, subwords
-SEGMENT_KEYS = ("bleu", "r0", "r1", "novel:r0", "novel:r1", "subword:r0", "subword:r1")
+SEGMENT_KEYS = ("bleu", "ter", "r0", "r1", "novel:r0", "novel:r1", "subword:r0", "subword:r1")
+SBLEU = "sbleu"  # sentence BLEU: a function of the segment's BLEU statistics (the run's smoothing), derived when read
 DERIVED_R = ("r0+1", "novel:r0+1", "subword:r0+1")  # R0 plus R1 (a type's 1st and 2nd occurrences are disjoint)
 REPEATED = "repeated"  # (missed again, shown after a miss) per segment: simpe.report.marks.repeated_error_stats
 ENV_LEFT_OUT = ("code", "argv")  # the code is the record's fingerprint (code.json); a Ray worker's argv says nothing
@@ -215,6 +218,27 @@ def _columns(run: Run, n: int) -> dict[str, list[int | float]]:
     return columns
 
 
+def _documents(run: Run, n: int) -> list[list[Any]] | None:
+    """The segments' document ids as runs [[doc_id, segments], ...] in stream order (None when a segment has none)."""
+    ids = [seg.get("doc_id") for seg in run.segments[:n]]
+    if not ids or any(not isinstance(i, str) for i in ids):
+        return None
+    out: list[list[Any]] = []
+    for doc in ids:
+        if out and out[-1][0] == doc:
+            out[-1][1] += 1
+        else:
+            out.append([doc, 1])
+    return out
+
+
+def _sbleu(config: dict[str, Any]) -> Any:
+    """The run's sentence-BLEU metric (its smoothing), which gives each segment's SBLEU from its BLEU statistics."""
+    from simpe.metrics.sacre import SbleuMetric
+
+    return SbleuMetric(str((config.get("metrics") or {}).get("sbleu") or "nakov"))
+
+
 def _number(value: float) -> int | float:
     return int(value) if float(value).is_integer() else float(value)
 
@@ -244,6 +268,7 @@ def export_run(folder: Path, experiment: str, position: int, run: Run, call: str
         "name": run.name, "method": run.method, "code": _add_code(folder, code) if code else None, "call": call,
         "environment": {k: v for k, v in run.env.items() if k not in ENV_LEFT_OUT},
         "config": run.config, "summary": summary, "snapshots": _scalar_snapshots(run), "segments": n,
+        "documents": _documents(run, n),
     }
     columns = _columns(run, n)
     path = (into or folder / experiment) / f"{run.path.name}.json"
@@ -260,9 +285,11 @@ def _check_same(run: Run, back: Run, n: int) -> None:
     from simpe.report.compare import segment_stats
     from simpe.report.marks import repeated_error_stats
 
-    for key in (*SEGMENT_KEYS, *DERIVED_R):
+    for key in (*SEGMENT_KEYS, *DERIVED_R, SBLEU):
         a, b = segment_stats(run, key, n), segment_stats(back, key, n)
-        assert (a is None) == (b is None) and (a is None or (a == b).all()), f"the record of {run.path} changes {key}"
+        assert a is None or (b is not None and (a == b).all()), f"the record of {run.path} changes {key}"
+    if _documents(run, n) is not None:
+        assert [s.get("doc_id") for s in back.segments] == [s.get("doc_id") for s in run.segments[:n]], f"the record of {run.path} changes documents"
     assert repeated_error_stats(run, n) == [tuple(s[REPEATED]) for s in back.segments], f"the record of {run.path} changes repeats"
 
 
@@ -316,6 +343,12 @@ def _run_from_record(data: dict[str, Any], path: Path) -> Run:
                 columns[f"{key}.matched"], columns[f"{key}.types"] = [r[0] for r in summed], [r[1] for r in summed]
                 keys.append(key)
     bleu = metric_for("bleu")
+    sbleu = _sbleu(data.get("config") or {}) if "bleu" in keys else None
+    documents = data.get("documents")
+    doc_ids = [str(doc) for doc, count in documents for _ in range(int(count))] if isinstance(documents, list) else None
+    if doc_ids is not None and len(doc_ids) != n:
+        raise RecordError(f"{path}: its document ids do not cover its {n} segments")
+    logged = {k for k in keys if k in ("bleu", "ter")}  # the loop logs these under "stats", R under "metrics"
     totals: dict[str, list[float]] = {k: [0] * len(metric_for(k).stat_names) for k in keys}
     segments = []
     for i in range(n):
@@ -323,13 +356,18 @@ def _run_from_record(data: dict[str, Any], path: Path) -> Run:
         for key in keys:
             row = [columns[f"{key}.{s}"][i] for s in metric_for(key).stat_names]
             totals[key] = [a + b for a, b in zip(totals[key], row)]
-            if key == "bleu":
+            if key in logged:
                 stats[key] = row
-                cumulative[key] = bleu.score_from_stats(totals[key])  # as the loop: one function on summed statistics
+                if key == "bleu":
+                    cumulative[key] = bleu.score_from_stats(totals[key])  # as the loop: one function on summed statistics
             else:
                 metrics[key] = row
                 cumulative[key] = ratio(*totals[key])
+        if sbleu is not None:
+            metrics[SBLEU] = sbleu.score_of_bleu_stats(stats["bleu"])  # as the loop: from the segment's BLEU statistics
         segment = {"index": i, "stats": stats, "metrics": metrics, "cumulative": cumulative}
+        if doc_ids is not None:
+            segment["doc_id"] = doc_ids[i]
         if f"{REPEATED}.again" in columns:
             segment[REPEATED] = [columns[f"{REPEATED}.again"][i], columns[f"{REPEATED}.shown"][i]]
         segments.append(segment)
@@ -416,9 +454,12 @@ class Records:
 
 def int_keys(figures: dict[str, Any]) -> dict[str, Any]:
     """JSON turned the studies' beam sizes and ks into strings: back to ints."""
-    for key in ("search_errors", "top_region", "cut", "search_flags", "bleu_stats"):
+    for key in ("search_errors", "top_region", "cut", "search_flags", "bleu_stats", "bleu_stats_ln", "best_scores"):
         if key in figures:  # a studies file from before the per-sentence figures has fewer
             figures[key] = {int(k): v for k, v in figures[key].items()}
+    wide = figures.get("beam_sizes")
+    if isinstance(wide, dict) and "bleu_stats" in wide:  # the beam-size study on more sentences
+        wide["bleu_stats"] = {int(k): v for k, v in wide["bleu_stats"].items()}
     return figures
 
 

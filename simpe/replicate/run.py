@@ -78,10 +78,11 @@ def _model_and_dev(p: Plan, device: str) -> tuple[Any, list[Any]]:
 
 def _studies(p: Plan, device: str, progress: bool, call: str) -> dict[str, Any]:
     """The decoding studies on the dev probe, cached in ``<runs_dir>/studies.json`` for the same settings and code."""
-    from simpe.replicate.studies import decoding_studies
+    from simpe.replicate.studies import beam_size_study, decoding_studies
 
     s = p.scale
-    settings = {"probe": s.probe, "beam_sizes": list(s.beam_sizes), "ks": list(s.ks), "max_expansions": s.max_expansions}
+    settings = {"probe": s.probe, "beam_sizes": list(s.beam_sizes), "ks": list(s.ks), "max_expansions": s.max_expansions,
+                "beam_probe": s.beam_probe}
     if s.own:
         settings.update({"model": s.model, "dataset": s.dataset, "sets": list(s.sets)})
     code = study_code("studies", s.model, dataset=s.dataset)
@@ -89,10 +90,15 @@ def _studies(p: Plan, device: str, progress: bool, call: str) -> dict[str, Any]:
     if cached is not None:
         return cached
     loaded, dev_split = _model_and_dev(p, device)
-    dev = [seg for seg in dev_split if len(seg.source.split()) <= 20][: s.probe]
+    short = [seg for seg in dev_split if len(seg.source.split()) <= 20]
+    dev = short[: s.probe]
     report = (lambda text: logger.info("%s", text)) if progress else None
     figures = decoding_studies(loaded.model, loaded.tokenizer, [x.source for x in dev], [x.reference for x in dev],
                                s.beam_sizes, s.ks, s.max_expansions, progress=report)
+    if s.beam_probe:  # plain beam alone on more sentences: Figure 1b and 1c
+        wide = short[: s.beam_probe]
+        figures["beam_sizes"] = beam_size_study(loaded.model, loaded.tokenizer, [x.source for x in wide],
+                                                [x.reference for x in wide], s.beam_sizes, progress=report)
     return _save(p.runs_dir / STUDIES_FILE, settings, figures, code, call)
 
 
@@ -100,8 +106,8 @@ def _mbr_sensitivity(p: Plan, device: str, call: str) -> dict[str, Any]:
     """Amrhein and Sennrich (2022)'s MBR sensitivity of each utility on dev sentences with a number or a named entity,
     cached in ``<runs_dir>/sensitivity.json`` for the same settings and code."""
     from simpe.datasets import DATASETS
+    from simpe.measure.sensitivity import analyse, named_entities, numbers
     from simpe.model import load_model
-    from simpe.sensitivity import analyse, named_entities, numbers
 
     s = p.scale
     settings = {"sentences": s.sensitivity_sentences, "samples": s.sensitivity_samples, "utilities": list(s.utilities)}
@@ -117,14 +123,28 @@ def _mbr_sensitivity(p: Plan, device: str, call: str) -> dict[str, Any]:
     return _save(p.runs_dir / SENSITIVITY_FILE, settings, figures, code, call)
 
 
+PER_SENTENCE = ("krg", "random_krg", "kqrg", "mean_quality")  # each system's Monte Carlo figures kept per sentence
+
+
+def _per_sentence(path: Path) -> list[dict[str, Any]]:
+    """A system's per-sentence Monte Carlo figures (``PER_SENTENCE``) from its ranking records (``simpe rank``'s
+    records.jsonl), what the verdicts' intervals resample (Yan et al. (2022)'s sampled ranking against the random line)."""
+    rows = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        mc = (json.loads(line) or {}).get("mc") if line.strip() else None
+        if isinstance(mc, dict):
+            rows.append({k: mc.get(k) for k in PER_SENTENCE})
+    return rows
+
+
 def _systems(p: Plan, device: str, call: str) -> dict[str, Any] | None:
     """Yan et al. (2022)'s Table 3 across systems: the demo model and the adapted state at the end of every forgetting
     run (its store), ranked on the dev probe of the studies; cached in ``<runs_dir>/systems.json`` for the same
     settings and code (the forgetting runs' included). None when a forgetting run is not complete."""
-    from simpe.configfile import defaults
+    from simpe.config.files import defaults
     from simpe.datasets import DATASETS
-    from simpe.ranking.study import run_correlation
-    from simpe.rundir.layout import DONE_FILE, STORE_FILE
+    from simpe.measure.rank import run_correlation
+    from simpe.rundir.layout import DONE_FILE, RANK_RECORDS_FILE, STORE_FILE
     from simpe.rundir.reader import run_env
 
     s, specs = p.scale, p.experiments.get("forgetting") or []
@@ -133,7 +153,8 @@ def _systems(p: Plan, device: str, call: str) -> dict[str, Any] | None:
     adapted = [spec for spec in specs if spec.cfg.method.name != "baseline" and (spec.path / STORE_FILE).is_file()]
     method = {spec.path.name: spec.cfg.method.name for spec in adapted}  # the systems by method: full, not full--forgetting=100
     settings = {"probe": s.probe, "samples": s.system_samples, "mbr_samples": s.mbr_samples,
-                "segments": s.forgetting_segments, "systems": [DEFAULT_MODEL.name, *(spec.cfg.method.name for spec in adapted)]}
+                "segments": s.forgetting_segments, "systems": [DEFAULT_MODEL.name, *(spec.cfg.method.name for spec in adapted)],
+                "per_sentence": list(PER_SENTENCE)}
     runs = {spec.name: str((run_env(spec.path).get("code") or {}).get("fingerprint")) for spec in specs}
     code = study_code("systems", runs=runs)
     cached = _cache(p.runs_dir / SYSTEMS_FILE, settings, code)
@@ -145,11 +166,24 @@ def _systems(p: Plan, device: str, call: str) -> dict[str, Any] | None:
     result = run_correlation([str(DEFAULT_MODEL), *(str(spec.path / STORE_FILE) for spec in adapted)],
                              [x.source for x in dev], [x.reference for x in dev],
                              cfg, p.runs_dir / "systems", device=device, mbr_samples=s.mbr_samples, overwrite=True)
-    keep = ("name", "mc.kqrg", "mc.krg", "mc.mean_quality", "beam.quality", "mbr.quality")
-    named = [{**row, "name": method.get(row["name"], row["name"])} for row in result["models"]]
-    figures = {"models": [{k: row.get(k) for k in keep} for row in named], "correlation": result["correlation"],
-               "settings": settings, "seconds": time.perf_counter() - started}
+    keep = ("name", "mc.kqrg", "mc.krg", "mc.random_krg", "mc.mean_quality", "beam.quality", "mbr.quality")
+    models = []
+    for row in result["models"]:
+        kept = {k: row.get(k) for k in keep}
+        kept["per_sentence"] = _per_sentence(p.runs_dir / "systems" / row["name"] / RANK_RECORDS_FILE)
+        kept["name"] = method.get(row["name"], row["name"])
+        models.append(kept)
+    figures = {"models": models, "correlation": result["correlation"], "settings": settings,
+               "seconds": time.perf_counter() - started}
     return _save(p.runs_dir / SYSTEMS_FILE, settings, figures, code, call)
+
+
+def _readme(out: Path) -> None:
+    """The committed page's tally into README.md (its generated block); another page leaves README alone."""
+    from simpe.replicate.page import write_readme_tally
+
+    if out.resolve() == DEFAULT_OUT.resolve():
+        write_readme_tally(out, REPO_ROOT / "README.md", "docs/replication.md")
 
 
 # ---------------------------------------------------------------------------------------- the call
@@ -171,6 +205,7 @@ def replicate(scale: Scale, runs_dir: Path, out: Path, workers: int | None = Non
             raise ConfigError(f"no records folder {folder}: `simpe replicate` (make replicate) writes the records the page is "
                               "judged from; --report-only reads only them (--records DIR names another folder)")
         rows = write_page(folder, out, html_out)
+        _readme(out)
         return f"{out} and {html_out} ({rows} claims, judged from the records in {folder})"
     parts = parts_to_run(only, scale.own)
     source = check_source(scale) if scale.own else None  # a bad model or dataset: one line, before a model loads
@@ -206,4 +241,5 @@ def replicate(scale: Scale, runs_dir: Path, out: Path, workers: int | None = Non
                 rec.export_study(folder, "systems", saved)
     rec.finish_call(folder, ident, time.perf_counter() - started)
     rows = write_page(folder, out, html_out)
+    _readme(out)
     return f"{out} and {html_out} ({rows} claims; {len(failed)} runs failed)"

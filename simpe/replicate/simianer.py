@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from simpe.replicate.judges import Claim, Evidence, Judge, Part, Verdict, effect, judge_parts, part, runs
-from simpe.replicate.verdicts import NOT_REPRODUCED, NOT_TESTABLE, PARTLY, REPRODUCED, Band, judge_null
+from simpe.replicate.judges import Claim, Evidence, Judge, Part, Verdict, effect, judge_parts, not_above, part, runs
+from simpe.replicate.verdicts import NOT_REPRODUCED, NOT_TESTABLE, PARTLY, REPRODUCED, Band, Judged, judge_null
 from simpe.report.plotting import cumulative_deltas
 from simpe.rundir.reader import RunGroup
 
@@ -21,32 +21,35 @@ def rel(a: float, b: float) -> float:
     return round(100 * ((1 + a / 100) / (1 + b / 100) - 1), 1)
 
 
-def no_effect_against(against: str, names: tuple[str, ...], key: str, band: float) -> Judge:
-    """Each of ``names`` against run ``against``: no effect on ``key`` (relative %) when the interval lies inside ±band."""
+def no_effect_against(against: str, names: tuple[str, ...], keys: dict[str, float],
+                      awaited: dict[str, str] | None = None) -> Judge:
+    """Each of ``names`` against run ``against``: no effect on each metric of ``keys`` (relative %) when the interval
+    lies inside ±its band (every part required); ``awaited``: {key: what the records lack} for a metric whose
+    per-segment statistics the records do not hold yet."""
     def judge_it(c: Claim, group: RunGroup) -> Verdict:
         parts = []
-        for n in names:
-            found = effect(group, key, n, against=against)
-            if found is None:
-                parts.append((NOT_TESTABLE, f"{n} − {against}: not measured"))
-                continue
-            verdict, why = judge_null(found, band)
-            parts.append((verdict, f"{n} vs {against}: {why}"))
+        for key, band in keys.items():
+            label = "" if len(keys) == 1 else f"{key.upper()} "
+            for n in names:
+                found = effect(group, key, n, against=against)
+                if found is None:
+                    ran = n in runs(group) and against in runs(group)  # the runs are there: their records lack the statistics
+                    lacks = (awaited or {}).get(key, "not measured") if ran else "not measured"
+                    parts.append(Judged(NOT_TESTABLE, f"{label}{n} vs {against}: {lacks}"))
+                    continue
+                verdict, why = judge_null(found, band)
+                parts.append(Judged(verdict, f"{label}{n} vs {against}: {why}"))
         return c.of_parts(parts)
 
     return judge_it
 
 
-def only_improves(one: Part, others: tuple[str, ...]) -> Judge:
-    """``one`` against the paper's effect, and each of ``others`` reproduced unless significantly above the baseline."""
+def only_improves(one: Part, others: tuple[str, ...], margin: float) -> Judge:
+    """``one`` against the paper's effect, and each of ``others`` not above the baseline, judged with ``margin`` (the
+    paper's smallest effect of interest: ``verdicts.judge_not_above``); every part required."""
     def judge_it(c: Claim, group: RunGroup) -> Verdict:
         parts = judge_parts(group, (one,))
-        for n in others:
-            found = effect(group, one.key, n)
-            if found is not None:
-                above = found.significant and found.value > 0
-                parts.append((NOT_REPRODUCED if above else REPRODUCED,
-                              f"{n}: simpe {found.show()} against the paper's ≤ 0: {'significantly above' if above else 'not above'}"))
+        parts += [not_above(n, effect(group, one.key, n), margin) for n in others]
         return c.of_parts(parts)
 
     return judge_it
@@ -87,11 +90,11 @@ def on_each_stream(streams: tuple[str, ...], paper: float, band: Band) -> Judge:
         for name in streams:
             group = ev.groups.get(name)
             if group is None:
-                parts.append((NOT_TESTABLE, f"{name}: {ev.notes.get(name, 'runs missing')}"))
+                parts.append(Judged(NOT_TESTABLE, f"{name}: {ev.notes.get(name, 'runs missing')}"))
                 continue
             parts.append(part(name, effect(group, "r0", "lasso", against="full"), paper, band))
-        if all(v == NOT_TESTABLE for v, _ in parts):
-            return c.missing("; ".join(why for _, why in parts))
+        if all(p.verdict == NOT_TESTABLE for p in parts):
+            return c.missing("; ".join(p.why for p in parts))
         return c.of_parts(parts)
 
     return judge_it

@@ -2,8 +2,8 @@
 
 * **reproduced**: the effect has the paper's direction, its 95 % interval excludes zero, and the
   effect lies within the stated band of the paper's effect, in the paper's unit;
-* **partly**: the direction is reproduced (significant) but the size is outside the band, or only
-  some parts of a claim are reproduced;
+* **partly**: the direction is reproduced (significant) but the size is outside the band; a claim of
+  several parts: its required parts right in direction but not all in size, or an optional part refuted;
 * **not reproduced**: a significant effect of the opposite sign, or no significant effect while the
   interval rules out the paper's size (it lies wholly on zero's side of the band);
 * **inconclusive**: the interval holds both zero and the paper's size; the rule says how many
@@ -12,7 +12,11 @@
 
 A probe beyond the papers is **measured**: its figures are reported, it is not counted in the
 headline. A "no effect" claim (bias leaves BLEU unchanged) is judged as equivalence: reproduced
-when the interval lies inside the band around zero, not reproduced when it lies outside.
+when the interval lies inside the band around zero, not reproduced when it lies outside. A part
+"not above the baseline" is judged with a margin (``judge_not_above``): reproduced only when its
+interval's upper bound lies below the paper's smallest effect of interest, never on the absence of
+an effect alone. A claim of several parts declares each part required or optional, and ``combine``
+gives the claim's verdict from them by one rule (docs/replicate.md, "The verdicts").
 This module holds no paper figures and reads no runs.
 """
 from __future__ import annotations
@@ -35,7 +39,8 @@ Z95 = 1.959963984540054
 
 @dataclass(frozen=True)
 class Effect:
-    """simpe's effect in the paper's unit with its 95 % interval over ``n`` units (segments, sentences, systems)."""
+    """simpe's effect in the paper's unit with its 95 % interval over ``n`` units (segments, sentences, systems);
+    ``beside``: a second interval over another unit, reported beside this one (document blocks of a stream)."""
 
     value: float
     low: float
@@ -43,10 +48,12 @@ class Effect:
     n: int
     unit: str
     of: str = "segments"
+    beside: str = ""
 
     def show(self, digits: int = 1) -> str:
         f = f"{{:+.{digits}f}}"
-        return f"{f.format(self.value)} {self.unit} (95% CI {f.format(self.low)} to {f.format(self.high)}, n={self.n} {self.of})"
+        also = f"; {self.beside}" if self.beside else ""
+        return f"{f.format(self.value)} {self.unit} (95% CI {f.format(self.low)} to {f.format(self.high)}, n={self.n} {self.of}{also})"
 
     @property
     def significant(self) -> bool:
@@ -109,18 +116,55 @@ def judge_null(effect: Effect, band: float) -> tuple[str, str]:
     return INCONCLUSIVE, f"{said}: the interval crosses the band's edge" + (f"; about {need} {effect.of} would decide it" if need else "")
 
 
-def combine(parts: Sequence[str]) -> str:
-    """One verdict of a claim with several parts: all reproduced; some reproduced (partly); else inconclusive or not."""
-    judged = [v for v in parts if v != NOT_TESTABLE]
-    if not judged:
+def judge_not_above(effect: Effect, margin: float) -> tuple[str, str]:
+    """A part "not above the baseline" (the paper: only another method improves): reproduced when the interval's upper
+    bound lies below ``margin`` (> 0, the paper's smallest effect of interest), not reproduced when the effect is
+    significantly above zero, else inconclusive. It never passes on the absence of an effect alone."""
+    assert margin > 0, "the margin is the smallest effect of interest, above zero"
+    said = f"simpe {effect.show()} against the paper's not above the baseline, margin {margin:+g} {effect.unit}"
+    if effect.high < margin:
+        return REPRODUCED, f"{said}: the interval lies below the margin"
+    if effect.low > 0:
+        return NOT_REPRODUCED, f"{said}: significantly above the baseline"
+    room = margin - effect.value
+    need = n_to_decide(effect, room) if room > 0 else None
+    return INCONCLUSIVE, f"{said}: the interval crosses the margin" + (f"; about {need} {effect.of} would decide it" if need else "")
+
+
+@dataclass(frozen=True)
+class Judged:
+    """One part of a claim, judged: its verdict, why ("label: the rule's numbers") and whether the claim requires it
+    (an optional part can only lower a reproduced claim to partly)."""
+
+    verdict: str
+    why: str
+    required: bool = True
+
+    def show(self) -> str:
+        return f"**{self.verdict}**{'' if self.required else ' (optional)'} {self.why}"
+
+
+def combine(parts: Sequence[Judged]) -> str:
+    """One verdict of a claim of several parts, by the rule of docs/replicate.md ("The verdicts"), in this order:
+
+    1. any required part not reproduced (significant and opposite, or its interval rules out the paper's size):
+       not reproduced;
+    2. else any required part inconclusive: inconclusive;
+    3. else every required part reproduced: reproduced, or partly when an optional part is not reproduced;
+    4. else (the required parts right in direction, not all in size, or some not measured here): partly.
+    No required part measured: not testable here."""
+    required = [p.verdict for p in parts if p.required]
+    optional = [p.verdict for p in parts if not p.required]
+    assert required, "a claim has at least one required part"
+    if all(v == NOT_TESTABLE for v in required):
         return NOT_TESTABLE
-    if all(v == REPRODUCED for v in judged) and len(judged) == len(parts):
-        return REPRODUCED
-    if any(v in (REPRODUCED, PARTLY) for v in judged):
-        return PARTLY
-    if any(v == INCONCLUSIVE for v in judged):
+    if NOT_REPRODUCED in required:
+        return NOT_REPRODUCED
+    if INCONCLUSIVE in required:
         return INCONCLUSIVE
-    return NOT_REPRODUCED
+    if all(v == REPRODUCED for v in required):
+        return PARTLY if NOT_REPRODUCED in optional else REPRODUCED
+    return PARTLY
 
 
 # ---------------------------------------------------------------------------------------- intervals
@@ -132,9 +176,10 @@ def metric_score(key: str) -> Callable[[np.ndarray], np.ndarray]:
 
 
 def paired_effect(base: np.ndarray, system: np.ndarray, score: Callable[[np.ndarray], np.ndarray], relative: bool,
-                  unit: str, num_resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED) -> Effect:
-    """system minus base from per-segment statistics (n, d): in score points, or relative to base in % (``relative``);
-    the interval from a paired bootstrap over segments (sacreBLEU's resampling, ``simpe.stats``)."""
+                  unit: str, num_resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED, of: str = "segments") -> Effect:
+    """system minus base from per-unit statistics (n, d): in score points, or relative to base in % (``relative``);
+    the interval from a paired bootstrap over the units (sacreBLEU's resampling, ``simpe.stats``): segments of a
+    stream, sentences of a study, or document blocks (``block_sums``: each block's statistics summed), ``of``."""
     base, system = np.asarray(base, dtype=np.float64), np.asarray(system, dtype=np.float64)  # (n, d)
     counts = resample_counts(base.shape[0], num_resamples, seed)  # (B, n)
     b_obs, s_obs = np.float64(score(base.sum(0))[0]), np.float64(score(system.sum(0))[0])  # numpy: x / 0 is inf, not an error
@@ -144,9 +189,43 @@ def paired_effect(base: np.ndarray, system: np.ndarray, score: Callable[[np.ndar
         resampled = 100.0 * (s_res / b_res - 1.0) if relative else s_res - b_res
     resampled = resampled[np.isfinite(resampled)]
     if not np.isfinite(value) or resampled.size == 0:
-        return Effect(float("nan"), float("nan"), float("nan"), base.shape[0], unit)
+        return Effect(float("nan"), float("nan"), float("nan"), base.shape[0], unit, of)
     low, high = np.percentile(resampled, [2.5, 97.5])
-    return Effect(float(value), float(low), float(high), int(base.shape[0]), unit)
+    return Effect(float(value), float(low), float(high), int(base.shape[0]), unit, of)
+
+
+def block_sums(stats: np.ndarray, blocks: Sequence[str]) -> np.ndarray:
+    """Per-segment statistics (n, d) summed per block of consecutive segments with the same id (a document):
+    (blocks, d). A score from summed statistics is the same on either; a bootstrap over the blocks resamples
+    documents, whose segments cluster (R1 counts a word's second occurrence, often in the same document)."""
+    starts = [i for i in range(len(blocks)) if i == 0 or blocks[i] != blocks[i - 1]]
+    return np.add.reduceat(np.asarray(stats, dtype=np.float64), starts, axis=0)  # (blocks, d)
+
+
+def clustered_difference(a: Sequence[tuple[float, int]], b: Sequence[tuple[float, int]], unit: str, of: str,
+                         num_resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED) -> Effect:
+    """mean(a) − mean(b) of values that come in clusters (value, cluster id): the perturbations of one source sentence.
+    The bootstrap resamples clusters (the ids of ``a`` and ``b`` together: a sentence with both kinds is drawn once, so
+    the difference is paired where they share a sentence), and each resample's means are over the values of the drawn
+    clusters. ``n`` is the number of clusters, in ``of``."""
+    ids = sorted({c for _, c in a} | {c for _, c in b})
+    if not a or not b:
+        return Effect(float("nan"), float("nan"), float("nan"), len(ids), unit, of)
+    index = {c: j for j, c in enumerate(ids)}
+    sums = np.zeros((2, 2, len(ids)))  # (a/b, sum/count, clusters)
+    for side, values in enumerate((a, b)):
+        for value, c in values:
+            sums[side, 0, index[c]] += value
+            sums[side, 1, index[c]] += 1
+    counts = resample_counts(len(ids), num_resamples, seed)  # (B, clusters)
+    drawn = np.einsum("bc,skc->bsk", counts, sums)  # (B, a/b, sum/count)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        means = drawn[:, :, 0] / drawn[:, :, 1]  # (B, a/b)
+    diffs = means[:, 0] - means[:, 1]
+    diffs = diffs[np.isfinite(diffs)]
+    value = float(sums[0, 0].sum() / sums[0, 1].sum() - sums[1, 0].sum() / sums[1, 1].sum())
+    low, high = np.percentile(diffs, [2.5, 97.5])
+    return Effect(value, float(low), float(high), len(ids), unit, of)
 
 
 def mean_effect(values: Sequence[float], unit: str, of: str = "sentences", scale: float = 1.0,
@@ -159,6 +238,18 @@ def mean_effect(values: Sequence[float], unit: str, of: str = "sentences", scale
     means = counts @ x / x.size  # (B,)
     low, high = np.percentile(means, [2.5, 97.5])
     return Effect(float(x.mean()), float(low), float(high), int(x.size), unit, of)
+
+
+def share_effect(hits: int, n: int, centre: float, of: str) -> Effect:
+    """A share (hits of n, in %) minus ``centre`` points, with the Wilson score 95 % interval: a proportion of few units
+    (a percentile bootstrap of five equal values has no width)."""
+    if n == 0:
+        return Effect(float("nan"), float("nan"), float("nan"), 0, "points", of)
+    p = hits / n
+    z2 = Z95 * Z95
+    mid = (p + z2 / (2 * n)) / (1 + z2 / n)
+    half = Z95 * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / (1 + z2 / n)
+    return Effect(100 * p - centre, 100 * (mid - half) - centre, 100 * (mid + half) - centre, n, "points", of)
 
 
 def pearson_effect(r: float, n: int) -> Effect:

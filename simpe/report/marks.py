@@ -20,8 +20,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from simpe.config import MetricsConfig
-from simpe.configfile import defaults
+from simpe.config.files import defaults
+from simpe.config.tree import MetricsConfig
 from simpe.metrics.recall import RecallCounter, repeated_errors
 from simpe.metrics.stopwords import load_stopwords
 from simpe.metrics.text import ContentWords, split_tokens

@@ -34,7 +34,7 @@ DELTA_PANELS: list[tuple[str, str, str]] = [
     ("r0+1", "R0+1: R0 and R1 together", "Δ R0+1 (percentage points)"),
     ("bleu", "BLEU (corpus, from accumulated statistics)", "Δ BLEU (points)"),
 ]
-# the interactive protocol's effort (simpe.interactive), drawn beside them when every run logged it
+# the interactive protocol's effort (simpe.loop.interactive), drawn beside them when every run logged it
 EFFORT_PANELS: list[tuple[str, str, str]] = [
     ("ksmr", "KSMR: keystrokes and clicks per reference character (lower is better)", "Δ KSMR (percentage points)"),
     ("wsr", "WSR: typed words per reference word (lower is better)", "Δ WSR (percentage points)"),

@@ -1,6 +1,6 @@
 """The segment record: one line of ``segments.jsonl``, as one dataclass with its schema version.
 
-The loop builds a ``SegmentRecord`` per segment (``simpe.simulate``, with the scorer's part from
+The loop builds a ``SegmentRecord`` per segment (``simpe.loop.run``, with the scorer's part from
 ``simpe.metrics.online.OnlineScorer.add``); ``RunDir.append_segment`` writes it (``to_dict``: the keys
 in the order docs/run-format.md shows, the optional ones only when set); ``load_run`` checks every
 logged line with ``from_dict`` (one line naming the file and the record for a wrong type).
@@ -58,7 +58,7 @@ class SegmentRecord:
     truncated: list[str] | None = None  # the sides cut to the model's limit
     reset: bool | None = None  # reset: document (the state returned to the base's before this segment)
     non_finite: list[str] | None = None
-    effort: dict[str, Any] | None = None  # protocol interactive: each level's simulated translator (simpe.interactive)
+    effort: dict[str, Any] | None = None  # protocol interactive: each level's simulated translator (simpe.loop.interactive)
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:

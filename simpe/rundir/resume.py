@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 from typing import Any, Callable
 
-from simpe.config import RunConfig
-from simpe.configfile import load_saved_config, resume_difference
+from simpe.config.files import load_saved_config, resume_difference
+from simpe.config.tree import RunConfig
 from simpe.errors import ConfigError, RunDirError
 from simpe.rundir import layout
 from simpe.rundir.env import env_changes

@@ -28,8 +28,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import IO, Any
 
-from simpe.config import RunConfig
-from simpe.configfile import dump_config
+from simpe.config.files import dump_config
+from simpe.config.tree import RunConfig
 from simpe.errors import RunDirError
 from simpe.rundir import layout
 from simpe.rundir.reader import read_jsonl, valid_prefix

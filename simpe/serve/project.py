@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from simpe.config import RunConfig
-from simpe.configfile import load_config
+from simpe.config.files import load_config
+from simpe.config.tree import RunConfig
 from simpe.errors import ConfigError
 from simpe.rundir.writer import write_text_atomic
 

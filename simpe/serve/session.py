@@ -1,6 +1,6 @@
 """One translator's work in ``simpe serve``: the loop of a simulation, with a person's post-edits.
 
-A ``TranslatorSession`` owns one ``simpe.simulate.Loop`` (its own model, method state and per-user store: two
+A ``TranslatorSession`` owns one ``simpe.loop.run.Loop`` (its own model, method state and per-user store: two
 translators never share adaptation) and that loop's run folder. It drives the loop from outside, one submission at a
 time: ``Loop.translate`` shows segment i's hypothesis (θ(i-1)); the person's post-edit goes to ``Loop.learn``, which
 scores and adapts exactly as a simulation does; ``RunDir`` writes the record and ``Loop.checkpoint_state`` the
@@ -23,15 +23,16 @@ import time
 from pathlib import Path
 from typing import Any
 
-from simpe.config import RunConfig
+from simpe.config.tree import RunConfig
 from simpe.errors import DataError, RunDirError
-from simpe.interactive import Completer, Effort
+from simpe.loop.interactive import Completer, Effort
+from simpe.loop.protocols import Correction
+from simpe.loop.run import Draft, Loop
 from simpe.rundir import layout
 from simpe.rundir.reader import read_jsonl
 from simpe.rundir.state import RunState, state
 from simpe.rundir.writer import RunDir, write_text_atomic
 from simpe.serve.keylog import counts
-from simpe.simulate import Draft, Loop
 
 logger = logging.getLogger(__name__)
 
@@ -219,7 +220,7 @@ class TranslatorSession:
                                          corrections=human["edits"], completions=len(self.completions),
                                          ref_chars=len(post_edit), ref_words=len(post_edit.split()),
                                          latency_ms=list(self.completions))}
-            record = self.loop.learn(self.draft, post_edit, effort)
+            record = self.loop.learn(self.draft, Correction(post_edit, effort))
             if self.cfg.reset != "none":
                 record.reset = self.reset
             record.extra["human"] = human

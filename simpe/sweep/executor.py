@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from simpe.configfile import load_config
+from simpe.config.files import load_config
 from simpe.errors import ConfigError
 from simpe.rundir import layout
 from simpe.rundir.transfer import pack, unpack
@@ -65,7 +65,7 @@ def run_task(adapter: str, overrides: list[str], threads: int, resume: bool, cwd
     """
     import torch
 
-    from simpe.simulate import Loop
+    from simpe.loop.run import Loop
 
     start = time.perf_counter()
     torch.set_num_threads(max(1, threads))
@@ -78,7 +78,7 @@ def run_task(adapter: str, overrides: list[str], threads: int, resume: bool, cwd
             overrides = [*overrides, f"runs_dir={scratch}"]
         cfg = load_config(adapter, overrides)
         if scratch is not None and returned is not None:
-            from simpe.simulate import run_path
+            from simpe.loop.run import run_path
 
             unpack(returned, run_path(cfg))
         loop = Loop(cfg, progress=False)

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from simpe.config import RunConfig
-from simpe.configfile import load_config, load_saved_config, read_yaml, resume_difference
+from simpe.config.files import load_config, load_saved_config, read_yaml, resume_difference
+from simpe.config.tree import RunConfig
 from simpe.errors import ConfigError
 from simpe.rundir import layout
 from simpe.rundir.reader import BASELINE
@@ -99,8 +99,8 @@ def plan(methods: list[str], grid: dict[str, list[Any]] | None = None, seeds: li
             specs.append(RunSpec(adapter, [*base, *(f"{k}={v}" for k, v in zip(keys, values))], name))
     seen: dict[Path, str] = {}
     from simpe.decoders import DECODERS
+    from simpe.loop.run import run_path
     from simpe.methods import METHODS
-    from simpe.simulate import run_path
 
     for spec in specs:
         spec.cfg = spec.config()

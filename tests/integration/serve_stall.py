@@ -38,9 +38,9 @@ def _stall() -> None:
 def main() -> int:
     where, _, at = os.environ.get("SIMPE_TEST_STALL", "").partition(":")
     if where == "update":
-        import simpe.simulate
+        import simpe.loop.run
 
-        simpe.simulate.update = _stalling(simpe.simulate.update, int(at))
+        simpe.loop.run.update = _stalling(simpe.loop.run.update, int(at))
     elif where == "checkpoint":
         from simpe.rundir.writer import RunDir
 

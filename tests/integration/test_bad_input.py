@@ -272,7 +272,7 @@ def test_safetensors_check_accepts_the_demo_model_and_counts_bytes(models) -> No
 # ---------------------------------------------------------------- names are names (no path escapes the runs folder)
 @pytest.mark.parametrize("name", [".", "..", "../../escaped", "/tmp/absolute", "a/b", "x\nrm", "-flag", ".hidden", "a..b"])
 def test_a_run_name_that_is_not_a_name_is_refused_before_anything_is_written(name: str, tmp_path: Path):
-    from simpe.configfile import load_config
+    from simpe.config.files import load_config
 
     with pytest.raises(ConfigError, match="is not a valid name"):
         load_config("full", [f"adapter={name}", f"runs_dir={tmp_path / 'runs'}"])
@@ -282,8 +282,8 @@ def test_a_run_name_that_is_not_a_name_is_refused_before_anything_is_written(nam
 def test_overwrite_removes_only_a_run_and_leaves_a_sibling_and_foreign_files(tmp_path: Path):
     """--overwrite on a folder holding a user's notes beside a run's files: refused, nothing removed; a sibling run and
     a foreign file in the group folder survive an overwrite of a real run."""
-    from simpe.configfile import load_config
-    from simpe.simulate import Loop
+    from simpe.config.files import load_config
+    from simpe.loop.run import Loop
 
     overrides = ["data.segments=2", "snapshots.every=0", f"runs_dir={tmp_path}", "device=cpu"]
     first = Loop(load_config("baseline", overrides), progress=False).run()
@@ -301,8 +301,8 @@ def test_overwrite_removes_only_a_run_and_leaves_a_sibling_and_foreign_files(tmp
 def test_a_resume_under_another_thread_count_is_refused_unless_asked_and_then_recorded(tmp_path: Path):
     """Records depend on the thread count (docs/reproducibility.md): an interrupted 1-thread run resumed with 2 threads
     is refused in one line naming the difference; --resume-anyway goes on and records it in env.json and the summary."""
-    from simpe.configfile import load_config
-    from simpe.simulate import Loop
+    from simpe.config.files import load_config
+    from simpe.loop.run import Loop
 
     overrides = ["data.segments=4", "checkpoint_every=2", "snapshots.every=0", f"runs_dir={tmp_path}", "device=cpu"]
     threads = torch.get_num_threads()

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from simpe.configfile import load_config
+from simpe.config.files import load_config
+from simpe.loop.run import Loop
 from simpe.rundir import layout
-from simpe.simulate import Loop
 
 SEGMENTS = 10
 

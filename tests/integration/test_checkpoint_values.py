@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from simpe.configfile import load_config
+from simpe.config.files import load_config
 from simpe.errors import RunDirError
+from simpe.loop.run import Loop
 from simpe.rundir import layout
 from simpe.rundir.reader import read_jsonl
-from simpe.simulate import Loop
 
 REPO = Path(__file__).resolve().parents[2]
 

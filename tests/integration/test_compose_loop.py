@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from simpe.configfile import load_config
+from simpe.config.files import load_config
+from simpe.loop.run import Loop
 from simpe.rundir.reader import read_jsonl
-from simpe.simulate import Loop
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("one_torch_thread")]
 
@@ -61,7 +61,7 @@ def test_a_warm_started_baseline_is_the_warm_started_model_and_its_store_says_so
     """A memory of 16 pairs that are not the stream (the train split's UI strings, or the shipped dev split's): the
     baseline warm-started by full translates the stream with that model and no online update; its store, applied by
     simpe translate, gives the same translations."""
-    from simpe.translate import translate_file
+    from simpe.store.translate import translate_file
 
     memory = tmp_path / "memory.tsv"
     en, de = _memory_pairs(split)

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from simpe.configfile import load_config
+from simpe.config.files import load_config
+from simpe.loop.run import Loop
 from simpe.rundir import layout
-from simpe.simulate import Loop
 
 pytestmark = [pytest.mark.cuda,
               pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device (torch.cuda.is_available() is False)")]

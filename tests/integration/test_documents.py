@@ -13,10 +13,10 @@ import pytest
 import torch
 from autodesk_files import write_corpus
 
-from simpe.configfile import load_config
+from simpe.config.files import load_config
+from simpe.loop.run import Loop
 from simpe.model import load_model
 from simpe.rundir.reader import read_jsonl
-from simpe.simulate import Loop
 
 REPO = Path(__file__).resolve().parents[2]
 # two documents of two segments each (ACD/2010, then MAYA/2011), all in the stream (stream_fraction 1)
@@ -111,9 +111,9 @@ def test_simulate_autodesk_as_distributed_from_the_environment_folder(tmp_path: 
 
 @pytest.mark.slow
 def test_train_demo_model_on_the_autodesk_train_split(tmp_path: Path, monkeypatch):
-    from simpe.configfile import defaults
-    from simpe.demo_data import split_pairs
-    from simpe.train_demo import train
+    from simpe.config.files import defaults
+    from simpe.demo.data import split_pairs
+    from simpe.demo.train import train
 
     _big_corpus(tmp_path / "autodesk")
     monkeypatch.setenv("SIMPE_AUTODESK_DIR", str(tmp_path / "autodesk"))

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from simpe.dryrun import measured_command, measured_peak
+from simpe.loop.dryrun import measured_command, measured_peak
 
 REPO = Path(__file__).resolve().parents[2]
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
@@ -38,7 +38,7 @@ def test_the_dry_run_estimates_the_demo_models_peak_memory_within_30_percent(pre
                                 "--no-progress", "--set", "snapshots.every=0", "--threads", "1"])
     done = subprocess.run(command, cwd=REPO, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
-    measured = measured_peak(done.stderr)  # the child's VmHWM, not wait4's maxrss (simpe.dryrun says why)
+    measured = measured_peak(done.stderr)  # the child's VmHWM, not wait4's maxrss (simpe.loop.dryrun says why)
     print(f"{preset}: estimated {estimated:.0f} MiB, measured peak {measured:.0f} MiB")
     assert abs(estimated - measured) / measured < 0.30, f"estimated {estimated:.0f} MiB, measured {measured:.0f} MiB"
     records = [json.loads(line) for line in next(tmp_path.glob(f"*/{preset}/segments.jsonl")).read_text().splitlines()]
@@ -67,8 +67,8 @@ def test_memory_without_dry_run_is_refused() -> None:
 def test_the_datastore_grows_at_the_keys_dtype() -> None:
     """knn's datastore per 1,000 segments: 21 entries a segment, each a key of the demo model's 256 values (4 bytes each,
     or 2 with key_dtype float16), a float32 norm and an int64 value."""
-    from simpe.configfile import load_config
-    from simpe.dryrun import estimate
+    from simpe.config.files import load_config
+    from simpe.loop.dryrun import estimate
 
     float32, float16 = (estimate(load_config(preset, [])).datastore_per_1000 for preset in ("knn", "knn-fp16"))
     assert float32 == 1000 * 21 * (256 * 4 + 4 + 8) == 21_756_000

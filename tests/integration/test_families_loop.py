@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 from tiny_families import SETTINGS
 
-from simpe.configfile import load_config
+from simpe.config.files import load_config
+from simpe.loop.run import Loop
 from simpe.rundir.reader import read_jsonl
-from simpe.simulate import Loop
-from simpe.store import export_store, read_store
-from simpe.translate import translate_file, translate_lines
+from simpe.store.translate import translate_file, translate_lines
+from simpe.store.user import export_store, read_store
 
 REPO = Path(__file__).resolve().parents[2]
 TRUECASER = REPO / "models" / "demo-en-de" / "truecase.de.model"

@@ -19,11 +19,11 @@ import pytest
 import torch
 
 from simpe.cli import main
-from simpe.configfile import load_config
+from simpe.config.files import load_config
 from simpe.errors import RunDirError
+from simpe.loop.run import Loop
 from simpe.rundir import writer
 from simpe.rundir.reader import read_jsonl
-from simpe.simulate import Loop
 
 ORIGINAL_OPEN = writer.open_file
 SETTINGS = ["data.segments=6", "checkpoint_every=2", "device=cpu", "decoder.params.beam_size=2",

@@ -152,8 +152,8 @@ def test_fuzz_autodesk(tmp_path: Path, name: str):
 @pytest.fixture(scope="module")
 def run_folder(tmp_path_factory) -> Path:
     """A complete two-segment knn run of the demo model: records, summary, config, store (keys and values)."""
-    from simpe.configfile import load_config
-    from simpe.simulate import Loop
+    from simpe.config.files import load_config
+    from simpe.loop.run import Loop
 
     torch.set_num_threads(1)
     runs = tmp_path_factory.mktemp("runs")
@@ -174,7 +174,7 @@ def test_fuzz_run_records(run_folder: Path, tmp_path: Path, name: str):
 
 
 def test_fuzz_store(run_folder: Path, tmp_path: Path):
-    from simpe.store import read_store
+    from simpe.store.user import read_store
 
     store = tmp_path / "knn.safetensors"
     shutil.copy(run_folder / "store.safetensors", store)
@@ -241,8 +241,8 @@ def test_fuzz_model_folder_config(tmp_path: Path):
 def test_fuzz_resume_checkpoint_values(tmp_path: Path):
     """A real checkpoint's bytes, damaged, then its values checked as a resume checks them (structure, the method's
     state against the method on the demo model): each mutant loads or is refused in one line."""
-    from simpe.configfile import load_config
-    from simpe.simulate import Loop
+    from simpe.config.files import load_config
+    from simpe.loop.run import Loop
 
     loop = Loop(load_config("bias", [f"runs_dir={tmp_path}", "data.segments=3", "checkpoint_every=1", "snapshots.every=0",
                                      "device=cpu"]), progress=False)

@@ -31,8 +31,8 @@ from typing import Any
 import pytest
 import torch
 
-from simpe.configfile import load_config
-from simpe.simulate import Loop
+from simpe.config.files import load_config
+from simpe.loop.run import Loop
 
 REPO = Path(__file__).resolve().parents[2]
 GOLDEN = REPO / "tests" / "golden"

@@ -12,11 +12,11 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from simpe.cli import main
-from simpe.configfile import load_config
+from simpe.config.files import load_config
 from simpe.errors import RunDirError
+from simpe.loop.run import run_path
 from simpe.paths import DEFAULT_MODEL
 from simpe.rundir.reader import load_group
-from simpe.simulate import run_path
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 

@@ -168,8 +168,8 @@ def test_a_full_disk_at_the_very_start_leaves_nothing(tmp_path: Path, capsys, on
 
 # ---------------------------------------------------------------- class 6: never rename over a special file
 def test_export_store_never_replaces_a_special_file(tmp_path: Path, capsys, one_torch_thread):
-    from simpe.configfile import load_config
-    from simpe.simulate import Loop
+    from simpe.config.files import load_config
+    from simpe.loop.run import Loop
 
     run = Loop(load_config("bias", [f"runs_dir={tmp_path / 'runs'}", "data.segments=2", "device=cpu", "snapshots.every=0"]),
                progress=False).run()

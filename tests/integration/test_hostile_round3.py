@@ -152,7 +152,7 @@ def test_a_store_of_another_model_names_the_base_it_was_made_for_and_the_model_i
     from safetensors.torch import save_file
     from tiny_families import SETTINGS
 
-    from simpe.configfile import defaults
+    from simpe.config.files import defaults
     from simpe.methods import METHODS
     from simpe.model import load_model, model_family
 

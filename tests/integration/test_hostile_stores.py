@@ -1,6 +1,6 @@
 """A per-user store is a file a user is handed: every damaged or crafted one is refused in one line, exit 2.
 
-The stores are crafted here with safetensors the way a run writes them (simpe.simulate's metadata), then
+The stores are crafted here with safetensors the way a run writes them (simpe.loop.run's metadata), then
 altered one way each: counts that disagree, an index outside the matrix, a NaN, metadata that is not
 JSON, tensors of another method than the metadata names. ``simpe translate --adapter`` applies them
 to the real demo model. ``export-store`` is tried on an existing folder and on an incomplete run.
@@ -14,10 +14,10 @@ import torch
 from safetensors.torch import save_file
 
 from simpe.cli import main
-from simpe.configfile import load_config
+from simpe.config.files import load_config
+from simpe.loop.run import Loop
 from simpe.methods.bias import OUTPUT_BIAS
 from simpe.methods.knn import IVF, KEYS, VALUES
-from simpe.simulate import Loop
 from simpe.storefile import INDICES_SUFFIX, ROWS_SUFFIX, STORE_FORMAT
 
 EMBEDDING = "model.shared.weight"  # the demo model's tied embedding matrix (8,000 x 256)
@@ -125,7 +125,7 @@ def test_export_store_on_an_incomplete_run_names_what_to_do(complete_run: Path, 
 
 
 def test_a_store_a_run_wrote_still_passes_the_checks(complete_run: Path):
-    from simpe.store import read_store
+    from simpe.store.user import read_store
     from simpe.storefile import StoreMetadata
 
     path = complete_run / "store.safetensors"

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from simpe.configfile import load_config
+from simpe.config.files import load_config
 from simpe.errors import ConfigError
+from simpe.loop.run import Loop
 from simpe.report.compare import compare_runs
 from simpe.rundir.reader import load_group, read_jsonl
-from simpe.simulate import Loop
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 # greedy completions and the first two segments keep this under half a minute (beam: the same counts, 3x the time)

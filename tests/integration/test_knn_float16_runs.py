@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from simpe.configfile import load_config
+from simpe.config.files import load_config
+from simpe.loop.run import Loop
 from simpe.rundir import layout
-from simpe.simulate import Loop
-from simpe.store import read_store
+from simpe.store.user import read_store
 
 SEGMENTS = 20
 

@@ -6,11 +6,11 @@ from pathlib import Path
 import torch
 from safetensors.torch import load_file
 
-from simpe.configfile import load_config
+from simpe.config.files import load_config
+from simpe.loop.run import Loop
 from simpe.methods.base import base_parameters
 from simpe.model import load_model
 from simpe.rundir.reader import read_jsonl
-from simpe.simulate import Loop
 
 SOURCE = "Choose Format - Cells."
 REFERENCE = "Wählen Sie Zorglub - Blubberzellen."  # an unlikely post-edit: adaptation must show

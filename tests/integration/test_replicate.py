@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from simpe.replicate.claims import NOT_TESTABLE, REPRODUCED, Evidence, verdicts
+from simpe.replicate.claims import NOT_TESTABLE, Evidence, verdicts
 from simpe.replicate.plan import Scale, describe, make_plan
 
 ray = pytest.importorskip("ray")
@@ -70,7 +70,7 @@ def test_sdatabase_is_the_reserved_splits_database_module_only():
     assert {s.doc_id.split("/")[1] for s in segments} == {"sdatabase"}
 
 
-TINY = dict(segments=3, second_segments=3, sensitivity=False, probe=2, beam_sizes=(2, 3), ks=(2, 3), max_expansions=300,
+TINY = dict(segments=3, second_segments=3, sensitivity=False, probe=2, beam_probe=3, beam_sizes=(2, 3), ks=(2, 3), max_expansions=300,
             methods=["baseline", "full", "lasso"], sensitivity_sentences=3, sensitivity_samples=4, forgetting_segments=3,
             forgetting_every=3, forgetting_size=2, system_samples=6, mbr_samples=4)
 
@@ -86,17 +86,19 @@ def test_the_page_from_no_runs_judges_every_claim_and_says_what_is_missing(tmp_p
         replicate(Scale(**TINY), tmp_path / "runs", out, run=False)  # a page is never emptied for want of its records
     (tmp_path / "docs" / "replication" / "records").mkdir(parents=True)  # an empty records folder: every row says why
     message = replicate(Scale(**TINY), tmp_path / "runs", out, workers=1, threads=1, progress=False, run=False)
-    assert message.endswith(f"(37 claims, judged from the records in {tmp_path / 'docs' / 'replication' / 'records'})")
+    assert message.endswith(f"(45 claims, judged from the records in {tmp_path / 'docs' / 'replication' / 'records'})")
     rows = json.loads(out.with_suffix(".json").read_text(encoding="utf-8"))["rows"]
-    assert len(rows) == 37 and [c for c, row in rows.items() if row["verdict"] != NOT_TESTABLE] == ["yan2022-random"]
+    assert len(rows) == 45 and [c for c, row in rows.items() if row["verdict"] != NOT_TESTABLE] == ["yan2022-random"]
+    assert not any("awaits" in row["why"] for row in rows.values())  # nothing ran: no row waits for a newer record
     assert rows["simianer2019-bleu"]["why"] == ("no records of the scalc runs in records/scalc/ (`simpe replicate --only scalc` "
                                                 "runs them and writes them)")
     assert rows["simianer2019-bleu"]["code"]["scalc"] is None and rows["simianer2019-bleu"]["measured"] == []
     page = out.read_text(encoding="utf-8")
-    assert ("**1 reproduced, 0 partly, 0 not reproduced, 0 inconclusive, 28 not testable here** (of 29 claims of the papers; "
-            "8 probes beyond them are measured, not counted)") in page
+    assert "- **in total**: 0 reproduced, 0 partly, 0 not reproduced, 0 inconclusive, 35 not testable here (of 35 claims)" in page
+    assert "- **Simianer et al. (2019)**: 0 reproduced, 0 partly, 0 not reproduced, 0 inconclusive, 11 not testable here (of 11)" in page
+    assert "10 probes beyond the papers (and checks of arithmetic or of a theorem) are measured, not counted" in page
     assert "Simianer et al. (2019), *Measuring Immediate Adaptation Performance for Neural Machine Translation*" in page
-    assert "58.75 (exact expectation; linear gain: 80.42)" in page and "**reproduced**: +0.03" in page
+    assert "58.75 (exact expectation; linear gain: 80.42)" in page and "**measured**: arithmetic, not a finding: +0.03" in page
     assert "<table>" in (tmp_path / "runs" / "replication.html").read_text(encoding="utf-8")
 
 
@@ -116,7 +118,7 @@ def test_report_only_rebuilds_the_page_byte_for_byte_from_the_records(tmp_path: 
         message = replicate(scale, runs, out, workers=1, threads=1, progress=False, only=["scalc"], call="simpe replicate --test")
     finally:
         ray.shutdown()
-    assert message.endswith("(37 claims; 0 runs failed)")
+    assert message.endswith("(45 claims; 0 runs failed)")
     folder = out.with_suffix("") / "records"
     assert sorted(p.name for p in (folder / "scalc").iterdir()) == ["baseline.json", "lasso.json"]
     group = load_group(sorted(runs.glob("*--3seg--*/*")))
@@ -134,7 +136,7 @@ def test_report_only_rebuilds_the_page_byte_for_byte_from_the_records(tmp_path: 
     shutil.rmtree(runs)
     replicate(scale, runs, out, run=False)
     assert out.read_bytes() == page and out.with_suffix(".json").read_bytes() == data
-    assert status(out).splitlines() == ["all 37 rows are current: their records and the page were made by the code as it is now"]
+    assert status(out).splitlines() == ["all 45 rows are current: their records and the page were made by the code as it is now"]
 
     lasso = folder / "scalc" / "lasso.json"  # as if lasso.py had changed since the run
     saved = json.loads(lasso.read_text(encoding="utf-8"))
@@ -143,9 +145,9 @@ def test_report_only_rebuilds_the_page_byte_for_byte_from_the_records(tmp_path: 
     tables["0" * 16] = {**tables[saved["code"]], "simpe/methods/lasso.py": "0" * 16}
     (folder / "code.json").write_text(json.dumps(tables), encoding="utf-8")
     lines = status(out).splitlines()
-    assert lines[0] == ("simianer2019-bleu: stale: the scalc records were made by other code (lasso: simpe/methods/lasso.py): "
-                        "`simpe replicate --only scalc`")
-    assert lines[-1] == "14 of 37 rows stale against the code as it is now" and len(lines) == 15  # the why and field rows too
+    assert lines[0] == ("simianer2019-bleu: stale: the code changed since the scalc records were made (lasso: simpe/methods/lasso.py): "
+                        "they await the next call that runs the part, `simpe replicate --only scalc` or the from-scratch `make replicate`")
+    assert lines[-1] == "15 of 45 rows stale against the code as it is now" and len(lines) == 16  # the why and field rows too
 
 
 @pytest.fixture(scope="module")
@@ -173,8 +175,8 @@ def test_a_tiny_replication_judges_every_claim_and_writes_both_pages(tiny):
     assert "0 runs failed" in message
     page = out.read_text(encoding="utf-8")
     assert page.startswith("<!-- generated by `simpe replicate`")
-    assert "| A random order of the top 10 scores kRG 58.72 (exponential gain; 80.42 under the linear gain of the tables). `yan2022-random` |" in page
-    assert "58.75 (exact expectation; linear gain: 80.42)" in page and "**reproduced**: +0.03" in page
+    assert "| A random order of the top 10 scores kRG 58.72 under the exponential gain. `yan2022-random` |" in page
+    assert "58.75 (exact expectation; linear gain: 80.42)" in page and "**measured**: arithmetic, not a finding: +0.03" in page
     assert "BLEU on 2 held-out dev segments after 3 stream segments: baseline" in page  # the forgetting probe ran
     assert "**not testable here**: no COMET model offline" in page  # what cannot run here says so, and what fills it
     assert "`amrhein2022-sbleu`" in page and "`amrhein2022-chrf++`" in page
@@ -182,7 +184,14 @@ def test_a_tiny_replication_judges_every_claim_and_writes_both_pages(tiny):
     assert (out.parent / "replication" / "figure2.png").stat().st_size > 10_000
     assert "<table>" in (root / "runs" / "replication.html").read_text(encoding="utf-8")
     studies = json.loads((root / "runs" / "studies.json").read_text(encoding="utf-8"))
-    assert studies["settings"] == {"probe": 2, "beam_sizes": [2, 3], "ks": [2, 3], "max_expansions": 300}
+    assert studies["settings"] == {"probe": 2, "beam_sizes": [2, 3], "ks": [2, 3], "max_expansions": 300, "beam_probe": 3}
+    assert studies["figures"]["beam_sizes"]["sentences"] == 3 and len(studies["figures"]["beam_sizes"]["bleu_stats"]["3"]) == 3
+    assert all("krg_linear_ln" in r for r in studies["figures"]["top_region"]["2"]["per_sentence"])
+    systems = json.loads((out.parent / "replication" / "records" / "systems.json").read_text(encoding="utf-8"))
+    assert all(len(m["per_sentence"]) == 2 and "random_krg" in m["per_sentence"][0] for m in systems["figures"]["models"])
+    rows = json.loads(out.with_suffix(".json").read_text(encoding="utf-8"))["rows"]
+    assert "awaits" not in rows["yan2022-sampling"]["why"] and "awaits" not in rows["yan2021-t2-length-norm"]["why"]
+    assert "awaits" not in rows["simianer2019-bleu-similar"]["why"]  # TER's per-segment statistics are in the records
 
 
 @pytest.mark.slow  # make test: test_the_page_from_no_runs_judges_every_claim_and_says_what_is_missing
@@ -200,7 +209,7 @@ def test_a_claims_figures_are_the_runs_own(tiny):
     (_, missing), = verdicts(Evidence({"scalc": None}, None, {"scalc": "not run"}), only=["simianer2019-bleu"])
     assert missing.verdict == NOT_TESTABLE and missing.why == "not run"
     (_, random), = verdicts(Evidence({}, None), only=["yan2022-random"])
-    assert random.verdict == REPRODUCED
+    assert random.verdict == "measured"  # arithmetic: a probe, not a finding
 
 
 @pytest.mark.slow  # make test: test_the_page_from_no_runs_judges_every_claim_and_says_what_is_missing
@@ -328,7 +337,7 @@ def test_your_model_and_data_fill_the_same_page_with_their_names_at_the_top(tiny
     from simpe.replicate.run import replicate
 
     sets = tuple(tiny_text[i + 1] for i in range(0, len(tiny_text), 2))
-    scale = Scale(segments=5, probe=2, beam_sizes=(2, 3), ks=(2, 3), max_expansions=300, methods=["baseline", "full", "lasso"],
+    scale = Scale(segments=5, probe=2, beam_probe=2, beam_sizes=(2, 3), ks=(2, 3), max_expansions=300, methods=["baseline", "full", "lasso"],
                   forgetting_segments=5, forgetting_every=5, forgetting_size=3, dataset="text", sets=sets)
     out, runs = tmp_path / "runs" / "replication.md", tmp_path / "runs"
     try:

@@ -55,10 +55,10 @@ class Elements(HTMLParser):
 def test_hostile_text_and_run_names_stay_text_in_chromium(tmp_path: Path, one_torch_thread):
     import json
 
-    from simpe.configfile import load_config
+    from simpe.config.files import load_config
+    from simpe.loop.run import Loop
     from simpe.report.html import write_report
     from simpe.rundir.reader import load_group
-    from simpe.simulate import Loop
 
     (tmp_path / "src.en").write_text("".join(s + "\n" for s in SOURCES), encoding="utf-8")
     (tmp_path / "ref.de").write_text("".join(r + "\n" for r in REFERENCES), encoding="utf-8")

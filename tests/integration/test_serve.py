@@ -56,15 +56,15 @@ def _comparable(record: dict[str, Any]) -> dict[str, Any]:
 def test_translators_adapt_apart_and_their_runs_sit_beside_simulated_runs(tmp_path: Path, one_torch_thread):
     from starlette.testclient import TestClient
 
-    from simpe.configfile import load_config
+    from simpe.config.files import load_config
     from simpe.errors import RunDirError
+    from simpe.loop.run import Loop
     from simpe.report.compare import compare_runs
     from simpe.rundir.reader import load_group
     from simpe.serve.app import create_app
     from simpe.serve.bind import allowed_names
     from simpe.serve.server import open_sessions
     from simpe.serve.session import TranslatorSession
-    from simpe.simulate import Loop
 
     runs = tmp_path / "runs"
     settings = ["data.segments=3", f"runs_dir={runs}", "device=cpu"]
@@ -199,7 +199,7 @@ class Server:
 @pytest.mark.slow
 def test_killing_the_server_loses_and_repeats_nothing(tmp_path: Path, one_torch_thread):
     from simpe.serve.session import TranslatorSession
-    from simpe.store import read_store
+    from simpe.store.user import read_store
 
     settings = ["data.segments=5", f"runs_dir={tmp_path / 'runs'}", "device=cpu"]
     project, tokens = projects.create(tmp_path / "projects", "study", "bias", settings, ["alice"])

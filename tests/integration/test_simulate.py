@@ -14,14 +14,14 @@ import pytest
 import torch
 from messages import raises_naming
 
-from simpe.configfile import defaults, load_config
+from simpe.config.files import defaults, load_config
 from simpe.decoders import DECODERS
 from simpe.errors import ConfigError, RunDirError
+from simpe.loop.run import Loop
+from simpe.loop.update import update
 from simpe.methods import METHODS
 from simpe.rundir.reader import read_jsonl
 from simpe.rundir.writer import RunDir
-from simpe.simulate import Loop
-from simpe.update import update
 
 REPO = Path(__file__).resolve().parents[2]
 SOURCE = "Choose Format - Cells."
@@ -76,13 +76,18 @@ def test_a_method_that_changes_nothing_takes_its_snapshot_once_and_repeats_it(tm
     loop.run()
     first, second = read_jsonl(loop.path / "snapshots.jsonl")
     assert (first["segment"], second["segment"], "repeats" in first, second["repeats"]) == (2, 4, False, 2)
-    assert {k: v for k, v in second.items() if k not in ("segment", "repeats")} == \
-        {k: v for k, v in first.items() if k != "segment"}
+    # the snapshots are their own phase of the run: summary.json sums each snapshot's wall time
+    summary = json.loads((loop.path / "summary.json").read_text(encoding="utf-8"))
+    assert summary["seconds"]["snapshot"] == pytest.approx(first["snapshot.seconds"] + second["snapshot.seconds"])
+    assert first["snapshot.seconds"] > second["snapshot.seconds"] > 0  # the repeated one costs no search
+    assert {k: v for k, v in second.items() if k not in ("segment", "repeats", "snapshot.seconds")} == \
+        {k: v for k, v in first.items() if k not in ("segment", "snapshot.seconds")}
     loop.probes.repeat = None  # taken again, with the model as it is after the stream
     again = loop.snapshot(4)
-    clock = {k for k in again if k.endswith("seconds")}
+    clock = {k for k in again if k.endswith("seconds")}  # the observer adds snapshot.seconds to the records
     assert clock == {"seconds", "top.seconds", "mc.seconds"}
-    assert {k: v for k, v in again.items() if k not in clock} == {k: v for k, v in second.items() if k not in clock | {"repeats"}}
+    assert {k: v for k, v in again.items() if k not in clock} == \
+        {k: v for k, v in second.items() if k not in clock | {"repeats", "snapshot.seconds"}}
     assert not loop.method.adapts()
     # a run cut short after its checkpoint at 2, then resumed, repeats the snapshot its first part took
     (tmp_path / "cut").mkdir()
@@ -91,7 +96,8 @@ def test_a_method_that_changes_nothing_takes_its_snapshot_once_and_repeats_it(tm
     Loop(cut.cfg, progress=False).run(resume=True)
     resumed = read_jsonl(cut.path / "snapshots.jsonl")
     assert [s.get("repeats") for s in resumed] == [None, 2]
-    assert {k: v for k, v in resumed[1].items() if k not in clock} == {k: v for k, v in second.items() if k not in clock}
+    assert {k: v for k, v in resumed[1].items() if k not in clock | {"snapshot.seconds"}} == \
+        {k: v for k, v in second.items() if k not in clock | {"snapshot.seconds"}}
     for name in ("full", "bias", "fixed", "top", "lasso", "lora", "knn", "icl"):
         method = METHODS.build(name)
         method._trainable = {}  # the hook alone: knn and icl adapt without a trainable tensor
@@ -202,12 +208,12 @@ def test_every_registered_decoder_is_covered():
 
 
 def test_a_decoder_that_cannot_run_is_refused_before_the_model_loads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    import simpe.simulate
+    import simpe.loop.run
 
     def no_model(*args, **kwargs):
         raise AssertionError("the model was loaded")
 
-    monkeypatch.setattr(simpe.simulate, "load_model", no_model)
+    monkeypatch.setattr(simpe.loop.run, "load_model", no_model)
     for overrides, message in ((["decoder.name=mbr", "decoder.params={utility: comet}"], "needs a COMET model"),
                                (["decoder.name=beam", "decoder.params={width: 3}"], "unknown parameter 'width' of decoder 'beam'"),
                                (["snapshots.every=2", "ranking.quality=comet"], "needs a COMET model")):

@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from simpe.configfile import load_config
+from simpe.config.files import load_config
 from simpe.decoders import DECODERS
 from simpe.errors import ConfigError, ModelError
+from simpe.loop.run import Loop
 from simpe.model import load_model
 from simpe.rundir.reader import read_jsonl
-from simpe.simulate import Loop
-from simpe.store import apply_store, export_store, read_store
-from simpe.translate import translate_file, translate_lines
+from simpe.store.translate import translate_file, translate_lines
+from simpe.store.user import apply_store, export_store, read_store
 
 METHODS = ["baseline", "full", "bias", "fixed", "top", "lasso", "lora", "knn"]
 
@@ -112,8 +112,8 @@ def test_a_store_is_a_system_to_rank_the_adapted_model(tmp_path: Path, one_torch
     import torch
 
     from simpe.cli import main
+    from simpe.measure.rank import load_system
     from simpe.paths import DEFAULT_MODEL
-    from simpe.ranking.study import load_system
 
     loop = _run(tmp_path, "full", segments=3)
     system = load_system(loop.path / "store.safetensors", "cpu")

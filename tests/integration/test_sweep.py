@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from simpe.cli import main
-from simpe.configfile import load_config
+from simpe.config.files import load_config
 from simpe.errors import ConfigError
+from simpe.loop.run import Loop, run_path
 from simpe.rundir import layout
 from simpe.rundir.reader import read_jsonl
-from simpe.simulate import Loop, run_path
 from simpe.sweep import execute, parse_grid, plan, state
 
 ray = pytest.importorskip("ray")
@@ -183,7 +183,7 @@ def test_the_longest_runs_start_first(tmp_path: Path, monkeypatch: pytest.Monkey
 def test_a_composed_preset_costs_its_own_measured_figure(monkeypatch: pytest.MonkeyPatch):
     """full+ewc is method full with a modifier: its cost is the preset's figure when bench-loop measured it (several
     times full's), else its method's; an unmeasured method counts as baseline."""
-    from simpe.configfile import load_config
+    from simpe.config.files import load_config
     from simpe.sweep import RELATIVE_COST as table
     from simpe.sweep import relative_cost
 

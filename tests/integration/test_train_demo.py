@@ -8,10 +8,10 @@ import pytest
 import torch
 from messages import raises_naming
 
-from simpe.configfile import defaults
-from simpe.demo_card import reproduce_command, write_model_card
+from simpe.config.files import defaults
+from simpe.demo.card import reproduce_command, write_model_card
+from simpe.demo.train import train
 from simpe.errors import ConfigError
-from simpe.train_demo import train
 
 WORDS = [("file", "Datei"), ("open", "öffnen"), ("the", "die"), ("cell", "Zelle"), ("sheet", "Tabelle"),
          ("select", "wählen"), ("column", "Spalte"), ("row", "Zeile"), ("insert", "einfügen"), ("delete", "löschen")]
@@ -72,7 +72,7 @@ def test_resume_continues_exactly_and_refuses_other_settings(tmp_path: Path):
 
 
 def test_decay_steps_schedule_and_when_it_may_change_on_resume():
-    from simpe.train_demo import check_config, check_resumable, learning_rate
+    from simpe.demo.train import check_config, check_resumable, learning_rate
 
     plain = defaults("train", lr=1e-3, warmup_steps=100, max_steps=1000, decay_steps=0)
     decayed = replace(plain, decay_steps=200)

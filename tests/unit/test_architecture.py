@@ -12,21 +12,21 @@ PACKAGE = Path(__file__).resolve().parents[2] / "simpe"
 ARCHITECTURE = PACKAGE.parent / "docs" / "architecture.md"
 FLOOR = {"config", "registry", "values", "paths", "textfile", "errors", "ties", "stats", "filehash"}
 NEVER = {
-    **{part: {"datasets", "decoders", "methods", "metrics", "model", "ranking", "report", "rundir", "simulate", "cli",
-              "update", "score", "select_fixed", "train_demo", "build_data", "store", "sweep", "track"} for part in FLOOR},
-    "metrics": {"model", "decoders", "methods", "rundir", "simulate", "cli"},
-    "methods": {"decoders", "metrics", "rundir", "simulate", "cli"},
-    "decoders": {"methods", "rundir", "simulate", "cli"},
-    "datasets": {"model", "metrics", "simulate", "cli"},
-    "rundir": {"model", "metrics", "decoders", "methods", "simulate", "cli"},
-    "report": {"model", "decoders", "methods", "simulate", "cli"},
-    "simulate": {"report", "cli", "sweep", "track"},
+    **{part: {"datasets", "decoders", "methods", "metrics", "model", "ranking", "report", "rundir", "loop", "cli",
+              "measure", "demo", "build_data", "store", "sweep", "track"} for part in FLOOR},
+    "metrics": {"model", "decoders", "methods", "rundir", "loop", "cli"},
+    "methods": {"decoders", "metrics", "rundir", "loop", "cli"},
+    "decoders": {"methods", "rundir", "loop", "cli"},
+    "datasets": {"model", "metrics", "loop", "cli"},
+    "rundir": {"model", "metrics", "decoders", "methods", "loop", "cli"},
+    "report": {"model", "decoders", "methods", "loop", "cli"},
+    "loop": {"report", "cli", "sweep", "track", "serve", "store", "measure"},
     "sweep": {"cli"},
     "replicate": {"cli"},
-    "track": {"model", "decoders", "methods", "metrics", "simulate", "sweep", "report", "cli"},
-    "fingerprint": {"cli", "simulate", "sweep", "replicate", "report", "rundir"},
-    "models": {"model", "decoders", "methods", "metrics", "rundir", "simulate", "cli", "update", "ranking", "report", "store",
-               "sweep", "datasets", "score", "select_fixed", "train_demo", "build_data", "profiling"},
+    "track": {"model", "decoders", "methods", "metrics", "loop", "sweep", "report", "cli"},
+    "fingerprint": {"cli", "loop", "sweep", "replicate", "report", "rundir"},
+    "models": {"model", "decoders", "methods", "metrics", "rundir", "loop", "cli", "ranking", "report", "store",
+               "sweep", "datasets", "measure", "demo", "build_data"},
 }
 ALLOWED_FLOOR = {"config": {"errors", "paths", "values", "textfile"}, "registry": {"errors", "values"}, "values": {"errors"},
                  "paths": set(), "textfile": {"errors"}, "errors": set(), "ties": set(), "stats": set(), "filehash": set()}
@@ -95,3 +95,38 @@ def test_the_layers_name_every_part_once() -> None:
     assert len(named) == len(set(named)), "a part is named twice"
     assert set(named) == set(_graph()), f"named but not a part: {sorted(set(named) - set(_graph()))}; " \
                                         f"a part not named: {sorted(set(_graph()) - set(named))}"
+
+
+def _loop_imports(path: Path) -> set[str]:
+    """The simpe.loop modules a loop module imports when it runs (imports under ``if TYPE_CHECKING:`` left out)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    typing_only = {id(n) for node in ast.walk(tree) if isinstance(node, ast.If) and getattr(node.test, "id", "") == "TYPE_CHECKING"
+                   for n in ast.walk(node)}
+    found = set()
+    for node in ast.walk(tree):
+        if id(node) in typing_only:
+            continue
+        names = [node.module] if isinstance(node, ast.ImportFrom) and node.module else \
+            [alias.name for alias in node.names] if isinstance(node, ast.Import) else []
+        found.update(name.split(".")[2] for name in names if name.startswith("simpe.loop.") and name.count(".") >= 2)
+    return found - {path.stem}
+
+
+def test_the_loop_package_reads_top_down() -> None:
+    """Inside simpe/loop/ the modules import one way: ``run`` (the Loop) at the top, nothing imports it at run time
+    (``protocols`` and ``summary`` name it for types only), and no circle."""
+    graph = {path.stem: _loop_imports(path) for path in (PACKAGE / "loop").glob("*.py") if path.stem != "__init__"}
+    assert not [name for name, imported in graph.items() if "run" in imported], "a loop module imports loop.run"
+    init = ast.parse((PACKAGE / "loop" / "__init__.py").read_text(encoding="utf-8"))
+    assert not [n for n in ast.walk(init) if isinstance(n, (ast.Import, ast.ImportFrom))], \
+        "simpe/loop/__init__.py imports nothing (a module's fingerprint holds only what it uses)"
+    done: set[str] = set()
+
+    def visit(name: str, path: tuple[str, ...]) -> None:
+        assert name not in path, f"a circle in simpe/loop: {' -> '.join(path + (name,))}"
+        if name not in done:
+            for other in graph.get(name, ()):
+                visit(other, path + (name,))
+            done.add(name)
+    for name in graph:
+        visit(name, ())

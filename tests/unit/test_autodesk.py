@@ -166,8 +166,8 @@ def test_score_reports_the_raw_mt_distance_to_the_post_edit(tmp_path: Path, caps
 
 def test_train_demo_model_reads_the_train_and_dev_splits_of_the_dataset(tmp_path: Path, monkeypatch):
     from simpe.cli import build_parser
-    from simpe.configfile import defaults
-    from simpe.demo_data import split_pairs
+    from simpe.config.files import defaults
+    from simpe.demo.data import split_pairs
 
     write_corpus(tmp_path)
     monkeypatch.setenv("SIMPE_AUTODESK_DIR", str(tmp_path))

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from simpe.cli import build_parser, flag_table, main
-from simpe.configfile import known_presets, load_config
+from simpe.config.files import known_presets, load_config
 from simpe.errors import ConfigError
 from simpe.paths import DEFAULTS_FILE, PRESETS_DIR, REPO_ROOT
 

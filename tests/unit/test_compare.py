@@ -231,7 +231,7 @@ def test_comet_column_appears_when_scored(tmp_path: Path) -> None:
 
 def test_reads_what_simpes_online_scorer_logs(tmp_path: Path) -> None:
     """Records made by the loop's own scorer (simpe.metrics.online): stats parse, figures agree."""
-    from simpe.configfile import defaults
+    from simpe.config.files import defaults
     from simpe.metrics.online import OnlineScorer
 
     sources, references = stream(24)
@@ -261,7 +261,7 @@ def test_reads_what_simpes_online_scorer_logs(tmp_path: Path) -> None:
 
 def test_runs_whose_r_signatures_differ_are_not_compared(tmp_path: Path) -> None:
     """R counted with other stopword rules (or by simpe 0.1, with no R signature) is not comparable."""
-    from simpe.configfile import defaults
+    from simpe.config.files import defaults
     from simpe.metrics.online import OnlineScorer
 
     sources, references = stream(8)

@@ -5,13 +5,13 @@ import pytest
 import torch
 from method_pairs import PAIR, snapshot
 
-from simpe.configfile import defaults, load_config
+from simpe.config.files import defaults, load_config
 from simpe.errors import ConfigError, ModelError
+from simpe.loop.update import Tuner, update
 from simpe.methods.base import Context
 from simpe.methods.compose import ComposedMethod, build_method
 from simpe.methods.tune_retrieve import TuneRetrieveMethod, _ngrams, f1_bleu, words
 from simpe.model import Pair
-from simpe.update import Tuner, update
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 

@@ -8,8 +8,8 @@ import pytest
 import yaml
 from messages import raises_naming
 
-from simpe.config import SECTIONS, RankingConfig, RunConfig, from_dict
-from simpe.configfile import defaults, load_config, load_saved_config, resume_difference, save_config
+from simpe.config.files import defaults, load_config, load_saved_config, resume_difference, save_config
+from simpe.config.tree import SECTIONS, RankingConfig, RunConfig, from_dict
 from simpe.errors import ConfigError
 from simpe.paths import DEFAULTS_FILE
 from simpe.ranking.evaluate import check
@@ -90,7 +90,7 @@ def test_a_run_saved_before_a_key_existed_reads_with_its_default(tmp_path):
     simpe did then); a saved greedy decoder's empty params are not filled with beam's beam_size."""
     import yaml
 
-    from simpe.configfile import dump_config, load_config, load_saved_config
+    from simpe.config.files import dump_config, load_config, load_saved_config
 
     data = yaml.safe_load(dump_config(load_config("full", ["decoder.name=greedy", "decoder.params={}"])))
     del data["snapshots"]["ranking"], data["snapshots"]["forgetting"]

@@ -8,7 +8,7 @@ import inspect
 
 import pytest
 
-from simpe.configfile import read_yaml
+from simpe.config.files import read_yaml
 from simpe.decoders import DECODERS
 from simpe.methods import METHODS
 from simpe.paths import DEFAULTS_FILE
@@ -69,7 +69,7 @@ def test_the_train_section_trains_the_shipped_demo_model_again():
     import dataclasses
     import json
 
-    from simpe.configfile import defaults
+    from simpe.config.files import defaults
     from simpe.paths import DEFAULT_MODEL
 
     card = json.loads((DEFAULT_MODEL / "model_card.json").read_text(encoding="utf-8"))

@@ -1,9 +1,9 @@
-"""The dry run's time model (``simpe.dryrun.seconds``) on numbers worked out by hand, and the tensors it counts."""
+"""The dry run's time model (``simpe.loop.dryrun.seconds``) on numbers worked out by hand, and the tensors it counts."""
 from __future__ import annotations
 
 import pytest
 
-from simpe.dryrun import TimeFacts, _Sizes, seconds
+from simpe.loop.dryrun import TimeFacts, _Sizes, seconds
 
 RATES = {"bandwidth": {"float32": 1000.0}, "macs": {"float32": 100.0}, "step_overhead": 0.5, "forward_overhead": 1.0,
          "step_passes": 2.0, "cache": 100.0, "forwards_per_repetition": {"full": 1.5, "baseline": 0.0},
@@ -36,7 +36,7 @@ def test_no_time_without_rates_for_the_method_or_the_dtype() -> None:
 
 
 def test_the_shipped_rates_cover_every_method_they_name_and_both_dtypes() -> None:
-    from simpe.dryrun import _speed_table
+    from simpe.loop.dryrun import _speed_table
     from simpe.methods import METHODS
 
     table = _speed_table()
@@ -48,8 +48,28 @@ def test_the_shipped_rates_cover_every_method_they_name_and_both_dtypes() -> Non
 def test_a_tied_embedding_is_read_once_per_reader() -> None:
     """The demo (Marian) model's embedding table is the encoder's and the decoder's input and the output projection:
     three readers, so a gradient of it is summed from three (the dry run counts two more tensors of its size)."""
-    from simpe.configfile import load_config
-    from simpe.dryrun import _meta_model, _readers
+    from simpe.config.files import load_config
+    from simpe.loop.dryrun import _meta_model, _readers
 
     model, _ = _meta_model(load_config("baseline", ["model.path=null"]))
     assert sorted(_readers(model).values()) == [3]
+
+
+def test_a_footprints_work_by_hand() -> None:
+    """The work a method's parts declare (simpe.methods.base.Footprint), on the first test's run: a search of 2,000
+    bytes and 300 multiply-adds at each step, max(2, 3) = 3 more a step: translate 3 * 7.5 + 4 = 26.5. The update:
+    one more pair in every pass, 15 * 2 * (1 + 2 * 1.5) = 120; the step's 1.6; a penalty of 100 bytes evaluated
+    1 + 2 * 2 times, 0.5; 10 passes once (an update repetition's 1.5 forward passes each) over a run of 5 segments,
+    10 * 15 * 1.5 / 5 = 45; and a storing pass, 15: 182.1."""
+    import dataclasses
+
+    work = dataclasses.replace(facts(True, 2.0), update_pairs=1, penalty_bytes=100, prepare_passes=10, run_segments=5,
+                               segment_passes=1, search_bytes=2000.0, search_macs=300.0)
+    assert seconds(work, RATES) == pytest.approx((26.5, 182.1))
+
+
+def test_no_time_for_a_part_that_tunes_around_the_translation() -> None:
+    """tune-retrieve's steps depend on what it retrieves: no rate says how many (``Footprint.tuned_values``)."""
+    import dataclasses
+
+    assert seconds(dataclasses.replace(facts(True, 2.0), tuned_values=1000), RATES) is None

@@ -21,7 +21,7 @@ import sacrebleu
 import torch
 from test_decoders import REFERENCES, SOURCES, make_text_model, text_tokenizer
 
-from simpe.configfile import defaults
+from simpe.config.files import defaults
 from simpe.decoders.beam import BeamDecoder
 from simpe.decoders.sampling import SamplingDecoder
 from simpe.decoders.topk import TopKDecoder

@@ -1,4 +1,4 @@
-"""The simulated translator of the interactive-predictive protocol (``simpe.interactive.session``), counted by hand.
+"""The simulated translator of the interactive-predictive protocol (``simpe.loop.interactive.session``), counted by hand.
 
 The system's side is given here as a table (typed prefix -> the full text it would complete), so that each count
 below is worked out by hand from the protocol's rules (the module docstring); the real system, the run's decoder
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from simpe.interactive import session
+from simpe.loop.interactive import session
 from simpe.metrics.effort import KSMR, WSR
 
 REFERENCE = "Wählen Sie Format"  # 17 characters, 3 words

@@ -9,12 +9,12 @@ import torch
 from messages import raises_naming
 from method_pairs import HOT, PAIR, logits, snapshot
 
-from simpe.configfile import defaults
+from simpe.config.files import defaults
 from simpe.decoders import DECODERS
 from simpe.errors import ConfigError
+from simpe.loop.update import update
 from simpe.methods import METHODS
 from simpe.model import Pair, load_model
-from simpe.update import update
 
 DEMO_MODEL = Path(__file__).resolve().parents[2] / "models" / "demo-en-de"
 

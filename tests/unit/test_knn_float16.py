@@ -158,8 +158,8 @@ def test_a_float16_store_and_resume_state_round_trip_at_float16(demo_model, tmp_
     """export_store -> a store file -> read_store -> load_store on a fresh base model; state_dict -> torch.save ->
     check_state -> load_state_dict (a resume): float16 keys bit for bit, the same logits. A float32 knn refuses the
     float16 store and state, and a float16 knn a float32 one."""
-    from simpe.configfile import defaults
-    from simpe.store import read_store
+    from simpe.config.files import defaults
+    from simpe.store.user import read_store
     from simpe.storefile import StoreMetadata, write_store_file
 
     model = copy.deepcopy(demo_model.model)  # hooks on a copy: the session's demo model stays as it is

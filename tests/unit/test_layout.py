@@ -1,7 +1,7 @@
 """The top level the design card names (MISSION.md, "Layout") exists, so the folders cannot be renamed again."""
 from __future__ import annotations
 
-from simpe.configfile import known_presets
+from simpe.config.files import known_presets
 from simpe.paths import DEFAULTS_FILE, PRESETS_DIR, REPO_ROOT
 
 DESIGN_CARD = {"simpe": "dir", "adapters": "dir", "stopwords": "dir", "runs": "dir", "tests": "dir",

@@ -7,8 +7,8 @@ from messages import raises_naming
 from method_pairs import HOT, PAIR, logits, snapshot
 
 from simpe.errors import ConfigError
+from simpe.loop.update import update
 from simpe.methods import METHODS
-from simpe.update import update
 
 
 def test_lora_changes_only_its_adapter_weights(tiny_marian, one_torch_thread):

@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 import torch
 
-from simpe.configfile import defaults
-from simpe.masters import MasterCopies, master_copies
+from simpe.config.files import defaults
+from simpe.loop.masters import MasterCopies, master_copies
+from simpe.loop.update import checkpoint_layers, update
 from simpe.methods import METHODS
 from simpe.methods.bias import OUTPUT_BIAS
 from simpe.model import Pair
-from simpe.update import checkpoint_layers, update
 
 PAIR = Pair(torch.tensor([[5, 6, 7, 0]]), torch.tensor([[8, 9, 0]]))  # (1, 4) source, (1, 3) labels: targets 8, 9 and eos 0
 TARGETS = [8, 9, 0]

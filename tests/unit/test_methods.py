@@ -9,12 +9,12 @@ import torch
 from messages import raises_naming
 from method_pairs import HOT, PAIR, snapshot
 
-from simpe.configfile import defaults
+from simpe.config.files import defaults
 from simpe.errors import ConfigError
+from simpe.loop.update import update
 from simpe.methods import METHODS
 from simpe.methods.base import Gradients, base_parameters
 from simpe.methods.bias import OUTPUT_BIAS
-from simpe.update import update
 
 
 def changed(before, model) -> set[str]:

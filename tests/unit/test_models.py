@@ -28,19 +28,19 @@ from messages import raises_naming
 from test_topk import assert_exact
 from tiny_families import FAMILY_OF, KINDS, PLAIN_TOKENS, SETTINGS, STOP, token_model
 
-from simpe.configfile import defaults
+from simpe.config.files import defaults
 from simpe.decoders import DECODERS
 from simpe.decoders.beam import BeamDecoder
 from simpe.decoders.heap_beam import HeapBeamDecoder
 from simpe.decoders.topk import TopKDecoder
 from simpe.decoders.topk_dfs import TopKDfsDecoder
 from simpe.errors import ConfigError, ModelError
+from simpe.loop.update import pair_loss, update
 from simpe.methods import METHODS
 from simpe.methods.base import base_parameters, embedding_names
 from simpe.methods.bias import OUTPUT_BIAS
 from simpe.model import load_model, model_family
 from simpe.models import FAMILIES, family_of
-from simpe.update import pair_loss, update
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")  # tiny models: see conftest.py
 
@@ -248,7 +248,7 @@ PAIRS = [("Click OK to close the dialog.", "Klicken Sie auf OK, um den Dialog zu
 
 def _compositions() -> list[str]:
     """The compositions the presets make (``adapters/<name>.yaml`` with ``method.modifiers``), as ``method+modifier``."""
-    from simpe.configfile import known_presets, load_config
+    from simpe.config.files import known_presets, load_config
 
     made = {"+".join([cfg.method.name, *(m["name"] for m in cfg.method.modifiers)])
             for cfg in map(load_config, known_presets()) if cfg.method.modifiers}
@@ -271,8 +271,8 @@ def build(name: str, params: dict):
 
 def context(loaded):
     """What the loop lends a method (simpe.methods.base.Context), on the tiny model: PAIRS stand for the train split."""
+    from simpe.loop.update import Tuner
     from simpe.methods.base import Context
-    from simpe.update import Tuner
 
     return Context(encode=lambda s, r: loaded.family.encode_pair(loaded.tokenizer, s, r, "cpu"),
                    sentences=lambda split, n: PAIRS[:n], tune=Tuner(loaded.model, HOT).tune, lr=HOT.lr,
@@ -282,7 +282,7 @@ def context(loaded):
 @pytest.fixture(scope="module")
 def selections(family_model, tmp_path_factory):
     """A ``fixed`` selection per family, made by select-fixed on two dev segments."""
-    from simpe.select_fixed import select_fixed
+    from simpe.loop.select_fixed import select_fixed
 
     root, made = tmp_path_factory.mktemp("selections"), {}
 
@@ -456,7 +456,7 @@ def test_a_store_on_another_base_is_refused(family_model, tmp_path: Path) -> Non
 
     from safetensors.torch import save_file
 
-    from simpe.store import apply_store
+    from simpe.store.user import apply_store
 
     loaded = fresh(family_model, "mbart")
     method = METHODS.build("bias")

@@ -9,8 +9,8 @@ import pytest
 import sacrebleu
 from sacrebleu.metrics import BLEU, CHRF, TER
 
-from simpe.config import MetricsConfig
-from simpe.configfile import defaults
+from simpe.config.files import defaults
+from simpe.config.tree import MetricsConfig
 from simpe.errors import ConfigError, DataError
 from simpe.metrics import METRICS
 from simpe.metrics.online import OnlineScorer, cumulative_curves

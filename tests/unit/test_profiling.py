@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from simpe.profiling import ModelTimer
+from simpe.loop.phases import ModelTimer
 
 
 def test_outermost_forward_is_timed_once_and_output_hooks_are_not(tiny_marian, monkeypatch):
@@ -13,7 +13,7 @@ def test_outermost_forward_is_timed_once_and_output_hooks_are_not(tiny_marian, m
     ids = torch.tensor([[5, 6, 7, 0]])
     # a clock that moves only when the output hook runs (1,000 s a call): no wall-clock bound in the test
     clock = {"now": 0.0}
-    monkeypatch.setattr("simpe.profiling.time.perf_counter", lambda: clock["now"])
+    monkeypatch.setattr("simpe.loop.phases.time.perf_counter", lambda: clock["now"])
     model.register_forward_hook(lambda module, args, output: clock.update(now=clock["now"] + 1000.0))  # like knn's hook
     timer = ModelTimer(model)
     with torch.no_grad():

@@ -165,7 +165,7 @@ def write_run(group_dir: Path, name: str, method: str, hypotheses: list[str], *,
     (run / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
     env = {"device": "cpu", "packages": {"sacrebleu": "2.6.0"}, "stream_sha256": sha}
     (run / "env.json").write_text(json.dumps(env), encoding="utf-8")
-    (run / "log.txt").write_text("2026-11-21 10:00:00 INFO simpe.simulate: start\n", encoding="utf-8")
+    (run / "log.txt").write_text("2026-11-21 10:00:00 INFO simpe.loop.run: start\n", encoding="utf-8")
     (run / "segments.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in shown), encoding="utf-8")
     (run / "hyp.tok.de").write_text("".join(r["hyp_tokens"] + "\n" for r in shown), encoding="utf-8")
     (run / "ref.tok.de").write_text("".join(r["ref_tokens"] + "\n" for r in shown), encoding="utf-8")

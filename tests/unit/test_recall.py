@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from simpe.configfile import defaults
+from simpe.config.files import defaults
 from simpe.errors import ConfigError, DataError
 from simpe.metrics.online import OnlineScorer
 from simpe.metrics.recall import (

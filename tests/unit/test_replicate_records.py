@@ -27,7 +27,7 @@ def test_a_runs_code_counts_the_loop_its_variants_and_the_models_files_not_the_o
     lasso, baseline = run_code(_config("lasso")), run_code(_config("baseline"))
     for code in (lasso, baseline):
         files = code["files"]
-        assert {"simpe/simulate.py", "simpe/update.py", "simpe/metrics/recall.py", "simpe/decoders/beam.py",
+        assert {"simpe/loop/run.py", "simpe/loop/update.py", "simpe/metrics/recall.py", "simpe/decoders/beam.py",
                 "simpe/datasets/libreoffice.py", "simpe/models/marian.py", "models/demo-en-de/model.safetensors",
                 "models/demo-en-de/truecase.de.model", "models/demo-en-de/fixed-selection.json"} <= set(files)
         assert "models/demo-en-de/README.md" not in files and "simpe/models/mbart.py" not in files
@@ -48,7 +48,7 @@ def test_an_unknown_variant_counts_its_whole_family():
 
 def test_the_import_walk_follows_imports_inside_functions_and_fingerprints_follow_file_contents(tmp_path: Path):
     files = {p.relative_to(REPO_ROOT).as_posix() for p in source_files(["simpe.replicate.run"])}
-    assert {"simpe/sweep/executor.py", "simpe/replicate/studies.py", "simpe/sensitivity.py"} <= files  # imported lazily
+    assert {"simpe/sweep/executor.py", "simpe/replicate/studies.py", "simpe/measure/sensitivity.py"} <= files  # imported lazily
     assert fingerprint({"a": "1", "b": "2"}) == fingerprint({"b": "2", "a": "1"}) != fingerprint({"a": "1", "b": "3"})
     model = tmp_path / "m"
     model.mkdir()
@@ -61,7 +61,7 @@ def test_the_import_walk_follows_imports_inside_functions_and_fingerprints_follo
 
 def _run(segments: list[dict], name: str = "x", method: str = "baseline") -> Run:
     return Run(path=Path("group") / name, name=name, method=method, config={}, summary={"stream_sha256": "s"}, segments=segments,
-               env={"code": {"fingerprint": "f" * 16, "files": {"simpe/simulate.py": "0" * 16}}, "argv": ["ray"]})
+               env={"code": {"fingerprint": "f" * 16, "files": {"simpe/loop/run.py": "0" * 16}}, "argv": ["ray"]})
 
 
 def _segment(i: int, bleu: list[int], r0: list[int], r1: list[int], hyp: str = "Die Datei", ref: str = "Die Tabelle") -> dict:
@@ -81,12 +81,36 @@ def test_a_record_leaves_out_what_follows_and_gives_back_every_statistic(tmp_pat
                                     "r0.types", "r1.matched", "r1.types", "repeated.again", "repeated.shown"}
     assert '  "bleu.m1": [1,2],\n' in text  # one column a line
     assert "Die Datei" not in text and "argv" not in data["environment"] and data["code"] == "f" * 16
-    assert json.loads((tmp_path / "code.json").read_text())["f" * 16] == {"simpe/simulate.py": "0" * 16}
+    assert json.loads((tmp_path / "code.json").read_text())["f" * 16] == {"simpe/loop/run.py": "0" * 16}
     back = rec.read_records(tmp_path).runs["scalc"][0]
     assert back.call == "2026-01-01T00:00:00Z" and back.position == 0 and back.run.name == "x"
     for key in ("bleu", "r0", "r1", "r0+1"):
         assert (segment_stats(back.run, key, 2) == segment_stats(run, key, 2)).all()
     assert back.run.segments[1]["cumulative"]["r0"] == 0.5 and back.run.segments[1]["repeated"] == [1, 1]
+
+
+def test_a_record_keeps_ter_and_the_document_ids_and_derives_sentence_bleu(tmp_path: Path):
+    """TER's [edits, ref_words] per segment and the segments' documents (run-length encoded) are kept; SBLEU is not a
+    column: BLEU+1 of the segment's BLEU statistics gives it back exactly (m = [1, 0, 0, 0], t = [2, 1, 0, 0], hyp 2,
+    ref 2: order min(4, 2) = 2, (1/2 * 1/2) ** (1/2) = 0.5, brevity exp(1 - 3 / 2) = 0.6065: 30.33)."""
+    from simpe.metrics.sacre import nakov_bleu_plus_one
+    from simpe.report.compare import segment_stats
+
+    segments = []
+    for i, doc in enumerate(("a", "a", "b")):
+        seg = _segment(i, [1, 0, 0, 0, 2, 1, 0, 0, 2, 2], [0, 1], [0, 0])
+        seg["doc_id"], seg["stats"]["ter"] = doc, [1.0, 2.0]
+        seg["metrics"]["sbleu"] = nakov_bleu_plus_one(seg["stats"]["bleu"])
+        segments.append(seg)
+    run = _run(segments)
+    data = json.loads(rec.export_run(tmp_path, "scalc", 0, run, call=None).read_text(encoding="utf-8"))
+    assert data["documents"] == [["a", 2], ["b", 1]] and data["columns"]["ter.edits"] == [1, 1, 1]
+    assert not any(name.startswith("sbleu") for name in data["columns"])
+    back = rec.read_records(tmp_path).runs["scalc"][0].run
+    assert [s["doc_id"] for s in back.segments] == ["a", "a", "b"]
+    assert segment_stats(back, "sbleu", 3)[0, 0] == pytest.approx(30.33, abs=0.01)
+    assert (segment_stats(back, "sbleu", 3) == segment_stats(run, "sbleu", 3)).all()
+    assert (segment_stats(back, "ter", 3) == np.array([[1, 2]] * 3)).all()
 
 
 def test_a_column_that_does_not_follow_is_kept(tmp_path: Path):
@@ -173,7 +197,7 @@ def test_a_calls_commit_is_marked_changed_by_code_not_by_the_replications_own_ou
                        check=True, capture_output=True)
 
     for name in ("docs/replication/records/calls.json", "docs/replication.md", "docs/replication.json",
-                 "docs/replicate.md", "simpe/update.py"):
+                 "docs/replicate.md", "simpe/loop/update.py"):
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text("a\n")
     git("init", "-q")
@@ -191,6 +215,6 @@ def test_a_calls_commit_is_marked_changed_by_code_not_by_the_replications_own_ou
     (tmp_path / "docs/replicate.md").write_text("b\n")  # a neighbour's name is not the page's
     assert rec.commit(folder) == head + "+changes"
     git("checkout", "docs/replicate.md")
-    (tmp_path / "simpe/update.py").write_text("b\n")
+    (tmp_path / "simpe/loop/update.py").write_text("b\n")
     assert rec.commit(folder) == head + "+changes"
     assert rec.commit(tmp_path.parent / "elsewhere") == head + "+changes"

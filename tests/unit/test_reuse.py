@@ -11,7 +11,7 @@ from simpe.decoders import DECODERS
 from simpe.decoders.incremental import decoding, encode
 from simpe.decoders.prefix import CharPrefix, Surfaces
 from simpe.decoders.reuse import PrefixMemo
-from simpe.interactive import Completer, session
+from simpe.loop.interactive import Completer, session
 from simpe.model import load_model
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")

@@ -50,7 +50,7 @@ def test_a_run_checkpoint_is_refused_and_its_payload_never_runs(tmp_path: Path):
 
 
 def test_a_training_checkpoint_is_refused_and_its_payload_never_runs(tmp_path: Path):
-    from simpe.demo_card import load_state
+    from simpe.demo.card import load_state
 
     marker = tmp_path / "ran"
     with pytest.raises(SimpeError, match="is not a training checkpoint simpe can read safely"):

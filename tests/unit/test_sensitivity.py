@@ -6,8 +6,8 @@ import random
 import pytest
 
 from simpe.errors import ConfigError
+from simpe.measure.sensitivity import CHANGES, CONTROLS, candidates, change, format_table, named_entities, nouns, numbers, summarise
 from simpe.metrics.stopwords import load_stopwords
-from simpe.sensitivity import CHANGES, CONTROLS, candidates, change, format_table, named_entities, nouns, numbers, summarise
 
 SRC = "Choose Tools - Options - LibreOffice Calc - View and select the cell in row 12, column 3.5."
 REF = "Wählen Sie Extras - Optionen - LibreOffice Calc - Ansicht und markieren Sie die Zelle in Zeile 12, Spalte 3,5."
@@ -58,7 +58,7 @@ def test_a_change_that_cannot_apply_is_left_out():
 
 
 def test_a_real_run_on_the_demo_model(demo_model):
-    from simpe.sensitivity import analyse
+    from simpe.measure.sensitivity import analyse
 
     pairs = [(SRC, REF), ("Click the Calc icon.", "Klicken Sie auf das Calc-Symbol."),
              ("Enter 25 in cell A1.", "Geben Sie 25 in Zelle A1 ein.")]
@@ -66,6 +66,12 @@ def test_a_real_run_on_the_demo_model(demo_model):
                      samples=4, seed=0, lang="de")
     assert set(result["changes"]) == set(CHANGES) | set(CONTROLS)
     assert result["changes"]["copy"]["sentences"] == 3 and result["changes"]["numadd"]["sentences"] == 2
+    # each value's source sentence, for intervals over sentences: numbers in the first and the third reference
+    assert result["changes"]["numadd"]["sentence"] == [0, 2] and result["changes"]["copy"]["sentence"] == [0, 1, 2]
+    # the beam output and its changes, scored against the reference as the support (the paper's references as support)
+    support = result["references_support"]
+    assert set(support) == set(CHANGES) | {"copy", "hallucination"} and support["copy"]["sentence"] == [0, 1, 2]
+    assert support["copy"]["mean"] < 0  # the source copied scores below the beam output against the German reference
     # copying the English source is far from every German sample: it scores far below the reference
     assert result["changes"]["copy"]["mean"] < -20
     assert set(summarise(result)) == {"numbers", "named entities", "nouns"}
@@ -77,7 +83,7 @@ def test_a_real_run_on_the_demo_model(demo_model):
 
 def test_numbers_match_the_source_as_multisets_with_separators_removed():
     """Amrhein and Sennrich (2022)'s Table 2 counts numbers against the source: English 1,000.5 is German 1.000,5."""
-    from simpe.sensitivity import number_counts, number_f1
+    from simpe.measure.sensitivity import number_counts, number_f1
 
     source = "Set 1,000.5 rows on 2 sheets and 2 more, version 7.4."  # 1,000.5, 2, 2 and 7.4
     # 1.000,5, 2 and 7.4 match; 3 does not (the second 2 has no partner)

@@ -44,10 +44,10 @@ def shapes_repo() -> Path:
 def test_a_shape_folder_loads_with_random_weights_and_updates(tmp_path: Path) -> None:
     """Llama 3.2 1B's vocabulary (128,256) with one narrow layer: the folder holds no weights; the loader draws them
     (seeded: the same twice), the tokenizer gives ids below the vocabulary size, and a full update moves the model."""
-    from simpe.configfile import defaults
+    from simpe.config.files import defaults
+    from simpe.loop.update import update
     from simpe.methods import METHODS
     from simpe.model import load_model, model_family
-    from simpe.update import update
 
     small = dict(num_hidden_layers=1, hidden_size=64, intermediate_size=128, num_attention_heads=2, num_key_value_heads=1,
                  head_dim=32)

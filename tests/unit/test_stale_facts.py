@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from simpe.configfile import load_config
+from simpe.config.files import load_config
 from simpe.methods import METHODS
 
 REPO = Path(__file__).resolve().parents[2]

@@ -10,7 +10,7 @@ from test_decoders import REFERENCES, SOURCES, make_text_model, text_tokenizer
 
 from simpe.cli import main
 from simpe.errors import DataError
-from simpe.ranking.study import read_test_set
+from simpe.measure.rank import read_test_set
 from simpe.stats import kendall, pearson, spearman
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")  # tiny models: see conftest.py

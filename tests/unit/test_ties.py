@@ -105,7 +105,7 @@ def test_smallest_per_row_takes_the_latest_of_entries_tied_at_the_cut():
 def test_lasso_budget_keeps_the_same_tensors_when_step_norms_tie(tiny_marian):
     """Segment 0: every clipped tensor's step norm is lr; equal sizes give equal shrunk norms. The budget keeps
     those with the larger unclipped gradient, then by name, however the last bits fall."""
-    from simpe.configfile import defaults
+    from simpe.config.files import defaults
     from simpe.methods import METHODS
 
     model = tiny_marian(seed=3)

@@ -6,11 +6,11 @@ import math
 import pytest
 import torch
 
-from simpe.configfile import defaults
+from simpe.config.files import defaults
+from simpe.loop.undo import FUSE_MIN, Backup
+from simpe.loop.update import clip_and_step, clip_scale, clip_scales, update
 from simpe.methods import METHODS
 from simpe.model import Pair
-from simpe.undo import FUSE_MIN, Backup
-from simpe.update import clip_and_step, clip_scale, clip_scales, update
 
 
 @pytest.mark.parametrize("name", ["full", "lasso"])  # lasso announces only the groups its step changes
@@ -87,7 +87,7 @@ def _sgd_case(nan_at: int | None = None, shared_grad: bool = False):
 def test_the_fused_sgd_step_is_the_plain_step_with_every_norm_first(monkeypatch) -> None:
     """Plain SGD (the norm of each large gradient, then its step at once) gives the weights the generic path gives
     (every norm, then the unfused SGD step, update._sgd_step), bit for bit, also when gradients share a storage (then none is written)."""
-    monkeypatch.setattr("simpe.update.FUSE_BYTES", 0)  # fused for these few kB too
+    monkeypatch.setattr("simpe.loop.update.FUSE_BYTES", 0)  # fused for these few kB too
     for shared in (False, True):
         names, params, grads = _sgd_case(shared_grad=shared)
         keep, original = [g.clone() for g in grads], [p.detach().clone() for p in params]
@@ -106,7 +106,7 @@ def test_the_fused_sgd_step_is_the_plain_step_with_every_norm_first(monkeypatch)
 
 @pytest.mark.parametrize("nan_at", [0, 1, 3])  # a small one (found first), the first large one, the last large one
 def test_a_non_finite_gradient_found_midway_leaves_the_weights_as_they_were(nan_at: int, monkeypatch) -> None:
-    monkeypatch.setattr("simpe.update.FUSE_BYTES", 0)
+    monkeypatch.setattr("simpe.loop.update.FUSE_BYTES", 0)
     names, params, grads = _sgd_case(nan_at=nan_at)
     before = [p.detach().clone() for p in params]
     backup = Backup({id(p): n for n, p in zip(names, params)})

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from simpe.configfile import load_config
+from simpe.config.files import load_config
 from simpe.errors import RunDirError
 from simpe.rundir.record import SegmentRecord
 from simpe.rundir.writer import RunDir, strict_json

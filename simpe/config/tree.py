@@ -1,9 +1,9 @@
-"""The one config tree: validated dataclasses, one per section (its files: ``simpe.configfile``).
+"""The one config tree: validated dataclasses, one per section (its files: ``simpe.config.files``).
 
 ``RunConfig`` nests one dataclass per section: ``method``, ``update``, ``decoder``,
 ``data``, ``metrics``, ``ranking`` and ``snapshots``. Every default lives in
 ``adapters/defaults.yaml`` and nowhere else: the dataclasses have none, every command reads
-that file (``simpe.configfile.load_config`` for a run, ``defaults(section)`` for one section, as ``simpe
+that file (``simpe.config.files.load_config`` for a run, ``defaults(section)`` for one section, as ``simpe
 score``, ``simpe rank`` and ``simpe select-fixed`` do). The merge order of a run is
 defaults.yaml, then the preset file (``adapters/<name>.yaml``, which holds only what
 differs), then ``--set key=value``. ``from_dict`` is the one converter from a mapping to a

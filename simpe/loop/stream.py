@@ -1,13 +1,13 @@
 """The segments a run reads: its stream (the first ``data.segments`` of the dataset's split), the fixed probe of its
-ranking snapshots and the held-out sentences of its forgetting probe. The loop (``simpe.simulate``) and the dry run
-(``simpe.dryrun``, which reads the stream's lengths) take them from here."""
+ranking snapshots and the held-out sentences of its forgetting probe. The loop (``simpe.loop.run``) and the dry run
+(``simpe.loop.dryrun``, which reads the stream's lengths) take them from here."""
 from __future__ import annotations
 
 import logging
 import random
 from typing import Any
 
-from simpe.config import RunConfig
+from simpe.config.tree import RunConfig
 from simpe.datasets import DATASETS, Segment, draw
 from simpe.errors import ConfigError, DataError
 

@@ -1,25 +1,31 @@
 """``simpe simulate --dry-run``: what each run would need, before any weight loads, and a refusal of one that cannot fit.
 
 For the model and presets given it prints the parameters, the memory each method needs (weights, gradients, method
-state, activations of the update, the runtime itself, and knn's datastore growth per 1,000 segments), an estimate of
+state, activations of the update, the runtime itself, and a datastore's growth per 1,000 segments), an estimate of
 seconds per segment from a measured table, and refuses (ConfigError: one line, exit 2) a run whose memory exceeds
-what the device has, naming the setting that would make it fit (a lighter method, bfloat16, a smaller beam).
+what the device has, naming the setting that would make it fit (bfloat16, a lighter method, checkpointing).
+
+What a method holds and does beyond the weights and the shared update is the method's own declaration, its
+``footprint`` (``simpe.methods.base.Footprint``; a composition's is the sum of its parts': ``full+knn`` counts the
+datastore, ``lasso+ewc`` the Fisher and the anchor); this module asks the method and never branches on its name.
 
 How the figures are made (``estimate``):
 
 * parameters and trainable parameters: the model is built from its config.json on torch's meta device (nothing is
   allocated, no weight file is read) and the method attached to it, so the counts are the method's own;
 * weights P·b (b the bytes of model.dtype); gradients T·b, and T·4 more for the float32 copies of master-copy
-  training (``update.master_copies`` at bfloat16/float16); method state: the update's spare buffer of each adapted
-  tensor (T·b, T·4 under master copies) plus the master copies (T·4), lasso's copy of the base weights (P·b), knn's
-  datastore (per entry: the key, hidden·4 bytes, or hidden·2 with ``key_dtype: float16``, its float32 norm 4 and int64
-  value 8 bytes; ``ENTRIES_PER_SEGMENT`` a segment);
+  training (``update.master_copies`` at bfloat16/float16); method state: the footprint's ``state`` (plain SGD: the
+  update's spare buffer of each adapted tensor, T·b or T·4 under master copies, plus the master copies, T·4; lasso:
+  its copy of the base weights and its step's new groups; ewc: the Fisher and θ₀); a datastore: the footprint's bytes
+  per token (knn: the key, its float32 norm and its int64 value) times ``ENTRIES_PER_SEGMENT`` a segment;
 * a tied tensor's gradient (an embedding table that the encoder, the decoder and the output projection all read)
-  arrives once per reader and is summed: (readers - 1) more tensors of its size at the peak; lasso's own step
-  writes each adapted group into a new tensor before the old one is dropped (T·b; not under master copies, measured);
+  arrives once per reader and is summed: (readers - 1) more tensors of its size at the peak;
 * activations of the update's forward and backward for a segment of ``TOKENS`` source and target tokens: per layer and
   token ``ACTIVATION_WIDTHS`` values of the model's width and of its feed-forward width, the logits three times over
-  the vocabulary in float32 (with ``update.checkpointing``: each layer's input, and one layer's activations);
+  the vocabulary in float32 (with ``update.checkpointing``: each layer's input, and one layer's activations), and what
+  the footprint holds while the update runs (``update_bytes``: ewc's penalty); or, if larger, what decoding holds (a
+  beam's scores over the vocabulary) with what a part tunes around the translation (``tuned_values``: tune-retrieve's
+  gradients, a forward and backward pass over its ``tuning_pairs``);
 * the runtime: this process's resident memory once torch and transformers are imported (measured, CPU) plus the loop's
   own (``LOOP_OVERHEAD``, from the demo model's baseline run), or the CUDA context (``CUDA_CONTEXT``);
 * loading: while the weights load, one tensor is held twice (the largest: the embedding table); the peak is the larger
@@ -35,6 +41,14 @@ How the figures are made (``estimate``):
   tensor's readers. A trained model repeats the update as often as the
   demo model did on the stream (``repetitions``, per method); a random-weight model never reaches the perplexity
   threshold and repeats ``update.max_repeats`` times. Given only on the CPU; a method without measured rates gets none.
+  The footprint's work adds to it, with the same rates (no term is fitted for it): its search (knn's datastore, on
+  average over the run) reads ``search_bytes`` or does ``search_macs`` float32 multiply-adds at each decoding step,
+  whichever takes longer; each of its ``update_pairs`` (replay) costs the update's forward and backward passes once
+  more; its ``penalty_bytes`` (ewc) pass at ``bandwidth`` 1 + 2 x repetitions times (an evaluation before the first
+  step and after each, and a gradient at each); its ``prepare_passes`` (ewc's Fisher) cost an update repetition's
+  passes each, spread over the run's segments (1,000 when unbounded); its ``segment_passes`` (knn storing the
+  post-edit) a teacher-forced forward pass each, counted in the update's part. A part that tunes values around each
+  translation (``tuned_values``: tune-retrieve) has no rate, its steps depending on what it retrieves: no time then.
 
 The memory estimate is checked against a measured run of the demo model (tests/integration/test_dryrun.py: within
 30 %), and both memory and time against every bench-size row by ``make fit-speed`` (benchmarks/fit_speed.py).
@@ -51,8 +65,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from simpe.config import RunConfig
+from simpe.config.tree import RunConfig
 from simpe.errors import ConfigError
+from simpe.methods.base import Footprint, RunShape
 
 GIB = 1024 ** 3
 MIB = 1024 ** 2
@@ -61,8 +76,9 @@ ENTRIES_PER_SEGMENT = 21  # knn datastore entries a segment adds (target tokens 
 ACTIVATION_WIDTHS = (14, 3)  # values kept per layer and token: 14 of the model's width, 3 of the feed-forward width
 LOOP_OVERHEAD = 100 * MIB  # the loop's own data, metrics and truecaser beyond the imports (demo baseline: 590 MiB measured, 483 without it)
 CUDA_CONTEXT = 600 * MIB  # the CUDA context and kernels of torch, outside its allocator (typical; not measured here)
-SPEED_TABLE = Path(__file__).parent / "scale_table.json"
+SPEED_TABLE = Path(__file__).parents[1] / "scale_table.json"  # simpe/scale_table.json, written by make fit-speed
 BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
+LIGHTER_PRESET = "lora"  # what a refusal suggests instead of a method that adapts more values than its adapters
 # What the estimate is checked against: the peak resident memory of `simpe ARGS` run in a child process, its VmHWM,
 # printed at exit (``measured_command`` / ``measured_peak``; Linux). Not wait4's ru_maxrss: Linux folds the RSS of the
 # forked copy of the parent into the child's maxrss at exec, so after a long test session (pytest at 1.3 GB) every
@@ -178,9 +194,9 @@ TOKEN_SAMPLE = 500  # segments read for the lengths (the run's first ones)
 def _lengths(cfg: RunConfig, model: Any) -> list[tuple[int, int]]:
     """(source tokens, target tokens with the end token) of the run's first segments, as the model's family encodes
     them (a causal LM's source is its whole prompt). Reads the tokenizer, never the weights."""
+    from simpe.loop.stream import load_stream
     from simpe.model import _load_tokenizer, model_family
     from simpe.paths import DEFAULT_MODEL
-    from simpe.stream import load_stream
 
     source = str(cfg.model.path) if cfg.model.path is not None else str(DEFAULT_MODEL)
     settings = cfg.model.family_settings()
@@ -212,11 +228,20 @@ class TimeFacts:
     adapted_bytes: int  # what an update's step passes over: the adapted tensors at the step's width
     repetitions: float | None  # update repetitions per segment; None: a trained model's, the rates' per method
     tied_bytes: int = 0  # the gradients a tied adapted tensor's extra readers add (each as large as the tensor)
+    update_pairs: int = 0  # pairs each update repetition takes beside the post-edit (Footprint.update_pairs)
+    penalty_bytes: int = 0  # bytes a loss term passes over per evaluation, and again per step (Footprint.penalty_bytes)
+    prepare_passes: int = 0  # forward and backward passes made once before the first segment (Footprint.prepare_passes)
+    segment_passes: int = 0  # teacher-forced passes after each segment's update (Footprint.segment_passes)
+    search_bytes: float = 0.0  # what a decoding step's search reads and multiplies (Footprint.search_bytes, search_macs)
+    search_macs: float = 0.0
+    tuned_values: int = 0  # values tuned around each translation (Footprint.tuned_values): no measured rate
+    run_segments: int = 1000  # the segments a once-made pass is spread over: the run's, 1,000 when unbounded
 
 
 def time_facts(cfg: RunConfig, model: Any, sizes: _Sizes, b: int, trainable: int, step_bytes: int,
-               tied_bytes: int = 0) -> TimeFacts | None:
-    """The facts of a beam-search run of ``cfg`` (None for other decoders: no measured rates)."""
+               tied_bytes: int = 0, method: str | None = None, footprint: Footprint | None = None) -> TimeFacts | None:
+    """The facts of a beam-search run of ``cfg`` (None for other decoders: no measured rates): ``method`` names the
+    rates (default: the config's method), ``footprint`` adds the work of the method's parts."""
     from simpe.decoders.incremental import LengthLimit
     from simpe.models.shapes import random_init
 
@@ -228,8 +253,12 @@ def time_facts(cfg: RunConfig, model: Any, sizes: _Sizes, b: int, trainable: int
     # random weights never write the end token: they decode to the length limit, and never reach the perplexity threshold
     segments = [(limit(source) if random else min(limit(source), target), source, target) for source, target in _lengths(cfg, model)]
     repetitions = (float(cfg.update.max_repeats) if random else None) if trainable else 0.0
-    return TimeFacts(cfg.method.name, cfg.model.dtype, b, sizes, bool(model.config.is_encoder_decoder),
-                     int(params.get("beam_size", 5) or 5), segments, step_bytes, repetitions, tied_bytes)
+    work = footprint or Footprint()
+    return TimeFacts(method or cfg.method.name, cfg.model.dtype, b, sizes, bool(model.config.is_encoder_decoder),
+                     int(params.get("beam_size", 5) or 5), segments, step_bytes, repetitions, tied_bytes,
+                     update_pairs=work.update_pairs, penalty_bytes=work.penalty_bytes, prepare_passes=work.prepare_passes,
+                     run_segments=cfg.data.segments or 1000, segment_passes=work.segment_passes,
+                     search_bytes=work.search_bytes, search_macs=work.search_macs, tuned_values=work.tuned_values)
 
 
 def seconds(facts: TimeFacts, rates: dict[str, Any], max_repeats: int = 3) -> tuple[float, float] | None:
@@ -237,9 +266,13 @@ def seconds(facts: TimeFacts, rates: dict[str, Any], max_repeats: int = 3) -> tu
     a method or dtype without measured rates. ``rates``: ``SPEED_TABLE``'s (``benchmarks/fit_speed.py`` fits them)."""
     if facts.method not in rates["forwards_per_repetition"] or facts.dtype not in rates["macs"] or not facts.segments:
         return None
+    if facts.tuned_values:  # tune-retrieve's steps depend on what it retrieves: no rate says how many
+        return None
     sizes, b = facts.sizes, facts.b
     bandwidth, macs = rates["bandwidth"][facts.dtype], rates["macs"][facts.dtype]
     step = rates["step_overhead"] + max(sizes.decoder * b / bandwidth, facts.beam * sizes.decoder / macs)
+    if facts.search_bytes or facts.search_macs:  # a datastore's search beside the model (float32 distances)
+        step += max(facts.search_bytes / bandwidth, facts.search_macs / rates["macs"]["float32"])
     reads = sizes.encoder if facts.encoder_decoder else sizes.decoder - sizes.projection  # the source's (prompt's) pass
     translate = forward = 0.0
     for steps, source, target in facts.segments:
@@ -252,8 +285,11 @@ def seconds(facts: TimeFacts, rates: dict[str, Any], max_repeats: int = 3) -> tu
     if repetitions is None:
         repetitions = min(rates["repetitions"].get(facts.method, max_repeats), max_repeats)
     traffic = max(0, facts.adapted_bytes - rates["cache"])  # adapted tensors that stay in the cache cost no passes
-    update = forward * (1 + repetitions * rates["forwards_per_repetition"][facts.method]) \
-        + repetitions * (traffic * rates["step_passes"] + facts.tied_bytes * rates.get("tied_passes", 0.0)) / bandwidth
+    per_repetition = rates["forwards_per_repetition"][facts.method]
+    update = forward * (1 + facts.update_pairs) * (1 + repetitions * per_repetition) \
+        + repetitions * (traffic * rates["step_passes"] + facts.tied_bytes * rates.get("tied_passes", 0.0)) / bandwidth \
+        + (1 + 2 * repetitions) * facts.penalty_bytes / bandwidth \
+        + facts.prepare_passes * forward * per_repetition / facts.run_segments + facts.segment_passes * forward
     return translate, update
 
 
@@ -289,8 +325,7 @@ def measured_peak(stderr: str) -> float:
 def estimate(cfg: RunConfig, device: str = "cpu") -> Estimate:
     """The memory and time one run of ``cfg`` would need on ``device`` (cpu or cuda), its model never loaded."""
 
-    from simpe.methods import METHODS
-    from simpe.methods.base import base_parameters
+    from simpe.methods.compose import build_method, composed_name
     from simpe.models import family_of
 
     model, config = _meta_model(cfg)
@@ -299,10 +334,9 @@ def estimate(cfg: RunConfig, device: str = "cpu") -> Estimate:
     readers = _readers(model)
     largest = max(p.numel() for p in model.parameters()) * b
     sizes = _sizes(model, b)  # as loaded, before a method adds tensors of its own (lora)
-    method = METHODS.build(cfg.method.name, **cfg.method.params)
-    base = sum(p.numel() for p in base_parameters(model).values())
+    method = build_method(cfg.method.name, cfg.method.params, cfg.method.modifiers)
     adapted = []
-    if not (cfg.method.name == "fixed" and model.simpe_folder is None):
+    if method.can_select(model.simpe_folder):
         method.attach(model, model.simpe_folder, cfg.update)
         adapted = _unique(method.trainable().values())
     trainable = sum(p.numel() for p in adapted)
@@ -312,35 +346,40 @@ def estimate(cfg: RunConfig, device: str = "cpu") -> Estimate:
     gradients = trainable * b + (trainable * 4 if masters else 0)
     tied = sum((readers.get(id(p), 1) - 1) * p.numel() * b for p in adapted)
     gradients += tied  # a tied tensor's gradient arrives once per reader
-    if cfg.method.name == "lasso":  # it keeps the base weights; its own step writes each group into a new tensor (as
-        # measured at float32; under master copies the peaks measured show no such copy: NLLB-600M, Llama 3.2 1B)
-        state = base * b + (trainable * 4 if masters else trainable * b)
-    else:
-        state = trainable * step + (trainable * 4 if masters else 0)
+    beam = int(cfg.decoder.params.get("beam_size", 5) or 5)
+    shape = RunShape(b, masters, rows=beam, segments=cfg.data.segments or 1000, tokens_per_segment=ENTRIES_PER_SEGMENT)
+    footprint = method.footprint(shape)  # the method's own state, datastore and work, its parts' added
+    state = footprint.state
     hidden = getattr(config, "d_model", None) or config.hidden_size
     ffn = (getattr(config, "encoder_ffn_dim", None) or getattr(config, "d_ff", None) or config.intermediate_size)
     layers = sum(int(getattr(config, key, 0) or 0) for key in ("encoder_layers", "decoder_layers")) or \
         int(getattr(config, "num_layers", 0) or 0) + int(getattr(config, "num_decoder_layers", 0) or 0) or \
         int(getattr(config, "num_hidden_layers", 0))
     per_token_layer = (ACTIVATION_WIDTHS[0] * hidden + ACTIVATION_WIDTHS[1] * ffn) * b
+
+    def backward(tokens: int) -> int:
+        """What a forward and backward pass over ``tokens`` source and target tokens holds."""
+        if cfg.update.checkpointing:
+            held = layers * tokens * hidden * b + tokens * per_token_layer
+        else:
+            held = layers * tokens * per_token_layer
+        return held + 3 * tokens // 2 * config.vocab_size * 4  # logits, log-softmax and its gradient, float32
     activations = 0
     if trainable:
-        tokens = TOKENS
-        if cfg.update.checkpointing:
-            activations = layers * tokens * hidden * b + tokens * per_token_layer
-        else:
-            activations = layers * tokens * per_token_layer
-        activations += 3 * TOKENS // 2 * config.vocab_size * 4  # logits, log-softmax and its gradient, float32
-    beam = int(cfg.decoder.params.get("beam_size", 5) or 5)
-    activations = max(activations, 3 * beam * config.vocab_size * 4)  # decoding: a beam's scores over the vocabulary
-    datastore = 0
-    if cfg.method.name == "knn":
-        key = BYTES[cfg.method.params.get("key_dtype", "float32")]  # the keys' dtype (simpe.methods.datastore)
-        datastore = 1000 * ENTRIES_PER_SEGMENT * (hidden * key + 4 + 8)
-    facts = time_facts(cfg, model, sizes, b, trainable, trainable * step, tied) if device == "cpu" else None
+        activations = backward(TOKENS) + footprint.update_bytes  # and what the parts hold meanwhile (ewc's penalty)
+    tuning = 0
+    if footprint.tuned_values:  # tuned around the translation and put back (tune-retrieve): the gradients (float32
+        # too under master copies) and a forward and backward pass over the batch
+        tuned = footprint.tuned_values
+        tuning = tuned * b + (tuned * 4 if b < 4 and cfg.update.master_copies else 0) + backward(TOKENS * footprint.tuning_pairs)
+    activations = max(activations, 3 * beam * config.vocab_size * 4 + tuning)  # decoding: a beam's scores over the vocabulary
+    datastore = 1000 * ENTRIES_PER_SEGMENT * footprint.datastore_per_token
+    facts = time_facts(cfg, model, sizes, b, trainable, trainable * step, tied, method.name, footprint) \
+        if device == "cpu" else None
     parts = seconds(facts, _speed_table(), cfg.update.max_repeats) if facts is not None else None
     translate, update = parts if parts is not None else (None, None)
-    return Estimate(cfg.adapter, cfg.method.name, total, trainable, total * b, gradients, state, activations,
+    return Estimate(cfg.adapter, composed_name(cfg.method.name, cfg.method.modifiers), total, trainable, total * b,
+                    gradients, state, activations,
                     _runtime_bytes(device), datastore, cfg.data.segments,
                     None if parts is None else translate + update, largest, translate, update, facts)
 
@@ -366,26 +405,39 @@ def _fmt(value: int) -> str:
 
 def fix_hint(cfg: RunConfig, est: Estimate, budget: int, device: str) -> str:
     """The setting that would make a run that does not fit ``budget`` fit, tried in this order: bfloat16, lora instead
-    of the method, activation checkpointing, a smaller beam; or the memory the smallest of them needs."""
-    from simpe.configfile import load_config
+    of the method (where lora adapts fewer values than it), activation checkpointing; or the memory the smallest of
+    them needs."""
+    from simpe.config.files import load_config
 
     overrides = [f"model.path={cfg.model.path}" if cfg.model.path is not None else "model.path=null",
                  f"model.dtype={cfg.model.dtype}"]
+    made: dict[tuple[str, tuple[str, ...]], Estimate] = {}
+
+    def other(preset: str, extra: list[str]) -> Estimate:
+        key = (preset, tuple(extra))
+        if key not in made:
+            made[key] = estimate(load_config(preset, overrides + extra), device)
+        return made[key]
+
     tries = []
     if cfg.model.dtype == "float32":
         tries.append(("--set model.dtype=bfloat16", cfg.adapter, ["model.dtype=bfloat16"]))
-    if cfg.method.name not in ("lora", "baseline", "bias", "knn", "icl"):
-        tries.append(("--preset lora", "lora", []))
+    try:
+        lighter = other(LIGHTER_PRESET, []).trainable < est.trainable  # a method that adapts more than lora's adapters
+    except ConfigError:  # lora refuses this model (its family lacks the targets)
+        lighter = False
+    if lighter:
+        tries.append((f"--preset {LIGHTER_PRESET}", LIGHTER_PRESET, []))
         if cfg.model.dtype == "float32":
-            tries.append(("--preset lora --set model.dtype=bfloat16", "lora", ["model.dtype=bfloat16"]))
+            tries.append((f"--preset {LIGHTER_PRESET} --set model.dtype=bfloat16", LIGHTER_PRESET, ["model.dtype=bfloat16"]))
     if not cfg.update.checkpointing and est.trainable:
         tries.append(("--set update.checkpointing=true", cfg.adapter, ["update.checkpointing=true"]))
     smallest = est.peak
     for hint, preset, extra in tries:
-        other = estimate(load_config(preset, overrides + extra), device)
-        smallest = min(smallest, other.peak)
-        if other.peak <= budget:
-            return f"{hint} would need {_fmt(other.peak)}"
+        peak = other(preset, extra).peak
+        smallest = min(smallest, peak)
+        if peak <= budget:
+            return f"{hint} would need {_fmt(peak)}"
     return f"no lighter setting fits: the lightest tried needs {_fmt(smallest)}"
 
 
@@ -400,7 +452,7 @@ def report(configs: list[RunConfig], device: str, budget: int | None = None) -> 
         timing = (f"{est.seconds_per_segment:.2f} s/segment = translate {est.translate_seconds:.2f} + update "
                   f"{est.update_seconds:.2f} (CPU, one thread, rates measured in {SPEED_TABLE.name})"
                   if est.seconds_per_segment is not None else
-                  "no measured rates for this device, dtype, decoder or method")
+                  "no measured rates for this device, dtype, decoder, method or its parts' work")
         grow = f", datastore +{_fmt(est.datastore_per_1000)} per 1,000 segments" if est.datastore_per_1000 else ""
         loading = (f" while loading (the largest tensor, {_fmt(est.loading)}, held twice), {_fmt(est.running)} running"
                    if est.peak > est.running else "")

@@ -8,13 +8,13 @@ trainable weight, or the loss measured after it, non-finite is rolled back (the 
 restored bit for bit from a copy taken before the step) and ends the update. Which parameters
 move is the method's business (``Method.select``), and so is the step itself
 (``Method.step``: SGD, or ``lasso``'s constrained step); this module never touches others. How a step
-is undone (``simpe.undo.Backup``: spare buffers swapped in for SGD, copies of what a method's own step says it
+is undone (``simpe.loop.undo.Backup``: spare buffers swapped in for SGD, copies of what a method's own step says it
 changes) only this module uses: a method never sees it. The loop, not the update, then shows the
 method the pair (``Method.after_segment``: ``knn`` stores it).
 
 At bfloat16 or float16 (``model.dtype``) an SGD step of lr 0.01 is often smaller than half the spacing
 of the weight's format and rounds away. With ``update.master_copies`` (the default) each adapted tensor
-held at such a dtype has a float32 master copy (``simpe.masters.MasterCopies``; only those tensors: a frozen weight
+held at such a dtype has a float32 master copy (``simpe.loop.masters.MasterCopies``; only those tensors: a frozen weight
 never gets one): the step, its clipping and its undo work on the master, and the weight the model
 computes with gets the master's rounded value; the steps below the spacing add up in the master until
 the weight moves. ``update.checkpointing`` recomputes each layer's activations in the backward pass
@@ -27,16 +27,16 @@ import dataclasses
 import math
 import struct
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
 
-from simpe.config import UpdateConfig
-from simpe.masters import MasterCopies, master_copies
+from simpe.config.tree import UpdateConfig
+from simpe.loop.masters import MasterCopies, master_copies
+from simpe.loop.undo import FUSE_MIN, Backup, backup_for
 from simpe.methods.base import Gradients, Method
 from simpe.model import Pair, teacher_forced_logits
-from simpe.undo import FUSE_MIN, Backup, backup_for
 
 
 def _checkpointed(forward: Any, *args: Any, **kwargs: Any) -> Any:
@@ -175,7 +175,10 @@ def clip_and_step(method: Method, names: list[str], params: list[torch.Tensor], 
     spare buffers (``Backup.outputs``), which become the weights only at the end (``Backup.swap_in``).
     """
     own_step = type(method).step is not Method.step
-    fuse = not own_step and sum(grad.numel() * grad.element_size() for grad in grads) >= FUSE_BYTES
+    # fused on the CPU only: on a GPU each large gradient's norm read back alone is a wait for the device, where the
+    # foreach norms of every gradient need one
+    fuse = not own_step and grads[0].device.type == "cpu" and \
+        sum(grad.numel() * grad.element_size() for grad in grads) >= FUSE_BYTES
     if not fuse:
         stacked = torch.stack(torch._foreach_norm(grads))  # (tensors,)
         if not bool(torch.isfinite(stacked).all()):
@@ -236,8 +239,9 @@ class Tuner:
     ``tune-retrieve``'s fine-tuning before a translation). One per model and update settings; the set's undo buffers
     are kept from call to call (``Backup``), as the loop's own update keeps its method's."""
 
-    def __init__(self, model: Any, cfg: UpdateConfig) -> None:
+    def __init__(self, model: Any, cfg: UpdateConfig, on_backward: Callable[[float], None] | None = None) -> None:
         self.model, self.cfg = model, cfg
+        self.on_backward = on_backward  # told each call's backward seconds (the loop's ModelTimer.add)
         self._given: dict[tuple[int, ...], _Given] = {}
 
     def tune(self, params: dict[str, torch.nn.Parameter], pairs: list[Pair], lr: float, steps: int) -> dict[str, Any]:
@@ -259,7 +263,10 @@ class Tuner:
             try:
                 # a threshold of 1.0 is met only by a perplexity of exactly 1: the steps are the number asked for
                 cfg = dataclasses.replace(self.cfg, lr=lr, max_repeats=steps, ppl_threshold=1.0)
-                return update(self.model, method, pairs[0], cfg, batch=pairs[1:], measure_after=False)
+                record = update(self.model, method, pairs[0], cfg, batch=pairs[1:], measure_after=False)
+                if self.on_backward is not None:
+                    self.on_backward(record["seconds_backward"])
+                return record
             finally:
                 for p, flag in zip(params.values(), flags):
                     p.requires_grad_(flag)
@@ -311,8 +318,10 @@ def update(model: Any, method: Method, pair: Pair, cfg: UpdateConfig, batch: Seq
                 break
             with torch.set_grad_enabled(may_step):
                 loss, nll = pair_loss(model, pair, cfg.label_smoothing)
+                plain = cfg.label_smoothing == 0  # the loss is the pair's NLL, whose value nll holds already
                 if may_step and (extra or composed):
                     loss, penalty = _batch_loss(model, method, loss, extra, cfg.label_smoothing)
+                    plain = False
                     if penalty is not None:
                         record["penalty"] = penalty
             if record["repetitions"] and not math.isfinite(nll):  # the last step broke the model: undo it
@@ -325,7 +334,7 @@ def update(model: Any, method: Method, pair: Pair, cfg: UpdateConfig, batch: Seq
             record["loss_after"], record["ppl_after"] = nll, _ppl(nll)
             if not may_step or _ppl(nll) <= cfg.ppl_threshold:
                 break
-            if not math.isfinite(float(loss.detach())):
+            if not math.isfinite(nll if plain else float(loss.detach())):  # no second wait for the device
                 record["skipped"] = "non-finite loss"
                 break
             start = time.perf_counter()

@@ -23,40 +23,38 @@ import gc
 import json
 import logging
 import re
-import time
 from pathlib import Path
 from typing import Any, Callable
 
 import torch
 
 from simpe import log
-from simpe.config import RunConfig
+from simpe.config.tree import RunConfig
 from simpe.datasets import DATASETS, Segment, stream_hash
 from simpe.datasets.base import pairs_hash
 from simpe.decoders import DECODERS
 from simpe.errors import ConfigError, ModelError, SimpeError
 from simpe.fingerprint import run_code
-from simpe.interactive import COMPLETING_DECODERS, EFFORT_OF, Effort, run_sessions
-from simpe.malloc import reuse_freed_memory
+from simpe.loop.malloc import reuse_freed_memory
+from simpe.loop.phases import ModelTimer, Phases
+from simpe.loop.probes import Probes
+from simpe.loop.protocols import Correction, Served, effort_of, protocol_for
+from simpe.loop.stream import forgetting_set, load_stream, method_sentences, probe_set
+from simpe.loop.summary import run_summary
+from simpe.loop.update import Tuner, set_dropout, update
+from simpe.loop.warmstart import check_warm_start, warm_preset, warm_start
 from simpe.methods.base import Context
 from simpe.methods.compose import build_method
-from simpe.metrics.online import OnlineScorer, metric_for, running_text
-from simpe.metrics.recall import repeated_errors
-from simpe.metrics.text import split_tokens
+from simpe.metrics.online import OnlineScorer, running_text
 from simpe.model import load_model, model_family, model_folder, model_name, resolve_device
 from simpe.paths import DEFAULT_MODEL
-from simpe.profiling import ModelTimer
 from simpe.ranking import evaluate as ranking
 from simpe.rundir import layout
 from simpe.rundir.env import environment
 from simpe.rundir.record import SegmentRecord
 from simpe.rundir.resume import check_resumable
 from simpe.rundir.writer import RunDir
-from simpe.snapshots import Probes
 from simpe.storefile import StoreMetadata
-from simpe.stream import forgetting_set, load_stream, method_sentences, probe_set
-from simpe.update import Tuner, set_dropout, update
-from simpe.warmstart import check_warm_start, warm_preset, warm_start
 
 logger = logging.getLogger(__name__)
 
@@ -119,12 +117,11 @@ class Draft:
     result: Any  # the decoder's result
     best: list[int]  # the best hypothesis's tokens
     hypothesis: str  # detokenised
-    seconds: dict[str, float]  # prepare, translate, translate_model
-    # the method's translating() context (tune-retrieve's tuned copy), entered by translate and closed by learn before
-    # the update, and what it yielded
+    phases: Phases  # the segment's clock, from its first phase to its record
+    # the method's translating() context (tune-retrieve's tuned copy), entered by translate and closed by learn once
+    # the correction is in, before the update; and what it yielded
     tuning: contextlib.ExitStack = dataclasses.field(default_factory=contextlib.ExitStack)
     tuned: Any = None
-
 
 class Loop:
     """One run: a model with a method attached, a decoder, a scorer and a run directory.
@@ -142,15 +139,13 @@ class Loop:
         self.method = build_method(cfg.method.name, cfg.method.params, cfg.method.modifiers)
         self.warm_pairs, self.warm_method, self.warm_update = check_warm_start(cfg, self.languages())
         self.decoder = DECODERS.build(cfg.decoder.name, **cfg.decoder.params)
-        self.levels = ("char", "word") if cfg.protocol.level == "both" else (cfg.protocol.level,)
-        if cfg.protocol.name == "interactive" and cfg.decoder.name not in COMPLETING_DECODERS:
-            raise ConfigError(f"protocol interactive completes typed prefixes, which decoder {cfg.decoder.name!r} cannot; "
-                              f"use one of {', '.join(COMPLETING_DECODERS)}")
+        self.protocol = protocol_for(cfg)  # how each segment's post-edit arrives (simpe.loop.protocols)
         self.identity = group_identity(cfg, self.segments, self.warm_pairs)  # what the run's group compares
         self.path = run_path(cfg, self.segments, self.warm_pairs)
         self.probe = probe_set(cfg, self.dataset, self.segments) if cfg.snapshots.every and cfg.snapshots.ranking else []
         self.forgetting = forgetting_set(cfg, self.dataset)
         self.probes = Probes(cfg, self.probe, self.forgetting, len(self.segments))
+        self.observers = [self.probes] if cfg.snapshots.every else []  # called after each recorded segment
         if cfg.snapshots.every and cfg.snapshots.ranking:
             ranking.check(cfg.ranking)
         # the model's family and its settings (None: a hub id not in the cache, checked when it loads)
@@ -200,7 +195,7 @@ class Loop:
         self.base_state = self.method.state_dict() if cfg.reset == "document" else None
 
     def warm_start(self) -> dict[str, Any]:
-        """Adapt on the translator's memory before the stream (``simpe.warmstart.warm_start``)."""
+        """Adapt on the translator's memory before the stream (``simpe.loop.warmstart.warm_start``)."""
         return warm_start(self.cfg, self.model, self.loaded, self.method, self.warm_pairs, self.warm_method, self.warm_update)
 
     def store_method(self) -> Any:
@@ -212,7 +207,7 @@ class Loop:
         dataset's train or dev split (``sentences``), and fixed steps of the shared update (``Tuner``)."""
         family, tokenizer, device = self.loaded.family, self.tokenizer, self.loaded.device
         return Context(encode=lambda source, reference: family.encode_pair(tokenizer, source, reference, device),
-                       sentences=self.sentences, tune=Tuner(self.model, self.cfg.update).tune, lr=self.cfg.update.lr,
+                       sentences=self.sentences, tune=Tuner(self.model, self.cfg.update, on_backward=self.timer.add).tune, lr=self.cfg.update.lr,
                        read_pairs=self.read_pairs)
 
     def read_pairs(self, path: str) -> list[tuple[str, str]]:
@@ -226,7 +221,7 @@ class Loop:
         return (getattr(self.dataset, "src_lang", "en"), getattr(self.dataset, "tgt_lang", self.cfg.metrics.lang))
 
     def sentences(self, split: str, n: int) -> list[tuple[str, str]]:
-        """``simpe.stream.method_sentences`` of this run (its stream and probes held out), read once."""
+        """``simpe.loop.stream.method_sentences`` of this run (its stream and probes held out), read once."""
         if (split, n) not in self.own_sentences:
             held = {s.source for s in self.segments} | {s.source for s in self.forgetting} | {s.source for s in self.probe}
             self.own_sentences[(split, n)] = method_sentences(self.cfg, self.dataset, held, split, n)
@@ -260,89 +255,91 @@ class Loop:
                              model_settings=json.loads(family["model_settings"]) if "model_settings" in family else None)
 
     # ------------------------------------------------------------ one segment
-    def pieces(self, ids: list[int]) -> list[str]:
-        special = set(self.tokenizer.all_special_ids)
-        return self.tokenizer.convert_ids_to_tokens([i for i in ids if i not in special])
+    def step(self, index: int, seg: Segment, given: Correction | None = None) -> SegmentRecord:
+        """One segment: translate with θ(index-1), take the translator's correction, score, update, record.
 
-    def step(self, index: int, seg: Segment) -> SegmentRecord:
-        """Translate, score, then update on one segment; return its record."""
-        return self.learn(self.translate(index, seg))
+        ``given``: a person's correction (``simpe serve``), else the run's simulated protocol makes one. ``simpe serve``
+        calls the two halves itself (``translate`` shows the hypothesis, ``learn`` takes the submission).
+        """
+        return self.learn(self.translate(index, seg), given)
 
     def translate(self, index: int, seg: Segment) -> Draft:
         """The first half of ``step``: segment ``index``'s hypothesis with the current parameters θ(index-1).
 
-        ``seg.reference`` is tokenised here for the update but never reaches the decoder. A caller whose post-edit
-        exists only after the hypothesis was shown (``simpe serve``: a person post-edits it) hands it to ``learn``.
+        ``seg.reference`` is tokenised here for the update but never reaches the decoder.
         """
-        start = time.perf_counter()
-        examples = self.method.examples(seg.source)  # in-context methods: earlier post-edits only (reference i is not there)
-        pair = self.loaded.family.encode_pair(self.tokenizer, seg.source, seg.reference, self.loaded.device, examples)
-        t0, m0 = time.perf_counter(), self.timer.seconds
-        # tune-retrieve: a tuned copy for this segment, from the translation until ``learn`` has run the interactive
-        # sessions (the same copy completes them); reset before the update (Draft.tuning)
-        tuning = contextlib.ExitStack()
-        tuned = tuning.enter_context(self.method.translating(seg.source))
-        try:
+        phases = Phases(self.timer)
+        with phases("prepare"):  # in-context methods: earlier post-edits only (reference i is not among them)
+            examples = self.method.examples(seg.source)
+            pair = self.loaded.family.encode_pair(self.tokenizer, seg.source, seg.reference, self.loaded.device, examples)
+        tuning = contextlib.ExitStack()  # tune-retrieve's tuned copy lives until the correction is in (Draft.tuning)
+        with phases("translate"), contextlib.ExitStack() as failing:
+            failing.callback(tuning.close)
+            tuned = tuning.enter_context(self.method.translating(seg.source))
             with torch.inference_mode():
                 result = self.decoder.decode(self.model, pair.input_ids, index=index, source=seg.source)
-        except BaseException:
-            tuning.close()
-            raise
+            failing.pop_all()  # decoded: the tuned copy stays open for learn
         best = list(result.hypotheses[0].tokens) if result.hypotheses else []
         hypothesis = self.tokenizer.decode(best, skip_special_tokens=True)
-        t1, m1 = time.perf_counter(), self.timer.seconds
-        return Draft(index, seg, examples, pair, result, best, hypothesis,
-                     {"prepare": t0 - start, "translate": t1 - t0, "translate_model": m1 - m0}, tuning, tuned)
+        return Draft(index, seg, examples, pair, result, best, hypothesis, phases, tuning, tuned)
 
-    def learn(self, draft: Draft, post_edit: str | None = None, effort: dict[str, Effort] | None = None) -> SegmentRecord:
-        """The second half of ``step``: score ``draft``'s hypothesis against the post-edit, update on it, return the record.
+    def learn(self, draft: Draft, given: Correction | None = None) -> SegmentRecord:
+        """The second half of ``step``: correct, score, update, record (the parameters have not changed since
+        ``translate`` made ``draft``)."""
+        phases, protocol = draft.phases, self.protocol if given is None else Served(given)
+        with draft.tuning, phases("interact"):  # the tuned copy (tune-retrieve) completes the sessions, then resets
+            correction = protocol.correct(self, draft)
+        with phases("prepare"):
+            draft = self.corrected(draft, correction.post_edit)
+        with phases("score"):
+            scored = self.score(draft, correction)
+        with phases("update"):
+            upd = update(self.model, self.method, draft.pair, self.cfg.update)  # reference i is seen only here
+            self.method.after_segment(draft.pair)  # knn stores the post-edit, icl remembers the pair
+        return self.record(draft, correction, scored, upd)
 
-        Args:
-            draft: what ``translate`` returned for this segment (the parameters have not changed since).
-            post_edit: the post-edit, when it is not the draft segment's reference (a person's: ``simpe serve``).
-            effort: under the interactive protocol, each level's measured effort (a person's) instead of the
-                simulated translator's sessions.
-        """
-        index, seg, pair, examples, best, hypothesis = (draft.index, draft.segment, draft.pair, draft.examples, draft.best,
-                                                        draft.hypothesis)
-        seconds = dict(draft.seconds)
-        with draft.tuning:  # the tuned copy (tune-retrieve) lives until the sessions are done, then resets
-            if post_edit is not None and post_edit != seg.reference:
-                start = time.perf_counter()
-                seg = dataclasses.replace(seg, reference=post_edit)
-                pair = self.loaded.family.encode_pair(self.tokenizer, seg.source, post_edit, self.loaded.device, examples)
-                seconds["prepare"] += time.perf_counter() - start
-            t1, m1 = time.perf_counter(), self.timer.seconds
-            if self.cfg.protocol.name == "interactive" and effort is None:  # the translator corrects, the system completes
-                effort = run_sessions(self.model, self.tokenizer, self.decoder, pair.input_ids, hypothesis, seg.reference,
-                                      self.levels)
-        t1b, m1b = time.perf_counter(), self.timer.seconds
+    def corrected(self, draft: Draft, post_edit: str) -> Draft:
+        """``draft`` with ``post_edit`` as its reference (a person's post-edit differs from the stream's)."""
+        if post_edit == draft.segment.reference:
+            return draft
+        seg = dataclasses.replace(draft.segment, reference=post_edit)
+        pair = self.loaded.family.encode_pair(self.tokenizer, seg.source, post_edit, self.loaded.device, draft.examples)
+        return dataclasses.replace(draft, segment=seg, pair=pair)
+
+    def pieces(self, ids: list[int]) -> list[str]:
+        """The subword pieces of ``ids`` without special tokens (``metrics.subword: all``)."""
+        special = set(self.tokenizer.all_special_ids)
+        return self.tokenizer.convert_ids_to_tokens([i for i in ids if i not in special])
+
+    def score(self, draft: Draft, correction: Correction) -> dict[str, Any]:
+        """The hypothesis scored against the post-edit by the run's streaming scorer (per segment and cumulative)."""
         pieces = self.cfg.metrics.subword == "all"
-        scored = self.scorer.add(hypothesis, seg.reference, self.pieces(best) if pieces else None,
-                                 self.pieces(pair.labels[0].tolist()) if pieces else None, doc_id=seg.doc_id,
-                                 effort=None if effort is None else {EFFORT_OF[level]: e.stats() for level, e in effort.items()})
-        t2, m2 = time.perf_counter(), self.timer.seconds
-        upd = update(self.model, self.method, pair, self.cfg.update)  # reference i is seen only here
-        self.method.after_segment(pair)  # knn stores the post-edit, icl remembers the pair
-        t3, m3 = time.perf_counter(), self.timer.seconds
+        return self.scorer.add(draft.hypothesis, draft.segment.reference, self.pieces(draft.best) if pieces else None,
+                               self.pieces(draft.pair.labels[0].tolist()) if pieces else None,
+                               doc_id=draft.segment.doc_id, effort=effort_of(correction))
+
+    def record(self, draft: Draft, correction: Correction, scored: dict[str, Any], upd: dict[str, Any]) -> SegmentRecord:
+        """The segment's record (one line of segments.jsonl)."""
+        index, seg, pair, examples, result = draft.index, draft.segment, draft.pair, draft.examples, draft.result
         if upd["skipped"]:
             logger.warning("segment %d: update skipped (%s)", index, upd["skipped"])
         backward = upd.pop("seconds_backward")
-        result, tuned = draft.result, draft.tuned
-        if tuned:
-            upd["tune"] = tuned
+        if draft.tuned:
+            upd["tune"] = draft.tuned
+        seconds = draft.phases.seconds
         record = SegmentRecord(
-            index=index, doc_id=seg.doc_id, seg_id=seg.seg_id, source=seg.source, reference=seg.reference, hypothesis=hypothesis,
-            mt=seg.mt, examples=len(examples) if examples else None, info=dict(seg.info) if seg.info else None,
-            hyp_score=result.hypotheses[0].score if result.hypotheses else None,
+            index=index, doc_id=seg.doc_id, seg_id=seg.seg_id, source=seg.source, reference=seg.reference,
+            hypothesis=draft.hypothesis, mt=seg.mt, examples=len(examples) if examples else None,
+            info=dict(seg.info) if seg.info else None, hyp_score=result.hypotheses[0].score if result.hypotheses else None,
             **scored, update=upd,
             # phases of the loop; *_model: time inside model forward passes (ModelTimer), backward: inside autograd
-            seconds={"prepare": seconds["prepare"], "translate": seconds["translate"], "score": t2 - t1b, "update": t3 - t2,
-                     "translate_model": seconds["translate_model"], "update_model": m3 - m2, "backward": backward},
+            seconds={"prepare": seconds["prepare"], "translate": seconds["translate"], "score": seconds["score"],
+                     "update": seconds["update"], "translate_model": seconds["translate_model"],
+                     "update_model": seconds["update_model"], "backward": backward},
         )
-        if effort is not None:
-            record.seconds.update({"interact": t1b - t1, "interact_model": m1b - m1})
-            record.effort = {level: e.to_dict() for level, e in effort.items()}
+        if correction.effort is not None:
+            record.seconds.update({"interact": seconds["interact"], "interact_model": seconds["interact_model"]})
+            record.effort = {level: e.to_dict() for level, e in correction.effort.items()}
         if pair.truncated:
             record.truncated = list(pair.truncated)
             self.truncated += 1
@@ -358,8 +355,16 @@ class Loop:
                 "torch_rng": torch.get_rng_state()}
 
     def snapshot(self, segments_done: int) -> dict[str, Any]:
-        """The snapshot after ``segments_done`` segments, with the current parameters (``simpe.snapshots``)."""
+        """The snapshot after ``segments_done`` segments, with the current parameters (``simpe.loop.probes``)."""
         return self.probes.take(self.model, self.loaded, self.decoder, self.method.adapts(), segments_done)
+
+    def after_segment(self, rundir: RunDir, done: int) -> None:
+        """What follows a recorded segment: the observers (the probes' snapshot when one is due), then a checkpoint
+        when one is due. An observer reads the model; it never changes it or the segment's record."""
+        for observer in self.observers:
+            observer.after_segment(self, rundir, done)
+        if done % self.cfg.checkpoint_every == 0 and done < len(self.segments):
+            rundir.save_checkpoint(self.checkpoint_state(done))
 
     # ------------------------------------------------------------ the run
     def run(self, resume: bool = False, overwrite: bool = False, stop_after: int | None = None,
@@ -395,11 +400,7 @@ class Loop:
                     if cfg.reset != "none":
                         record.reset = reset
                     records.append(rundir.append_segment(record))
-                    done = index + 1
-                    if cfg.snapshots.every and done % cfg.snapshots.every == 0:
-                        rundir.append_snapshot(self.snapshot(done))
-                    if done % cfg.checkpoint_every == 0 and done < len(self.segments):
-                        rundir.save_checkpoint(self.checkpoint_state(done))
+                    self.after_segment(rundir, index + 1)
                     if bar is not None:
                         bar.set_postfix_str(running_text(record.cumulative), refresh=False)
                         bar.update(1)
@@ -483,38 +484,8 @@ class Loop:
         return tqdm(total=len(self.segments), initial=start, desc=self.cfg.adapter, unit="seg", dynamic_ncols=True, leave=True)
 
     def summary(self, records: list[dict[str, Any]]) -> dict[str, Any]:
-        corpus = self.scorer.summary()
-        comet, segment_comet = None, None
-        if self.comet is not None:
-            segment_comet = self.comet.score(
-                [r["source"] for r in records], [r["hypothesis"] for r in records], [r["reference"] for r in records])
-            comet = sum(segment_comet) / len(segment_comet)
-        seconds = {k: sum(r["seconds"].get(k, 0.0) for r in records)  # .get: records of runs begun by older versions
-                   for k in ("prepare", "translate", "score", "update", "translate_model", "update_model", "backward")}
-        raw_mt = {}
-        if records and all("mt" in r for r in records):  # HTER-style: how far the corpus's own MT was from the post-edits
-            ter = metric_for("ter")
-            raw_mt = {"raw_mt": {"hter": ter.corpus_score([r["mt"] for r in records], [r["reference"] for r in records]),
-                                 "signature": ter.signature(), "segments": len(records)}}
-        content, split = self.scorer.content_types, split_tokens
-        repeated = repeated_errors([content(split(r["hyp_tokens"])) for r in records],
-                                   [content(split(r["ref_tokens"])) for r in records])
-        again, shown = sum(a for a, _ in repeated), sum(s for _, s in repeated)
-        return {
-            "method": self.cfg.method.name, "adapter": self.cfg.adapter, "dataset": self.cfg.data.name,
-            "split": self.cfg.data.split, "segments": len(records), "model": self.loaded.name,
-            "stream_sha256": stream_hash(self.segments),
-            "corpus": {**corpus["corpus"], "comet": comet}, "signatures": corpus["signatures"],
-            "segment_comet": segment_comet,
-            "adapted_parameters": self.store_method().adapted_parameters(), "store_bytes": self.store_method().store_bytes(),
-            "reset": self.cfg.reset, "method_facts": self.method.describe(),
-            **({"warm_start": self.warm_facts} if getattr(self, "warm_facts", None) else {}),
-            "updates": {"repetitions": sum(r["update"]["repetitions"] for r in records),
-                        "skipped": sum(1 for r in records if r["update"]["skipped"])},
-            "seconds": {**seconds, "model_forward": self.timer.seconds}, **raw_mt,
-            # of the content words a post-edit showed after a miss, the share missed again at their next occurrence
-            "repeated_errors": {"again": again, "shown": shown, "rate": again / shown if shown else None},
-        }
+        """The run's summary (``simpe.loop.summary.run_summary``; a served run adds the person's figures)."""
+        return run_summary(self, records)
 
 
 def check_runs(configs: list[RunConfig], resume: bool = False, overwrite: bool = False, resume_anyway: bool = False,
@@ -541,7 +512,7 @@ def check_runs(configs: list[RunConfig], resume: bool = False, overwrite: bool =
 
 def simulate(configs: list[RunConfig], resume: bool = False, overwrite: bool = False, resume_anyway: bool = False,
              progress: bool = True, on_done: Callable[[Path], None] | None = None) -> list[Path]:
-    """Run every config in turn (``simpe.configfile.run_configs``: the presets on the same stream); return the run
+    """Run every config in turn (``simpe.config.files.run_configs``: the presets on the same stream); return the run
     directories. Every config is checked (``check_runs``) before the first run starts."""
     paths = []
     loops = check_runs(configs, resume=resume, overwrite=overwrite, resume_anyway=resume_anyway, progress=progress)

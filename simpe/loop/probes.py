@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from simpe.config import RunConfig
+from simpe.config.tree import RunConfig
 from simpe.datasets import Segment
 from simpe.metrics.online import metric_for
 from simpe.ranking import evaluate as ranking
@@ -21,8 +21,8 @@ from simpe.rundir.reader import read_jsonl
 
 
 class Probes:
-    """The snapshots of one run: ``probe`` (the ranking snapshot's segments, ``simpe.stream.probe_set``) and
-    ``forgetting`` (``simpe.stream.forgetting_set``); ``stream_length``: the positions the forgetting probe's
+    """The snapshots of one run: ``probe`` (the ranking snapshot's segments, ``simpe.loop.stream.probe_set``) and
+    ``forgetting`` (``simpe.loop.stream.forgetting_set``); ``stream_length``: the positions the forgetting probe's
     sentences follow (what a seeded decoder's seeds follow), never a stream segment's."""
 
     def __init__(self, cfg: RunConfig, probe: list[Segment], forgetting: list[Segment], stream_length: int) -> None:
@@ -44,6 +44,15 @@ class Probes:
                 figures.update(self.forgetting_figures(model, loaded, decoder))
         self._keep_to_repeat(figures, segments_done, adapts)
         return {"segment": segments_done, **figures}
+
+    def after_segment(self, loop: Any, rundir: Any, done: int) -> None:
+        """As the loop's observer: after every ``snapshots.every``-th segment, the snapshot, with its wall time
+        (``snapshot.seconds``: the run's summary sums them as the ``snapshot`` phase), appended to ``rundir``'s snapshots."""
+        if done % self.cfg.snapshots.every:
+            return
+        start = time.perf_counter()
+        figures = loop.snapshot(done)
+        rundir.append_snapshot({**figures, "snapshot.seconds": time.perf_counter() - start})
 
     def _keep_to_repeat(self, figures: dict[str, Any], segment: int, adapts: bool) -> None:
         """Keep the figures of the snapshot at ``segment`` for every later one, when the method cannot change what
@@ -72,4 +81,5 @@ class Probes:
             return
         taken = read_jsonl(snapshots_file)
         if taken and "repeats" not in taken[0]:
-            self._keep_to_repeat({k: v for k, v in taken[0].items() if k != "segment"}, taken[0]["segment"], adapts)
+            self._keep_to_repeat({k: v for k, v in taken[0].items() if k not in ("segment", "snapshot.seconds")}, taken[0]["segment"],
+                                 adapts)

@@ -182,7 +182,10 @@ def candidates(source: str, reference: str, pools: dict[str, list[str]], lang: s
 def analyse(model: Any, tokenizer: Any, sources: Sequence[str], references: Sequence[str], utility_name: str = "chrf++",
             samples: int = 100, seed: int = 0, lang: str = "de", comet: Any = None, stopwords: str | None = None,
             progress: bool = False) -> dict[str, Any]:
-    """The sensitivity table: {change: {"mean": mean difference to the reference's MBR score, "sentences": n}}."""
+    """The sensitivity table: {change: {"mean": mean difference to the reference's MBR score, "sentences": n, "values":
+    each sentence's difference, "sentence": the index of the source sentence of each value}}; beside it
+    ``references_support``: the same for changes of the beam output scored against the reference as the support (Amrhein
+    and Sennrich (2022)'s "references as support", with the data's one reference in place of their two)."""
     import torch
 
     from simpe.decoders.beam import BeamDecoder
@@ -204,6 +207,10 @@ def analyse(model: Any, tokenizer: Any, sources: Sequence[str], references: Sequ
     sampler, beam = SamplingDecoder(samples=samples, seed=seed), BeamDecoder(beam_size=5)
     device = next(model.parameters()).device
     diffs: dict[str, list[float]] = {kind: [] for kind in [*CHANGES, *CONTROLS]}
+    where: dict[str, list[int]] = {kind: [] for kind in diffs}  # the source sentence of each value (a cluster of its changes)
+    # references as support: the candidates are the beam output and its changes, the support the reference
+    ref_diffs: dict[str, list[float]] = {kind: [] for kind in [*CHANGES, "copy", "hallucination"]}
+    ref_where: dict[str, list[int]] = {kind: [] for kind in ref_diffs}
     # Table 2's number F1 against the source: the reference, beam search and the MBR output (the sample with the highest
     # mean utility against the samples, ties to the earlier sample), per sentence
     counts: dict[str, list[list[int]]] = {"reference": [], "beam": [], "mbr": []}
@@ -227,15 +234,27 @@ def analyse(model: Any, tokenizer: Any, sources: Sequence[str], references: Sequ
             scores = utility.matrix(texts, support, source).mean(axis=1) * scale  # (candidates,) mean over the support
             for kind, value in zip(pool, scores[1:]):
                 diffs[kind].append(float(value - scores[0]))
+                where[kind].append(i)
+            # its own random stream, so the samples-as-support changes above stay those of earlier calls
+            beam_pool = candidates(source, alternative, pools, lang, words, random.Random(seed * 1_000_003 + i + 500_000_003),
+                                   references[other], None)
+            beam_texts = [alternative, *beam_pool.values()]
+            beam_scores = utility.matrix(beam_texts, [reference], source).mean(axis=1) * scale  # (candidates,)
+            for kind, value in zip(beam_pool, beam_scores[1:]):
+                ref_diffs[kind].append(float(value - beam_scores[0]))
+                ref_where[kind].append(i)
             expected = utility.matrix(support, support, source).mean(axis=1)
             mbr = support[rank([float(x) for x in expected])[0]]
             for name, text in (("reference", reference), ("beam", alternative), ("mbr", mbr)):
                 counts[name].append(number_counts(text, source))
     # values: each sentence's difference, for the replication's intervals
-    table = {kind: {"mean": sum(v) / len(v) if v else None, "sentences": len(v), "values": [round(x, 6) for x in v]}
-             for kind, v in diffs.items()}
+    def table_of(found: dict[str, list[float]], at: dict[str, list[int]]) -> dict[str, dict[str, Any]]:
+        return {kind: {"mean": sum(v) / len(v) if v else None, "sentences": len(v), "values": [round(x, 6) for x in v],
+                       "sentence": at[kind]} for kind, v in found.items()}
+
     return {"utility": utility_name, "samples": samples, "seed": seed, "sentences": len(sources), "lang": lang,
-            "signature": utility.signature(), "changes": table,
+            "signature": utility.signature(), "changes": table_of(diffs, where),
+            "references_support": table_of(ref_diffs, ref_where),
             "pools": {family: len(values) for family, values in pools.items()},
             "number_f1": {name: {"f1": number_f1(rows), "counts": rows} for name, rows in counts.items()},
             "seconds": time.perf_counter() - t0}

@@ -5,7 +5,7 @@
 instead, e.g. ``autodesk``: its train split holds no document of the stream) and saves everything ``load_model`` needs with ``save_pretrained``, plus the Moses
 truecaser for the target language and a model card with the scores. It does not adapt
 or simulate anything; the model it writes is loaded exactly like a hub Marian model. Its data is
-``simpe.demo_data``'s, its folder and model card ``simpe.demo_card``'s; this module holds the training loop.
+``simpe.demo.data``'s, its folder and model card ``simpe.demo.card``'s; this module holds the training loop.
 """
 from __future__ import annotations
 
@@ -17,9 +17,9 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from simpe.config import TrainConfig
-from simpe.demo_card import finalize, load_state, translate
-from simpe.demo_data import collate, split_pairs, token_batches, train_sentencepiece, train_truecaser
+from simpe.config.tree import TrainConfig
+from simpe.demo.card import finalize, load_state, translate
+from simpe.demo.data import collate, split_pairs, token_batches, train_sentencepiece, train_truecaser
 from simpe.errors import ConfigError
 
 logger = logging.getLogger(__name__)

@@ -19,8 +19,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from simpe.config import MetricsConfig
-from simpe.configfile import defaults
+from simpe.config.files import defaults
+from simpe.config.tree import MetricsConfig
 from simpe.errors import ConfigError, DataError
 from simpe.metrics.comet import comet_signature
 from simpe.metrics.online import OnlineScorer, metric_for, signature_label

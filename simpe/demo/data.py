@@ -7,7 +7,7 @@ import json
 import random
 from pathlib import Path
 
-from simpe.config import TrainConfig
+from simpe.config.tree import TrainConfig
 from simpe.errors import DataError
 from simpe.textfile import read_lines
 

@@ -1,4 +1,4 @@
-"""``simpe translate``: translate a file with a base model, or with a per-user store applied (``simpe.store``)."""
+"""``simpe translate``: translate a file with a base model, or with a per-user store applied (``simpe.store.user``)."""
 from __future__ import annotations
 
 import contextlib
@@ -38,10 +38,10 @@ def translate_file(model_id: str | None, source: Path, store: Path | None = None
         model_settings: keys of the ``model`` section (family, src_lang, tgt_lang, prompt_template, dtype)
             over those of defaults.yaml; a store made by a run applies the run's own language settings.
     """
-    from simpe.configfile import defaults
+    from simpe.config.files import defaults
     from simpe.decoders import DECODERS
     from simpe.model import load_model, model_family
-    from simpe.store import check_base, load_store, read_store
+    from simpe.store.user import check_base, load_store, read_store
     from simpe.textfile import read_lines
 
     base = defaults("decoder")
@@ -66,8 +66,8 @@ def translate_file(model_id: str | None, source: Path, store: Path | None = None
     loaded = load_model(model_id, device, family, cfg.dtype, family_name=cfg.family, settings=cfg.family_settings())
     method = None
     if store is not None:
+        from simpe.loop.update import Tuner
         from simpe.methods.base import Context
-        from simpe.update import Tuner
 
         _, method = load_store(loaded.model, loaded.name, Path(store))
         update_cfg, family = defaults("update"), loaded.family

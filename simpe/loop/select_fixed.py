@@ -15,15 +15,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-from simpe.config import UpdateConfig
-from simpe.configfile import defaults
+from simpe.config.files import defaults
+from simpe.config.tree import UpdateConfig
 from simpe.datasets import DATASETS, stream_hash
 from simpe.errors import ConfigError
+from simpe.loop.update import update
 from simpe.methods import METHODS
 from simpe.methods.base import base_parameters, embedding_names
 from simpe.methods.fixed import SELECTION_FILE, choose_tensors
 from simpe.model import load_model, model_family
-from simpe.update import update
 
 logger = logging.getLogger(__name__)
 

@@ -13,9 +13,9 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
-from simpe.config import TrainConfig
-from simpe.configfile import defaults
-from simpe.demo_data import sha256_lines, split_pairs
+from simpe.config.files import defaults
+from simpe.config.tree import TrainConfig
+from simpe.demo.data import sha256_lines, split_pairs
 from simpe.errors import ConfigError
 
 logger = logging.getLogger(__name__)

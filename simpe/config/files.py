@@ -1,7 +1,7 @@
 """The config tree read from and written to its files: ``adapters/defaults.yaml``, the presets and ``--set key=value``
 merged in that order (``load_config``, ``run_configs``; one section's defaults: ``defaults``), a run's saved
 config.yaml read back (``load_saved_config``) and compared with a resumed run's (``resume_difference``), and the tree
-written (``dump_config``, ``save_config``). The tree itself, its dataclasses and their checks, is ``simpe.config``.
+written (``dump_config``, ``save_config``). The tree itself, its dataclasses and their checks, is ``simpe.config.tree``.
 """
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any
 
 import yaml
 
-from simpe.config import SECTIONS, TOOL_SECTIONS, RunConfig, from_dict
+from simpe.config.tree import SECTIONS, TOOL_SECTIONS, RunConfig, from_dict
 from simpe.errors import ConfigError
 from simpe.paths import DEFAULTS_FILE, PRESETS_DIR
 from simpe.textfile import read_bytes

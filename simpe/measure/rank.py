@@ -24,7 +24,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from simpe.config import RankingConfig
+from simpe.config.tree import RankingConfig
 from simpe.errors import ConfigError, DataError
 from simpe.metrics.utility import build_utility
 from simpe.ranking.evaluate import evaluate
@@ -150,7 +150,7 @@ def load_system(model_id: Any, device: str = "auto", model_settings: dict[str, A
 
     if not _is_store(model_id):
         return load_model(model_id, device, settings=model_settings)
-    from simpe.store import load_store, read_store
+    from simpe.store.user import load_store, read_store
 
     _, metadata = read_store(Path(model_id))
     if metadata.method == "icl":

@@ -11,11 +11,11 @@ import random
 import time
 from typing import Any
 
-from simpe.config import RunConfig, UpdateConfig
-from simpe.configfile import load_config
+from simpe.config.files import load_config
+from simpe.config.tree import RunConfig, UpdateConfig
 from simpe.errors import ConfigError
+from simpe.loop.update import set_dropout, update
 from simpe.methods.compose import build_method
-from simpe.update import set_dropout, update
 
 logger = logging.getLogger(__name__)
 

@@ -1,7 +1,7 @@
 """Per-user stores as files: ``simpe export-store`` (copy a run's store out) and applying a store to a base model.
 
 The file format (tensor keys, the typed ``StoreMetadata``, reading and checking) is
-``simpe.storefile``; translating with a store is ``simpe.translate``. A run
+``simpe.storefile``; translating with a store is ``simpe.store.translate``. A run
 writes its final adapted state as its store (``store.safetensors`` in the run folder);
 ``export_store`` checks it against the run's summary and copies it out; ``apply_store``
 builds the named method and lets it apply the store to a freshly loaded base model

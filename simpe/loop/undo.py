@@ -1,5 +1,5 @@
 """How an update step is undone, bit for bit (``Backup``): the values of the tensors a step changes, as before it,
-kept until the step is known to have left finite weights. The update (``simpe.update``) takes one per method; a
+kept until the step is known to have left finite weights. The update (``simpe.loop.update``) takes one per method; a
 method never sees it.
 """
 from __future__ import annotations

@@ -1,0 +1,62 @@
+"""A complete run's summary (summary.json): corpus scores with their signatures, COMET, the store's size, the
+updates, the seconds per phase of the loop, the raw MT's HTER where the corpus has one, and the repeated-error rate.
+
+Derived from the segment records (and the snapshot records, for the ``snapshot`` phase), the run's scorer and its
+method; it writes nothing (``simpe.rundir.writer.RunDir.finish`` does).
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from simpe.datasets import stream_hash
+from simpe.metrics.online import metric_for
+from simpe.metrics.recall import repeated_errors
+from simpe.metrics.text import split_tokens
+from simpe.rundir import layout
+from simpe.rundir.reader import read_jsonl
+
+if TYPE_CHECKING:
+    from simpe.loop.run import Loop
+
+# the phases of a segment's record that the summary adds up (records of runs begun by older versions may lack some)
+SEGMENT_PHASES = ("prepare", "translate", "score", "update", "translate_model", "update_model", "backward")
+
+
+def run_summary(loop: Loop, records: list[dict[str, Any]]) -> dict[str, Any]:
+    """The summary of ``loop``'s complete run whose segment records are ``records``."""
+    cfg = loop.cfg
+    corpus = loop.scorer.summary()
+    comet, segment_comet = None, None
+    if loop.comet is not None:
+        segment_comet = loop.comet.score(
+            [r["source"] for r in records], [r["hypothesis"] for r in records], [r["reference"] for r in records])
+        comet = sum(segment_comet) / len(segment_comet)
+    seconds = {k: sum(r["seconds"].get(k, 0.0) for r in records) for k in SEGMENT_PHASES}
+    snapshots_file = loop.path / layout.SNAPSHOTS_FILE
+    if snapshots_file.exists():  # the probes' phase: each snapshot's wall time (older snapshot records have none)
+        seconds["snapshot"] = sum(s.get("snapshot.seconds", 0.0) for s in read_jsonl(snapshots_file))
+    raw_mt = {}
+    if records and all("mt" in r for r in records):  # HTER-style: how far the corpus's own MT was from the post-edits
+        ter = metric_for("ter")
+        raw_mt = {"raw_mt": {"hter": ter.corpus_score([r["mt"] for r in records], [r["reference"] for r in records]),
+                             "signature": ter.signature(), "segments": len(records)}}
+    content, split = loop.scorer.content_types, split_tokens
+    repeated = repeated_errors([content(split(r["hyp_tokens"])) for r in records],
+                               [content(split(r["ref_tokens"])) for r in records])
+    again, shown = sum(a for a, _ in repeated), sum(s for _, s in repeated)
+    store_method = loop.store_method()
+    return {
+        "method": cfg.method.name, "adapter": cfg.adapter, "dataset": cfg.data.name,
+        "split": cfg.data.split, "segments": len(records), "model": loop.loaded.name,
+        "stream_sha256": stream_hash(loop.segments),
+        "corpus": {**corpus["corpus"], "comet": comet}, "signatures": corpus["signatures"],
+        "segment_comet": segment_comet,
+        "adapted_parameters": store_method.adapted_parameters(), "store_bytes": store_method.store_bytes(),
+        "reset": cfg.reset, "method_facts": loop.method.describe(),
+        **({"warm_start": loop.warm_facts} if getattr(loop, "warm_facts", None) else {}),
+        "updates": {"repetitions": sum(r["update"]["repetitions"] for r in records),
+                    "skipped": sum(1 for r in records if r["update"]["skipped"])},
+        "seconds": {**seconds, "model_forward": loop.timer.seconds}, **raw_mt,
+        # of the content words a post-edit showed after a miss, the share missed again at their next occurrence
+        "repeated_errors": {"again": again, "shown": shown, "rate": again / shown if shown else None},
+    }
