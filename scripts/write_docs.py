@@ -111,7 +111,7 @@ def method_contract() -> str:
     return "\n\n".join(parts) + "\n"
 
 
-PAGES_BEGIN = "<!-- page list: written by scripts/write_docs.py from mkdocs.yml's nav (make write-docs); do not edit by hand -->"
+PAGES_BEGIN = "<!-- page list: written from mkdocs.yml by scripts/write_docs.py -->"
 PAGES_END = "<!-- end of the page list -->"
 
 
