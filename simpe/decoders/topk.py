@@ -52,6 +52,7 @@ divided by its number of sentences (``info["batch_seconds"]`` is the whole).
 from __future__ import annotations
 
 import heapq
+import math
 import time
 from typing import Any
 
@@ -102,6 +103,7 @@ class KVArena:
         shape = tuple(example.shape[1:])
         self.data = torch.empty((max(capacity, 1),) + shape, dtype=example.dtype, device=example.device)  # (slots, layers, 2, heads, head_dim)
         self.used = 0
+        self._gathered: torch.Tensor | None = None  # gather's output, reused from pass to pass
 
     def write(self, states: torch.Tensor) -> list[int]:
         """Store (n, layers, 2, heads, head_dim) states in fresh slots; returns their slot numbers."""
@@ -117,8 +119,48 @@ class KVArena:
         return slots
 
     def gather(self, index: torch.Tensor) -> torch.Tensor:
-        """(rows, length) slot numbers -> (layers, 2, rows, heads, length, head_dim) states."""
-        return self.data[index].permute(2, 3, 0, 4, 1, 5)
+        """(rows, positions) slot numbers -> (rows, positions, layers, 2, heads, head_dim) states, written into a
+        buffer kept from call to call (valid until the next call)."""
+        shape = tuple(index.shape) + tuple(self.data.shape[1:])
+        size = index.numel() * self.data[0].numel()
+        if self._gathered is None or self._gathered.numel() < size or self._gathered.dtype != self.data.dtype:
+            self._gathered = torch.empty(size + size // 4, dtype=self.data.dtype, device=self.data.device)
+        out = self._gathered[:size].view(shape)  # (rows, positions, layers, 2, heads, head_dim)
+        torch.index_select(self.data, 0, index.reshape(-1), out=out.view((-1,) + tuple(self.data.shape[1:])))
+        return out
+
+
+_ROOM_LAYER: Any = None
+
+
+def room_layer(keys: torch.Tensor, values: torch.Tensor, cached: int) -> Any:
+    """A self-attention cache layer over (rows, heads, cached + fed, head_dim) ``keys`` and ``values`` whose first
+    ``cached`` positions hold the past: the model's update writes the ``fed`` new positions into the room after them,
+    where transformers' ``DynamicLayer`` would concatenate (a copy of every past state). The attention then reads
+    the same values; only the memory they sit in differs."""
+    global _ROOM_LAYER
+    if _ROOM_LAYER is None:
+        from transformers.cache_utils import DynamicLayer
+
+        class RoomLayer(DynamicLayer):
+            def __init__(self, keys: torch.Tensor, values: torch.Tensor, cached: int) -> None:
+                super().__init__()
+                self.room = (keys, values)
+                self.keys, self.values = keys[..., :cached, :], values[..., :cached, :]
+                self.device, self.is_initialized = keys.device, True
+
+            def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args: Any, **kwargs: Any) -> tuple[torch.Tensor, torch.Tensor]:
+                keys, values = self.room
+                cached = self.keys.shape[-2]
+                if cached + key_states.shape[-2] != keys.shape[-2] or key_states.shape[0] != keys.shape[0]:
+                    return super().update(key_states, value_states, *args, **kwargs)  # not what room was left for
+                keys[..., cached:, :] = key_states
+                values[..., cached:, :] = value_states
+                self.keys, self.values = keys, values
+                return keys, values
+
+        _ROOM_LAYER = RoomLayer
+    return _ROOM_LAYER(keys, values, cached)
 
 
 class SentenceSearch:
@@ -158,12 +200,14 @@ class SentenceSearch:
 
     def seed_from_beam(self) -> None:
         """Turn the recorded beam prefixes into expanded nodes (children above the bound) and start at the root."""
-        prefixes = [p for rows, _, _ in self._beam_rows for p in rows]
-        scores = [v for _, values, _ in self._beam_rows for v in values]
-        logp = torch.cat([rows for _, _, rows in self._beam_rows], dim=0)  # (beam rows, vocab)
+        blocks = self._beam_rows
+        for prefixes, _, logp in blocks:
+            self._mask(prefixes, logp)
+        self._note_stops(blocks)  # every block's stop children first: the children below are kept above the final bound
         first = len(self.tokens)
-        self.add_nodes(prefixes, [self._beam_slots[p] for p in prefixes], scores, logp, push=False)
-        self.index = {prefix: first + i for i, prefix in enumerate(prefixes)}
+        for prefixes, scores, logp in blocks:
+            self._add_children(prefixes, [self._beam_slots[p] for p in prefixes], scores, logp, push=False)
+        self.index = {prefix: first + i for i, prefix in enumerate(p for rows, _, _ in blocks for p in rows)}
         self._beam_rows, self._beam_slots = [], {}
         self._push(self.index[()], 0)
 
@@ -171,10 +215,16 @@ class SentenceSearch:
     def add_nodes(self, prefixes: list[tuple[int, ...]], slots: list[tuple[int, ...]], scores: list[float],
                   logp: torch.Tensor, push: bool = True) -> None:
         """Register expanded prefixes: note their stop-token (EOS) children, keep their sorted children above the bound."""
+        self._mask(prefixes, logp)
+        self._note_stops([(prefixes, scores, logp)])
+        self._add_children(prefixes, slots, scores, logp, push)
+
+    def _mask(self, prefixes: list[tuple[int, ...]], logp: torch.Tensor) -> None:
+        """Mask in place what never enters the tree: tokens leaving a typed prefix, forbidden tokens, and all but the
+        stop tokens at the length limit. ``logp`` (rows, vocab) float32 is this search's own (a fresh forward, or a
+        beam row the beam is done with)."""
         stops = list(self.special.stops)
-        rows = len(prefixes)
         apply_typed(self.source, logp, prefixes)  # a typed prefix: tokens leaving it never enter the tree
-        # logp (rows, vocab) float32 is this search's own (a fresh forward, or a beam row the beam is done with): masked in place
         if self.special.forbidden:
             logp[:, list(self.special.forbidden)] = NEG_INF
         last = [i for i, prefix in enumerate(prefixes) if len(prefix) + 1 >= self.source.max_len]
@@ -183,32 +233,46 @@ class SentenceSearch:
             stop_logp = logp[index, stops].clone()  # (last, stops)
             logp[last] = NEG_INF
             logp[index, stops] = stop_logp
-        base = torch.tensor(scores, dtype=torch.float64, device=self.device)  # (rows,) prefix scores
-        for stop in stops:
-            for prefix, value in zip(prefixes, (base + logp[:, stop].double()).tolist()):
-                self.known.add(value, prefix + (stop,))
+
+    def _note_stops(self, blocks: list[tuple[list[tuple[int, ...]], list[float], torch.Tensor]]) -> None:
+        """Add the stop-token children of the blocks' rows (prefixes, scores, masked logp) to the known complete
+        hypotheses, stop by stop, rows in order. Python's float sum is the float64 sum of the float32 value."""
+        stops = list(self.special.stops)
+        values = [logp[:, stops].tolist() for _, _, logp in blocks]  # per block (rows, stops): one transfer each
+        for column, stop in enumerate(stops):
+            for (prefixes, scores, _), rows in zip(blocks, values):
+                for prefix, score, row in zip(prefixes, scores, rows):
+                    self.known.add(score + row[column], prefix + (stop,))
+
+    def _add_children(self, prefixes: list[tuple[int, ...]], slots: list[tuple[int, ...]], scores: list[float],
+                      logp: torch.Tensor, push: bool) -> None:
+        """Keep each row's children at or above the floor, sorted best first, as the nodes of ``prefixes``."""
         threshold = self.floor
+        base = torch.tensor(scores, dtype=torch.float64, device=logp.device)  # (rows,) prefix scores
         # Select in float32 relative to each prefix score, with a margin for the float32 rounding of
         # (threshold - prefix score); the exact float64 test follows on the few selected children.
-        relative = (threshold - base).float() - 1e-4 if threshold > NEG_INF else None  # (rows,)
-        keep = logp > NEG_INF if relative is None else logp >= relative.unsqueeze(1)  # (rows, vocab)
-        counts = keep.sum(dim=1)  # (rows,)
-        most = int(counts.max())
-        if most:
-            values, ids = torch.topk(logp, most, dim=1)  # (rows, most), sorted
-            children = base.unsqueeze(1) + values.double()  # (rows, most) float64 scores
-            ok = children > NEG_INF if threshold == NEG_INF else children >= threshold  # (rows, most)
-            counts_np = ok.sum(dim=1).cpu().numpy()  # (rows,); sorted rows: the kept ones come first
-            children_np, ids_np = children.cpu().numpy(), ids.cpu().numpy()
-        for i in range(rows):
+        if threshold > NEG_INF:
+            keep = logp >= ((threshold - base).float() - 1e-4).unsqueeze(1)  # (rows, vocab)
+        else:
+            keep = logp > NEG_INF  # (rows, vocab)
+        where = keep.nonzero()  # (selected, 2) (row, token), row by row
+        row_of, token = where[:, 0], where[:, 1]  # (selected,) each
+        children = base[row_of] + logp[row_of, token].double()  # (selected,) float64 scores
+        ok = children > NEG_INF if threshold == NEG_INF else children >= threshold  # (selected,)
+        row_np, token_np, child_np = (t[ok].cpu().numpy() for t in (row_of, token, children))
+        order = np.lexsort((token_np, -child_np, row_np))  # by row, best child first (equal scores: by token)
+        row_np, token_np, child_np = row_np[order], token_np[order], child_np[order]
+        ends = np.searchsorted(row_np, np.arange(1, len(prefixes) + 1)).tolist()  # (rows,) where each row's children end
+        start = 0
+        for i, end in enumerate(ends):
             node = len(self.tokens)
             self.tokens.append(prefixes[i])
             self.slots.append(slots[i])
-            n = int(counts_np[i]) if most else 0
-            self.child_tokens.append(ids_np[i, :n] if n else np.empty(0, dtype=np.int64))
-            self.child_scores.append(children_np[i, :n] if n else np.empty(0, dtype=np.float64))
-            if n and push:
+            self.child_tokens.append(token_np[start:end])
+            self.child_scores.append(child_np[start:end])
+            if end > start and push:
                 self._push(node, 0)
+            start = end
 
     @property
     def floor(self) -> float:
@@ -294,6 +358,7 @@ class BatchedSearch:
         self.cross: list[tuple[torch.Tensor, torch.Tensor]] = []  # per layer (n, heads, max_src, head_dim)
         self.capacity = 1024 if max_expansions is None else min(len(sources) * (max_expansions + 1), 1 << 16)
         self.rounds = 0
+        self._buffers: dict[tuple[str, int], torch.Tensor] = {}  # cross-attention states by row, reused
 
     def record_beam_step(self, i: int, prefixes: list[tuple[int, ...]], scores: list[float], logp: torch.Tensor,
                          states: torch.Tensor, cache: Any) -> None:
@@ -311,6 +376,17 @@ class BatchedSearch:
             slots = [tuple(self.arena.write(row[fed - own:])) for row in states]
         self.searches[i].record_beam_step(prefixes, scores, logp, slots)
 
+    def _select(self, name: tuple[str, int], states: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+        """``states.index_select(0, index)`` written into a buffer kept from pass to pass (valid until the next)."""
+        shape = (index.shape[0], *states.shape[1:])
+        size = math.prod(shape)
+        buffer = self._buffers.get(name)
+        if buffer is None or buffer.numel() < size or buffer.dtype != states.dtype:
+            buffer = self._buffers[name] = torch.empty(size + size // 4, dtype=states.dtype, device=states.device)
+        out = buffer[:size].view(shape)
+        torch.index_select(states, 0, index, out=out)
+        return out
+
     def expand(self, batch: list[tuple[int, int, int, float]]) -> None:
         """Expand prefixes ``parent + (token,)`` of several sentences, given as (sentence, parent node, token, score)
         grouped by sentence, in one forward pass."""
@@ -325,18 +401,24 @@ class BatchedSearch:
         else:
             order = [s + (0,) * (longest - len(s)) for s in parent_slots]
             rows_mask = [[1] * n + [0] * (longest - n) + [1] for n in lengths]
-        index = torch.tensor(order, dtype=torch.long, device=self.device)  # (rows, longest)
+        # each row's slots, then one for the position fed now (any slot: the model's update writes it, see room_layer)
+        index = torch.tensor([row + (0,) for row in order], dtype=torch.long, device=self.device)  # (rows, longest + 1)
         mask = torch.tensor(rows_mask, dtype=torch.long, device=self.device)  # (rows, longest + 1)
-        states = self.arena.gather(index)  # (layers, 2, rows, heads, longest, head_dim)
+        states = self.arena.gather(index)  # (rows, longest + 1, layers, 2, heads, head_dim)
+        room = [(states[:, :, layer, 0].transpose(1, 2), states[:, :, layer, 1].transpose(1, 2))  # (rows, heads, longest + 1, head_dim)
+                for layer in range(states.shape[2])]
         sentence = torch.tensor([i for i, _, _, _ in batch], dtype=torch.long, device=self.device)  # (rows,)
         only = batch[0][0] if batch[0][0] == batch[-1][0] else None  # rows are grouped by sentence
         cross = []
-        for keys, values in self.cross:
+        for number, (keys, values) in enumerate(self.cross):
             if only is not None:  # rows of one sentence share its states (a view) ...
                 cross.append((keys[only: only + 1].expand(rows, -1, -1, -1), values[only: only + 1].expand(rows, -1, -1, -1)))
             else:  # ... or each row holds its sentence's states
-                cross.append((keys[sentence], values[sentence]))  # (rows, heads, max_src, head_dim) each
-        cache = self.family.build_cache([(states[layer, 0], states[layer, 1]) for layer in range(states.shape[0])], cross)
+                cross.append((self._select(("keys", number), keys, sentence), self._select(("values", number), values, sentence)))
+        cache = self.family.build_cache([(keys[..., :longest, :], values[..., :longest, :]) for keys, values in room], cross)
+        layers = self.family.self_cache(cache).layers
+        for number, (keys, values) in enumerate(room):
+            layers[number] = room_layer(keys, values, longest)
         tokens = torch.tensor([token for _, _, token, _ in batch], dtype=torch.long, device=self.device).view(rows, 1)  # (rows, 1)
         enc = None if self.hidden is None else self.hidden[:1].expand(rows, -1, -1)  # (rows, max_src, d_model): shape only
         src_mask = None if self.src_mask is None else self.src_mask[sentence]  # (rows, max_src)
