@@ -38,7 +38,7 @@ from simpe.model import eval_mode
 from simpe.models import family_of
 from simpe.models.base import Special
 
-__all__ = ["Special", "LengthLimit", "Lockstep", "Source", "encode", "step_scores", "special_ids"]
+__all__ = ["Special", "LengthLimit", "Lockstep", "Source", "encode", "log_softmax_", "step_scores", "special_ids"]
 
 NEG_INF = float("-inf")
 
@@ -174,6 +174,16 @@ def step_scores(logp: torch.Tensor, special: Special, last: bool, overwrite: boo
     return out
 
 
+def log_softmax_(logits: torch.Tensor) -> torch.Tensor:
+    """``torch.log_softmax(logits.float(), dim=-1)``, written over ``logits`` where they are a contiguous float32 tensor
+    on the CPU that nothing else reads (a model pass's fresh output): the same values (the kernel reads a row before
+    writing it), without a fresh (rows, vocab) tensor per pass, i.e. without fresh memory whose pages the OS must
+    zero. Elsewhere (another dtype or device, a view) as ``torch.log_softmax``."""
+    if logits.dtype != torch.float32 or logits.device.type != "cpu" or not logits.is_contiguous() or logits.requires_grad:
+        return torch.log_softmax(logits.float(), dim=-1)
+    return torch._log_softmax(logits, -1, False, out=logits)
+
+
 def stack_sources(sources: list[Source]) -> tuple[torch.Tensor | None, torch.Tensor | None]:
     """Encoder outputs of several sources, right-padded: ((n, max_src, d_model), (n, max_src) mask or None for one;
     (None, None) for a causal LM)."""
@@ -291,7 +301,7 @@ class Lockstep:
         layers = self.family.self_cache(cache).layers
         states = torch.stack([torch.stack([layer.keys[:, :, -1:], layer.values[:, :, -1:]], dim=1)  # (rows, 2, heads, 1, head_dim)
                               for layer in layers], dim=1).permute(0, 4, 1, 2, 3, 5)  # (rows, 1, layers, 2, heads, head_dim)
-        return torch.log_softmax(logits.float(), dim=-1), states
+        return log_softmax_(logits), states
 
     def _run(self, tokens: torch.Tensor | None) -> torch.Tensor:
         """``step`` through the model."""
@@ -311,7 +321,7 @@ class Lockstep:
             src_mask = self.src_mask[torch.tensor(self.row_source, device=self.src_mask.device)]  # (rows, max_src)
         logits, self.cache = self.family.forward(self.model, fed, self.cache, hidden=enc, src_mask=src_mask, mask=mask)
         self.position += 1
-        return torch.log_softmax(logits.float(), dim=-1)  # (rows, vocab)
+        return log_softmax_(logits)  # (rows, vocab)
 
     def states(self) -> torch.Tensor:
         """(rows, new positions, layers, 2, heads, head_dim) self-attention keys/values of what the last step fed

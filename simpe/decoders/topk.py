@@ -61,7 +61,7 @@ import torch
 
 from simpe.decoders.base import DECODERS, DecodeResult, Hypothesis
 from simpe.decoders.beam import beam_search_many
-from simpe.decoders.incremental import NEG_INF, LengthLimit, LockstepDecoder, Source, check_int, check_number, stack_sources
+from simpe.decoders.incremental import NEG_INF, LengthLimit, LockstepDecoder, Source, check_int, check_number, log_softmax_, stack_sources
 from simpe.decoders.prefix import apply as apply_typed
 from simpe.errors import ConfigError
 from simpe.models import family_of
@@ -426,7 +426,7 @@ class BatchedSearch:
         new = torch.stack([torch.stack([layer.keys[:, :, -1], layer.values[:, :, -1]], dim=1)  # (rows, 2, heads, head_dim)
                            for layer in self.family.self_cache(out_cache).layers], dim=1)  # (rows, layers, 2, heads, head_dim)
         slots = self.arena.write(new)
-        logp = torch.log_softmax(logits.float(), dim=-1)  # (rows, vocab)
+        logp = log_softmax_(logits)  # (rows, vocab)
         self.rounds += 1
         first = 0
         while first < rows:
