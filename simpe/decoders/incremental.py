@@ -23,6 +23,7 @@ This module does not search: see greedy.py, beam.py, sampling.py, topk.py.
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import time
 from abc import abstractmethod
@@ -213,6 +214,40 @@ def stack_prefixes(sources: list[Source]) -> tuple[torch.Tensor, torch.Tensor | 
     return ids, (None if bool(mask.all()) else mask)
 
 
+@functools.cache
+def room_layer_type() -> type:
+    """transformers' ``DynamicLayer`` over states with room: see ``room_layer``."""
+    from transformers.cache_utils import DynamicLayer
+
+    class RoomLayer(DynamicLayer):
+        def __init__(self, keys: torch.Tensor, values: torch.Tensor, cached: int) -> None:
+            super().__init__()
+            self.room = (keys, values)
+            self.keys, self.values = keys[:, :, :cached], values[:, :, :cached]
+            self.device, self.is_initialized = keys.device, True
+
+        def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args: Any, **kwargs: Any) -> tuple[torch.Tensor, torch.Tensor]:
+            keys, values = self.room
+            cached = self.keys.shape[2]
+            if (self.keys.data_ptr() != keys.data_ptr() or key_states.shape[0] != keys.shape[0]
+                    or cached + key_states.shape[2] != keys.shape[2]):
+                return super().update(key_states, value_states, *args, **kwargs)  # not what the room was left for
+            keys[:, :, cached:] = key_states
+            values[:, :, cached:] = value_states
+            self.keys, self.values = keys, values
+            return keys, values
+
+    return RoomLayer
+
+
+def room_layer(keys: torch.Tensor, values: torch.Tensor, cached: int) -> Any:
+    """A self-attention cache layer over (rows, heads, cached + fed, head_dim) ``keys`` and ``values`` whose first
+    ``cached`` positions hold the past: the model's update writes the ``fed`` positions of its pass into the room
+    after them, where transformers' ``DynamicLayer`` concatenates (a fresh copy of every past state). The attention
+    reads the same values either way (its kernel follows the strides). A pass of another shape concatenates."""
+    return room_layer_type()(keys, values, cached)
+
+
 class Lockstep:
     """Decoder rows of one or more sources advancing one target position per call, with one shared cache.
 
@@ -238,7 +273,7 @@ class Lockstep:
         self.cache = self.family.new_cache()
         self.row_source = list(range(len(sources)))
         self.position = 0  # target positions consumed so far
-        self._buffers: dict[tuple[str, int, int], torch.Tensor] = {}  # select's outputs, reused from step to step
+        self._buffers: dict[tuple[str, int, int], list[torch.Tensor | None]] = {}  # select's outputs, two each, reused
         self._cross_base: list[tuple[torch.Tensor, torch.Tensor]] | None = None  # per layer (n, heads, max_src, head_dim)
 
     @property
@@ -356,19 +391,23 @@ class Lockstep:
         reorder as transformers does). The same values in the same shapes as ``reorder_cache`` gives, without a
         fresh allocation per tensor and step (the OS zeroes every fresh page of those large tensors), and the
         cross-attention states gathered from the sources' own (one row each, kept from step 0: small and
-        cache-resident) rather than from the last step's rows. ``sources``: the rows' sources when they moved."""
+        cache-resident) rather than from the last step's rows. ``sources``: the rows' sources when they moved.
+        The self-attention states land in buffers with room for the position the next step feeds, which the
+        model's update writes in place (``room_layer``) instead of concatenating a fresh copy of them all."""
         from transformers.cache_utils import DynamicLayer
 
+        plain = (DynamicLayer, room_layer_type())
         own = self.family.self_cache(self.cache).layers
         cross = self.cache.cross_attention_cache.layers if self.family.encoder_decoder else []
-        if not all(type(layer) is DynamicLayer and layer.is_initialized for layer in [*own, *cross]):
+        if not all(type(layer) in plain and layer.is_initialized for layer in [*own, *cross]):
             return False
         if self._cross_base is None:  # rows are still the sources, in order (every row change goes through here)
             assert self.row_source == list(range(len(self.sources)))
             self._cross_base = [(layer.keys, layer.values) for layer in cross]
         for number, layer in enumerate(own):
-            layer.keys = self._gather(("self", number, 0), layer.keys, index)
-            layer.values = self._gather(("self", number, 1), layer.values, index)
+            cached = layer.keys.shape[2]
+            own[number] = room_layer(self._gather(("self", number, 0), layer.keys, index, room=1),
+                                     self._gather(("self", number, 1), layer.values, index, room=1), cached)
         if sources is not None and cross:
             by_source = torch.tensor(sources, dtype=torch.long, device=index.device)  # (rows,)
             for number, (layer, (keys, values)) in enumerate(zip(cross, self._cross_base)):
@@ -376,17 +415,21 @@ class Lockstep:
                 layer.values = self._gather(("cross", number, 1), values, by_source)
         return True
 
-    def _gather(self, name: tuple[str, int, int], states: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
-        """``states.index_select(0, index)`` written into the buffer ``name`` (grown when too small)."""
-        shape = (index.shape[0], *states.shape[1:])
+    def _gather(self, name: tuple[str, int, int], states: torch.Tensor, index: torch.Tensor, room: int = 0) -> torch.Tensor:
+        """``states.index_select(0, index)`` written into one of the two buffers ``name`` (the one ``states`` does not
+        live in; grown when too small), with ``room`` more positions (dim 2) after the gathered ones: returns the
+        (rows, heads, length + room, head_dim) view, contiguous, whose first ``length`` positions are the states."""
+        length = states.shape[2]
+        shape = (index.shape[0], states.shape[1], length + room, *states.shape[3:])
         size = math.prod(shape)
-        buffer = self._buffers.get(name)
-        if buffer is not None and buffer.untyped_storage().data_ptr() == states.untyped_storage().data_ptr():
-            return states.index_select(0, index)  # a second select with no step between: never read and write one buffer
+        pair = self._buffers.setdefault(name, [None, None])
+        held = states.untyped_storage().data_ptr()
+        which = 1 if pair[0] is not None and pair[0].untyped_storage().data_ptr() == held else 0
+        buffer = pair[which]
         if buffer is None or buffer.numel() < size or buffer.dtype != states.dtype:
-            buffer = self._buffers[name] = torch.empty(size + size // 4, dtype=states.dtype, device=states.device)
-        out = buffer[:size].view(shape)  # (rows, heads, length, head_dim), contiguous
-        torch.index_select(states, 0, index, out=out)
+            buffer = pair[which] = torch.empty(size + size // 4, dtype=states.dtype, device=states.device)
+        out = buffer[:size].view(shape)  # (rows, heads, length + room, head_dim)
+        torch.index_select(states, 0, index, out=out[:, :, :length] if room else out)
         return out
 
 

@@ -61,7 +61,7 @@ import torch
 
 from simpe.decoders.base import DECODERS, DecodeResult, Hypothesis
 from simpe.decoders.beam import beam_search_many
-from simpe.decoders.incremental import NEG_INF, LengthLimit, LockstepDecoder, Source, check_int, check_number, log_softmax_, stack_sources
+from simpe.decoders.incremental import NEG_INF, LengthLimit, LockstepDecoder, Source, check_int, check_number, log_softmax_, room_layer, stack_sources
 from simpe.decoders.prefix import apply as apply_typed
 from simpe.errors import ConfigError
 from simpe.models import family_of
@@ -128,39 +128,6 @@ class KVArena:
         out = self._gathered[:size].view(shape)  # (rows, positions, layers, 2, heads, head_dim)
         torch.index_select(self.data, 0, index.reshape(-1), out=out.view((-1,) + tuple(self.data.shape[1:])))
         return out
-
-
-_ROOM_LAYER: Any = None
-
-
-def room_layer(keys: torch.Tensor, values: torch.Tensor, cached: int) -> Any:
-    """A self-attention cache layer over (rows, heads, cached + fed, head_dim) ``keys`` and ``values`` whose first
-    ``cached`` positions hold the past: the model's update writes the ``fed`` new positions into the room after them,
-    where transformers' ``DynamicLayer`` would concatenate (a copy of every past state). The attention then reads
-    the same values; only the memory they sit in differs."""
-    global _ROOM_LAYER
-    if _ROOM_LAYER is None:
-        from transformers.cache_utils import DynamicLayer
-
-        class RoomLayer(DynamicLayer):
-            def __init__(self, keys: torch.Tensor, values: torch.Tensor, cached: int) -> None:
-                super().__init__()
-                self.room = (keys, values)
-                self.keys, self.values = keys[..., :cached, :], values[..., :cached, :]
-                self.device, self.is_initialized = keys.device, True
-
-            def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args: Any, **kwargs: Any) -> tuple[torch.Tensor, torch.Tensor]:
-                keys, values = self.room
-                cached = self.keys.shape[-2]
-                if cached + key_states.shape[-2] != keys.shape[-2] or key_states.shape[0] != keys.shape[0]:
-                    return super().update(key_states, value_states, *args, **kwargs)  # not what room was left for
-                keys[..., cached:, :] = key_states
-                values[..., cached:, :] = value_states
-                self.keys, self.values = keys, values
-                return keys, values
-
-        _ROOM_LAYER = RoomLayer
-    return _ROOM_LAYER(keys, values, cached)
 
 
 class SentenceSearch:
