@@ -33,6 +33,7 @@ from typing import Any
 
 import torch
 
+from simpe.decoders import cross
 from simpe.decoders.base import Decoder, DecodeResult
 from simpe.errors import ConfigError
 from simpe.model import eval_mode
@@ -275,6 +276,7 @@ class Lockstep:
         self.position = 0  # target positions consumed so far
         self._buffers: dict[tuple[str, int, int], list[torch.Tensor | None]] = {}  # select's outputs, two each, reused
         self._cross_base: list[tuple[torch.Tensor, torch.Tensor]] | None = None  # per layer (n, heads, max_src, head_dim)
+        self.by_source = cross.usable(model, self.family)  # rows read their source's cross-attention states in place
 
     @property
     def rows(self) -> int:
@@ -354,9 +356,20 @@ class Lockstep:
         src_mask = None
         if self.src_mask is not None:
             src_mask = self.src_mask[torch.tensor(self.row_source, device=self.src_mask.device)]  # (rows, max_src)
-        logits, self.cache = self.family.forward(self.model, fed, self.cache, hidden=enc, src_mask=src_mask, mask=mask)
+        held = self._held_by_source()
+        with cross.by_source(self.model, self.row_source, held) if held else contextlib.nullcontext():
+            logits, self.cache = self.family.forward(self.model, fed, self.cache, hidden=enc, src_mask=src_mask, mask=mask)
         self.position += 1
         return log_softmax_(logits)  # (rows, vocab)
+
+    def _held_by_source(self) -> list[torch.Tensor]:
+        """The cross-attention states the cache holds once per source while its rows are not the sources one each
+        (``cross.by_source``), else []."""
+        if not self.by_source or self._cross_base is None or self.row_source == list(range(len(self.sources))):
+            return []
+        held = [layer.keys for layer in self.cache.cross_attention_cache.layers] + [layer.values for layer in self.cache.cross_attention_cache.layers]
+        base = [keys for keys, _ in self._cross_base] + [values for _, values in self._cross_base]
+        return base if all(a is b for a, b in zip(held, base)) and len(held) == len(base) else []
 
     def states(self) -> torch.Tensor:
         """(rows, new positions, layers, 2, heads, head_dim) self-attention keys/values of what the last step fed
@@ -408,7 +421,7 @@ class Lockstep:
             cached = layer.keys.shape[2]
             own[number] = room_layer(self._gather(("self", number, 0), layer.keys, index, room=1),
                                      self._gather(("self", number, 1), layer.values, index, room=1), cached)
-        if sources is not None and cross:
+        if sources is not None and cross and not self.by_source:  # (by source: each source's states stay as they are)
             by_source = torch.tensor(sources, dtype=torch.long, device=index.device)  # (rows,)
             for number, (layer, (keys, values)) in enumerate(zip(cross, self._cross_base)):
                 layer.keys = self._gather(("cross", number, 0), keys, by_source)

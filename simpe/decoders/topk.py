@@ -51,6 +51,7 @@ divided by its number of sentences (``info["batch_seconds"]`` is the whole).
 """
 from __future__ import annotations
 
+import contextlib
 import heapq
 import math
 import time
@@ -61,6 +62,7 @@ import torch
 
 from simpe.decoders.base import DECODERS, DecodeResult, Hypothesis
 from simpe.decoders.beam import beam_search_many
+from simpe.decoders.cross import by_source, usable
 from simpe.decoders.incremental import NEG_INF, LengthLimit, LockstepDecoder, Source, check_int, check_number, log_softmax_, room_layer, stack_sources
 from simpe.decoders.prefix import apply as apply_typed
 from simpe.errors import ConfigError
@@ -326,6 +328,7 @@ class BatchedSearch:
         self.capacity = 1024 if max_expansions is None else min(len(sources) * (max_expansions + 1), 1 << 16)
         self.rounds = 0
         self._buffers: dict[tuple[str, int], torch.Tensor] = {}  # cross-attention states by row, reused
+        self.by_source = usable(model, self.family)  # rows read their sentence's cross-attention states in place
 
     def record_beam_step(self, i: int, prefixes: list[tuple[int, ...]], scores: list[float], logp: torch.Tensor,
                          states: torch.Tensor, cache: Any) -> None:
@@ -376,12 +379,16 @@ class BatchedSearch:
                 for layer in range(states.shape[2])]
         sentence = torch.tensor([i for i, _, _, _ in batch], dtype=torch.long, device=self.device)  # (rows,)
         only = batch[0][0] if batch[0][0] == batch[-1][0] else None  # rows are grouped by sentence
-        cross = []
-        for number, (keys, values) in enumerate(self.cross):
-            if only is not None:  # rows of one sentence share its states (a view) ...
-                cross.append((keys[only: only + 1].expand(rows, -1, -1, -1), values[only: only + 1].expand(rows, -1, -1, -1)))
-            else:  # ... or each row holds its sentence's states
-                cross.append((self._select(("keys", number), keys, sentence), self._select(("values", number), values, sentence)))
+        cross_states = []
+        if self.by_source:  # each sentence's states once, read in place by its rows (simpe.decoders.cross) ...
+            cross_states = [keys for keys, _ in self.cross] + [values for _, values in self.cross]
+            cross = self.cross
+        elif only is not None:  # ... or rows of one sentence share its states (a view) ...
+            cross = [(keys[only: only + 1].expand(rows, -1, -1, -1), values[only: only + 1].expand(rows, -1, -1, -1))
+                     for keys, values in self.cross]
+        else:  # ... or each row holds its sentence's states
+            cross = [(self._select(("keys", number), keys, sentence), self._select(("values", number), values, sentence))
+                     for number, (keys, values) in enumerate(self.cross)]
         cache = self.family.build_cache([(keys[..., :longest, :], values[..., :longest, :]) for keys, values in room], cross)
         layers = self.family.self_cache(cache).layers
         for number, (keys, values) in enumerate(room):
@@ -389,7 +396,8 @@ class BatchedSearch:
         tokens = torch.tensor([token for _, _, token, _ in batch], dtype=torch.long, device=self.device).view(rows, 1)  # (rows, 1)
         enc = None if self.hidden is None else self.hidden[:1].expand(rows, -1, -1)  # (rows, max_src, d_model): shape only
         src_mask = None if self.src_mask is None else self.src_mask[sentence]  # (rows, max_src)
-        logits, out_cache = self.family.forward(self.model, tokens, cache, hidden=enc, src_mask=src_mask, mask=mask)
+        with by_source(self.model, [i for i, _, _, _ in batch], cross_states) if cross_states else contextlib.nullcontext():
+            logits, out_cache = self.family.forward(self.model, tokens, cache, hidden=enc, src_mask=src_mask, mask=mask)
         new = torch.stack([torch.stack([layer.keys[:, :, -1], layer.values[:, :, -1]], dim=1)  # (rows, 2, heads, head_dim)
                            for layer in self.family.self_cache(out_cache).layers], dim=1)  # (rows, layers, 2, heads, head_dim)
         slots = self.arena.write(new)
