@@ -132,6 +132,33 @@ class KVArena:
         return out
 
 
+def select_children(logp: torch.Tensor, scores: list[float], floors: list[float]) -> tuple[np.ndarray, np.ndarray, list[int]]:
+    """Each row's children at or above its floor (its prefix score ``scores[i]`` plus a log-probability of
+    ``logp[i]``, (rows, vocab) masked), best first (equal scores: by token): (tokens, float64 scores, where each row's
+    children end), rows in order, on the host (one transfer). Selected in float32 relative to each prefix score, with
+    a margin for the float32 rounding of (floor - prefix score); the exact float64 test follows on the few selected."""
+    device = logp.device
+    base = torch.tensor(scores, dtype=torch.float64, device=device)  # (rows,) prefix scores
+    bounded = [floor > NEG_INF for floor in floors]
+    floor = torch.tensor(floors, dtype=torch.float64, device=device)  # (rows,)
+    if all(bounded):
+        keep = logp >= ((floor - base).float() - 1e-4).unsqueeze(1)  # (rows, vocab)
+    elif not any(bounded):
+        keep = logp > NEG_INF  # (rows, vocab)
+    else:
+        relative = torch.where(floor > NEG_INF, (floor - base).float() - 1e-4, NEG_INF)  # (rows,) float32
+        keep = (logp >= relative.unsqueeze(1)) & (logp > NEG_INF)  # (rows, vocab)
+    where = keep.nonzero()  # (selected, 2) (row, token), row by row
+    row_of, token = where[:, 0], where[:, 1]  # (selected,) each
+    children = base[row_of] + logp[row_of, token].double()  # (selected,) float64 scores
+    ok = (children >= floor[row_of]) & (children > NEG_INF)  # (selected,)
+    row_np, token_np, child_np, ok_np = (t.cpu().numpy() for t in (row_of, token, children, ok))
+    row_np, token_np, child_np = row_np[ok_np], token_np[ok_np], child_np[ok_np]
+    order = np.lexsort((token_np, -child_np, row_np))  # by row, best child first (equal scores: by token)
+    ends = np.searchsorted(row_np[order], np.arange(1, len(scores) + 1)).tolist()  # (rows,)
+    return token_np[order], child_np[order], ends
+
+
 class SentenceSearch:
     """The best-first search state of one sentence: its tree of expanded prefixes, frontier, bound, results."""
 
@@ -171,24 +198,18 @@ class SentenceSearch:
         """Turn the recorded beam prefixes into expanded nodes (children above the bound) and start at the root."""
         blocks = self._beam_rows
         for prefixes, _, logp in blocks:
-            self._mask(prefixes, logp)
-        self._note_stops(blocks)  # every block's stop children first: the children below are kept above the final bound
+            self.mask(prefixes, logp)
+        self.note_stops([(prefixes, scores, logp[:, list(self.special.stops)].tolist()) for prefixes, scores, logp in blocks])
         first = len(self.tokens)
-        for prefixes, scores, logp in blocks:
-            self._add_children(prefixes, [self._beam_slots[p] for p in prefixes], scores, logp, push=False)
+        for prefixes, scores, logp in blocks:  # every block's stop children noted first: the floor is the final one
+            tokens, children, ends = select_children(logp, scores, [self.floor] * len(prefixes))
+            self.add_nodes(prefixes, [self._beam_slots[p] for p in prefixes], tokens, children, ends, push=False)
         self.index = {prefix: first + i for i, prefix in enumerate(p for rows, _, _ in blocks for p in rows)}
         self._beam_rows, self._beam_slots = [], {}
         self._push(self.index[()], 0)
 
     # ---------------------------------------------------------------- nodes
-    def add_nodes(self, prefixes: list[tuple[int, ...]], slots: list[tuple[int, ...]], scores: list[float],
-                  logp: torch.Tensor, push: bool = True) -> None:
-        """Register expanded prefixes: note their stop-token (EOS) children, keep their sorted children above the bound."""
-        self._mask(prefixes, logp)
-        self._note_stops([(prefixes, scores, logp)])
-        self._add_children(prefixes, slots, scores, logp, push)
-
-    def _mask(self, prefixes: list[tuple[int, ...]], logp: torch.Tensor) -> None:
+    def mask(self, prefixes: list[tuple[int, ...]], logp: torch.Tensor) -> None:
         """Mask in place what never enters the tree: tokens leaving a typed prefix, forbidden tokens, and all but the
         stop tokens at the length limit. ``logp`` (rows, vocab) float32 is this search's own (a fresh forward, or a
         beam row the beam is done with)."""
@@ -203,42 +224,25 @@ class SentenceSearch:
             logp[last] = NEG_INF
             logp[index, stops] = stop_logp
 
-    def _note_stops(self, blocks: list[tuple[list[tuple[int, ...]], list[float], torch.Tensor]]) -> None:
-        """Add the stop-token children of the blocks' rows (prefixes, scores, masked logp) to the known complete
-        hypotheses, stop by stop, rows in order. Python's float sum is the float64 sum of the float32 value."""
-        stops = list(self.special.stops)
-        values = [logp[:, stops].tolist() for _, _, logp in blocks]  # per block (rows, stops): one transfer each
-        for column, stop in enumerate(stops):
-            for (prefixes, scores, _), rows in zip(blocks, values):
+    def note_stops(self, blocks: list[tuple[list[tuple[int, ...]], list[float], list[list[float]]]]) -> None:
+        """Add the stop-token children of the blocks' rows (prefixes, scores, the masked log-probabilities of the stop
+        tokens per row) to the known complete hypotheses, stop by stop, rows in order. Python's float sum is the
+        float64 sum of the float32 value."""
+        for column, stop in enumerate(self.special.stops):
+            for prefixes, scores, rows in blocks:
                 for prefix, score, row in zip(prefixes, scores, rows):
                     self.known.add(score + row[column], prefix + (stop,))
 
-    def _add_children(self, prefixes: list[tuple[int, ...]], slots: list[tuple[int, ...]], scores: list[float],
-                      logp: torch.Tensor, push: bool) -> None:
-        """Keep each row's children at or above the floor, sorted best first, as the nodes of ``prefixes``."""
-        threshold = self.floor
-        base = torch.tensor(scores, dtype=torch.float64, device=logp.device)  # (rows,) prefix scores
-        # Select in float32 relative to each prefix score, with a margin for the float32 rounding of
-        # (threshold - prefix score); the exact float64 test follows on the few selected children.
-        if threshold > NEG_INF:
-            keep = logp >= ((threshold - base).float() - 1e-4).unsqueeze(1)  # (rows, vocab)
-        else:
-            keep = logp > NEG_INF  # (rows, vocab)
-        where = keep.nonzero()  # (selected, 2) (row, token), row by row
-        row_of, token = where[:, 0], where[:, 1]  # (selected,) each
-        children = base[row_of] + logp[row_of, token].double()  # (selected,) float64 scores
-        ok = children > NEG_INF if threshold == NEG_INF else children >= threshold  # (selected,)
-        row_np, token_np, child_np = (t[ok].cpu().numpy() for t in (row_of, token, children))
-        order = np.lexsort((token_np, -child_np, row_np))  # by row, best child first (equal scores: by token)
-        row_np, token_np, child_np = row_np[order], token_np[order], child_np[order]
-        ends = np.searchsorted(row_np, np.arange(1, len(prefixes) + 1)).tolist()  # (rows,) where each row's children end
-        start = 0
+    def add_nodes(self, prefixes: list[tuple[int, ...]], slots: list[tuple[int, ...]], tokens: np.ndarray,
+                  children: np.ndarray, ends: list[int], start: int = 0, push: bool = True) -> None:
+        """Register expanded prefixes with their children, best first (``select_children``): prefix i's are
+        ``tokens[ends[i - 1]:ends[i]]`` (the first's from ``start``), with their scores in ``children``."""
         for i, end in enumerate(ends):
             node = len(self.tokens)
             self.tokens.append(prefixes[i])
             self.slots.append(slots[i])
-            self.child_tokens.append(token_np[start:end])
-            self.child_scores.append(child_np[start:end])
+            self.child_tokens.append(tokens[start:end])
+            self.child_scores.append(children[start:end])
             if end > start and push:
                 self._push(node, 0)
             start = end
@@ -403,6 +407,7 @@ class BatchedSearch:
         slots = self.arena.write(new)
         logp = log_softmax_(logits)  # (rows, vocab)
         self.rounds += 1
+        blocks = []  # per sentence of the batch: (its search, first row, end, its prefixes, their scores)
         first = 0
         while first < rows:
             i = batch[first][0]
@@ -411,12 +416,22 @@ class BatchedSearch:
                 end += 1
             search = self.searches[i]
             part = batch[first:end + 1]
-            search.expansions += len(part)
-            search.batches += 1
-            search.add_nodes([search.tokens[parent] + (token,) for _, parent, token, _ in part],
-                             [parent_slots[r] + (slots[r],) for r in range(first, end + 1)],
-                             [score for _, _, _, score in part], logp[first:end + 1])
+            blocks.append((search, first, end + 1, [search.tokens[parent] + (token,) for _, parent, token, _ in part],
+                           [score for _, _, _, score in part]))
             first = end + 1
+        for search, first, end, prefixes, _ in blocks:
+            search.mask(prefixes, logp[first:end])
+        stops = logp[:, list(self.searches[0].special.stops)].tolist()  # (rows, stops)
+        for search, first, end, prefixes, scores in blocks:
+            search.note_stops([(prefixes, scores, stops[first:end])])
+        # every sentence's stops noted: each row's children selected against its sentence's floor, all in one pass
+        tokens, children, ends = select_children(logp, [score for _, _, _, score in batch],
+                                                 [search.floor for search, first, end, _, _ in blocks for _ in range(first, end)])
+        for search, first, end, prefixes, _ in blocks:
+            search.expansions += end - first
+            search.batches += 1
+            search.add_nodes(prefixes, [parent_slots[r] + (slots[r],) for r in range(first, end)], tokens, children,
+                             ends[first:end], start=ends[first - 1] if first else 0)
 
     def run(self) -> None:
         for search in self.searches:
