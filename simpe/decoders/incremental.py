@@ -255,7 +255,10 @@ class Lockstep:
     Step 0 feeds every source's target prefix (``Source.prefix``: the decoder start and any forced
     BOS, or a causal LM's prompt; prefixes of different lengths left-padded and masked); each later
     step feeds one token per row. Rows are grouped by source (``row_source``); ``select`` keeps,
-    reorders or repeats rows (beam reordering, dropping finished samples). Every pass goes through
+    reorders or repeats rows (beam reordering, dropping finished samples), writing the self-attention
+    states into buffers with room for the next position (``room_layer``); where the family allows,
+    the cross-attention states stay one per source, read in place by that source's rows
+    (``simpe.decoders.cross``), else they are gathered per row. Every pass goes through
     the family's ``forward``, i.e. ``model(...)`` itself, so anything an adaptation method attaches
     to the model (an extra output bias, hooks, swapped modules) is honoured.
 

@@ -20,13 +20,18 @@ Algorithm: best-first search over prefixes, batched and with lazy successors.
 * Batching: the ``batch_size`` best frontier prefixes (above the bound) are expanded in one
   forward pass, prefixes of different lengths side by side: their cached key/value states
   are gathered from an arena (one slot per expanded prefix, holding the states of its last
-  input token) and padded, with an attention mask. A batch may expand a few prefixes a
-  strictly sequential best-first search would not; it never changes the result.
+  input token) and padded, with an attention mask, into a buffer with room for the position
+  fed, which the model's update writes in place (``incremental.room_layer``: no
+  concatenation). A batch may expand a few prefixes a strictly sequential best-first search
+  would not; it never changes the result.
 * Several sentences (``decode_batch``): their searches run in lockstep, each forward pass
   carrying the prefixes of every unfinished sentence (padded source positions masked in
-  cross-attention), so a probe set keeps the hardware busy even when each search is small;
-  every sentence keeps its own frontier, bound, results and limits, and its result equals
-  searching it alone (up to float noise).
+  cross-attention; each row reads its own sentence's cross-attention states in place, where
+  the family allows: ``simpe.decoders.cross``), so a probe set keeps the hardware busy even
+  when each search is small; every sentence keeps its own frontier, bound, results and
+  limits, and its result equals searching it alone (up to float noise). The children of all
+  the rows of a pass are selected at once (``select_children``: one comparison with each
+  row's floor, one transfer to the host).
 * Reuse: the encoder runs once per sentence; cross-attention keys/values are computed once and shared;
   each prefix's self-attention states are computed once and kept; each expanded prefix's
   log-probability row is reduced once to its sorted children; and every prefix the bounding
