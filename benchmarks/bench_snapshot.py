@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
-BEFORE = "96f250f"  # the last commit before issue 28's snapshot changes
+BEFORE = "a73a748"  # the last commit before issue 55's snapshot changes (issue 28's: 96f250f)
 
 
 # ---------------------------------------------------------------- the worker (runs in the tree under test)
