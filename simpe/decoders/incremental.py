@@ -279,7 +279,8 @@ class Lockstep:
         self.position = 0  # target positions consumed so far
         self._buffers: dict[tuple[str, int, int], list[torch.Tensor | None]] = {}  # select's outputs, two each, reused
         self._cross_base: list[tuple[torch.Tensor, torch.Tensor]] | None = None  # per layer (n, heads, max_src, head_dim)
-        self.by_source = cross.usable(model, self.family)  # rows read their source's cross-attention states in place
+        # rows read their source's cross-attention states in place (one source's rows gather them once, at the first select)
+        self.by_source = len(sources) > 1 and cross.usable(model, self.family)
 
     @property
     def rows(self) -> int:

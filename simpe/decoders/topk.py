@@ -337,7 +337,7 @@ class BatchedSearch:
         self.capacity = 1024 if max_expansions is None else min(len(sources) * (max_expansions + 1), 1 << 16)
         self.rounds = 0
         self._buffers: dict[tuple[str, int], torch.Tensor] = {}  # cross-attention states by row, reused
-        self.by_source = usable(model, self.family)  # rows read their sentence's cross-attention states in place
+        self.by_source = len(sources) > 1 and usable(model, self.family)  # rows read their sentence's cross-attention states in place
 
     def record_beam_step(self, i: int, prefixes: list[tuple[int, ...]], scores: list[float], logp: torch.Tensor,
                          states: torch.Tensor, cache: Any) -> None:
