@@ -25,6 +25,7 @@ from typing import Any
 import torch
 
 NAME = "simpe_sdpa_by_source"
+FAMILIES = ("marian", "mbart", "m2m100")  # simpe.models families whose attention reads the cache's cross-attention states
 
 # the pass under way: (its row blocks as (first row, end, source), the per-source state tensors it holds in the cache)
 _PASS: contextvars.ContextVar[tuple[list[tuple[int, int, int]], list[torch.Tensor]] | None] = contextvars.ContextVar(
@@ -63,11 +64,9 @@ def _registered() -> bool:
 
 
 def usable(model: Any, family: Any) -> bool:
-    """Whether ``model``'s passes may hold per-source cross-attention states (``by_source``)."""
-    from simpe.models.marian import MarianFamily
-    from simpe.models.mbart import MBartFamily  # M2M100Family is one
-
-    return (isinstance(family, (MarianFamily, MBartFamily)) and getattr(model.config, "_attn_implementation", None) == "sdpa"
+    """Whether ``model``'s passes may hold per-source cross-attention states (``by_source``): a family of ``FAMILIES``
+    (by name: a run's code fingerprint counts only its own family's module) running ``sdpa``."""
+    return (family.name in FAMILIES and getattr(model.config, "_attn_implementation", None) == "sdpa"
             and _registered())
 
 
