@@ -39,7 +39,7 @@ from typing import Any
 from entry import run_main
 
 REPO = Path(__file__).resolve().parent.parent
-BEFORE = "96f250f"  # the last commit before issue 28's snapshot changes
+BEFORE = "a73a748"  # the last commit before issue 55's snapshot changes (issue 28's: 96f250f)
 
 
 # ---------------------------------------------------------------- the worker (runs in the tree under test)
@@ -220,6 +220,15 @@ def _phase_table(runs: dict[str, list[dict[str, Any]]]) -> list[str]:
 
 
 def main() -> int:
+    if "--worker" in sys.argv[1:]:  # the tree under test must be the first simpe this process imports
+        worker_parser = argparse.ArgumentParser()
+        for flag in ("--worker", "--phases"):
+            worker_parser.add_argument(flag, action="store_true")
+        for flag in ("--tree", "--job", "--out"):
+            worker_parser.add_argument(flag)
+        worker_parser.add_argument("--threads", type=int, default=1)
+        worker_parser.add_argument("--cprofile", type=int, default=0)
+        return worker(worker_parser.parse_args())
     sys.path.insert(0, str(REPO))
     from simpe.cli import DeprecatedFlag
 

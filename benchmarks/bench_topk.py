@@ -7,10 +7,10 @@ Both searches run in this one process on the first ``--sentences`` sentences of 
 stream (data/libreoffice/stream.en) with at most ``--max-words`` words. Per sentence it
 prints expansions and seconds of each; it checks that both return the same list (same token
 sequences, scores within 1e-4; hypotheses tied within that tolerance may swap), then prints
-the means and the speed ratio (goal: at least 20x, with no more expansions). Then it runs
-``topk`` once more over all sentences together (``decode_batch``: the searches in lockstep,
-sharing forward passes, as ``simpe rank`` and the loop's snapshots do) and checks and times
-that too. Exit status 1 when a list differs. Both searches get the same limits (none by
+the means and the speed ratio (goal: no more expansions). Then it runs ``topk`` once more
+over all sentences together (``decode_batch``: the searches in lockstep, sharing forward
+passes, as ``simpe rank`` and the loop's snapshots do) and checks and times that too: the
+speed goal (issue 55) is at least 30x Algorithm 1 there. Exit status 1 when a list differs. Both searches get the same limits (none by
 default); a search cut short is reported and excluded from the comparison.
 
 CPU runs use one torch thread by default (``--threads``): on a small shared machine two
@@ -128,7 +128,7 @@ def run(model: Any, tokenizer: Any, sentences: list[str], k: int, batch_size: in
         cpu_ratio = (f", {sum(c for _, c in cpu) / max(sum(c for c, _ in cpu), 1e-9):.1f}x in CPU time"
                      if device.type == "cpu" else "")
         print(f"speed ratio (total reference seconds / total topk seconds): {slow_sec / fast_sec:.1f}x wall clock{cpu_ratio} "
-              f"(goal >= 20x)")
+              "(one at a time)")
         print(f"expansions ratio {fast_exp / max(slow_exp, 1):.3f}, prefixes ratio (reused included) "
               f"{fast_prefixes / max(slow_exp, 1):.3f} (goal <= 1); sentences where topk used more prefixes: {more}")
         print("both searches include the same bounding min-heap beam search (width k) in their seconds, not in their expansions")
@@ -151,7 +151,7 @@ def run(model: Any, tokenizer: Any, sentences: list[str], k: int, batch_size: in
         slow_sec = sum(b.seconds for _, b in rows)
         cpu_ratio = f", {sum(c for _, c in cpu) / max(cpu_sec, 1e-9):.1f}x in CPU time" if device.type == "cpu" else ""
         print(f"speed ratio with decode_batch (total reference seconds / decode_batch seconds): {slow_sec / wall:.1f}x "
-              f"wall clock{cpu_ratio} (goal >= 20x)")
+              f"wall clock{cpu_ratio} (goal >= 30x)")
     figures = {"topk": f"{fast_sec / n:.3f} s/sentence ({fast_exp / n:.1f} expansions)",
                "decode_batch": f"{wall / n:.3f} s/sentence", "lists": f"{n - mismatches}/{n} the same"}
     if reference:

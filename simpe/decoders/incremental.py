@@ -23,6 +23,7 @@ This module does not search: see greedy.py, beam.py, sampling.py, topk.py.
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import time
 from abc import abstractmethod
@@ -32,13 +33,14 @@ from typing import Any
 
 import torch
 
+from simpe.decoders import cross
 from simpe.decoders.base import Decoder, DecodeResult
 from simpe.errors import ConfigError
 from simpe.model import eval_mode
 from simpe.models import family_of
 from simpe.models.base import Special
 
-__all__ = ["Special", "LengthLimit", "Lockstep", "Source", "encode", "step_scores", "special_ids"]
+__all__ = ["Special", "LengthLimit", "Lockstep", "Source", "encode", "log_softmax_", "step_scores", "special_ids"]
 
 NEG_INF = float("-inf")
 
@@ -174,6 +176,16 @@ def step_scores(logp: torch.Tensor, special: Special, last: bool, overwrite: boo
     return out
 
 
+def log_softmax_(logits: torch.Tensor) -> torch.Tensor:
+    """``torch.log_softmax(logits.float(), dim=-1)``, written over ``logits`` where they are a contiguous float32 tensor
+    on the CPU that nothing else reads (a model pass's fresh output): the same values (the kernel reads a row before
+    writing it), without a fresh (rows, vocab) tensor per pass, i.e. without fresh memory whose pages the OS must
+    zero. Elsewhere (another dtype or device, a view) as ``torch.log_softmax``."""
+    if logits.dtype != torch.float32 or logits.device.type != "cpu" or not logits.is_contiguous() or logits.requires_grad:
+        return torch.log_softmax(logits.float(), dim=-1)
+    return torch._log_softmax(logits, -1, False, out=logits)
+
+
 def stack_sources(sources: list[Source]) -> tuple[torch.Tensor | None, torch.Tensor | None]:
     """Encoder outputs of several sources, right-padded: ((n, max_src, d_model), (n, max_src) mask or None for one;
     (None, None) for a causal LM)."""
@@ -203,13 +215,50 @@ def stack_prefixes(sources: list[Source]) -> tuple[torch.Tensor, torch.Tensor | 
     return ids, (None if bool(mask.all()) else mask)
 
 
+@functools.cache
+def room_layer_type() -> type:
+    """transformers' ``DynamicLayer`` over states with room: see ``room_layer``."""
+    from transformers.cache_utils import DynamicLayer
+
+    class RoomLayer(DynamicLayer):
+        def __init__(self, keys: torch.Tensor, values: torch.Tensor, cached: int) -> None:
+            super().__init__()
+            self.room = (keys, values)
+            self.keys, self.values = keys[:, :, :cached], values[:, :, :cached]
+            self.device, self.is_initialized = keys.device, True
+
+        def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args: Any, **kwargs: Any) -> tuple[torch.Tensor, torch.Tensor]:
+            keys, values = self.room
+            cached = self.keys.shape[2]
+            if (self.keys.data_ptr() != keys.data_ptr() or key_states.shape[0] != keys.shape[0]
+                    or cached + key_states.shape[2] != keys.shape[2]):
+                return super().update(key_states, value_states, *args, **kwargs)  # not what the room was left for
+            keys[:, :, cached:] = key_states
+            values[:, :, cached:] = value_states
+            self.keys, self.values = keys, values
+            return keys, values
+
+    return RoomLayer
+
+
+def room_layer(keys: torch.Tensor, values: torch.Tensor, cached: int) -> Any:
+    """A self-attention cache layer over (rows, heads, cached + fed, head_dim) ``keys`` and ``values`` whose first
+    ``cached`` positions hold the past: the model's update writes the ``fed`` positions of its pass into the room
+    after them, where transformers' ``DynamicLayer`` concatenates (a fresh copy of every past state). The attention
+    reads the same values either way (its kernel follows the strides). A pass of another shape concatenates."""
+    return room_layer_type()(keys, values, cached)
+
+
 class Lockstep:
     """Decoder rows of one or more sources advancing one target position per call, with one shared cache.
 
     Step 0 feeds every source's target prefix (``Source.prefix``: the decoder start and any forced
     BOS, or a causal LM's prompt; prefixes of different lengths left-padded and masked); each later
     step feeds one token per row. Rows are grouped by source (``row_source``); ``select`` keeps,
-    reorders or repeats rows (beam reordering, dropping finished samples). Every pass goes through
+    reorders or repeats rows (beam reordering, dropping finished samples), writing the self-attention
+    states into buffers with room for the next position (``room_layer``); where the family allows,
+    the cross-attention states stay one per source, read in place by that source's rows
+    (``simpe.decoders.cross``), else they are gathered per row. Every pass goes through
     the family's ``forward``, i.e. ``model(...)`` itself, so anything an adaptation method attaches
     to the model (an extra output bias, hooks, swapped modules) is honoured.
 
@@ -228,8 +277,10 @@ class Lockstep:
         self.cache = self.family.new_cache()
         self.row_source = list(range(len(sources)))
         self.position = 0  # target positions consumed so far
-        self._buffers: dict[tuple[str, int, int], torch.Tensor] = {}  # select's outputs, reused from step to step
+        self._buffers: dict[tuple[str, int, int], list[torch.Tensor | None]] = {}  # select's outputs, two each, reused
         self._cross_base: list[tuple[torch.Tensor, torch.Tensor]] | None = None  # per layer (n, heads, max_src, head_dim)
+        # rows read their source's cross-attention states in place (one source's rows gather them once, at the first select)
+        self.by_source = len(sources) > 1 and cross.usable(model, self.family)
 
     @property
     def rows(self) -> int:
@@ -291,7 +342,7 @@ class Lockstep:
         layers = self.family.self_cache(cache).layers
         states = torch.stack([torch.stack([layer.keys[:, :, -1:], layer.values[:, :, -1:]], dim=1)  # (rows, 2, heads, 1, head_dim)
                               for layer in layers], dim=1).permute(0, 4, 1, 2, 3, 5)  # (rows, 1, layers, 2, heads, head_dim)
-        return torch.log_softmax(logits.float(), dim=-1), states
+        return log_softmax_(logits), states
 
     def _run(self, tokens: torch.Tensor | None) -> torch.Tensor:
         """``step`` through the model."""
@@ -309,9 +360,20 @@ class Lockstep:
         src_mask = None
         if self.src_mask is not None:
             src_mask = self.src_mask[torch.tensor(self.row_source, device=self.src_mask.device)]  # (rows, max_src)
-        logits, self.cache = self.family.forward(self.model, fed, self.cache, hidden=enc, src_mask=src_mask, mask=mask)
+        held = self._held_by_source()
+        with cross.by_source(self.model, self.row_source, held) if held else contextlib.nullcontext():
+            logits, self.cache = self.family.forward(self.model, fed, self.cache, hidden=enc, src_mask=src_mask, mask=mask)
         self.position += 1
-        return torch.log_softmax(logits.float(), dim=-1)  # (rows, vocab)
+        return log_softmax_(logits)  # (rows, vocab)
+
+    def _held_by_source(self) -> list[torch.Tensor]:
+        """The cross-attention states the cache holds once per source while its rows are not the sources one each
+        (``cross.by_source``), else []."""
+        if not self.by_source or self._cross_base is None or self.row_source == list(range(len(self.sources))):
+            return []
+        held = [layer.keys for layer in self.cache.cross_attention_cache.layers] + [layer.values for layer in self.cache.cross_attention_cache.layers]
+        base = [keys for keys, _ in self._cross_base] + [values for _, values in self._cross_base]
+        return base if all(a is b for a, b in zip(held, base)) and len(held) == len(base) else []
 
     def states(self) -> torch.Tensor:
         """(rows, new positions, layers, 2, heads, head_dim) self-attention keys/values of what the last step fed
@@ -346,37 +408,45 @@ class Lockstep:
         reorder as transformers does). The same values in the same shapes as ``reorder_cache`` gives, without a
         fresh allocation per tensor and step (the OS zeroes every fresh page of those large tensors), and the
         cross-attention states gathered from the sources' own (one row each, kept from step 0: small and
-        cache-resident) rather than from the last step's rows. ``sources``: the rows' sources when they moved."""
+        cache-resident) rather than from the last step's rows. ``sources``: the rows' sources when they moved.
+        The self-attention states land in buffers with room for the position the next step feeds, which the
+        model's update writes in place (``room_layer``) instead of concatenating a fresh copy of them all."""
         from transformers.cache_utils import DynamicLayer
 
+        plain = (DynamicLayer, room_layer_type())
         own = self.family.self_cache(self.cache).layers
         cross = self.cache.cross_attention_cache.layers if self.family.encoder_decoder else []
-        if not all(type(layer) is DynamicLayer and layer.is_initialized for layer in [*own, *cross]):
+        if not all(type(layer) in plain and layer.is_initialized for layer in [*own, *cross]):
             return False
         if self._cross_base is None:  # rows are still the sources, in order (every row change goes through here)
             assert self.row_source == list(range(len(self.sources)))
             self._cross_base = [(layer.keys, layer.values) for layer in cross]
         for number, layer in enumerate(own):
-            layer.keys = self._gather(("self", number, 0), layer.keys, index)
-            layer.values = self._gather(("self", number, 1), layer.values, index)
-        if sources is not None and cross:
+            cached = layer.keys.shape[2]
+            own[number] = room_layer(self._gather(("self", number, 0), layer.keys, index, room=1),
+                                     self._gather(("self", number, 1), layer.values, index, room=1), cached)
+        if sources is not None and cross and not self.by_source:  # (by source: each source's states stay as they are)
             by_source = torch.tensor(sources, dtype=torch.long, device=index.device)  # (rows,)
             for number, (layer, (keys, values)) in enumerate(zip(cross, self._cross_base)):
                 layer.keys = self._gather(("cross", number, 0), keys, by_source)
                 layer.values = self._gather(("cross", number, 1), values, by_source)
         return True
 
-    def _gather(self, name: tuple[str, int, int], states: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
-        """``states.index_select(0, index)`` written into the buffer ``name`` (grown when too small)."""
-        shape = (index.shape[0], *states.shape[1:])
+    def _gather(self, name: tuple[str, int, int], states: torch.Tensor, index: torch.Tensor, room: int = 0) -> torch.Tensor:
+        """``states.index_select(0, index)`` written into one of the two buffers ``name`` (the one ``states`` does not
+        live in; grown when too small), with ``room`` more positions (dim 2) after the gathered ones: returns the
+        (rows, heads, length + room, head_dim) view, contiguous, whose first ``length`` positions are the states."""
+        length = states.shape[2]
+        shape = (index.shape[0], states.shape[1], length + room, *states.shape[3:])
         size = math.prod(shape)
-        buffer = self._buffers.get(name)
-        if buffer is not None and buffer.untyped_storage().data_ptr() == states.untyped_storage().data_ptr():
-            return states.index_select(0, index)  # a second select with no step between: never read and write one buffer
+        pair = self._buffers.setdefault(name, [None, None])
+        held = states.untyped_storage().data_ptr()
+        which = 1 if pair[0] is not None and pair[0].untyped_storage().data_ptr() == held else 0
+        buffer = pair[which]
         if buffer is None or buffer.numel() < size or buffer.dtype != states.dtype:
-            buffer = self._buffers[name] = torch.empty(size + size // 4, dtype=states.dtype, device=states.device)
-        out = buffer[:size].view(shape)  # (rows, heads, length, head_dim), contiguous
-        torch.index_select(states, 0, index, out=out)
+            buffer = pair[which] = torch.empty(size + size // 4, dtype=states.dtype, device=states.device)
+        out = buffer[:size].view(shape)  # (rows, heads, length + room, head_dim)
+        torch.index_select(states, 0, index, out=out[:, :, :length] if room else out)
         return out
 
 

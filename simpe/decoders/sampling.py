@@ -30,6 +30,8 @@ from simpe.decoders.base import DECODERS, Decoder, DecodeResult, Hypothesis
 from simpe.decoders.incremental import LengthLimit, Lockstep, LockstepDecoder, Source, check_int
 from simpe.ties import SCORE_ATOL, rank
 
+DRAW_ROWS = 32  # rows whose draws are taken together (_draw)
+
 
 def _next_tokens(logp: torch.Tensor, special: Any, last: bool, uniform: torch.Tensor, counts: list[int]
                  ) -> tuple[list[list[int]], list[list[float]]]:
@@ -41,6 +43,19 @@ def _next_tokens(logp: torch.Tensor, special: Any, last: bool, uniform: torch.Te
         uniform: (rows, most) float64: row r's first ``counts[r]`` entries are the uniform numbers in [0, 1)
             of the samples on it; the rest is padding (drawn for, and dropped).
     """
+    drawn = torch.cat([_draw(logp[first:first + DRAW_ROWS], special, last, uniform[first:first + DRAW_ROWS])
+                       for first in range(0, logp.shape[0], DRAW_ROWS)])  # (rows, most)
+    if last:  # every stop token at probability 0 (a kNN mixture with lambda 1): the sample still ends, at the first one
+        stops = list(special.stops)
+        drawn = torch.where(torch.isin(drawn, torch.tensor(stops, device=drawn.device)), drawn, stops[0])
+    values = logp.gather(1, drawn).double().tolist()  # (rows, most)
+    tokens = drawn.tolist()
+    return [row[:count] for row, count in zip(tokens, counts)], [row[:count] for row, count in zip(values, counts)]
+
+
+def _draw(logp: torch.Tensor, special: Any, last: bool, uniform: torch.Tensor) -> torch.Tensor:
+    """``_next_tokens``' draws for a few rows (``DRAW_ROWS``: their float64 cumulative sums stay in the CPU's cache,
+    where those of a whole batch would be fresh memory; each row's sums and draws are the same either way)."""
     weights = logp.exp()  # (rows, vocab) probabilities (logp is normalised: no overflow)
     if last:
         stops = list(special.stops)
@@ -52,12 +67,7 @@ def _next_tokens(logp: torch.Tensor, special: Any, last: bool, uniform: torch.Te
     cumulative = torch.cumsum(weights.double(), dim=-1)  # (rows, vocab)
     total = cumulative[:, -1:].contiguous()  # (rows, 1)
     drawn = torch.searchsorted(cumulative, uniform * total, right=True)  # (rows, most)
-    drawn = torch.minimum(drawn, torch.searchsorted(cumulative, total, right=False))  # rounding at the top: the last token with weight
-    if last:  # every stop token at probability 0 (a kNN mixture with lambda 1): the sample still ends, at the first one
-        drawn = torch.where(torch.isin(drawn, torch.tensor(stops, device=drawn.device)), drawn, stops[0])
-    values = logp.gather(1, drawn).double().tolist()  # (rows, most)
-    tokens = drawn.tolist()
-    return [row[:count] for row, count in zip(tokens, counts)], [row[:count] for row, count in zip(values, counts)]
+    return torch.minimum(drawn, torch.searchsorted(cumulative, total, right=False))  # rounding at the top: the last token with weight
 
 
 def draw_samples_many(model: Any, sources: list[Source], samples: int, seeds: list[int]) -> list[tuple[list[Hypothesis], int]]:

@@ -20,13 +20,18 @@ Algorithm: best-first search over prefixes, batched and with lazy successors.
 * Batching: the ``batch_size`` best frontier prefixes (above the bound) are expanded in one
   forward pass, prefixes of different lengths side by side: their cached key/value states
   are gathered from an arena (one slot per expanded prefix, holding the states of its last
-  input token) and padded, with an attention mask. A batch may expand a few prefixes a
-  strictly sequential best-first search would not; it never changes the result.
+  input token) and padded, with an attention mask, into a buffer with room for the position
+  fed, which the model's update writes in place (``incremental.room_layer``: no
+  concatenation). A batch may expand a few prefixes a strictly sequential best-first search
+  would not; it never changes the result.
 * Several sentences (``decode_batch``): their searches run in lockstep, each forward pass
   carrying the prefixes of every unfinished sentence (padded source positions masked in
-  cross-attention), so a probe set keeps the hardware busy even when each search is small;
-  every sentence keeps its own frontier, bound, results and limits, and its result equals
-  searching it alone (up to float noise).
+  cross-attention; each row reads its own sentence's cross-attention states in place, where
+  the family allows: ``simpe.decoders.cross``), so a probe set keeps the hardware busy even
+  when each search is small; every sentence keeps its own frontier, bound, results and
+  limits, and its result equals searching it alone (up to float noise). The children of all
+  the rows of a pass are selected at once (``select_children``: one comparison with each
+  row's floor, one transfer to the host).
 * Reuse: the encoder runs once per sentence; cross-attention keys/values are computed once and shared;
   each prefix's self-attention states are computed once and kept; each expanded prefix's
   log-probability row is reduced once to its sorted children; and every prefix the bounding
@@ -51,7 +56,9 @@ divided by its number of sentences (``info["batch_seconds"]`` is the whole).
 """
 from __future__ import annotations
 
+import contextlib
 import heapq
+import math
 import time
 from typing import Any
 
@@ -60,7 +67,8 @@ import torch
 
 from simpe.decoders.base import DECODERS, DecodeResult, Hypothesis
 from simpe.decoders.beam import beam_search_many
-from simpe.decoders.incremental import NEG_INF, LengthLimit, LockstepDecoder, Source, check_int, check_number, stack_sources
+from simpe.decoders.cross import by_source, usable
+from simpe.decoders.incremental import NEG_INF, LengthLimit, LockstepDecoder, Source, check_int, check_number, log_softmax_, room_layer, stack_sources
 from simpe.decoders.prefix import apply as apply_typed
 from simpe.errors import ConfigError
 from simpe.models import family_of
@@ -102,6 +110,7 @@ class KVArena:
         shape = tuple(example.shape[1:])
         self.data = torch.empty((max(capacity, 1),) + shape, dtype=example.dtype, device=example.device)  # (slots, layers, 2, heads, head_dim)
         self.used = 0
+        self._gathered: torch.Tensor | None = None  # gather's output, reused from pass to pass
 
     def write(self, states: torch.Tensor) -> list[int]:
         """Store (n, layers, 2, heads, head_dim) states in fresh slots; returns their slot numbers."""
@@ -117,8 +126,42 @@ class KVArena:
         return slots
 
     def gather(self, index: torch.Tensor) -> torch.Tensor:
-        """(rows, length) slot numbers -> (layers, 2, rows, heads, length, head_dim) states."""
-        return self.data[index].permute(2, 3, 0, 4, 1, 5)
+        """(rows, positions) slot numbers -> (rows, positions, layers, 2, heads, head_dim) states, written into a
+        buffer kept from call to call (valid until the next call)."""
+        shape = tuple(index.shape) + tuple(self.data.shape[1:])
+        size = index.numel() * self.data[0].numel()
+        if self._gathered is None or self._gathered.numel() < size or self._gathered.dtype != self.data.dtype:
+            self._gathered = torch.empty(size + size // 4, dtype=self.data.dtype, device=self.data.device)
+        out = self._gathered[:size].view(shape)  # (rows, positions, layers, 2, heads, head_dim)
+        torch.index_select(self.data, 0, index.reshape(-1), out=out.view((-1,) + tuple(self.data.shape[1:])))
+        return out
+
+
+def select_children(logp: torch.Tensor, scores: list[float], floors: list[float]) -> tuple[np.ndarray, np.ndarray, list[int]]:
+    """Each row's children at or above its floor (its prefix score ``scores[i]`` plus a log-probability of
+    ``logp[i]``, (rows, vocab) masked), best first (equal scores: by token): (tokens, float64 scores, where each row's
+    children end), rows in order, on the host (one transfer). Selected in float32 relative to each prefix score, with
+    a margin for the float32 rounding of (floor - prefix score); the exact float64 test follows on the few selected."""
+    device = logp.device
+    base = torch.tensor(scores, dtype=torch.float64, device=device)  # (rows,) prefix scores
+    bounded = [floor > NEG_INF for floor in floors]
+    floor = torch.tensor(floors, dtype=torch.float64, device=device)  # (rows,)
+    if all(bounded):
+        keep = logp >= ((floor - base).float() - 1e-4).unsqueeze(1)  # (rows, vocab)
+    elif not any(bounded):
+        keep = logp > NEG_INF  # (rows, vocab)
+    else:
+        relative = torch.where(floor > NEG_INF, (floor - base).float() - 1e-4, NEG_INF)  # (rows,) float32
+        keep = (logp >= relative.unsqueeze(1)) & (logp > NEG_INF)  # (rows, vocab)
+    where = keep.nonzero()  # (selected, 2) (row, token), row by row
+    row_of, token = where[:, 0], where[:, 1]  # (selected,) each
+    children = base[row_of] + logp[row_of, token].double()  # (selected,) float64 scores
+    ok = (children >= floor[row_of]) & (children > NEG_INF)  # (selected,)
+    row_np, token_np, child_np, ok_np = (t.cpu().numpy() for t in (row_of, token, children, ok))
+    row_np, token_np, child_np = row_np[ok_np], token_np[ok_np], child_np[ok_np]
+    order = np.lexsort((token_np, -child_np, row_np))  # by row, best child first (equal scores: by token)
+    ends = np.searchsorted(row_np[order], np.arange(1, len(scores) + 1)).tolist()  # (rows,)
+    return token_np[order], child_np[order], ends
 
 
 class SentenceSearch:
@@ -158,23 +201,25 @@ class SentenceSearch:
 
     def seed_from_beam(self) -> None:
         """Turn the recorded beam prefixes into expanded nodes (children above the bound) and start at the root."""
-        prefixes = [p for rows, _, _ in self._beam_rows for p in rows]
-        scores = [v for _, values, _ in self._beam_rows for v in values]
-        logp = torch.cat([rows for _, _, rows in self._beam_rows], dim=0)  # (beam rows, vocab)
+        blocks = self._beam_rows
+        for prefixes, _, logp in blocks:
+            self.mask(prefixes, logp)
+        self.note_stops([(prefixes, scores, logp[:, list(self.special.stops)].tolist()) for prefixes, scores, logp in blocks])
         first = len(self.tokens)
-        self.add_nodes(prefixes, [self._beam_slots[p] for p in prefixes], scores, logp, push=False)
-        self.index = {prefix: first + i for i, prefix in enumerate(prefixes)}
+        for prefixes, scores, logp in blocks:  # every block's stop children noted first: the floor is the final one
+            tokens, children, ends = select_children(logp, scores, [self.floor] * len(prefixes))
+            self.add_nodes(prefixes, [self._beam_slots[p] for p in prefixes], tokens, children, ends, push=False)
+        self.index = {prefix: first + i for i, prefix in enumerate(p for rows, _, _ in blocks for p in rows)}
         self._beam_rows, self._beam_slots = [], {}
         self._push(self.index[()], 0)
 
     # ---------------------------------------------------------------- nodes
-    def add_nodes(self, prefixes: list[tuple[int, ...]], slots: list[tuple[int, ...]], scores: list[float],
-                  logp: torch.Tensor, push: bool = True) -> None:
-        """Register expanded prefixes: note their stop-token (EOS) children, keep their sorted children above the bound."""
+    def mask(self, prefixes: list[tuple[int, ...]], logp: torch.Tensor) -> None:
+        """Mask in place what never enters the tree: tokens leaving a typed prefix, forbidden tokens, and all but the
+        stop tokens at the length limit. ``logp`` (rows, vocab) float32 is this search's own (a fresh forward, or a
+        beam row the beam is done with)."""
         stops = list(self.special.stops)
-        rows = len(prefixes)
         apply_typed(self.source, logp, prefixes)  # a typed prefix: tokens leaving it never enter the tree
-        # logp (rows, vocab) float32 is this search's own (a fresh forward, or a beam row the beam is done with): masked in place
         if self.special.forbidden:
             logp[:, list(self.special.forbidden)] = NEG_INF
         last = [i for i, prefix in enumerate(prefixes) if len(prefix) + 1 >= self.source.max_len]
@@ -183,32 +228,29 @@ class SentenceSearch:
             stop_logp = logp[index, stops].clone()  # (last, stops)
             logp[last] = NEG_INF
             logp[index, stops] = stop_logp
-        base = torch.tensor(scores, dtype=torch.float64, device=self.device)  # (rows,) prefix scores
-        for stop in stops:
-            for prefix, value in zip(prefixes, (base + logp[:, stop].double()).tolist()):
-                self.known.add(value, prefix + (stop,))
-        threshold = self.floor
-        # Select in float32 relative to each prefix score, with a margin for the float32 rounding of
-        # (threshold - prefix score); the exact float64 test follows on the few selected children.
-        relative = (threshold - base).float() - 1e-4 if threshold > NEG_INF else None  # (rows,)
-        keep = logp > NEG_INF if relative is None else logp >= relative.unsqueeze(1)  # (rows, vocab)
-        counts = keep.sum(dim=1)  # (rows,)
-        most = int(counts.max())
-        if most:
-            values, ids = torch.topk(logp, most, dim=1)  # (rows, most), sorted
-            children = base.unsqueeze(1) + values.double()  # (rows, most) float64 scores
-            ok = children > NEG_INF if threshold == NEG_INF else children >= threshold  # (rows, most)
-            counts_np = ok.sum(dim=1).cpu().numpy()  # (rows,); sorted rows: the kept ones come first
-            children_np, ids_np = children.cpu().numpy(), ids.cpu().numpy()
-        for i in range(rows):
+
+    def note_stops(self, blocks: list[tuple[list[tuple[int, ...]], list[float], list[list[float]]]]) -> None:
+        """Add the stop-token children of the blocks' rows (prefixes, scores, the masked log-probabilities of the stop
+        tokens per row) to the known complete hypotheses, stop by stop, rows in order. Python's float sum is the
+        float64 sum of the float32 value."""
+        for column, stop in enumerate(self.special.stops):
+            for prefixes, scores, rows in blocks:
+                for prefix, score, row in zip(prefixes, scores, rows):
+                    self.known.add(score + row[column], prefix + (stop,))
+
+    def add_nodes(self, prefixes: list[tuple[int, ...]], slots: list[tuple[int, ...]], tokens: np.ndarray,
+                  children: np.ndarray, ends: list[int], start: int = 0, push: bool = True) -> None:
+        """Register expanded prefixes with their children, best first (``select_children``): prefix i's are
+        ``tokens[ends[i - 1]:ends[i]]`` (the first's from ``start``), with their scores in ``children``."""
+        for i, end in enumerate(ends):
             node = len(self.tokens)
             self.tokens.append(prefixes[i])
             self.slots.append(slots[i])
-            n = int(counts_np[i]) if most else 0
-            self.child_tokens.append(ids_np[i, :n] if n else np.empty(0, dtype=np.int64))
-            self.child_scores.append(children_np[i, :n] if n else np.empty(0, dtype=np.float64))
-            if n and push:
+            self.child_tokens.append(tokens[start:end])
+            self.child_scores.append(children[start:end])
+            if end > start and push:
                 self._push(node, 0)
+            start = end
 
     @property
     def floor(self) -> float:
@@ -294,6 +336,8 @@ class BatchedSearch:
         self.cross: list[tuple[torch.Tensor, torch.Tensor]] = []  # per layer (n, heads, max_src, head_dim)
         self.capacity = 1024 if max_expansions is None else min(len(sources) * (max_expansions + 1), 1 << 16)
         self.rounds = 0
+        self._buffers: dict[tuple[str, int], torch.Tensor] = {}  # cross-attention states by row, reused
+        self.by_source = len(sources) > 1 and usable(model, self.family)  # rows read their sentence's cross-attention states in place
 
     def record_beam_step(self, i: int, prefixes: list[tuple[int, ...]], scores: list[float], logp: torch.Tensor,
                          states: torch.Tensor, cache: Any) -> None:
@@ -311,6 +355,17 @@ class BatchedSearch:
             slots = [tuple(self.arena.write(row[fed - own:])) for row in states]
         self.searches[i].record_beam_step(prefixes, scores, logp, slots)
 
+    def _select(self, name: tuple[str, int], states: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+        """``states.index_select(0, index)`` written into a buffer kept from pass to pass (valid until the next)."""
+        shape = (index.shape[0], *states.shape[1:])
+        size = math.prod(shape)
+        buffer = self._buffers.get(name)
+        if buffer is None or buffer.numel() < size or buffer.dtype != states.dtype:
+            buffer = self._buffers[name] = torch.empty(size + size // 4, dtype=states.dtype, device=states.device)
+        out = buffer[:size].view(shape)
+        torch.index_select(states, 0, index, out=out)
+        return out
+
     def expand(self, batch: list[tuple[int, int, int, float]]) -> None:
         """Expand prefixes ``parent + (token,)`` of several sentences, given as (sentence, parent node, token, score)
         grouped by sentence, in one forward pass."""
@@ -325,27 +380,39 @@ class BatchedSearch:
         else:
             order = [s + (0,) * (longest - len(s)) for s in parent_slots]
             rows_mask = [[1] * n + [0] * (longest - n) + [1] for n in lengths]
-        index = torch.tensor(order, dtype=torch.long, device=self.device)  # (rows, longest)
+        # each row's slots, then one for the position fed now (any slot: the model's update writes it, see room_layer)
+        index = torch.tensor([row + (0,) for row in order], dtype=torch.long, device=self.device)  # (rows, longest + 1)
         mask = torch.tensor(rows_mask, dtype=torch.long, device=self.device)  # (rows, longest + 1)
-        states = self.arena.gather(index)  # (layers, 2, rows, heads, longest, head_dim)
+        states = self.arena.gather(index)  # (rows, longest + 1, layers, 2, heads, head_dim)
+        room = [(states[:, :, layer, 0].transpose(1, 2), states[:, :, layer, 1].transpose(1, 2))  # (rows, heads, longest + 1, head_dim)
+                for layer in range(states.shape[2])]
         sentence = torch.tensor([i for i, _, _, _ in batch], dtype=torch.long, device=self.device)  # (rows,)
         only = batch[0][0] if batch[0][0] == batch[-1][0] else None  # rows are grouped by sentence
-        cross = []
-        for keys, values in self.cross:
-            if only is not None:  # rows of one sentence share its states (a view) ...
-                cross.append((keys[only: only + 1].expand(rows, -1, -1, -1), values[only: only + 1].expand(rows, -1, -1, -1)))
-            else:  # ... or each row holds its sentence's states
-                cross.append((keys[sentence], values[sentence]))  # (rows, heads, max_src, head_dim) each
-        cache = self.family.build_cache([(states[layer, 0], states[layer, 1]) for layer in range(states.shape[0])], cross)
+        cross_states = []
+        if self.by_source:  # each sentence's states once, read in place by its rows (simpe.decoders.cross) ...
+            cross_states = [keys for keys, _ in self.cross] + [values for _, values in self.cross]
+            cross = self.cross
+        elif only is not None:  # ... or rows of one sentence share its states (a view) ...
+            cross = [(keys[only: only + 1].expand(rows, -1, -1, -1), values[only: only + 1].expand(rows, -1, -1, -1))
+                     for keys, values in self.cross]
+        else:  # ... or each row holds its sentence's states
+            cross = [(self._select(("keys", number), keys, sentence), self._select(("values", number), values, sentence))
+                     for number, (keys, values) in enumerate(self.cross)]
+        cache = self.family.build_cache([(keys[..., :longest, :], values[..., :longest, :]) for keys, values in room], cross)
+        layers = self.family.self_cache(cache).layers
+        for number, (keys, values) in enumerate(room):
+            layers[number] = room_layer(keys, values, longest)
         tokens = torch.tensor([token for _, _, token, _ in batch], dtype=torch.long, device=self.device).view(rows, 1)  # (rows, 1)
         enc = None if self.hidden is None else self.hidden[:1].expand(rows, -1, -1)  # (rows, max_src, d_model): shape only
         src_mask = None if self.src_mask is None else self.src_mask[sentence]  # (rows, max_src)
-        logits, out_cache = self.family.forward(self.model, tokens, cache, hidden=enc, src_mask=src_mask, mask=mask)
+        with by_source(self.model, [i for i, _, _, _ in batch], cross_states) if cross_states else contextlib.nullcontext():
+            logits, out_cache = self.family.forward(self.model, tokens, cache, hidden=enc, src_mask=src_mask, mask=mask)
         new = torch.stack([torch.stack([layer.keys[:, :, -1], layer.values[:, :, -1]], dim=1)  # (rows, 2, heads, head_dim)
                            for layer in self.family.self_cache(out_cache).layers], dim=1)  # (rows, layers, 2, heads, head_dim)
         slots = self.arena.write(new)
-        logp = torch.log_softmax(logits.float(), dim=-1)  # (rows, vocab)
+        logp = log_softmax_(logits)  # (rows, vocab)
         self.rounds += 1
+        blocks = []  # per sentence of the batch: (its search, first row, end, its prefixes, their scores)
         first = 0
         while first < rows:
             i = batch[first][0]
@@ -354,12 +421,22 @@ class BatchedSearch:
                 end += 1
             search = self.searches[i]
             part = batch[first:end + 1]
-            search.expansions += len(part)
-            search.batches += 1
-            search.add_nodes([search.tokens[parent] + (token,) for _, parent, token, _ in part],
-                             [parent_slots[r] + (slots[r],) for r in range(first, end + 1)],
-                             [score for _, _, _, score in part], logp[first:end + 1])
+            blocks.append((search, first, end + 1, [search.tokens[parent] + (token,) for _, parent, token, _ in part],
+                           [score for _, _, _, score in part]))
             first = end + 1
+        for search, first, end, prefixes, _ in blocks:
+            search.mask(prefixes, logp[first:end])
+        stops = logp[:, list(self.searches[0].special.stops)].tolist()  # (rows, stops)
+        for search, first, end, prefixes, scores in blocks:
+            search.note_stops([(prefixes, scores, stops[first:end])])
+        # every sentence's stops noted: each row's children selected against its sentence's floor, all in one pass
+        tokens, children, ends = select_children(logp, [score for _, _, _, score in batch],
+                                                 [search.floor for search, first, end, _, _ in blocks for _ in range(first, end)])
+        for search, first, end, prefixes, _ in blocks:
+            search.expansions += end - first
+            search.batches += 1
+            search.add_nodes(prefixes, [parent_slots[r] + (slots[r],) for r in range(first, end)], tokens, children,
+                             ends[first:end], start=ends[first - 1] if first else 0)
 
     def run(self) -> None:
         for search in self.searches:

@@ -27,11 +27,15 @@ Decisions where Yan et al. (2022) is silent:
 Speed: the exact searches, plain beams and Monte Carlo samples of up to 32 sentences run
 together in lockstep (``decode_sources``; the samples of one sentence share the rows of their
 common prefixes, decoders/sampling.py), so per-sentence ``seconds`` are the chunk's time per
-sentence. Each sentence is encoded once for the three decoders, and each distinct hypothesis
-decoded to text once (``Detokenizer``). Where a snapshot's time goes, and what it was before:
-``make bench-snapshot`` (docs/benchmarks.md). The forward batches are what they were, so the
-floats, and the records, are too: about 60% of a snapshot is the model's forward passes, whose
-rows (top-k expansions, distinct sample prefixes) the records fix.
+sentence. Each sentence is encoded once for the three decoders, its cross-attention states
+computed once per decoder and read in place by every row of that sentence
+(``simpe.decoders.cross``), and each distinct hypothesis decoded to text once
+(``Detokenizer``). The min-heap beam that bounds the exact search is the search's first part:
+its prefixes join the search tree with their states and rows (decoders/topk.py). Where a
+snapshot's time goes, and what it was before: ``make bench-snapshot`` (docs/benchmarks.md).
+The forward batches are what they were, so the floats, and the records, are too: most of a
+snapshot is the model's forward passes, whose rows (top-k expansions, distinct sample
+prefixes, the beams' rows) the records fix.
 
 ``snapshot`` is what the online loop calls every N segments; ``evaluate`` also returns the
 per-sentence records ``simpe rank`` writes (study.py). ``check`` refuses bad settings before

@@ -1,0 +1,97 @@
+"""Cross-attention of a batch's rows to their own source's encoder states, read in place rather than copied per row.
+
+A decoder batch holds the rows of several sources (the beams, samples or search prefixes of a probe set), grouped by
+source. transformers' attention reads the cross-attention keys and values from the cache as one (heads, src_len,
+head_dim) block per row, so the decoders gathered each row's copy from its source's states: src_len x d_model x 2 floats
+per row, layer and step, the largest memory traffic of a sampling step, which the attention then read again. Under
+``by_source`` the cache holds each source's states once, (sources, heads, max_src, head_dim), and the model's attention
+function is, for that pass, a wrapper of transformers' own ``sdpa`` (registered under ``NAME``, masks made by the same
+``sdpa_mask``) that runs each source's rows against that source's states as a broadcast view. Each row's output is the
+value its own copy gave (the kernel computes rows independently and follows strides; the tests compare the records);
+every other attention call (self-attention, the encoder, the update's passes) goes to ``sdpa`` unchanged.
+
+``usable`` says where: a family whose attention reads the cache's cross-attention states and calls transformers'
+attention interface with them (Marian, mBART-50, M2M100/NLLB), running ``sdpa``, on a transformers that has the
+interfaces. Elsewhere (T5's position bias, a causal LM, ``eager`` attention) the decoders gather per row as before.
+"""
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import functools
+from collections.abc import Iterator
+from typing import Any
+
+import torch
+
+NAME = "simpe_sdpa_by_source"
+FAMILIES = ("marian", "mbart", "m2m100")  # simpe.models families whose attention reads the cache's cross-attention states
+
+# the pass under way: (its row blocks as (first row, end, source), the per-source state tensors it holds in the cache)
+_PASS: contextvars.ContextVar[tuple[list[tuple[int, int, int]], list[torch.Tensor]] | None] = contextvars.ContextVar(
+    "simpe_cross_pass", default=None)
+
+
+def _attention(module: Any, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, attention_mask: Any,
+               *args: Any, **kwargs: Any) -> tuple[torch.Tensor, None]:
+    """transformers' ``sdpa_attention_forward``; a cross-attention call over per-source states runs source by source."""
+    from transformers.integrations.sdpa_attention import sdpa_attention_forward
+
+    current = _PASS.get()
+    if current is None or not any(key is held for held in current[1]):
+        return sdpa_attention_forward(module, query, key, value, attention_mask, *args, **kwargs)
+    outputs = []
+    for first, end, source in current[0]:
+        rows = end - first
+        mask = attention_mask if attention_mask is None or attention_mask.shape[0] == 1 else attention_mask[first:end]
+        out, _ = sdpa_attention_forward(module, query[first:end], key[source:source + 1].expand(rows, -1, -1, -1),
+                                        value[source:source + 1].expand(rows, -1, -1, -1), mask, *args, **kwargs)
+        outputs.append(out)  # (rows, q_len, heads, head_dim)
+    return torch.cat(outputs), None
+
+
+@functools.cache
+def _registered() -> bool:
+    """Register ``NAME`` with transformers' attention and mask interfaces, once; False where either is missing."""
+    try:
+        from transformers import AttentionInterface
+        from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, AttentionMaskInterface, sdpa_mask
+    except ImportError:
+        return False
+    AttentionInterface.register(NAME, _attention)
+    AttentionMaskInterface.register(NAME, sdpa_mask)
+    return NAME in ALL_MASK_ATTENTION_FUNCTIONS._global_mapping  # a mask-less name would drop the padding masks
+
+
+def usable(model: Any, family: Any) -> bool:
+    """Whether ``model``'s passes may hold per-source cross-attention states (``by_source``): a family of ``FAMILIES``
+    (by name: a run's code fingerprint counts only its own family's module) running ``sdpa``."""
+    return (family.name in FAMILIES and getattr(model.config, "_attn_implementation", None) == "sdpa"
+            and _registered())
+
+
+def blocks(row_source: list[int]) -> list[tuple[int, int, int]]:
+    """The runs of rows of one source: (first row, end, source), in row order."""
+    runs: list[tuple[int, int, int]] = []
+    first = 0
+    for row in range(1, len(row_source) + 1):
+        if row == len(row_source) or row_source[row] != row_source[first]:
+            runs.append((first, row, row_source[first]))
+            first = row
+    return runs
+
+
+@contextlib.contextmanager
+def by_source(model: Any, row_source: list[int], states: list[torch.Tensor]) -> Iterator[None]:
+    """One pass of ``model`` whose cache holds the cross-attention ``states`` (keys and values of every layer, each
+    (sources, heads, max_src, head_dim)) once per source, for rows grouped by source (``row_source``). Only where
+    ``usable``. The model's configuration is as before afterwards."""
+    config = model.config
+    before = config._attn_implementation
+    token = _PASS.set((blocks(row_source), states))
+    config._attn_implementation = NAME
+    try:
+        yield
+    finally:
+        config._attn_implementation = before
+        _PASS.reset(token)
