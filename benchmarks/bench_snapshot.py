@@ -117,7 +117,10 @@ def worker(args: argparse.Namespace) -> int:
         torch.set_num_threads(args.threads)
     import simpe
     from simpe import log
-    from simpe.config.tree import RankingConfig
+    try:
+        from simpe.config.tree import RankingConfig
+    except ModuleNotFoundError:  # a tree from before issue 55 moved the config into a package (simpe/config.py)
+        from simpe.config import RankingConfig
     from simpe.model import load_model
     from simpe.ranking.evaluate import evaluate
 
