@@ -13,12 +13,11 @@ import os
 import shutil
 import struct
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
+from messages import one_line_error, simulate_args
 
-from simpe.cli import main
 from simpe.errors import ConfigError
 
 REPO = Path(__file__).resolve().parents[2]
@@ -28,19 +27,10 @@ BOMB = "a: &a [x, x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a,
 
 
 def _one_line(args: list[str], capsys: pytest.CaptureFixture, *fragments: str, seconds: float = 60.0) -> str:
-    capsys.readouterr()
-    start = time.perf_counter()
-    code = main(args)
-    took = time.perf_counter() - start
-    lines = capsys.readouterr().err.strip().splitlines()
-    assert code == 2 and len(lines) == 1 and lines[0].startswith("simpe: error: "), lines
-    assert [f for f in fragments if f not in lines[0]] == [], lines[0]
-    assert took < seconds, f"took {took:.1f} s"
-    return lines[0]
+    return one_line_error(args, capsys, *fragments, seconds=seconds)
 
 
-def _simulate(tmp_path: Path, *args: str) -> list[str]:
-    return ["simulate", *args, "--segments", "2", "--no-progress", "--runs-dir", str(tmp_path / "runs"), "--device", "cpu"]
+_simulate = simulate_args
 
 
 def _text(source: Path, reference: Path) -> list[str]:

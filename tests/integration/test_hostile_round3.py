@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import json
 import shutil
-import time
 from pathlib import Path
 
 import pytest
+from messages import one_line_error, simulate_args
 
 from simpe.cli import main
 
@@ -24,22 +24,10 @@ BOMB = "a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
 
 
 def _one_line(args: list[str], capsys: pytest.CaptureFixture, *fragments: str, seconds: float = 30.0) -> str:
-    capsys.readouterr()
-    start = time.perf_counter()
-    try:
-        code = main(args)
-    except SystemExit as exit:  # the parser's refusal: its one line, then exit 2
-        code = exit.code
-    took = time.perf_counter() - start
-    lines = capsys.readouterr().err.strip().splitlines()
-    assert code == 2 and len(lines) == 1 and lines[0].startswith("simpe: error: "), lines
-    assert [f for f in fragments if f not in lines[0]] == [], lines[0]
-    assert took < seconds, f"took {took:.1f} s"
-    return lines[0]
+    return one_line_error(args, capsys, *fragments, seconds=seconds)
 
 
-def _simulate(tmp_path: Path, *args: str) -> list[str]:
-    return ["simulate", *args, "--segments", "2", "--no-progress", "--runs-dir", str(tmp_path / "runs"), "--device", "cpu"]
+_simulate = simulate_args
 
 
 @pytest.mark.usefixtures("no_model_load")
