@@ -93,12 +93,12 @@ def group_identity(cfg: RunConfig, segments: list[Segment] | None = None,
     return {"digest": layout.group_digest(stream, model, memory), "stream": stream, "model": model, "memory": memory}
 
 
-def run_path(cfg: RunConfig, segments: list[Segment] | None = None, warm_pairs: list[tuple[str, str]] | None = None) -> Path:
-    """The run's folder: ``<runs_dir>/<dataset>-<split>--<model>--<N>seg--<digest>/<adapter>`` (``group_identity``:
-    ``segments`` and ``warm_pairs`` as the loop has read them, else read here)."""
+def run_path(cfg: RunConfig, identity: dict[str, str | None] | None = None) -> Path:
+    """The run's folder: ``<runs_dir>/<dataset>-<split>--<model>--<N>seg--<digest>/<adapter>`` (``identity``: the
+    run's ``group_identity`` where the caller has it, else computed here)."""
     model = model_name(cfg.model.path) if cfg.model.path else DEFAULT_MODEL.name
     warm = re.sub(r"[^A-Za-z0-9._=+,@-]", "_", Path(cfg.warm_start.path).stem).lstrip(".-") or "memory" if cfg.warm_start.path else None
-    digest = group_identity(cfg, segments, warm_pairs)["digest"]
+    digest = (identity or group_identity(cfg))["digest"]
     path = layout.run_path(cfg.runs_dir, cfg.data.name, cfg.data.split, model, cfg.data.segments, cfg.adapter, cfg.protocol.name,
                            warm, digest)
     if not layout.inside(path, cfg.runs_dir) or Path(path).resolve() == Path(cfg.runs_dir).resolve():
@@ -141,7 +141,7 @@ class Loop:
         self.decoder = DECODERS.build(cfg.decoder.name, **cfg.decoder.params)
         self.protocol = protocol_for(cfg)  # how each segment's post-edit arrives (simpe.loop.protocols)
         self.identity = group_identity(cfg, self.segments, self.warm_pairs)  # what the run's group compares
-        self.path = run_path(cfg, self.segments, self.warm_pairs)
+        self.path = run_path(cfg, self.identity)
         self.probe = probe_set(cfg, self.dataset, self.segments) if cfg.snapshots.every and cfg.snapshots.ranking else []
         self.forgetting = forgetting_set(cfg, self.dataset)
         self.probes = Probes(cfg, self.probe, self.forgetting, len(self.segments))
