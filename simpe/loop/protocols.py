@@ -20,7 +20,7 @@ from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, Any
 
 from simpe.errors import ConfigError
-from simpe.loop.interactive import COMPLETING_DECODERS, Effort, run_sessions
+from simpe.loop.interactive import COMPLETING_DECODERS, EFFORT_OF, Effort, run_sessions
 
 if TYPE_CHECKING:
     from simpe.config.tree import RunConfig
@@ -88,8 +88,6 @@ def protocol_for(cfg: RunConfig) -> Protocol:
 
 def effort_of(correction: Correction) -> Any:
     """The correction's effort, as the loop's scorer takes it (``metrics.online.OnlineScorer.add``)."""
-    from simpe.loop.interactive import EFFORT_OF
-
     if correction.effort is None:
         return None
     return {EFFORT_OF[level]: e.stats() for level, e in correction.effort.items()}
