@@ -173,6 +173,28 @@ class TermCounter:
         return {name: ratio(num, den) for name, (num, den) in self.all_totals().items()}
 
 
+def term_corpus(counter: TermCounter, sources: Sequence[str], hypotheses: Sequence[str], references: Sequence[str],
+                post_edits: Sequence[str] | None = None, pipeline: Any = None, content: Any = None) -> list[TermSegment]:
+    """The term figures of a whole stream of detokenised texts, in stream order (``counter`` advances).
+
+    Args:
+        pipeline: the R metrics' target pipeline (``simpe.metrics.text.TextPipeline``, truecaser included); default:
+            the matcher's Moses tokeniser (the same term figures: the target side ignores case).
+        content: the R metrics' ``ContentWords``; given, the ``nonterm:`` R values are counted on its types.
+    """
+    if not len(sources) == len(hypotheses) == len(references) or (post_edits is not None and len(post_edits) != len(sources)):
+        raise DataError(f"{len(sources)} sources, {len(hypotheses)} hypotheses, {len(references)} references"
+                        + ("" if post_edits is None else f", {len(post_edits)} post-edits") + ": give as many of each")
+    tokens = (pipeline or counter.matcher.target_pipeline).tokens
+    out = []
+    for i, (source, hypothesis, reference) in enumerate(zip(sources, hypotheses, references)):
+        hyp, ref = tokens(hypothesis), tokens(reference)
+        post_edit = None if post_edits is None else tokens(post_edits[i])
+        types = {} if content is None else {"hyp_types": content(hyp), "ref_types": content(ref)}
+        out.append(counter.add(counter.matcher.source_tokens(source), hyp, ref, post_edit, **types))
+    return out
+
+
 def term_signature(glossary_name: str, glossary_bytes: bytes, entries: int, *, source_lang: str, target_lang: str,
                    scope: str, version: str) -> str:
     """The term metrics' settings in sacreBLEU's manner, e.g.

@@ -5,7 +5,7 @@ import pytest
 
 from simpe.errors import DataError
 from simpe.terms.match import TermMatcher, find_all
-from simpe.terms.score import REPEAT, T0, T1, TERM, TERM_METRICS, TermCounter, term_signature
+from simpe.terms.score import REPEAT, T0, T1, TERM, TERM_METRICS, TermCounter, term_corpus, term_signature
 
 GLOSSARY = [("Sort Ascending", "Aufsteigend sortieren"),  # 0: multi-word on both sides
             ("Cell", "Zelle"),                             # 1
@@ -136,6 +136,21 @@ def test_observe_checks_the_logged_counts(matcher: TermMatcher) -> None:
         TermCounter(matcher).observe({**logged, T1: [1, 1]}, *args)
     with pytest.raises(DataError, match="has no 'term-repeat' value"):
         TermCounter(matcher).observe({TERM: [0, 1], T0: [0, 1], T1: [0, 0]}, *args)
+
+
+def test_term_corpus_with_the_r_pipeline(matcher: TermMatcher) -> None:
+    from simpe.metrics.stopwords import load_stopwords
+    from simpe.metrics.text import ContentWords
+
+    content = ContentWords(load_stopwords("de"), "exact", "punct-or-digits")
+    counter = TermCounter(matcher)
+    segments = term_corpus(counter, ["Choose Tools.", "Choose Tools."], ["Wählen Sie Werkzeuge.", "Wählen Sie Extras."],
+                           ["Wählen Sie Extras.", "Wählen Sie Extras."], content=content)
+    # "Sie" is no German stopword in the exact-case list; "Extras" is a target word, so R counts Wählen and Sie
+    assert [s.counts[TERM] for s in segments] == [[0, 1], [1, 1]] and segments[1].counts[REPEAT] == [0, 1]
+    assert segments[0].counts["nonterm:r0"] == [2, 2] and segments[1].counts["nonterm:r1"] == [2, 2]
+    with pytest.raises(DataError, match="2 sources, 1 hypotheses, 2 references: give as many of each"):
+        term_corpus(TermCounter(matcher), ["a", "b"], ["a"], ["a", "b"])
 
 
 def test_term_metrics_score_summed_statistics() -> None:
