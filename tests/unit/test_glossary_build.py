@@ -144,3 +144,26 @@ def test_every_shipped_entry_is_used_by_a_reference(shipped: tuple[list[str], di
         if not found:
             unused.append((source, target))
     assert unused == []
+
+
+def test_the_terminology_page_states_the_manifests_counts(shipped: tuple[list[str], dict]) -> None:
+    """docs/terms.md's count tables are the manifest's (make glossary writes the manifest; the page follows it)."""
+    _, entry = shipped
+    page = (DEFAULT_DIR.parents[1] / "docs" / "terms.md").read_text(encoding="utf-8")
+    block = page.split("<!-- glossary counts:", 1)[1].split("<!-- end of glossary counts -->", 1)[0]
+
+    def n(value: int) -> str:
+        return f"{value:,}"
+
+    for label, key in (("quotes of UI strings in aligned scalc and schart paragraphs", "quotes"),
+                       ("distinct quoted UI strings", "quoted_ui_strings"), ("of them in the UI catalogs", "in_catalogs"),
+                       ("of them used by a reference (by the rule above)", "used_by_a_reference"),
+                       ("dropped: target equals source", "dropped_target_equals_source")):
+        assert f"| {label} | {n(entry[key])} |" in block
+    assert f"| **entries** | **{n(entry['entries'])}** |" in block
+    stream, dev = entry["occurrences"]["stream"], entry["occurrences"]["dev"]
+    for label, figures in (("scalc stream, first 500", stream["first_500"]), ("scalc stream, first 2,000", stream["first_2000"]),
+                           ("scalc stream, whole", stream), ("schart (dev)", dev)):
+        row = [figures[k] for k in ("segments", "occurrences", "segments_with_a_term", "entries_occurring",
+                                    "first_occurrences", "later_occurrences")]
+        assert f"| {label} | " + " | ".join(n(v) for v in row) + " |" in block, label
