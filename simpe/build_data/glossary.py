@@ -42,8 +42,17 @@ from pathlib import Path
 
 from simpe.build_data.gettext import read_catalog
 from simpe.build_data.help import extract_quotes, extract_segments
-from simpe.build_data.libreoffice import (GLOSSARY_NOTICE_MARK, HELP_SUBDIR, PACKAGES, SPLIT_OF_MODULE, SRC_LANG,
-                                          TGT_LANG, UI_SUBDIR, fetch_packages, package_versions)
+from simpe.build_data.libreoffice import (
+    GLOSSARY_NOTICE_MARK,
+    HELP_SUBDIR,
+    PACKAGES,
+    SPLIT_OF_MODULE,
+    SRC_LANG,
+    TGT_LANG,
+    UI_SUBDIR,
+    fetch_packages,
+    package_versions,
+)
 from simpe.errors import DataError
 from simpe.terms.match import TermMatcher, find_all, fold
 

@@ -94,7 +94,8 @@ def test_tbx_entries_languages_and_skipped_entries(tmp_path: Path) -> None:
 <termEntry id="t2">
   <langSet><tig><term>Cell</term></tig></langSet>
   <langSet xml:lang="fr"><tig><term>Cellule</term></tig></langSet>
-  <langSet xml:lang="de"><tig><term>Zellchen</term><termNote type="administrativeStatus">deprecatedTerm-admn-sts</termNote></tig><tig><term>Zelle</term></tig><tig><term>Zellen</term></tig></langSet>
+  <langSet xml:lang="de"><tig><term>Zellchen</term><termNote type="administrativeStatus">deprecatedTerm-admn-sts</termNote></tig>
+    <tig><term>Zelle</term></tig><tig><term>Zellen</term></tig></langSet>
 </termEntry>
 <termEntry id="t3">
   <langSet xml:lang="en"><tig><term>Only English</term></tig></langSet>

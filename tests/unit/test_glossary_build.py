@@ -10,8 +10,7 @@ import pytest
 from test_gettext import mo_bytes
 from test_help import EN_PAGE, _write_help
 
-from simpe.build_data.glossary import (GLOSSARY_FILE, NOTICE_MARK, help_quotes, quoted_items, select_entries,
-                                       ui_form, ui_translations, write_glossary)
+from simpe.build_data.glossary import GLOSSARY_FILE, NOTICE_MARK, help_quotes, quoted_items, select_entries, ui_form, ui_translations, write_glossary
 from simpe.build_data.help import extract_quotes
 from simpe.build_data.libreoffice import build_from
 from simpe.datasets.libreoffice import DEFAULT_DIR, LibreOfficeDataset
