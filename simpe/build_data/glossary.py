@@ -243,13 +243,13 @@ def notice_section(figures: dict[str, int], versions: dict[str, str]) -> str:
     version = versions.get("libreoffice-l10n-de", "")
     return "\n".join([
         f"{NOTICE_MARK} holds {figures['entries']} entries: English UI strings that the",
-        "LibreOffice Calc and Chart help (libreoffice-help-en-us) quotes in its menuitem and emph",
-        f"spans, each with its German translation from the UI catalogs of libreoffice-l10n-de {version},",
-        "kept where the aligned German help paragraph (libreoffice-help-de) uses that translation.",
-        "Both are LibreOffice's own text (MPL-2.0, above); simpe chose the entries and otherwise",
-        "changed only whitespace, UI mnemonics and a trailing ellipsis or colon. The German help is",
-        "an independent translation by LibreOffice's translators, not a post-edit of machine",
-        "translation.", ""])
+        "LibreOffice Calc and Chart help (libreoffice-help-en-us) quotes in its menuitem and",
+        "emph spans, each with its German translation from the UI catalogs of",
+        f"libreoffice-l10n-de {version}, kept where the aligned German help paragraph",
+        "(libreoffice-help-de) uses that translation. Both are LibreOffice's own text (MPL-2.0,",
+        "above); simpe chose the entries and otherwise changed only whitespace, UI mnemonics and",
+        "a trailing ellipsis or colon. The German help is an independent translation by",
+        "LibreOffice's translators, not a post-edit of machine translation.", ""])
 
 
 def write_glossary(out_dir: Path, selection: Selection, versions: dict[str, str]) -> dict[str, object]:
