@@ -166,3 +166,9 @@ def test_the_terminology_page_states_the_manifests_counts(shipped: tuple[list[st
         row = [figures[k] for k in ("segments", "occurrences", "segments_with_a_term", "entries_occurring",
                                     "first_occurrences", "later_occurrences")]
         assert f"| {label} | " + " | ".join(n(v) for v in row) + " |" in block, label
+
+
+def test_the_data_page_states_the_entry_count(shipped: tuple[list[str], dict]) -> None:
+    _, entry = shipped
+    page = (DEFAULT_DIR.parents[1] / "docs" / "data.md").read_text(encoding="utf-8")
+    assert f"ships too: {entry['entries']} UI strings" in page
