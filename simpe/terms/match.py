@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from simpe.errors import DataError
 from simpe.metrics.text import TextPipeline
 
 SOURCE_CASE = "exact"
@@ -67,8 +68,10 @@ class TermMatcher:
         self.target_pipeline = TextPipeline(target_lang, None)
         self.source_terms = [tuple(self.source_pipeline.tokens(source)) for source, _ in self.pairs]
         self.target_terms = [fold(self.target_pipeline.tokens(target)) for _, target in self.pairs]
-        empty = [self.pairs[i] for i in range(len(self.pairs)) if not self.source_terms[i] or not self.target_terms[i]]
-        assert not empty, f"terms with no tokens: {empty[:3]}"  # the loader refuses empty sides
+        for (source, target), source_term, target_term in zip(self.pairs, self.source_terms, self.target_terms):
+            if not source_term or not target_term:  # the loader refuses empty sides; control characters tokenise to nothing
+                raise DataError(f"glossary entry {source!r} -> {target!r} has no {'source' if not source_term else 'target'} "
+                                "token after Moses tokenisation (only control characters?); give a printable term")
 
     def __len__(self) -> int:
         return len(self.pairs)

@@ -49,6 +49,11 @@ def test_target_side_case_ignored_whole_tokens(matcher: TermMatcher, target: str
     assert matcher.in_target(matcher.target_tokens(target)) == expected
 
 
+def test_a_term_without_tokens_is_refused() -> None:
+    with pytest.raises(DataError, match=r"glossary entry 'Cell' -> '\\x01' has no target token after Moses tokenisation"):
+        TermMatcher([("Cell", "\x01")])
+
+
 def test_find_all_on_token_tuples() -> None:
     assert find_all(["a", "b", "a", "b", "c"], [("b", "c"), ("a", "b"), ("c", "d"), ("c",)]) == [0, 1, 3]
     assert find_all([], [("a",)]) == []
