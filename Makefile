@@ -32,7 +32,7 @@ SWEEP ?=
 GRID ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help venv comet-env test-compat simulate test check-generated lint test-slow docs write-docs corpus demo-model demo-model-small baseline select-fixed compare plot report replicate stopwords \
+.PHONY: help venv comet-env test-compat simulate test check-generated lint test-slow docs write-docs corpus glossary demo-model demo-model-small baseline select-fixed compare plot report replicate stopwords \
         bench-loop bench-interactive bench-metrics bench-topk bench-snapshot bench-simulate bench-train bench-scale bench-size fit-speed device-check device-wheels sweep clean-runs \
         serve bench-serve
 
@@ -127,6 +127,9 @@ test-slow: $(STAMP) ## the tests marked slow, which make test leaves out (each n
 
 corpus: $(STAMP) ## build data/libreoffice (splits, train vocabulary) from Debian's LibreOffice 7.4 packages, plus GNOME help and gettext catalogs of other Debian packages in train (needs apt-get)
 	$(PY) -m simpe corpus libreoffice
+
+glossary: $(STAMP) ## build data/libreoffice/glossary.tsv: the UI strings the Calc and Chart help quotes, with their German UI translations, where the German help uses them (needs apt-get; docs/terms.md)
+	$(PY) -m simpe corpus glossary
 
 demo-model: $(STAMP) ## train the demo model into models/demo-en-de (the defaults, the train section of defaults.yaml, are the shipped model's: 11,000 steps; ARGS="--resume ..." goes on)
 	@test -f data/libreoffice/train.en || $(MAKE) corpus

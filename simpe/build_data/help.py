@@ -3,7 +3,9 @@
 LibreOffice 7.4 ships its help as HTML pages converted from ``.xhp``. Every paragraph and
 heading carries an id (``par_id…``, ``hd_id…``) that is the same in every language, so
 (file, id) aligns the en-US and de pages. This module turns one page into an ordered
-list of ``(id, text)``; it does not align languages (see ``libreoffice.py``).
+list of ``(id, text)`` (``extract_segments``), and lists the UI strings each paragraph quotes
+(``extract_quotes``: the ``menuitem`` and ``emph`` spans, read by ``glossary.py``); it does not align languages
+(see ``libreoffice.py``).
 
 Rendering decisions (what the user of the non-macOS Calc/Writer/... sees):
 
@@ -127,16 +129,9 @@ def normalise(text: str) -> str:
     return WHITESPACE.sub(" ", text.replace("\xa0", " ")).strip()
 
 
-def extract_segments(html: str, module: str | None = None) -> list[tuple[str, str]]:
-    """Return the ordered ``(segment id, text)`` pairs of one help page.
-
-    Args:
-        html: the page's HTML.
-        module: the help module the page belongs to (``scalc``, ``shared``…); picks the
-            variant of application switches. ``None`` keeps the default variants.
-    """
-    app = MODULE_APP.get(module or "")
-    segments: list[tuple[str, str]] = []
+def _segment_nodes(root: Node, app: str | None) -> list[tuple[str, Node]]:
+    """The element of every segment id (its first occurrence), in document order, switches resolved for ``app``."""
+    nodes: list[tuple[str, Node]] = []
     seen: set[str] = set()
 
     def walk(node: Node) -> None:
@@ -149,15 +144,68 @@ def extract_segments(html: str, module: str | None = None) -> list[tuple[str, st
                 if chosen is not None:
                     walk(chosen)
                 continue
-            if SEGMENT_ID.match(seg_id):
-                if seg_id not in seen:
-                    seen.add(seg_id)
-                    parts: list[str] = []
-                    _text(child, app, parts)
-                    text = normalise("".join(parts))
-                    if text:
-                        segments.append((seg_id, text))
+            if SEGMENT_ID.match(seg_id) and seg_id not in seen:
+                seen.add(seg_id)
+                nodes.append((seg_id, child))
             walk(child)
 
-    walk(parse_html(html))
+    walk(root)
+    return nodes
+
+
+def extract_segments(html: str, module: str | None = None) -> list[tuple[str, str]]:
+    """Return the ordered ``(segment id, text)`` pairs of one help page.
+
+    Args:
+        html: the page's HTML.
+        module: the help module the page belongs to (``scalc``, ``shared``…); picks the
+            variant of application switches. ``None`` keeps the default variants.
+    """
+    app = MODULE_APP.get(module or "")
+    segments: list[tuple[str, str]] = []
+    for seg_id, node in _segment_nodes(parse_html(html), app):
+        parts: list[str] = []
+        _text(node, app, parts)
+        text = normalise("".join(parts))
+        if text:
+            segments.append((seg_id, text))
     return segments
+
+
+QUOTE_CLASSES = frozenset({"menuitem", "emph"})  # the spans in which the help quotes UI strings
+
+
+def _quotes(node: Node, app: str | None, classes: frozenset[str], out: list[str]) -> None:
+    for child in node.children:
+        if isinstance(child, str) or child.tag in SKIP_TAGS or child.tag == "br":
+            continue
+        if SEGMENT_ID.match(child.attrs.get("id", "")) or "hidden" in child.attrs:
+            continue  # a nested segment of its own, or hidden text
+        if SWITCH_CLASSES.intersection(child.classes):
+            chosen = _choose_variant(child, app)
+            if chosen is not None:
+                _quotes(chosen, app, classes, out)
+            continue
+        if classes.intersection(child.classes):
+            parts: list[str] = []
+            _text(child, app, parts)
+            text = normalise("".join(parts))
+            if text:
+                out.append(text)
+            continue  # a quote inside a quote is part of the outer one
+        _quotes(child, app, classes, out)
+
+
+def extract_quotes(html: str, module: str | None = None,
+                   classes: frozenset[str] = QUOTE_CLASSES) -> list[tuple[str, list[str]]]:
+    """Return the ordered ``(segment id, quoted texts)`` of one help page: the text of every span of ``classes``
+    (``menuitem``, ``emph``: menu paths, dialog, field and command names) in each segment's text as
+    ``extract_segments`` renders it, outermost spans only; segments with no quote are left out."""
+    app = MODULE_APP.get(module or "")
+    out: list[tuple[str, list[str]]] = []
+    for seg_id, node in _segment_nodes(parse_html(html), app):
+        quotes: list[str] = []
+        _quotes(node, app, classes, quotes)
+        if quotes:
+            out.append((seg_id, quotes))
+    return out

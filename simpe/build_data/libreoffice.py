@@ -270,6 +270,23 @@ def _count_train(extra: ExtraCorpus, splits: dict[str, list[Segment]]) -> dict[s
     return dict(sorted(Counter(source_of(s) for s in splits["train"]).items()))
 
 
+GLOSSARY_NOTICE_MARK = "The glossary (glossary.tsv)"  # where the NOTICE's glossary section starts (simpe.build_data.glossary)
+
+
+def _keep_glossary(out_dir: Path, manifest: dict, notice: str) -> tuple[dict, str]:
+    """The new manifest and NOTICE with the glossary's entry and section of the old ones (``make glossary`` wrote them;
+    rebuilding the corpus keeps them: run ``make glossary`` again when the splits changed)."""
+    old_manifest, old_notice = out_dir / "manifest.json", out_dir / "NOTICE"
+    if (out_dir / "glossary.tsv").exists() and old_manifest.exists():
+        entry = json.loads(old_manifest.read_text(encoding="utf-8")).get("glossary")
+        if entry is not None:
+            manifest = {**manifest, "glossary": entry}
+        text = old_notice.read_text(encoding="utf-8") if old_notice.exists() else ""
+        if GLOSSARY_NOTICE_MARK in text:
+            notice = notice.rstrip("\n") + "\n\n" + GLOSSARY_NOTICE_MARK + text.split(GLOSSARY_NOTICE_MARK, 1)[1]
+    return manifest, notice
+
+
 def build_from(help_root: Path, ui_root: Path, out_dir: Path, versions: dict[str, str],
                extra: ExtraCorpus | None = None) -> dict[str, int]:
     """Align, split and write the corpus from unpacked help pages and UI catalogs.
@@ -305,6 +322,7 @@ def build_from(help_root: Path, ui_root: Path, out_dir: Path, versions: dict[str
         manifest["extra_sources"] = extra.figures
         notice += "\n" + licence_notice(extra.taken, versions)
     notice += "\n" + sample_notice(sample, extra, versions)
+    manifest, notice = _keep_glossary(out_dir, manifest, notice)
     (out_dir / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
     (out_dir / "NOTICE").write_text(notice)
     return {**{name: len(splits[name]) for name in SPLITS}, TRAIN_SAMPLE: len(sample)}

@@ -16,6 +16,12 @@ def add_corpus(sub: argparse._SubParsersAction) -> None:
     lo.add_argument("--cache", type=Path, default=Path("data/cache"), help="where .deb files are downloaded and unpacked (default: %(default)s)")
     lo.add_argument("--installed", action="store_true", help="read an installed LibreOffice under /usr instead of downloading its packages "
                                                                 "(the other packages are still downloaded)")
+    gl = csub.add_parser("glossary", help="build data/libreoffice/glossary.tsv: the UI strings the Calc and Chart help quotes, "
+                                          "with their German UI translations, where the German help uses them")
+    gl.add_argument("-o", "--out", type=Path, default=Path("data/libreoffice"),
+                    help="the corpus folder: reads its dev and stream splits, writes glossary.tsv there (default: %(default)s)")
+    gl.add_argument("--cache", type=Path, default=Path("data/cache"), help="where .deb files are downloaded and unpacked (default: %(default)s)")
+    gl.add_argument("--installed", action="store_true", help="read an installed LibreOffice under /usr instead of downloading its packages")
     gt = csub.add_parser("gettext", help="aligned (msgid, msgstr) pairs from .po/.mo files")
     gt.add_argument("paths", nargs="+", type=Path, help=".po or .mo files, or folders searched for them")
     gt.add_argument("-o", "--out", type=Path, required=True, help="output prefix: writes PREFIX.src and PREFIX.tgt (one segment per line)")
@@ -30,6 +36,13 @@ def cmd_corpus(args: argparse.Namespace) -> None:
         for name, count in counts.items():
             print(f"{name:12s} {count:7d} segments")
         print(f"wrote {args.out}")
+    elif args.corpus_command == "glossary":
+        from simpe.build_data.glossary import build as build_glossary
+
+        entry = build_glossary(args.out, args.cache, installed=args.installed)
+        stream = entry["occurrences"]["stream"]
+        print(f"{entry['entries']} entries; stream: {stream['occurrences']} occurrences in {stream['segments_with_a_term']} "
+              f"of {stream['segments']} segments -> {args.out / entry['file']}")
     else:
         from simpe.build_data.gettext import write_pairs
 

@@ -18,6 +18,7 @@ NEVER = {
     "methods": {"decoders", "metrics", "rundir", "loop", "cli"},
     "decoders": {"methods", "rundir", "loop", "cli"},
     "datasets": {"model", "metrics", "loop", "cli"},
+    "terms": {"model", "decoders", "methods", "rundir", "loop", "cli"},
     "rundir": {"model", "metrics", "decoders", "methods", "loop", "cli"},
     "report": {"model", "decoders", "methods", "loop", "cli"},
     "loop": {"report", "cli", "sweep", "track", "serve", "store", "measure"},
