@@ -18,13 +18,19 @@ def add_serve(sub: argparse._SubParsersAction) -> None:
         q.add_argument("--projects-dir", type=Path, default=Path("projects"),
                        help="where project folders go (default: %(default)s)")
 
-    def address_flags(q: argparse.ArgumentParser, default: str) -> None:
-        q.add_argument("--host", help=f"address to bind ({default}, {DEFAULT_HOST} by default: this machine only); any "
-                                      "other needs --tls-cert and --tls-key")
-        q.add_argument("--port", type=integer, help=f"port ({default}, {DEFAULT_PORT} by default)")
+    def address_flags(q: argparse.ArgumentParser, init: bool) -> None:
+        if init:  # the project's address: where serve run listens, and what the links show
+            host = f"address the project is served on, and its links show (default: {DEFAULT_HOST}, this machine only)"
+            port = f"port the project is served on, and its links show (default: {DEFAULT_PORT})"
+        else:
+            host = (f"address to bind for this start (default: the project's, from serve init; {DEFAULT_HOST}, this "
+                    "machine only, unless it said otherwise)")
+            port = f"port for this start (default: the project's, from serve init; {DEFAULT_PORT} unless it said otherwise)"
+        q.add_argument("--host", help=f"{host}; any other needs --tls-cert and --tls-key{' at serve run' if init else ''}")
+        q.add_argument("--port", type=integer, help=port)
 
     def server_flags(q: argparse.ArgumentParser) -> None:
-        address_flags(q, "default: the project's, from serve init")
+        address_flags(q, init=False)
         q.add_argument("--tls-cert", type=Path, help="TLS certificate (PEM), with --tls-key: serve HTTPS")
         q.add_argument("--tls-key", type=Path, help="TLS private key (PEM)")
         q.add_argument("--allow-host", action="append", default=[], metavar="NAME",
@@ -45,7 +51,7 @@ def add_serve(sub: argparse._SubParsersAction) -> None:
     init.add_argument("--reset", choices=["none", "document"], help="return to the base model at each document boundary")
     init.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                       help="override any config key (repeatable), as simpe simulate")
-    address_flags(init, "where serve run listens and the links point")
+    address_flags(init, init=True)
     projects_dir(init)
     token = ssub.add_parser("token", help="new links for translators (the old tokens stop working at once, on a running "
                                           "server too); adds a new name (served after the server restarts)")

@@ -66,8 +66,8 @@ def serve(folder: Path, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, tls_
     where = address(host, port, tls)
     if tokens is None and where != project.address:
         print(f"the links made by simpe serve init and simpe serve token point to {project.address}; this server is at "
-              f"{where}: the translators open it with the same #token=... (or serve it with the project's --host and "
-              "--port)")
+              f"{where}: the translators open it with the same #token=... (without --host and --port, serve run "
+              "listens where the links point)")
     print(f"serving project {project.name} on {where} (Ctrl+C stops; every submitted post-edit is already on disk)",
           flush=True)
     kwargs: dict[str, Any] = {"ssl_certfile": str(tls_cert), "ssl_keyfile": str(tls_key)} if tls else {}

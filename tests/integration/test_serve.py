@@ -254,6 +254,13 @@ def test_killing_the_server_loses_and_repeats_nothing(tmp_path: Path, one_torch_
     server = Server(tmp_path, tokens["alice"])
     view = server.view
     assert view["index"] == 4
+    # simpe serve token while the server process runs: the old token is refused at the next request, the new one works
+    new = projects.reissue(tmp_path / "projects", "study", ["alice"])
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        server.get()
+    assert refused.value.code == 401
+    server.token = new["alice"]
+    assert server.get()["index"] == 4
     while not view["done"]:
         view = server.submit(view["index"], post_edit(view))
     server.kill()
