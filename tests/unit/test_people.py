@@ -189,3 +189,21 @@ def test_cli_compare_and_report_with_translators(group_dir: Path, tmp_path: Path
     assert main(["report", str(group_dir), "--bootstrap", "20", "--out", str(tmp_path)]) == 0
     page = (tmp_path / "report.html").read_text()
     assert "<table id='people' class='effort'>" in page and "own post-edit" in page
+
+
+def test_the_browser_shows_a_translators_own_post_edit(group_dir: Path, tmp_path: Path) -> None:
+    """In headless Chromium: segment 0's row labels the stream's post-edit and shows anna's own under her hypothesis
+    with its HTER; the translators' table is on the page."""
+    from test_report import _browser, _dom
+
+    from simpe.report.html import write_report
+
+    browser = _browser()
+    page = write_report(load_group([group_dir]), tmp_path, num_resamples=20)
+    dom = _dom(browser, page, "#seg=0")
+    row = dom[dom.index('id="seg-0"'):dom.index('id="seg-1"')]
+    _, references = stream(N)
+    own = post_edits_of(references, "anna")[0]
+    assert "<b>stream post-edit</b>" in row and f"<b>own post-edit</b> {own} " in row
+    assert row.count("own post-edit") == 2  # anna and ben; the simulated runs have none
+    assert '<table id="people" class="effort">' in dom
