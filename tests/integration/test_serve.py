@@ -134,6 +134,10 @@ def test_translators_adapt_apart_and_their_runs_sit_beside_simulated_runs(tmp_pa
     assert summary["human"]["keystrokes"] == 6 and summary["human"]["hter"] == summary["corpus"]["ter"]
     # each record is scored twice: against the person's post-edit (HTER) and against the stream's reference, with the
     # statistics sacreBLEU gives the shown translation against the stream's reference (as the baseline's records)
+    from simpe.report.people import STREAM as READ
+    from simpe.serve.session import STREAM as WRITTEN
+
+    assert WRITTEN == READ == "stream"  # the writer's key is the reader's
     bleu, ter = metric_for("bleu"), metric_for("ter")
     stream_refs = [r["reference"] for r in base_records]
     for people in (alice_records, _records(sessions["bob"].path)):
