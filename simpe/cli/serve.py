@@ -18,10 +18,19 @@ def add_serve(sub: argparse._SubParsersAction) -> None:
         q.add_argument("--projects-dir", type=Path, default=Path("projects"),
                        help="where project folders go (default: %(default)s)")
 
+    def address_flags(q: argparse.ArgumentParser, init: bool) -> None:
+        if init:  # the project's address: where serve run listens, and what the links show
+            host = f"address the project is served on, and its links show (default: {DEFAULT_HOST}, this machine only)"
+            port = f"port the project is served on, and its links show (default: {DEFAULT_PORT})"
+        else:
+            host = (f"address to bind for this start (default: the project's, from serve init; {DEFAULT_HOST}, this "
+                    "machine only, unless it said otherwise)")
+            port = f"port for this start (default: the project's, from serve init; {DEFAULT_PORT} unless it said otherwise)"
+        q.add_argument("--host", help=f"{host}; any other needs --tls-cert and --tls-key{' at serve run' if init else ''}")
+        q.add_argument("--port", type=integer, help=port)
+
     def server_flags(q: argparse.ArgumentParser) -> None:
-        q.add_argument("--host", default=DEFAULT_HOST,
-                       help="address to bind (default: %(default)s, this machine only); any other needs --tls-cert and --tls-key")
-        q.add_argument("--port", type=integer, default=DEFAULT_PORT, help="port (default: %(default)s)")
+        address_flags(q, init=False)
         q.add_argument("--tls-cert", type=Path, help="TLS certificate (PEM), with --tls-key: serve HTTPS")
         q.add_argument("--tls-key", type=Path, help="TLS private key (PEM)")
         q.add_argument("--allow-host", action="append", default=[], metavar="NAME",
@@ -42,8 +51,10 @@ def add_serve(sub: argparse._SubParsersAction) -> None:
     init.add_argument("--reset", choices=["none", "document"], help="return to the base model at each document boundary")
     init.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                       help="override any config key (repeatable), as simpe simulate")
+    address_flags(init, init=True)
     projects_dir(init)
-    token = ssub.add_parser("token", help="new links for translators (the old tokens stop working); adds a new name")
+    token = ssub.add_parser("token", help="new links for translators (the old tokens stop working at once, on a running "
+                                          "server too); adds a new name (served after the server restarts)")
     token.add_argument("name", help="project name")
     token.add_argument("translators", nargs="+", metavar="TRANSLATOR")
     projects_dir(token)
@@ -61,39 +72,51 @@ def add_serve(sub: argparse._SubParsersAction) -> None:
 def cmd_serve(args: argparse.Namespace) -> None:
     from simpe.errors import ConfigError
     from simpe.serve import project as projects
-    from simpe.serve.bind import DEFAULT_HOST, DEFAULT_PORT, check_bind, link
+    from simpe.serve.bind import DEFAULT_HOST, DEFAULT_PORT
 
     if args.serve_command == "init":
         flags = {"data.name": args.dataset, "data.split": args.split, "model.path": args.model, "data.segments": args.segments,
                  "protocol.name": args.protocol, "reset": args.reset}
         overrides = [f"{key}={value}" for key, value in flags.items() if value is not None] + args.overrides
-        _, tokens = projects.create(args.projects_dir, args.name, args.preset, overrides, args.translators)
+        project, tokens = projects.create(args.projects_dir, args.name, args.preset, overrides, args.translators,
+                                          args.host or DEFAULT_HOST, DEFAULT_PORT if args.port is None else args.port)
         print(f"project {args.name}: {projects.project_dir(args.projects_dir, args.name)}; each link is shown only now:")
         for name, token in tokens.items():
-            print(f"  {name}: {link(DEFAULT_HOST, DEFAULT_PORT, False, token)}")
-        print(f"serve it with: simpe serve run {args.name}")
+            print(f"  {name}: {project.link(token)}")
+        print(f"serve it with: simpe serve run {args.name}  (it listens on {project.address}, the address in these "
+              "links; serve run --host/--port serve it elsewhere, and the links then need the same change)")
         return
     if args.serve_command == "token":
-        for name, token in projects.reissue(args.projects_dir, args.name, args.translators).items():
-            print(f"  {name}: {link(DEFAULT_HOST, DEFAULT_PORT, False, token)}")
+        tokens = projects.reissue(args.projects_dir, args.name, args.translators)
+        project = projects.load(projects.project_dir(args.projects_dir, args.name))
+        for name, token in tokens.items():
+            print(f"  {name}: {project.link(token)}")
+        print(f"(links to {project.address}, where simpe serve run {args.name} listens unless --host/--port say "
+              "otherwise; a running server takes the new tokens at once and refuses the old ones; a translator new "
+              "to the project is served once the server is started again)")
         return
     if args.threads < 1:
         raise ConfigError(f"--threads must be >= 1, got {args.threads}")
-    from simpe.serve.server import serve
+    from simpe.serve.server import check_start, serve
 
-    check_bind(args.host, args.tls_cert, args.tls_key)  # before the models load
+    name = "demo" if args.serve_command == "demo" else args.name
+    folder = projects.project_dir(args.projects_dir, name)
+    project = projects.load(folder) if args.serve_command == "run" or (folder / projects.PROJECT_FILE).exists() else None
+    host = args.host or (project.host if project else DEFAULT_HOST)
+    port = args.port if args.port is not None else project.port if project else DEFAULT_PORT
+    sock = check_start(host, port, args.tls_cert, args.tls_key)  # every startup error, before tokens and models
     tokens = None
-    if args.serve_command == "demo":
-        name, translators = "demo", ["alice", "bob"]
-        folder = projects.project_dir(args.projects_dir, name)
-        if (folder / projects.PROJECT_FILE).exists():
-            tokens = projects.reissue(args.projects_dir, name, translators)
-        else:
-            _, tokens = projects.create(args.projects_dir, name, "full", ["data.segments=50"], translators)
-    else:
-        name = args.name
-    import torch
+    try:
+        if args.serve_command == "demo":
+            translators = ["alice", "bob"]
+            if project is not None:
+                tokens = projects.reissue(args.projects_dir, name, translators)
+            else:
+                _, tokens = projects.create(args.projects_dir, name, "full", ["data.segments=50"], translators, host, port)
+        import torch
 
-    torch.set_num_threads(args.threads)
-    serve(projects.project_dir(args.projects_dir, name), args.host, args.port, args.tls_cert, args.tls_key,
-          args.allow_host, tokens)
+        torch.set_num_threads(args.threads)
+    except BaseException:
+        sock.close()
+        raise
+    serve(folder, host, port, args.tls_cert, args.tls_key, args.allow_host, tokens, sock=sock)

@@ -7,6 +7,11 @@ are included) and tests every method against the baseline with a paired bootstra
 the metric's own ``score_from_stats`` (``simpe.metrics``), on the statistics where
 ``logged_stats`` says the loop put them. render.py writes the result. It never translates,
 never loads a model and never writes a run.
+
+A translator's run (``simpe serve``) is compared against the stream's references like every other run, through its
+records' second scoring (``simpe.report.people.stream_group``); its HTER and effort against the person's own
+post-edits are tabled apart (``Comparison.people``, ``Comparison.method_effort``), never tested against the baseline.
+A group without a translator's run is compared exactly as before.
 """
 from __future__ import annotations
 
@@ -22,6 +27,7 @@ from simpe.metrics import Metric, logged_stats, metric_for
 from simpe.metrics.effort import EFFORT_METRICS
 from simpe.metrics.online import signature_label
 from simpe.metrics.utility import COMET
+from simpe.report.people import Effort, group_effort, is_person, stream_group
 from simpe.rundir.reader import Run, RunGroup
 from simpe.stats import DEFAULT_RESAMPLES, DEFAULT_SEED, bootstrap_scores, paired_test, resample_counts
 
@@ -103,6 +109,9 @@ class Comparison:
     seed: int | None
     num_resamples: int
     notes: list[str]
+    # translators' runs (simpe serve): their effort against their own post-edits, per translator and per method
+    people: list[Effort] = field(default_factory=list)
+    method_effort: list[Effort] = field(default_factory=list)
 
 
 # ------------------------------------------------------------------ reading figures
@@ -208,18 +217,28 @@ def compare_runs(group: RunGroup, seed: int | None = DEFAULT_SEED, num_resamples
     """The comparison table of a checked run group, with paired bootstrap p-values.
 
     seed, num_resamples: the bootstrap's numpy seed and resample count (p-values repeat
-    exactly for the same seed). Every figure is in display units (R metrics in percent).
+    exactly for the same seed). Every figure is in display units (R metrics in percent). A translator's run is
+    compared through its scores against the stream's references (``Comparison.group`` holds that view).
     """
+    people, method_effort = group_effort(group)
+    group, reference_notes = stream_group(group)
     num_segments = group.num_segments
     signatures, notes = _signatures(group)
+    notes = reference_notes + notes
     columns = [column(key) for key in TABLE_COLUMNS]
     if all(_corpus_value(run, COMET, group) is not None for run in group.runs):
         columns.append(column(COMET))
     elif any(_corpus_value(run, COMET, group) is not None for run in group.runs):
         notes.append("COMET was scored for only some runs; its column is left out")
-    for key in EFFORT_METRICS:  # the interactive protocol's KSMR / WSR, when every run logged them
-        if all(_corpus_value(run, key, group) is not None for run in group.runs):
+    # the interactive protocol's KSMR / WSR, when every simulated run logged them: a translator typed their own
+    # post-edit, not the stream's reference, so their KSMR is in the translators' table, not here
+    simulated = [run for run in group.runs if not is_person(run)]
+    for key in EFFORT_METRICS:
+        if simulated and all(_corpus_value(run, key, group) is not None for run in simulated):
             columns.append(column(key))
+            if len(simulated) < len(group.runs):
+                notes.append(f"{column(key).label}: a translator's run has none against the stream's references (they "
+                             "typed their own post-edit); their own is in the translators' table")
 
     counts = resample_counts(num_segments, num_resamples, seed).astype(np.float64)  # (B, n)
     rows: list[Row] = []
@@ -232,7 +251,8 @@ def compare_runs(group: RunGroup, seed: int | None = DEFAULT_SEED, num_resamples
         for row in rows:
             value = _corpus_value(row.run, spec.key, group)
             row.values[spec.key] = None if value is None else value * spec.scale
-        _test_column(spec, rows, counts, num_segments, notes)
+        _test_column(spec, rows, counts, num_segments, notes,
+                     {run.name for run in group.runs if is_person(run)} if spec.key in EFFORT_METRICS else set())
 
     best: dict[str, set[str]] = {}
     for spec in columns:
@@ -246,7 +266,7 @@ def compare_runs(group: RunGroup, seed: int | None = DEFAULT_SEED, num_resamples
         notes.insert(0, f"Incomplete runs included ({incomplete}): every figure covers the first {num_segments}{total} "
                         f"segments (cumulative figures of segment {num_segments - 1}), not the summaries.")
     return Comparison(group=group, columns=columns, rows=rows, best=best, signatures=signatures, seed=seed,
-                      num_resamples=num_resamples, notes=notes)
+                      num_resamples=num_resamples, notes=notes, people=people, method_effort=method_effort)
 
 
 def _score_fn(spec: Column) -> Callable[[np.ndarray], np.ndarray]:
@@ -254,8 +274,10 @@ def _score_fn(spec: Column) -> Callable[[np.ndarray], np.ndarray]:
     return lambda summed: spec.metric.scores_from_stats(summed) * spec.scale
 
 
-def _test_column(spec: Column, rows: list[Row], counts: np.ndarray, num_segments: int, notes: list[str]) -> None:
-    """Fill deltas (from the logged figures) and bootstrap p-values (from the logged stats)."""
+def _test_column(spec: Column, rows: list[Row], counts: np.ndarray, num_segments: int, notes: list[str],
+                 exempt: set[str] | None = None) -> None:
+    """Fill deltas (from the logged figures) and bootstrap p-values (from the logged stats); ``exempt``: runs that
+    cannot have the column's statistics (named in a note of their own)."""
     baseline = rows[0]
     stats = {row.run.name: segment_stats(row.run, spec.key, num_segments) for row in rows}
     base_stats = stats[baseline.run.name]
@@ -277,7 +299,8 @@ def _test_column(spec: Column, rows: list[Row], counts: np.ndarray, num_segments
         row.deltas[spec.key] = None if base_value is None or value is None else value - base_value
         row.p_values[spec.key], row.delta_ci95[spec.key] = None, None
         if row_stats is None:
-            missing.append(row.run.name)
+            if row.run.name not in (exempt or set()):
+                missing.append(row.run.name)
             continue
         if score is None or base_resampled is None or base_observed is None:
             continue

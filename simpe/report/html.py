@@ -11,6 +11,10 @@ change against the baseline). Rows are rendered lazily, a screenful at a time, s
 segments x 8 methods stay responsive. Nothing is fetched from the network: data, styles,
 script and figures are inside the page.
 
+A translator's run (``simpe serve``) is shown as compare tables it (``simpe.report.people``): its figures, curves and
+word marks against the stream's references, like every run's; under its hypothesis, the translator's own post-edit
+with the segment's HTER; and the translators' tables (HTER and effort against their own post-edits).
+
 ``report_data`` returns what the page embeds (tests check it without a browser). This
 module reads runs only; it never translates and never writes outside ``OutputDir``.
 """
@@ -30,6 +34,7 @@ import numpy as np
 from simpe.report.compare import SIGNIFICANCE_LEVEL, SIGNIFICANT_MARK, Comparison, compare_runs
 from simpe.report.marks import as_json, group_marks, one_shot_disagreement, repeated_error_stats
 from simpe.report.page import PAGE, SCRIPT
+from simpe.report.people import EFFORT_KEYS, EFFORT_NOTE, OWN, POST_EDIT, Effort, stream_group
 from simpe.report.plotting import (
     DELTA_PANELS,
     cumulative_deltas,
@@ -79,9 +84,19 @@ def _table(comparison: Comparison) -> dict[str, Any]:
                      "p": {k: _num(v) for k, v in row.p_values.items()},
                      "adapted_parameters": row.adapted_parameters, "store_bytes": row.store_bytes,
                      "repeated": _repeated(row.run, comparison.group.num_segments)})
-    return {"columns": columns, "rows": rows, "best": {k: sorted(v) for k, v in comparison.best.items()},
-            "signatures": comparison.signatures, "notes": comparison.notes, "resamples": comparison.num_resamples,
-            "seed": comparison.seed}
+    table = {"columns": columns, "rows": rows, "best": {k: sorted(v) for k, v in comparison.best.items()},
+             "signatures": comparison.signatures, "notes": comparison.notes, "resamples": comparison.num_resamples,
+             "seed": comparison.seed}
+    if comparison.people:  # translators' runs: their effort against their own post-edits
+        table["people"] = [_effort(e) for e in comparison.people]
+        table["method_effort"] = [_effort(e) for e in comparison.method_effort]
+    return table
+
+
+def _effort(effort: Effort) -> dict[str, Any]:
+    out: dict[str, Any] = {key: getattr(effort, key) for key in EFFORT_KEYS}
+    return {**out, "seconds_per_segment": effort.seconds_per_segment,
+            "keystrokes_per_segment": effort.keystrokes_per_segment, "actions_per_char": effort.actions_per_char}
 
 
 def _curves(group: RunGroup) -> dict[str, Any]:
@@ -110,10 +125,12 @@ def report_data(group: RunGroup, comparison: Comparison) -> dict[str, Any]:
     ``curves``: cumulative deltas at ``x`` (every segment, or every n-th beyond
     MAX_CURVE_POINTS). ``snapshots``: logged series, random-kRG references, inexact ones.
     ``segments``: per segment ``[index, doc_id, seg_id, source, ref_tokens, ref_marks, r0, r1,
-    hyps, disagree]`` with ``hyps`` per run ``[hyp_tokens, marks, sbleu, r0+1 num, r0+1 den]``
-    and ``disagree`` the one-shot words methods disagree on. ``mismatches``: segments whose
+    hyps, disagree]`` with ``hyps`` per run ``[hyp_tokens, marks, sbleu, r0+1 num, r0+1 den]`` (a translator's run
+    adds ``own post-edit, its TER``; every figure before them is against the stream's reference) and ``disagree``
+    the one-shot words methods disagree on. ``people``: true when translators' runs are in (only then). ``mismatches``: segments whose
     marks do not reproduce the logged R counts (run name -> indices).
     """
+    group = stream_group(group)[0]  # translators' runs against the stream's references, as compare tables them
     colors = method_colors(group.runs)
     marks = group_marks(group)
     segments = []
@@ -125,11 +142,15 @@ def report_data(group: RunGroup, comparison: Comparison) -> dict[str, Any]:
             r01 = (record.get("metrics") or {}).get("r0+1") or [0, 0]
             hyps.append([record.get("hyp_tokens") or "", seg_marks.hyp_marks[run.name],
                          _segment_value(record, "sbleu"), int(r01[0]), int(r01[1])])
+            if OWN in record:  # a translator's: their own post-edit and this segment's HTER against it
+                hyps[-1] += [record[OWN][POST_EDIT], _num((record[OWN].get("metrics") or {}).get("ter"), 2)]
         segments.append([index, base.get("doc_id") or "", base.get("seg_id") or "", base.get("source") or "",
                          base.get("ref_tokens") or "", seg_marks.ref_marks, seg_marks.r0, seg_marks.r1, hyps,
                          one_shot_disagreement(seg_marks)])
     series = snapshot_series(group)
+    people = {"people": True} if comparison.people else {}
     return {
+        **people,
         "group": group.name, "num_segments": group.num_segments, "truncated": group.truncated,
         "runs": [{"name": r.name, "label": r.label, "method": r.method, "color": _css_color(colors[r.name])}
                  for r in group.runs],
@@ -179,17 +200,51 @@ def _table_html(data: dict[str, Any]) -> str:
     lines.append("</tbody></table></div>")
     sigs = "".join(f"<li><b>{html.escape(k)}</b>: <code>{html.escape(v)}</code></li>" for k, v in table["signatures"].items())
     notes = "".join(f"<li>{html.escape(n)}</li>" for n in table["notes"])
+    reference = (" Reference: every column scores against the stream's references, translators' runs included; their "
+                 "HTER and effort against their own post-edits are in the tables below, without differences or "
+                 f"{SIGNIFICANT_MARK}." if table.get("people") else "")
     lines.append(f"<p class='small'>Baseline in absolute figures; each method absolute, with its difference to the "
                  f"baseline. {SIGNIFICANT_MARK} = p &lt; {SIGNIFICANCE_LEVEL} in a paired bootstrap test against the "
                  f"baseline ({table['resamples']} resamples, seed {table['seed']}). Bold: best per column. Repeated "
                  "errors: of the content words a post-edit showed after the system missed them, the share it missed "
-                 "again at their next occurrence (summary.json repeated_errors).</p>")
+                 f"again at their next occurrence (summary.json repeated_errors).{reference}</p>")
     lines.append(f"<ul class='small'>{sigs}{notes}</ul>")
+    if table.get("people"):
+        lines.append(_people_html(table))
+    return "\n".join(lines)
+
+
+def _people_html(table: dict[str, Any]) -> str:
+    """The translators' tables: HTER and effort against their own post-edits, per translator and per method."""
+    ksmr = any(e["ksmr"] is not None for e in table["people"])
+    head = ("<th>segments</th><th>HTER ↓</th><th>editing time</th><th>s / segment</th><th>keystrokes</th>"
+            "<th>keys / segment</th><th>clicks</th><th>actions / char</th><th>unchanged</th>"
+            + ("<th>own KSMR ↓</th>" if ksmr else ""))
+
+    def cells(e: dict[str, Any]) -> str:
+        fmt = lambda v, d: "–" if v is None else f"{v:.{d}f}"  # noqa: E731
+        out = [str(e["segments"]), fmt(e["hter"], 1), f"{e['seconds']:.1f} s", fmt(e["seconds_per_segment"], 1),
+               str(e["keystrokes"]), fmt(e["keystrokes_per_segment"], 1), str(e["mouse"]), fmt(e["actions_per_char"], 2),
+               str(e["unchanged"])] + ([fmt(e["ksmr"], 1) + "%"] if ksmr else [])
+        return "".join(f"<td>{html.escape(c)}</td>" for c in out)
+
+    lines = ["<h3>Translators, against their own post-edits</h3>",
+             f"<div class='tablebox'><table id='people' class='effort'><thead><tr><th>translator</th><th>run</th>{head}"
+             "</tr></thead><tbody>"]
+    lines += [f"<tr><th>{html.escape(', '.join(e['translators']))}</th><td>{html.escape(e['name'])}</td>{cells(e)}</tr>"
+              for e in table["people"]]
+    lines.append("</tbody></table></div><h3>Per method</h3>")
+    lines.append(f"<div class='tablebox'><table id='method-effort' class='effort'><thead><tr><th>method</th>"
+                 f"<th>translators</th>{head}</tr></thead><tbody>")
+    lines += [f"<tr><th>{html.escape(e['name'])}</th><td>{html.escape(', '.join(e['translators']))}</td>{cells(e)}</tr>"
+              for e in table["method_effort"]]
+    lines.append(f"</tbody></table></div><p class='small'>{html.escape(EFFORT_NOTE)}</p>")
     return "\n".join(lines)
 
 
 def render_report(group: RunGroup, comparison: Comparison) -> str:
     """The HTML page of a run group (a string; nothing written)."""
+    group = stream_group(group)[0]  # as compare tables it
     data = report_data(group, comparison)
     with tempfile.TemporaryDirectory() as tmp:
         delta_png = _png(plot_cumulative_deltas(group, Path(tmp)))

@@ -26,7 +26,8 @@ img{max-width:100%} code{font-size:.85em}
 .hx{color:#b00;text-decoration:underline dotted} .hr{background:#f7b4b4;color:#700;font-weight:600}
 .miss{font-size:.8em;color:#a33} .legend span{margin-right:10px;padding:0 3px}
 #chart svg{background:#fff;border:1px solid #ddd} #chart .pt{cursor:pointer}
-.pos{color:#070} .neg{color:#b00}
+.pos{color:#070} .neg{color:#b00} .own{font-size:.9em;color:#2d5a2d;white-space:pre-wrap}
+table.effort{border-collapse:collapse;font-size:.9em} table.effort th,table.effort td{padding:4px 8px;border-bottom:1px solid #e4e4e4;text-align:right}
 </style></head><body>
 <h1>simpe report: %TITLE%</h1>
 <p class="small">%COVERAGE%. Everything on this page is read from the runs' logs (segments.jsonl, snapshots.jsonl, summary.json); it works offline.</p>
@@ -93,7 +94,7 @@ function keep(seg, filter, runs, text){
   if (filter === "repeat" && !runs.some(i => seg[8][i][1].indexOf("r") >= 0)) return false;
   if (filter === "miss0" && !runs.some(i => missed(seg, i).r0.length)) return false;
   if (text) {
-    const hay = (seg[3] + " " + seg[4] + " " + seg[8].map(h => h[0]).join(" ")).toLowerCase();
+    const hay = (seg[3] + " " + seg[4] + " " + seg[8].map(h => h.length > 5 ? h[0] + " " + h[5] : h[0]).join(" ")).toLowerCase();
     if (hay.indexOf(text) < 0) return false;
   }
   return true;
@@ -131,13 +132,15 @@ function row(i){
   let h = "<div class='head'>segment " + i + " · " + esc(s[1]) + " " + esc(s[2]);
   if (s[9].length) h += " · methods disagree on one-shot word(s): <b>" + s[9].map(esc).join(", ") + "</b>";
   h += "</div><div class='line'><b>source</b>" + esc(s[3]) + "</div>";
-  h += "<div class='line'><b>post-edit</b>" + marked(s[4], s[5], REF_CLASS) + "</div><table class='hyps'>";
+  h += "<div class='line'><b>" + (D.people ? "stream post-edit" : "post-edit") + "</b>" + marked(s[4], s[5], REF_CLASS) + "</div><table class='hyps'>";
   s[8].forEach((hy, r) => {
     const miss = missed(s, r);
     const ds = r ? delta(s, r, "sbleu") : null, dr = r ? delta(s, r, "r01") : null;
     const sign = v => v === null ? "" : " <span class='" + (v > 0 ? "pos" : v < 0 ? "neg" : "") + "'>(" + (v > 0 ? "+" : "") + v.toFixed(1) + ")</span>";
     h += "<tr><td class='m' style='color:" + RUNS[r].color + "'>" + esc(RUNS[r].label) + "</td><td>" + marked(hy[0], hy[1], HYP_CLASS);
     if (miss.r0.length || miss.r1.length) h += "<div class='miss'>" + (miss.r0.length ? "missed R0: " + miss.r0.map(esc).join(", ") + " " : "") + (miss.r1.length ? "missed R1: " + miss.r1.map(esc).join(", ") : "") + "</div>";
+    // a translator's run: their own post-edit, and the HTER of the translation they were shown against it
+    if (hy.length > 5) h += "<div class='own'><b>own post-edit</b> " + esc(hy[5]) + " <span class='delta'>(HTER " + fmt(hy[6], 1) + ")</span></div>";
     h += "</td><td class='n'>sBLEU " + fmt(hy[2], 1) + sign(ds) + "<br>R0+1 " + hy[3] + "/" + hy[4] + sign(dr) + "</td></tr>";
   });
   div.innerHTML = h + "</table>";

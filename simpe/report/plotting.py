@@ -318,7 +318,11 @@ def plot_snapshots(group: RunGroup, out_dir: Path) -> list[Path]:
 
 
 def plot_group(group: RunGroup, out_dir: Path) -> list[Path]:
-    """Every figure of a run group into ``out_dir``; returns the files written."""
+    """Every figure of a run group into ``out_dir``; returns the files written. A translator's run is drawn against
+    the stream's references, as every run (``simpe.report.people.stream_group``)."""
+    from simpe.report.people import stream_group
+
+    group = stream_group(group)[0]
     paths = plot_cumulative_deltas(group, out_dir)
     paths += plot_snapshots(group, out_dir)
     return paths

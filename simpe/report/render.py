@@ -13,6 +13,7 @@ from typing import Any
 
 from simpe.metrics.online import signature_label
 from simpe.report.compare import SIGNIFICANCE_LEVEL, SIGNIFICANT_MARK, Column, Comparison, Row
+from simpe.report.people import EFFORT_NOTE, Effort
 from simpe.rundir.output import OutputDir
 
 COMPARE_FILES = {"markdown": "compare.md", "csv": "compare.csv", "latex": "compare.tex"}
@@ -64,7 +65,44 @@ def _legend(comp: Comparison) -> str:
     return (f"Baseline in absolute figures; each method as its absolute figure and, in parentheses, its difference "
             f"to the baseline; {SIGNIFICANT_MARK} marks p < {SIGNIFICANCE_LEVEL} in a paired bootstrap test against "
             f"the baseline ({comp.num_resamples} resamples, seed {comp.seed}; p-values below). Bold: best in the column "
-            f"(TER: lowest). {units} in points; {percent} in percent, differences in percentage points.")
+            f"(TER: lowest). {units} in points; {percent} in percent, differences in percentage points."
+            + (f" Reference: every column scores against the stream's references, translators' runs included; HTER and "
+               f"effort against each translator's own post-edits are in the translators' tables, without differences "
+               f"or {SIGNIFICANT_MARK}." if comp.people else ""))
+
+
+EFFORT_HEADERS = ["segments", "HTER ↓", "editing time", "s / segment", "keystrokes", "keys / segment", "clicks",
+                  "actions / char", "unchanged"]
+
+
+
+def _effort_cells(effort: Effort, ksmr: bool) -> list[str]:
+    """An effort row's cells after its name, as the Markdown and LaTeX tables show them."""
+    cells = [str(effort.segments), _fmt(effort.hter, 1), _fmt_seconds(effort.seconds), _fmt(effort.seconds_per_segment, 1),
+             str(effort.keystrokes), _fmt(effort.keystrokes_per_segment, 1), str(effort.mouse),
+             _fmt(effort.actions_per_char, 2), str(effort.unchanged)]
+    return cells + ([_fmt(effort.ksmr, 1)] if ksmr else [])
+
+
+def _fmt_seconds(seconds: float) -> str:
+    minutes, rest = divmod(round(seconds), 60)
+    return f"{minutes} min {rest:02d} s" if minutes else f"{seconds:.1f} s"
+
+
+def _effort_markdown(comp: Comparison) -> list[str]:
+    """The translators' tables (per translator, per method), or nothing without a translator's run."""
+    if not comp.people:
+        return []
+    ksmr = any(e.ksmr is not None for e in comp.people)
+    headers = EFFORT_HEADERS + (["own KSMR (%) ↓"] if ksmr else [])
+    rule = "|:--|:--" + "|--:" * len(headers) + "|"
+    lines = ["## Translators, against their own post-edits", "", EFFORT_NOTE, "",
+             "| translator | run | " + " | ".join(headers) + " |", rule]
+    lines += [f"| {', '.join(e.translators)} | {e.name} | " + " | ".join(_effort_cells(e, ksmr)) + " |" for e in comp.people]
+    lines += ["", "### Per method", "", "| method | translators | " + " | ".join(headers) + " |", rule]
+    lines += [f"| {e.name} | {', '.join(e.translators)} | " + " | ".join(_effort_cells(e, ksmr)) + " |"
+              for e in comp.method_effort]
+    return [*lines, ""]
 
 
 def bootstrap_description(comp: Comparison) -> str:
@@ -125,6 +163,7 @@ def to_markdown(comp: Comparison) -> str:
     for row in comp.rows[1:]:
         lines.append("| " + " | ".join([row.run.label, *(_fmt_p(row.p_values.get(spec.key)) for spec in comp.columns)]) + " |")
     lines += ["", bootstrap_description(comp), ""]
+    lines += _effort_markdown(comp)
     if comp.notes:
         lines += ["Notes:", "", *(f"- {note}" for note in comp.notes), ""]
     lines += ["Signatures:", ""]
@@ -143,6 +182,11 @@ def to_csv(comp: Comparison) -> str:
     for spec in comp.columns:
         header += [spec.key, f"{spec.key}_delta", f"{spec.key}_p", f"{spec.key}_delta_ci95_low", f"{spec.key}_delta_ci95_high"]
     header += ["adapted_parameters", "store_bytes", "path"]
+    # with a translator's run: which reference the figures above use, and the person's own figures (empty otherwise)
+    own = {e.name: e for e in comp.people}
+    if own:
+        header += ["reference", "translator", "own_hter", "own_seconds", "own_keystrokes", "own_clicks", "own_chars",
+                   "own_actions_per_char", "own_unchanged", "own_ksmr"]
     writer.writerow(header)
 
     def out(value: float | None) -> str:
@@ -156,6 +200,11 @@ def to_csv(comp: Comparison) -> str:
                       out(ci[0] if ci else None), out(ci[1] if ci else None)]
         cells += ["" if row.adapted_parameters is None else row.adapted_parameters,
                   "" if row.store_bytes is None else row.store_bytes, str(row.run.path)]
+        if own:
+            e = own.get(row.run.name)
+            cells += ["stream"] + (["", "", "", "", "", "", "", "", ""] if e is None else
+                                   [", ".join(e.translators), out(e.hter), out(e.seconds), e.keystrokes, e.mouse, e.chars,
+                                    out(e.actions_per_char), e.unchanged, out(e.ksmr)])
         writer.writerow(cells)
     return buffer.getvalue()
 
@@ -194,7 +243,27 @@ def to_latex(comp: Comparison) -> str:
               " \\\\\n".join(footnote)]
     lines += [r"}", f"\\caption{{{_tex(_title(comp))}. {_tex(_legend(comp))}}}",
               f"\\label{{tab:compare-{_tex(comp.group.name)}}}", r"\end{table}"]
+    lines += _effort_latex(comp)
     return "\n".join(lines) + "\n"
+
+
+def _effort_latex(comp: Comparison) -> list[str]:
+    """The translators' table (per translator, then per method) as a second booktabs table, or nothing."""
+    if not comp.people:
+        return []
+    ksmr = any(e.ksmr is not None for e in comp.people)
+    headers = ["Translator", "Run", *EFFORT_HEADERS, *(["own KSMR (%) ↓"] if ksmr else [])]
+    lines = ["", r"\begin{table}[t]", r"\centering", r"\small", r"\setlength{\tabcolsep}{4pt}",
+             r"\begin{tabular}{ll" + "r" * (len(headers) - 2) + "}", r"\toprule", " & ".join(_tex(h) for h in headers) + r" \\",
+             r"\midrule"]
+    lines += [" & ".join(_tex(c) for c in [", ".join(e.translators), e.name, *_effort_cells(e, ksmr)]) + r" \\" for e in comp.people]
+    lines.append(r"\midrule")
+    lines += [" & ".join(_tex(c) for c in [", ".join(e.translators), f"{e.name} (method)", *_effort_cells(e, ksmr)]) + r" \\"
+              for e in comp.method_effort]
+    lines += [r"\bottomrule", r"\end{tabular}",
+              f"\\caption{{Translators on {_tex(comp.group.name)}, against their own post-edits. {_tex(EFFORT_NOTE)}}}",
+              f"\\label{{tab:translators-{_tex(comp.group.name)}}}", r"\end{table}"]
+    return lines
 
 
 def write_comparison(comp: Comparison, out_dir: Path) -> dict[str, Path]:

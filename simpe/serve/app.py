@@ -10,7 +10,8 @@ Guards (``Guard``, in front of every route):
 * the ``Host`` header must name this server (the bind address and port, or ``--allow-host``): a page of another site
   that rebinds its DNS name to 127.0.0.1 is refused;
 * a request whose ``Origin`` is not this server's, or whose ``Sec-Fetch-Site`` says another site sent it, is refused;
-* the token travels in the ``Authorization: Bearer`` header only (no cookie: nothing another site can make the browser
+* the token travels in the ``Authorization: Bearer`` header only (checked against ``project.json`` as it is now:
+  ``simpe serve token`` on a running server takes effect at the next request) (no cookie: nothing another site can make the browser
   send), and the API answers no CORS preflight, so another site's script cannot send one;
 * request bodies are limited to ``MAX_BODY`` bytes, and must be JSON; every field is checked (``simpe.serve.keylog``);
 * every answer carries a strict Content-Security-Policy (scripts and styles from this server only, no framing),
@@ -131,7 +132,10 @@ def create_app(project: Project, sessions: dict[str, TranslatorSession], hosts: 
         auth = request.headers.get("authorization", "")
         scheme, _, token = auth.partition(" ")
         name = project.translator_of(token.strip()) if scheme.lower() == "bearer" and token.strip() else None
-        if name is None or name not in sessions:
+        if name is not None and name not in sessions:  # added by simpe serve token while this server runs
+            raise PermissionError(f"{name} joined the project after the server started; it serves them once it is "
+                                  "started again")
+        if name is None:
             raise PermissionError
         return sessions[name]
 
@@ -147,8 +151,9 @@ def create_app(project: Project, sessions: dict[str, TranslatorSession], hosts: 
         async def endpoint(request: Request) -> Response:
             try:
                 return JSONResponse(await handler(request))
-            except PermissionError:
-                return JSONResponse({"error": "unknown or missing token; open the link you were given"}, status_code=401)
+            except PermissionError as err:
+                return JSONResponse({"error": str(err) or "unknown or missing token; open the link you were given"},
+                                    status_code=401)
             except DataError as err:
                 return JSONResponse({"error": str(err)}, status_code=400)
             except RunDirError as err:  # e.g. a full disk: the page keeps the post-edit; the journal holds it

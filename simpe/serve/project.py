@@ -1,10 +1,13 @@
 """A ``simpe serve`` project: one stream, one model, one preset, and the translators who post-edit it.
 
 A project is a folder (``projects/<name>/`` by default) holding ``project.json``: the preset, the config overrides
-that pick the stream and the model (``--dataset``, ``--segments``, ``--set ...`` as ``simpe simulate`` takes them) and
-each translator's name with the SHA-256 of their access token. The token itself is printed once, when it is made,
-and never stored: a lost token is replaced (``simpe serve token``), not recovered. A token is 32 random bytes, so a
-plain hash is enough (a slow password hash protects guessable secrets; these are not).
+that pick the stream and the model (``--dataset``, ``--segments``, ``--set ...`` as ``simpe simulate`` takes them),
+the address the server listens on (``host``, ``port``: ``serve init --host/--port``, what ``serve run`` uses and
+what the printed links show) and each translator's name with the SHA-256 of their access token. The token itself is
+printed once, when it is made, and never stored: a lost token is replaced (``simpe serve token``), not recovered. A
+token is 32 random bytes, so a plain hash is enough (a slow password hash protects guessable secrets; these are not).
+A running server reads the hashes again whenever ``project.json`` changes (``Project.translator_of``), so a replaced
+token stops working at once.
 
 Each translator's work is one run folder in the run format (``simpe.rundir``), in the group of the project's
 stream, named ``<preset>@<translator>``: ``simpe compare`` and ``simpe report`` put it beside the simulated runs of
@@ -15,8 +18,10 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import logging
 import re
 import secrets
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,6 +30,9 @@ from simpe.config.files import load_config
 from simpe.config.tree import RunConfig
 from simpe.errors import ConfigError
 from simpe.rundir.writer import write_text_atomic
+from simpe.serve.bind import DEFAULT_HOST, DEFAULT_PORT, address, check_port, is_loopback
+
+logger = logging.getLogger(__name__)
 
 PROJECT_FILE = "project.json"
 FORMAT = "simpe-serve-project/1"
@@ -54,12 +62,27 @@ def check_translator_name(name: str) -> str:
 
 @dataclass
 class Project:
-    """What ``project.json`` holds (``FORMAT``)."""
+    """What ``project.json`` holds (``FORMAT``); ``folder``: where it was read from (``load``), whose file
+    ``translator_of`` reads again when it changes."""
 
     name: str
     preset: str
     overrides: list[str]
     translators: dict[str, str] = field(default_factory=dict)  # name -> sha256 of the token
+    host: str = DEFAULT_HOST
+    port: int = DEFAULT_PORT
+    folder: Path | None = field(default=None, compare=False, repr=False)
+    _seen: Any = field(default=None, compare=False, repr=False)  # project.json's (inode, size, mtime) when read
+    _lock: Any = field(default_factory=threading.Lock, compare=False, repr=False)
+
+    @property
+    def address(self) -> str:
+        """Where the project is served and its links point: ``http://127.0.0.1:8765/`` (https beyond this machine,
+        where the server requires TLS)."""
+        return address(self.host, self.port, not is_loopback(self.host))
+
+    def link(self, token: str) -> str:
+        return f"{self.address}#token={token}"
 
     def run_config(self, translator: str) -> RunConfig:
         """The run config of ``translator``'s work: the preset with the project's overrides, then ``HUMAN_SETTINGS``,
@@ -71,8 +94,33 @@ class Project:
             extra.append("protocol.level=char")
         return load_config(self.preset, [*self.overrides, *HUMAN_SETTINGS, *extra])
 
+    def refresh(self) -> None:
+        """Read the token hashes again when ``project.json`` changed since it was read (``simpe serve token`` on a
+        running server). A file that no longer reads as a project refuses every token until it does (logged)."""
+        if self.folder is None:
+            return
+        path = self.folder / PROJECT_FILE
+        with self._lock:
+            try:
+                info = path.stat()
+                seen = (info.st_ino, info.st_size, info.st_mtime_ns)
+            except OSError:
+                seen = None
+            if seen == self._seen:
+                return
+            try:
+                translators = load(self.folder).translators
+            except (ConfigError, OSError) as err:
+                logger.error("%s; every token is refused until it is repaired", err)
+                translators = {}
+            if translators != self.translators:
+                logger.info("%s changed: the tokens of %s", path, ", ".join(sorted(translators)) or "nobody")
+            self.translators, self._seen = translators, seen
+
     def translator_of(self, token: str) -> str | None:
-        """The translator whose token this is (None: nobody's); compares every stored hash in constant time."""
+        """The translator whose token this is (None: nobody's), as ``project.json`` says now (``refresh``); compares
+        every stored hash in constant time."""
+        self.refresh()
         digest = token_hash(token)
         found = None
         for name, stored in self.translators.items():
@@ -82,7 +130,7 @@ class Project:
 
     def to_dict(self) -> dict[str, Any]:
         return {"format": FORMAT, "name": self.name, "preset": self.preset, "overrides": list(self.overrides),
-                "translators": dict(self.translators)}
+                "host": self.host, "port": self.port, "translators": dict(self.translators)}
 
 
 def project_dir(projects_dir: Path, name: str) -> Path:
@@ -91,8 +139,10 @@ def project_dir(projects_dir: Path, name: str) -> Path:
     return Path(projects_dir) / name
 
 
-def create(projects_dir: Path, name: str, preset: str, overrides: list[str], translators: list[str]) -> tuple[Project, dict[str, str]]:
-    """Make project ``name`` and a token per translator; return it and the tokens (shown once, stored hashed).
+def create(projects_dir: Path, name: str, preset: str, overrides: list[str], translators: list[str],
+           host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> tuple[Project, dict[str, str]]:
+    """Make project ``name``, served on ``host``:``port``, and a token per translator; return it and the tokens
+    (shown once, stored hashed).
 
     Every translator's run config is built here, so a bad preset, override or name is refused before anything is
     written."""
@@ -104,17 +154,20 @@ def create(projects_dir: Path, name: str, preset: str, overrides: list[str], tra
         raise ConfigError("a project needs at least one translator (--translators alice bob)")
     if len(set(translators)) != len(translators):
         raise ConfigError(f"translator names repeat: {' '.join(translators)}")
-    project = Project(name, preset, list(overrides))
+    check_port(port)
+    project = Project(name, preset, list(overrides), host=host, port=port)
     for translator in translators:
         project.run_config(translator)  # checks the name, the preset and the overrides
     tokens = {translator: new_token() for translator in translators}
     project.translators = {translator: token_hash(token) for translator, token in tokens.items()}
     save(folder, project)
+    project.folder = folder
     return project, tokens
 
 
 def reissue(projects_dir: Path, name: str, translators: list[str]) -> dict[str, str]:
-    """New tokens for ``translators`` (added when new): the old tokens stop working. Returns the new tokens."""
+    """New tokens for ``translators`` (added when new): the old tokens stop working, on a running server too (it
+    reads ``project.json`` again when it changes). Returns the new tokens."""
     folder = project_dir(projects_dir, name)
     project = load(folder)
     tokens = {}
@@ -127,6 +180,7 @@ def reissue(projects_dir: Path, name: str, translators: list[str]) -> dict[str, 
 
 
 def save(folder: Path, project: Project) -> None:
+    """Write ``project.json`` whole (a new file renamed over the old: a running server reads one or the other)."""
     folder.mkdir(parents=True, exist_ok=True)
     write_text_atomic(folder / PROJECT_FILE, json.dumps(project.to_dict(), indent=1) + "\n")
 
@@ -137,6 +191,7 @@ def load(folder: Path) -> Project:
     if not path.is_file():
         raise ConfigError(f"no project at {folder} ({PROJECT_FILE} is missing); create one with simpe serve init")
     try:
+        info = path.stat()  # before reading: a change after it is seen by the next refresh
         data = json.loads(path.read_text(encoding="utf-8"))
     except ValueError as err:
         raise ConfigError(f"{path} is not JSON ({err})") from None
@@ -152,4 +207,8 @@ def load(folder: Path) -> Project:
         check_translator_name(translator)
     if not isinstance(data.get("preset"), str) or not isinstance(data.get("name"), str):
         raise ConfigError(f"{path}: name and preset must be strings")
-    return Project(data["name"], data["preset"], overrides, translators)
+    host, port = data.get("host", DEFAULT_HOST), data.get("port", DEFAULT_PORT)  # projects made before: the defaults
+    if not isinstance(host, str) or not host or not isinstance(port, int) or isinstance(port, bool) or not 0 < port < 65536:
+        raise ConfigError(f"{path}: host must be an address and port a number from 1 to 65535, got {host!r}, {port!r}")
+    return Project(data["name"], data["preset"], overrides, translators, host=host, port=port, folder=Path(folder),
+                   _seen=(info.st_ino, info.st_size, info.st_mtime_ns))

@@ -6,6 +6,13 @@ time: ``Loop.translate`` shows segment i's hypothesis (θ(i-1)); the person's po
 scores and adapts exactly as a simulation does; ``RunDir`` writes the record and ``Loop.checkpoint_state`` the
 resume state. The records are a run's records, plus ``human`` (editing time, keystroke counts, the compact key log).
 
+Two references. The loop scores the shown translation against the person's post-edit (the record's ``reference``,
+``metrics``, ``stats``, ``cumulative``: TER there is HTER). The session scores it a second time, with a scorer of the
+same settings, against the stream's own reference, the one every simulated run of the group is scored against; that
+part is the record's ``stream`` (``reference``, ``ref_tokens``, ``metrics``, ``stats``, ``cumulative``) and the
+summary's ``stream`` (``corpus``, ``segment_comet``). ``simpe compare`` tables a person's run beside the simulated
+runs with ``stream`` and keeps HTER and the effort apart (``simpe.report.people``).
+
 Nothing submitted is lost. A submission is first written to ``state/pending.json`` and synced (fsync of the file
 and its folder); then the loop learns, the record is appended and synced, and the checkpoint (the state after the
 update) is written and synced; only then is the pending file removed and the answer sent. A process killed at any
@@ -28,6 +35,8 @@ from simpe.errors import DataError, RunDirError
 from simpe.loop.interactive import Completer, Effort
 from simpe.loop.protocols import Correction
 from simpe.loop.run import Draft, Loop
+from simpe.metrics.online import OnlineScorer
+from simpe.model import model_folder
 from simpe.rundir import layout
 from simpe.rundir.reader import read_jsonl
 from simpe.rundir.state import RunState, state
@@ -49,11 +58,25 @@ def fsync_path(path: Path) -> None:
         os.close(fd)
 
 
+STREAM = "stream"  # the record's and the summary's part scored against the stream's reference
+
+
 class HumanLoop(Loop):
-    """The loop of a person's run: its summary adds ``human``, the totals of the records' ``human`` parts."""
+    """The loop of a person's run: its summary adds ``human``, the totals of the records' ``human`` parts, and
+    ``stream``, the figures against the stream's references (when every record has its ``stream`` part)."""
+
+    stream_scorer: OnlineScorer | None = None  # set by TranslatorSession
 
     def summary(self, records: list[dict[str, Any]]) -> dict[str, Any]:
         out = super().summary(records)
+        if self.stream_scorer is not None and records and all(STREAM in r for r in records):
+            comet = None
+            if self.comet is not None:
+                comet = self.comet.score([r["source"] for r in records], [r["hypothesis"] for r in records],
+                                         [r[STREAM]["reference"] for r in records])
+            out[STREAM] = {"corpus": {**self.stream_scorer.summary()["corpus"],
+                                      "comet": sum(comet) / len(comet) if comet else None},
+                           "segment_comet": comet}
         human = [r.get("human") or {} for r in records]
         chars = sum(len(r["reference"]) for r in records)
         keys = sum(h.get("keystrokes", 0) + h.get("mouse", 0) for h in human)
@@ -87,6 +110,10 @@ class TranslatorSession:
         self.completer: Completer | None = None
         self.completions: list[float] = []  # latencies (ms) of the completions asked for the draft
         self.broken: str | None = None  # why this translator's state in memory is no longer the one on disk
+        # the same metrics as the loop's scorer (as Loop builds it), against the stream's references
+        self.stream_scorer: OnlineScorer | None = OnlineScorer(
+            cfg.metrics, model_folder(cfg.model.path), train_vocab=self.loop.dataset.train_vocab(cfg.metrics.lang))
+        self.loop.stream_scorer = self.stream_scorer
 
     @property
     def path(self) -> Path:
@@ -118,6 +145,7 @@ class TranslatorSession:
         self.rundir.open(resume=True, overwrite=False)
         start, self.records = self.loop._restore(self.rundir, resume=True)
         self.next = start
+        self._restore_stream_scores()
         self._learn_pending()
         logger.info("%s: segment %d of %d (%s)", self.translator, self.next + 1, self.total, self.path)
 
@@ -127,6 +155,29 @@ class TranslatorSession:
             self.rundir = None
         if self.loop.loaded is not None:
             self.loop.timer.remove()
+
+    def _restore_stream_scores(self) -> None:
+        """The stream-reference scorer's running sums from the records kept (as ``Loop._restore`` replays its own)."""
+        assert self.stream_scorer is not None
+        for record in self.records:
+            if STREAM not in record:  # recorded before simpe scored people's runs twice: none for this run
+                logger.warning("%s: segment %d has no scores against the stream's reference (recorded by an older "
+                               "simpe); this run is scored against the post-edits only", self.translator, record["index"])
+                self.stream_scorer = self.loop.stream_scorer = None
+                return
+            self.stream_scorer.replay({**record[STREAM], "index": record["index"], "doc_id": record.get("doc_id")})
+
+    def _score_stream(self, draft: Draft) -> dict[str, Any] | None:
+        """The shown translation scored against the stream's reference (the record's ``stream`` part)."""
+        if self.stream_scorer is None:
+            return None
+        pieces = self.cfg.metrics.subword == "all"
+        scored = self.stream_scorer.add(draft.hypothesis, draft.segment.reference,
+                                        self.loop.pieces(draft.best) if pieces else None,
+                                        self.loop.pieces(draft.pair.labels[0].tolist()) if pieces else None,
+                                        doc_id=draft.segment.doc_id)
+        scored.pop("hyp_tokens")  # the record's own
+        return {"reference": draft.segment.reference, **scored}
 
     def _learn_pending(self) -> None:
         """After a restart: a submission written but not covered by the checkpoint is learnt now (once)."""
@@ -220,10 +271,13 @@ class TranslatorSession:
                                          corrections=human["edits"], completions=len(self.completions),
                                          ref_chars=len(post_edit), ref_words=len(post_edit.split()),
                                          latency_ms=list(self.completions))}
+            stream = self._score_stream(self.draft)  # the draft's segment is the stream's (learn scores the post-edit)
             record = self.loop.learn(self.draft, Correction(post_edit, effort))
             if self.cfg.reset != "none":
                 record.reset = self.reset
             record.extra["human"] = human
+            if stream is not None:
+                record.extra[STREAM] = stream
             self.records.append(self.rundir.append_segment(record))
             done = index + 1
             if done < self.total:

@@ -27,6 +27,7 @@ from typing import Any
 
 import pytest
 import torch
+from sacrebleu.metrics import BLEU, TER
 
 from simpe.rundir import layout
 from simpe.serve import project as projects
@@ -59,6 +60,7 @@ def test_translators_adapt_apart_and_their_runs_sit_beside_simulated_runs(tmp_pa
     from simpe.config.files import load_config
     from simpe.errors import RunDirError
     from simpe.loop.run import Loop
+    from simpe.metrics import metric_for
     from simpe.report.compare import compare_runs
     from simpe.rundir.reader import load_group
     from simpe.serve.app import create_app
@@ -78,6 +80,11 @@ def test_translators_adapt_apart_and_their_runs_sit_beside_simulated_runs(tmp_pa
         assert client.get("/api/segment", headers={"Authorization": "Bearer nope"}).status_code == 401
         first = client.get("/api/segment", headers=alice).json()
         assert first["index"] == 0 and client.get("/api/segment", headers=bob).json()["hypothesis"] == first["hypothesis"]
+        # simpe serve token on the running server: the old token is refused at once, the new one works
+        new = projects.reissue(tmp_path / "projects", "study", ["alice"])
+        assert client.get("/api/segment", headers=alice).status_code == 401
+        alice = {"Authorization": f"Bearer {new['alice']}"}
+        assert client.get("/api/segment", headers=alice).json()["index"] == 0
         # alice teaches the model an odd word; bob, who only accepts, never sees her adaptation
         for index in range(3):
             view = client.get("/api/segment", headers=alice).json()
@@ -110,8 +117,9 @@ def test_translators_adapt_apart_and_their_runs_sit_beside_simulated_runs(tmp_pa
         for session in sessions.values():
             session.close()
     bob_again = TranslatorSession(project.run_config("bob"), "bob")
-    bob_again.open()
+    bob_again.open()  # the running sums against the stream's references are replayed from the records, as the loop's
     assert bob_again.view()["index"] == 2 and bob_again.records[1]["reference"] == "Mehr."
+    bob_again.submit(2, "Ende.", {"seconds": 1.0, "keys": []})
     bob_again.close()
     # bob's translation of segment 1 is the base model's (bias adapted only on alice's side)
     baseline = Loop(load_config("baseline", settings), progress=False)
@@ -124,13 +132,37 @@ def test_translators_adapt_apart_and_their_runs_sit_beside_simulated_runs(tmp_pa
                                          "keystrokes": 2, "mouse": 0, "pastes": 0, "edits": 1}
     summary = json.loads((sessions["alice"].path / layout.SUMMARY_FILE).read_text())
     assert summary["human"]["keystrokes"] == 6 and summary["human"]["hter"] == summary["corpus"]["ter"]
+    # each record is scored twice: against the person's post-edit (HTER) and against the stream's reference, with the
+    # statistics sacreBLEU gives the shown translation against the stream's reference (as the baseline's records)
+    from simpe.report.people import STREAM as READ
+    from simpe.serve.session import STREAM as WRITTEN
+
+    assert WRITTEN == READ == "stream"  # the writer's key is the reader's
+    bleu, ter = metric_for("bleu"), metric_for("ter")
+    stream_refs = [r["reference"] for r in base_records]
+    for people in (alice_records, _records(sessions["bob"].path)):
+        hyps = [r["hypothesis"] for r in people]
+        assert [r["stream"]["reference"] for r in people] == stream_refs
+        for record, reference in zip(people, stream_refs):
+            assert record["stream"]["stats"]["bleu"] == pytest.approx(bleu.segment_stats(record["hypothesis"], reference))
+            assert record["stream"]["stats"]["ter"] == pytest.approx(ter.segment_stats(record["hypothesis"], reference))
+            assert record["stats"]["ter"] == pytest.approx(ter.segment_stats(record["hypothesis"], record["reference"]))
+        # bob's segment 2 was scored after a restart: its running figures cover all three segments
+        assert people[-1]["stream"]["cumulative"]["bleu"] == pytest.approx(BLEU().corpus_score(hyps, [stream_refs]).score)
+        assert people[-1]["cumulative"]["ter"] == pytest.approx(TER().corpus_score(hyps, [[r["reference"] for r in people]]).score)
+    assert summary["stream"]["corpus"]["ter"] == pytest.approx(TER().corpus_score([r["hypothesis"] for r in alice_records],
+                                                                                 [stream_refs]).score)
     assert (sessions["alice"].path / layout.STORE_FILE).is_file() and not (sessions["alice"].path / layout.STATE_DIR).exists()
     # the person's run sits in the simulated runs' group: load_group and compare read it as a run
     assert sessions["alice"].path.parent == baseline.path.parent
     group = load_group([baseline.path, sessions["alice"].path])
     comparison = compare_runs(group, num_resamples=20)
     assert [run.name for run in group.runs] == ["baseline", "bias@alice"]
-    assert "bias@alice" in json.dumps(comparison, default=str)
+    row = comparison.rows[1]  # against the stream's references, beside the baseline; HTER and effort apart
+    assert row.values["ter"] == pytest.approx(summary["stream"]["corpus"]["ter"]) and row.values["ter"] != summary["corpus"]["ter"]
+    effort, = comparison.people
+    assert (effort.translators, effort.segments, effort.keystrokes, effort.seconds) == (["alice"], 3, 6, 6.0)
+    assert effort.hter == pytest.approx(summary["human"]["hter"])
 
 
 # ---------------------------------------------------------------- kill and restart
@@ -226,6 +258,13 @@ def test_killing_the_server_loses_and_repeats_nothing(tmp_path: Path, one_torch_
     server = Server(tmp_path, tokens["alice"])
     view = server.view
     assert view["index"] == 4
+    # simpe serve token while the server process runs: the old token is refused at the next request, the new one works
+    new = projects.reissue(tmp_path / "projects", "study", ["alice"])
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        server.get()
+    assert refused.value.code == 401
+    server.token = new["alice"]
+    assert server.get()["index"] == 4
     while not view["done"]:
         view = server.submit(view["index"], post_edit(view))
     server.kill()
@@ -293,6 +332,8 @@ def test_a_translator_post_edits_in_chromium(tmp_path: Path, one_torch_thread):
             page.goto(f"http://127.0.0.1:{server.port}/#token={tokens['alice']}")
             page.wait_for_selector("#source:not(:empty)")
             assert page.inner_text("#source") == HOSTILE  # shown as text, never as markup
+            # the panels show a text exactly as the editor has it (double spaces kept: white-space pre-wrap)
+            assert page.eval_on_selector("#hypothesis", "e => getComputedStyle(e).whiteSpace") == "pre-wrap"
             assert page.get_attribute("html", MARK) is None and page.locator("#source img").count() == 0
             assert "token" not in page.url  # the fragment left the address bar
             hypothesis = page.inner_text("#hypothesis")
@@ -301,12 +342,12 @@ def test_a_translator_post_edits_in_chromium(tmp_path: Path, one_torch_thread):
             editor.click()
             page.keyboard.press("Control+A")
             page.keyboard.press("Backspace")
-            page.keyboard.type("Klicken Sie auf OK.")
+            page.keyboard.type("Klicken  Sie auf OK.")  # two spaces, kept in the record and on the page
             page.click("#submit")
             # (the page's Content-Security-Policy forbids evaluating strings: wait through selectors, not scripts)
             playwright.expect(page.locator("#progress")).to_have_text("1 of 3 done")
             assert page.inner_text("#source") == "Click Cancel."
-            assert page.inner_text("#before").startswith(HOSTILE)
+            assert page.inner_text("#before").startswith(HOSTILE) and "Klicken  Sie auf OK." in page.inner_text("#before")
             page.keyboard.type(" gut")
             page.keyboard.press("Control+Enter")
             playwright.expect(page.locator("#progress")).to_have_text("2 of 3 done")
@@ -314,9 +355,9 @@ def test_a_translator_post_edits_in_chromium(tmp_path: Path, one_torch_thread):
     finally:
         server.kill()
     records = _records(next((tmp_path / "runs").glob("*/bias@alice")))
-    assert [r["reference"] for r in records] == ["Klicken Sie auf OK.", records[1]["hypothesis"] + " gut"]
+    assert [r["reference"] for r in records] == ["Klicken  Sie auf OK.", records[1]["hypothesis"] + " gut"]
     first = records[0]["human"]
-    assert first["keystrokes"] == len("Klicken Sie auf OK.") + 1 and first["mouse"] == 1  # typed, one deletion, a click
+    assert first["keystrokes"] == len("Klicken  Sie auf OK.") + 1 and first["mouse"] == 1  # typed, one deletion, a click
     assert first["seconds"] > 0 and [op for _, op, _ in first["keys"]][:2] == ["m", "d"]
 
 

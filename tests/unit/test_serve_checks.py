@@ -4,15 +4,20 @@ The sessions, the records and the kill-and-restart tests are in tests/integratio
 from __future__ import annotations
 
 import json
+import shutil
+import socket
+import subprocess
 from pathlib import Path
 
 import pytest
+from messages import one_line_error
 from starlette.testclient import TestClient
 
+from simpe.cli import main
 from simpe.errors import ConfigError, DataError
 from simpe.serve import project as projects
 from simpe.serve.app import MAX_BODY, Guard
-from simpe.serve.bind import allowed_names, check_bind, link
+from simpe.serve.bind import allowed_names, check_bind, link, listen
 from simpe.serve.keylog import check_keys, check_submission, check_text, counts
 
 
@@ -83,6 +88,75 @@ def test_tokens_are_stored_hashed_and_reissued(tmp_path: Path):
     with pytest.raises(ConfigError, match="no preset 'nope'"):
         projects.create(tmp_path, "other", "nope", [], ["bob"])
     assert not (tmp_path / "other").exists()
+
+
+def test_a_loaded_project_reads_replaced_tokens_at_once(tmp_path: Path):
+    """The server holds the project it loaded; simpe serve token (another process) replaces project.json: the next
+    lookup refuses the old token and takes the new one. A file that no longer reads refuses everyone."""
+    _, tokens = projects.create(tmp_path, "study", "bias", ["data.segments=3"], ["alice", "bob"])
+    held = projects.load(tmp_path / "study")
+    assert held.translator_of(tokens["alice"]) == "alice"
+    new = projects.reissue(tmp_path, "study", ["alice", "carol"])
+    assert held.translator_of(tokens["alice"]) is None and held.translator_of(new["alice"]) == "alice"
+    assert held.translator_of(tokens["bob"]) == "bob" and held.translator_of(new["carol"]) == "carol"
+    path = tmp_path / "study" / projects.PROJECT_FILE
+    good = path.read_text()
+    path.write_text("{not json")
+    assert held.translator_of(tokens["bob"]) is None
+    path.write_text(good)
+    assert held.translator_of(tokens["bob"]) == "bob"
+
+
+def test_links_show_the_address_the_project_is_served_on(tmp_path: Path, capsys: pytest.CaptureFixture):
+    projects_dir = str(tmp_path / "projects")
+    assert main(["serve", "init", "study", "--preset", "bias", "--segments", "3", "--translators", "anna", "--port", "9123",
+                 "--projects-dir", projects_dir]) == 0
+    out = capsys.readouterr().out
+    assert "  anna: http://127.0.0.1:9123/#token=" in out and "it listens on http://127.0.0.1:9123/" in out
+    assert json.loads((tmp_path / "projects" / "study" / projects.PROJECT_FILE).read_text())["port"] == 9123
+    assert main(["serve", "token", "study", "anna", "--projects-dir", projects_dir]) == 0
+    out = capsys.readouterr().out
+    assert "  anna: http://127.0.0.1:9123/#token=" in out and "a running server takes the new tokens at once" in out
+    old = {"format": projects.FORMAT, "name": "old", "preset": "bias", "overrides": [], "translators": {}}
+    (tmp_path / "projects" / "old").mkdir()
+    (tmp_path / "projects" / "old" / projects.PROJECT_FILE).write_text(json.dumps(old))  # before host and port
+    assert projects.load(tmp_path / "projects" / "old").address == "http://127.0.0.1:8765/"
+
+
+def _self_signed(folder: Path) -> tuple[Path, Path]:
+    """A real certificate and its key (openssl), or a skip."""
+    if shutil.which("openssl") is None:
+        pytest.skip("no openssl to make a certificate")
+    cert, key = folder / "cert.pem", folder / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=simpe-test", "-days", "1",
+                    "-keyout", str(key), "-out", str(cert)], check=True, capture_output=True, timeout=60)
+    return cert, key
+
+
+def test_startup_errors_are_one_line_before_the_models_load(tmp_path: Path, capsys: pytest.CaptureFixture):
+    """A port in use (a real socket listens on it), the project's own port in use, a port out of range, a certificate
+    that does not load, an address that is not this machine's: one line, exit 2, and no run folder (the models,
+    which load before a run folder is written, never loaded)."""
+    runs = tmp_path / "runs"
+    projects.create(tmp_path / "projects", "study", "bias", ["data.segments=3", f"runs_dir={runs}"], ["anna"])
+    serve = ["serve", "run", "study", "--projects-dir", str(tmp_path / "projects")]
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        one_line_error([*serve, "--port", str(port)], capsys, f"port {port} is in use on 127.0.0.1", "--port", seconds=30)
+        projects.create(tmp_path / "projects", "busy", "bias", [f"runs_dir={runs}"], ["anna"], port=port)
+        one_line_error([*serve[:2], "busy", *serve[3:]], capsys, f"port {port} is in use", seconds=30)
+        with pytest.raises(ConfigError, match=f"port {port} is in use"):
+            listen("127.0.0.1", port)
+    one_line_error([*serve, "--port", "70000"], capsys, "--port must be from 1 to 65535, got 70000", seconds=30)
+    (tmp_path / "bad.pem").write_text("-----BEGIN CERTIFICATE-----\nnot a certificate\n-----END CERTIFICATE-----\n")
+    one_line_error([*serve, "--host", "0.0.0.0", "--tls-cert", str(tmp_path / "bad.pem"), "--tls-key", str(tmp_path / "bad.pem")],
+                   capsys, f"--tls-cert {tmp_path / 'bad.pem'}", "do not load as a PEM certificate", seconds=30)
+    cert, key = _self_signed(tmp_path)
+    one_line_error([*serve, "--host", "203.0.113.7", "--tls-cert", str(cert), "--tls-key", str(key)], capsys,
+                   "203.0.113.7", "is not an address of this machine", seconds=30)  # TEST-NET-3: never a local address
+    assert not runs.exists()
 
 
 def test_interactive_projects_log_the_persons_effort_at_character_level(tmp_path: Path):
