@@ -29,8 +29,8 @@ still fit the terms only by overlapping them may be cut). The exact top-k search
 constrained search (the tests compare it with brute force on every family's tiny model).
 
 ``progress`` is Hu et al. (2019)'s count of constraint tokens met, which the dynamic beam allocation of
-``constrained.py`` groups hypotheses by: the shortest form's length for each term contained, plus the tokens of a form
-under way (as many as its own length is past the shortest form's).
+``constrained.py`` groups hypotheses by: the shortest form's length for each term contained, plus, for the form under
+way that is closest to complete, its term's shortest length minus the tokens the form still lacks (when positive).
 
 ``applicable`` picks a glossary's entries whose source term occurs in a segment's source. This module does not search
 (``constrained.py``) and does not read glossary files.
@@ -306,6 +306,8 @@ class TermConstraint:
     def _exact_distances(self) -> dict[State, int] | None:
         """``needed`` of every state reachable from the start, by breadth-first search backwards from the states that
         contain every term; None when more than ``EXACT_STATES`` are reachable."""
+        if (1 << len(self.terms)) * len(self.automaton.children) > 16 * EXACT_STATES:
+            return None  # far more terms than the enumeration takes: not worth starting it
         symbols = [*self.automaton.alphabet, OTHER]
         before: dict[State, list[State]] = {self.start: []}
         queue = deque([self.start])
@@ -360,7 +362,9 @@ class TermConstraint:
             if rule is None:
                 continue
             what, ids = rule
-            ids = ids.to(logp.device)
+            if ids.device != logp.device:  # moved once per rule: the rows of a search are on one device
+                ids = ids.to(logp.device)
+                self._rules[(self.state(tokens), self.max_len - len(tokens))] = (what, ids)
             if what == "drop":
                 logp[row, ids] = NEG_INF
             else:
