@@ -33,7 +33,7 @@ GRID ?=
 
 .DEFAULT_GOAL := help
 .PHONY: help venv comet-env test-compat simulate test check-generated lint test-slow docs write-docs corpus glossary demo-model demo-model-small baseline select-fixed compare plot report replicate stopwords \
-        bench-loop bench-interactive bench-metrics bench-topk bench-snapshot bench-simulate bench-train bench-scale bench-size fit-speed device-check device-wheels sweep clean-runs \
+        bench-loop bench-interactive bench-constrained bench-metrics bench-topk bench-snapshot bench-simulate bench-train bench-scale bench-size fit-speed device-check device-wheels sweep clean-runs \
         serve bench-serve
 
 help: ## list every target with one line each
@@ -158,6 +158,10 @@ bench-loop: $(STAMP) ## seconds per segment per method, the share outside the mo
 
 bench-interactive: $(STAMP) ## the interactive protocol's cost per segment and per completion (mean, median, p95) by segment length, with and without reusing earlier completions' decoder states, side by side (ARGS="--segments 50 --threads 2")
 	$(PY) benchmarks/bench_interactive.py $(ARGS)
+
+GLOSSARY ?= data/libreoffice/glossary.tsv
+bench-constrained: $(STAMP) ## glossary-constrained decoding (constrained_beam) against plain beam of the same width, side by side: s/segment, and the applicable glossary terms each output holds (ARGS="--segments 200 --threads 2"; GLOSSARY=file)
+	$(PY) benchmarks/bench_constrained.py --glossary $(GLOSSARY) $(ARGS)
 
 bench-train: $(STAMP) ## training throughput (target tokens/s) of demo-model architectures, side by side
 	$(PY) benchmarks/bench_train.py $(ARGS)

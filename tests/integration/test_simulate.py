@@ -190,7 +190,7 @@ def test_resume_refuses_changed_settings(tmp_path: Path):
 @pytest.mark.parametrize("decoder, params", [
     ("greedy", {}), ("beam", {"beam_size": 2}), ("heap_beam", {"beam_size": 2}), ("sampling", {"samples": 4}),
     ("topk", {"k": 2, "max_expansions": 500}), ("topk_dfs", {"k": 2, "max_expansions": 500}),
-    ("mbr", {"samples": 4, "utility": "chrf"}),
+    ("mbr", {"samples": 4, "utility": "chrf"}), ("constrained_beam", {"beam_size": 2}),
 ])
 def test_every_registered_decoder_runs_in_the_loop(decoder: str, params: dict, tmp_path: Path, one_torch_thread: None):
     """The loop builds, binds and decodes with every decoder of the registry; the hypothesis is its first."""
@@ -203,7 +203,7 @@ def test_every_registered_decoder_runs_in_the_loop(decoder: str, params: dict, t
 
 
 def test_every_registered_decoder_is_covered():
-    covered = {"greedy", "beam", "heap_beam", "sampling", "topk", "topk_dfs", "mbr"}
+    covered = {"greedy", "beam", "heap_beam", "sampling", "topk", "topk_dfs", "mbr", "constrained_beam"}
     assert set(DECODERS.names()) == covered, "add the new decoder to test_every_registered_decoder_runs_in_the_loop"
 
 

@@ -1,0 +1,266 @@
+"""Glossary-constrained beam search: dynamic beam allocation (Post and Vilar 2018) in its vectorised form (Hu et al. 2019).
+
+Every glossary term whose source term occurs in the segment's source must appear in the output (``lexical.py``: which
+terms apply, their target forms, the mask that keeps every hypothesis able to contain them all within the length limit).
+
+Why dynamic beam allocation and not grid beam search (Hokamp and Liu 2017): grid beam search keeps a beam per number of
+constraint tokens met, so its cost grows with the terms (C + 1 beams of width k for C constraint tokens); dynamic beam
+allocation keeps one beam of width k whatever the terms and divides it among the same groups ("banks"), so a segment
+with terms costs about what a segment without them costs: the one forward pass of k rows per step that plain beam
+search runs. Hu et al. (2019) made the allocation a few array operations; here the few candidates are ranked in Python
+as ``beam.py`` ranks its own.
+
+One step, per source:
+
+1. the candidates: the 2k best continuations of the live rows (as plain beam search ranks them), each row's best
+   token, and each row's tokens that advance a term (``TermConstraint.advancing``); tokens the mask forbids never are;
+2. each candidate's bank: the constraint tokens it has met (``TermConstraint.progress``);
+3. the allocation: each bank ranked by score, then the banks taken in turn, the one with most tokens met first, one
+   candidate each (the first of every bank, then the second of every bank ...): a bank with fewer candidates than its
+   share leaves its slots to the others;
+4. as in plain beam search: a stop candidate among the first k of that order is a finished hypothesis, the first k
+   other candidates are the next live rows; the search ends when k hypotheses are finished and no live row scores
+   above the worst of them, or at the length limit.
+
+The mask lets a hypothesis end only once it contains every term, and cuts every prefix that could no longer fit the
+terms still missing in the positions left, so every finished hypothesis contains every term. A term that cannot fit
+the length limit at all (with the terms before it) is left out of the segment's constraint, with one warning for the
+segment naming it: the output is then the best hypothesis found under the terms that fit (partly constrained; with
+none left, plain beam search's). With no term, the search is plain beam search (``beam.py``'s own step), hypothesis
+for hypothesis.
+
+Scores are raw log P(y|x) (the mask sets tokens to -inf and renormalises nothing); ties follow ``simpe.ties``.
+"""
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+from simpe.decoders.base import DECODERS, DecodeResult, Hypothesis
+from simpe.decoders.beam import _beam_step, _best, _keep_best, _may_tie
+from simpe.decoders.incremental import NEG_INF, LengthLimit, Lockstep, LockstepDecoder, Source, check_int, decoding, encode, step_scores
+from simpe.decoders.lexical import Term, TermConstraint, applicable, fit_terms, target_forms
+from simpe.decoders.prefix import apply as apply_constraint
+from simpe.errors import ConfigError
+from simpe.models import family_of
+from simpe.ties import SCORE_ATOL, margin, rank, top
+
+logger = logging.getLogger(__name__)
+
+
+def _row_best(allowed: torch.Tensor) -> list[int]:
+    """Each row's best token (tokens tied to rounding noise: the lowest id, ``simpe.ties.top``)."""
+    vocab = allowed.shape[1]
+    values, tokens = torch.topk(allowed, min(2, vocab), dim=1)  # (rows, 2)
+    best = tokens[:, 0].tolist()
+    if vocab > 1:
+        for row, (first, second) in enumerate(values.tolist()):
+            if _may_tie(first, second):
+                best[row] = int(top(allowed[row], 1, atol=SCORE_ATOL)[0])
+    return best
+
+
+def _allocate(constraint: TermConstraint, logp: torch.Tensor, seqs: list[tuple[int, ...]], scores: list[float],
+              finished: list[tuple[float, tuple[int, ...]]], beam_size: int, special: Any,
+              last: bool) -> tuple[list[tuple[int, int, float]], bool]:
+    """One step of one sentence's beam with dynamic beam allocation: updates ``finished``; returns (live (row, token,
+    score), done). ``logp`` (rows, vocab), masked already by the constraint, is masked further in place."""
+    allowed = step_scores(logp, special, last=last, overwrite=True)  # (rows, vocab)
+    found: dict[tuple[int, int], float] = {}
+    for value, row, token in zip(*_best(allowed, scores, 2 * beam_size)):
+        if value == NEG_INF:
+            break
+        found[(row, token)] = value
+    rows = list(range(len(seqs)))
+    tokens = _row_best(allowed)
+    for row, prefix in enumerate(seqs):
+        advancing = constraint.advancing(prefix)
+        if constraint.complete(prefix):  # a row holding every term may end here
+            advancing = [*advancing, *special.stops]
+        rows += [row] * len(advancing)
+        tokens += advancing
+    values = allowed[torch.tensor(rows, device=allowed.device), torch.tensor(tokens, device=allowed.device)].tolist()
+    for row, token, value in zip(rows, tokens, values):
+        if value > NEG_INF:
+            found.setdefault((row, token), scores[row] + value)  # the float64 sum, as _best takes it
+    banks: dict[int, list[tuple[float, int, int]]] = {}
+    for (row, token), value in found.items():
+        prefix = seqs[row] if token in special.stops else seqs[row] + (token,)
+        banks.setdefault(constraint.progress(prefix), []).append((value, row, token))
+    ranked = []
+    for bank in sorted(banks, reverse=True):  # the most constraint tokens met first
+        items = banks[bank]
+        ranked.append([items[i] for i in rank([v for v, _, _ in items], key=[(r, t) for _, r, t in items], atol=SCORE_ATOL)])
+    order = [group[i] for i in range(max(map(len, ranked), default=0)) for group in ranked if i < len(group)]
+    live: list[tuple[int, int, float]] = []
+    for position, (value, row, token) in enumerate(order):
+        if token in special.stops:
+            if position < beam_size:
+                finished.append((value, seqs[row] + (token,)))
+        elif len(live) < beam_size:
+            live.append((row, token, value))
+        if position + 1 >= beam_size and len(live) >= beam_size:
+            break
+    _keep_best(finished, beam_size)
+    full = len(finished) >= beam_size
+    worst = finished[-1][0] if full else NEG_INF
+    best_live = max((value for _, _, value in live), default=NEG_INF)
+    done = not live or (full and best_live < worst - margin(worst, SCORE_ATOL))
+    return live, done
+
+
+def constrained_search_many(model: Any, sources: list[Source], beam_size: int) -> list[tuple[list[Hypothesis], int, int]]:
+    """Beam search with dynamic beam allocation on several encoded sources in lockstep (rows grouped by source, one
+    forward pass for all, as ``beam.beam_search_many``). A source whose constraint is a ``TermConstraint`` with terms
+    is searched with the allocation; any other (none, a typed prefix) with plain beam search's step.
+
+    Returns:
+        per source: (hypotheses best first, expansions = decoder rows run, steps).
+    """
+    n = len(sources)
+    special = sources[0].special
+    device = sources[0].device
+    rows_of = Lockstep(model, sources)
+    row_source = list(range(n))
+    tokens_in = None  # step 0 feeds the target prefixes
+    seqs: list[list[tuple[int, ...]]] = [[()] for _ in range(n)]
+    scores: list[list[float]] = [[0.0] for _ in range(n)]
+    finished: list[list[tuple[float, tuple[int, ...]]]] = [[] for _ in range(n)]
+    expansions, steps = [0] * n, [0] * n
+    for position in range(max(s.max_len for s in sources)):
+        logp = rows_of.step(tokens_in)  # (rows, vocab)
+        keep: list[int] = []
+        next_tokens: list[int] = []
+        next_source: list[int] = []
+        first = 0
+        while first < len(row_source):
+            i = row_source[first]
+            end = first
+            while end + 1 < len(row_source) and row_source[end + 1] == i:
+                end += 1
+            block = slice(first, end + 1)
+            source = sources[i]
+            apply_constraint(source, logp[block], seqs[i])
+            expansions[i] += end + 1 - first
+            steps[i] += 1
+            last = position == source.max_len - 1
+            terms = source.constraint if isinstance(source.constraint, TermConstraint) and source.constraint.terms else None
+            if terms is None:
+                live, done = _beam_step(logp[block], seqs[i], scores[i], finished[i], beam_size, False, special, last, overwrite=True)
+            else:
+                live, done = _allocate(terms, logp[block], seqs[i], scores[i], finished[i], beam_size, special, last)
+            if not done:
+                keep += [first + row for row, _, _ in live]
+                next_tokens += [tok for _, tok, _ in live]
+                next_source += [i] * len(live)
+                seqs[i] = [seqs[i][row] + (tok,) for row, tok, _ in live]
+                scores[i] = [value for _, _, value in live]
+            first = end + 1
+        if not keep:
+            break
+        rows_of.select(keep, next_source)
+        tokens_in = torch.tensor(next_tokens, dtype=torch.long, device=device)  # (live rows,)
+        row_source = next_source
+    results = []
+    for i in range(n):
+        if not finished[i]:  # no complete hypothesis has probability > 0 (as beam.py: the best prefix, ended, at -inf)
+            finished[i] = [(NEG_INF, seqs[i][0] + (special.eos,))]
+        results.append(([Hypothesis(tokens, score) for score, tokens in finished[i]], expansions[i], steps[i]))
+    return results
+
+
+def constrain_terms(source: Source, terms: Sequence[Term]) -> tuple[Source, list[Term], list[Term]]:
+    """``source`` with the constraint of the ``terms`` that fit its length limit (``lexical.fit_terms``): (the source,
+    the terms kept, the terms dropped). The source must carry no other constraint."""
+    if source.constraint is not None:
+        raise ConfigError("a source takes one constraint: glossary terms cannot be combined with a typed prefix yet")
+    constraint, kept, dropped = fit_terms(terms, source.max_len, source.special)
+    return dataclasses.replace(source, constraint=constraint), kept, dropped
+
+
+@DECODERS.add("constrained_beam")
+class ConstrainedBeamDecoder(LockstepDecoder):
+    """Beam search that puts every applicable glossary term into its output: dynamic beam allocation (Post and Vilar
+    2018; Hu et al. 2019), see the module docstring.
+
+    Params: beam_size; attached_forms (a term also counts written right after an opening quote or bracket, without a
+    space: ``simpe.decoders.lexical``); max_len_a/b/cap. The glossary is given once built (``use_glossary``: its
+    (source term, target term) pairs); ``decode`` then takes the terms whose source term occurs in ``source``.
+    Without a glossary it is plain beam search.
+    """
+
+    def __init__(self, beam_size: int = 5, attached_forms: bool = True, max_len_a: float = 2.0, max_len_b: int = 10,
+                 max_len_cap: int = 256) -> None:
+        check_int("beam_size", beam_size, 1)
+        self.beam_size, self.attached_forms = beam_size, attached_forms
+        self.limit = LengthLimit(max_len_a, max_len_b, max_len_cap)
+        self.glossary: list[tuple[str, str]] = []
+        self._terms: dict[str, Term] = {}  # target term -> its forms, for the bound tokenizer
+
+    def use_glossary(self, pairs: Sequence[tuple[str, str]]) -> ConstrainedBeamDecoder:
+        """The run's glossary: (source term, target term) pairs, neither side empty. Returns self."""
+        for pair in pairs:
+            if len(pair) != 2 or not all(isinstance(side, str) and side.strip() for side in pair):
+                raise ConfigError(f"a glossary entry is a (source term, target term) pair of non-empty texts, got {pair!r}")
+        self.glossary = [(src, tgt) for src, tgt in pairs]
+        return self
+
+    def bind(self, tokenizer: Any) -> ConstrainedBeamDecoder:
+        self._terms = {}
+        super().bind(tokenizer)
+        return self
+
+    def terms(self, model: Any, pairs: Sequence[tuple[str, str]]) -> list[Term]:
+        """The pairs' target terms in ``model``'s target tokens (with the bound tokenizer), tokenised once each."""
+        if pairs and self.tokenizer is None:
+            raise ConfigError("the constrained_beam decoder needs the model's tokenizer for its terms: call bind(tokenizer) first")
+        family = family_of(model)
+        out = []
+        for src, tgt in pairs:
+            term = self._terms.get(tgt)
+            if term is None:
+                term = self._terms[tgt] = Term(tgt, target_forms(self.tokenizer, family, tgt, self.attached_forms))
+            out.append(dataclasses.replace(term, source=src))
+        return out
+
+    def decode(self, model: Any, input_ids: Any, *, index: int = 0, source: str | None = None) -> DecodeResult:
+        """Decode one source under the glossary's terms that occur in ``source`` (none without text or glossary)."""
+        pairs = applicable(self.glossary, source) if source and self.glossary else []
+        return self.decode_terms(model, input_ids, pairs, index=index)
+
+    def decode_terms(self, model: Any, input_ids: Any, pairs: Sequence[tuple[str, str]], *, index: int = 0) -> DecodeResult:
+        """Decode one source under the given (source term, target term) pairs, all applicable (``lexical.applicable``).
+
+        ``info``: ``terms`` (the target terms constrained), ``dropped`` (those that cannot fit the length limit, or
+        that the model's tokens cannot write: one warning for the segment names them)."""
+        t0 = time.perf_counter()
+        with decoding(model):
+            encoded = encode(model, input_ids, self.limit)
+            constrained, kept, dropped = constrain_terms(encoded, self.terms(model, pairs))
+            if dropped:
+                logger.warning("segment %d: %d glossary term(s) cannot be placed within the length limit of %d tokens "
+                               "(%s); decoded with the %d that fit", index, len(dropped), encoded.max_len,
+                               ", ".join(repr(t.target) for t in dropped), len(kept))
+            result = self.decode_sources(model, [constrained], start=index, t0=t0)[0]
+        result.info = {**(result.info or {}), "terms": [t.target for t in kept], "dropped": [t.target for t in dropped]}
+        return result
+
+    def decode_sources(self, model: Any, sources: list[Source], *, start: int = 0, t0: float | None = None) -> list[DecodeResult]:
+        """Sources encoded already, each under the constraint it carries (``constrain_terms``; none: plain beam
+        search). Call inside ``decoding(model)``; ``t0``: when the call's clock started (default: now)."""
+        if not sources:
+            return []
+        t0 = time.perf_counter() if t0 is None else t0
+        found = constrained_search_many(model, sources, self.beam_size)
+        seconds = (time.perf_counter() - t0) / len(sources)
+        return [DecodeResult(hyps, exact=None, expansions=expansions, seconds=seconds,
+                             info={"steps": steps, "max_len": source.max_len})
+                for (hyps, expansions, steps), source in zip(found, sources)]
+
+    def params(self) -> dict[str, Any]:
+        return {"beam_size": self.beam_size, "attached_forms": self.attached_forms, **self.limit.params()}

@@ -1,0 +1,406 @@
+"""Glossary terms as lexical constraints: the terms that apply to a segment, their target tokens, and the mask that keeps
+a search on hypotheses that contain every one of them.
+
+A *term* is a glossary entry whose source term occurs in the segment's source; its target side must appear in the
+output as one of its *forms*, token sequences of the model's target vocabulary (``target_forms``):
+
+* the word-initial form, the term as the model writes it after a space (SentencePiece's ``▁`` or byte-level BPE's
+  ``Ġ`` on its first token): what a term mid-sentence is;
+* the form at the text's start, where a tokenizer writes no space there (byte-level BPE: a chat answer's first word);
+  it counts only as the hypothesis' first tokens (an *anchored* form; SentencePiece writes ``▁`` there too, so it is
+  the word-initial form);
+* with ``attached``, the forms after an opening quote or bracket (``„Zellen``: German help text quotes dialog names),
+  written without a space.
+
+A hypothesis *contains* a term when one of its forms occurs in it as consecutive tokens. The state of a token prefix is
+the set of terms it contains and the node of an Aho-Corasick automaton over every form (Aho and Corasick 1975): the
+longest suffix of the prefix that begins a form. Overlapping terms, a term inside another, and a form broken off and
+begun again are all read exactly. From a state, ``needed`` is the fewest further tokens that make the prefix contain
+every term: exact (a breadth-first search over the states reachable from the segment's start, while they number at
+most ``EXACT_STATES``), else an upper bound (the terms not yet contained written one after another, the one under way
+completed first), which is exact whenever no two terms overlap.
+
+The mask (``TermConstraint.mask``, what ``simpe.decoders.prefix.apply`` hands every decoder's rows, as it hands a typed
+prefix) sets to -inf every token after which the remaining positions of the length limit (``Source.max_len``, the stop
+token included) cannot hold the terms still missing, and the stop tokens until every term is contained. Allowed tokens
+keep their raw log-probabilities, so a hypothesis' score stays log P(y|x); every complete hypothesis a search finds
+contains every term; and no live prefix is a dead end (with the exact ``needed``; with the bound, a prefix that could
+still fit the terms only by overlapping them may be cut). The exact top-k search with this mask is therefore the exact
+constrained search (the tests compare it with brute force on every family's tiny model).
+
+``progress`` is Hu et al. (2019)'s count of constraint tokens met, which the dynamic beam allocation of
+``constrained.py`` groups hypotheses by: the shortest form's length for each term contained, plus, for the form under
+way that is closest to complete, its term's shortest length minus the tokens the form still lacks (when positive).
+
+``applicable`` picks a glossary's entries whose source term occurs in a segment's source. This module does not search
+(``constrained.py``) and does not read glossary files.
+"""
+from __future__ import annotations
+
+import re
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from simpe.decoders.incremental import NEG_INF
+from simpe.decoders.prefix import Surfaces
+
+BOS = -1  # a symbol before a hypothesis' first token: an anchored form begins with it (never a real token)
+OTHER = -2  # any token in no term's form: they all lead to the automaton's root
+UNREACHABLE = 1 << 30  # ``needed`` of a state from which not every term can be contained
+EXACT_STATES = 2048  # the states (terms contained x automaton node) the exact distances enumerate at most
+WORD_PROBE = "a"  # a word before the term: the tokens after it are the word-initial form
+ATTACHED_PROBES = ("„", "(", '"')  # what a term follows without a space where help text quotes or brackets it
+
+
+@dataclass(frozen=True)
+class Form:
+    """One way a term's target side is written in tokens: ``tokens`` (target ids, no stop token); ``anchored``: it
+    counts only as a hypothesis' first tokens."""
+
+    tokens: tuple[int, ...]
+    anchored: bool = False
+
+
+@dataclass(frozen=True)
+class Term:
+    """A glossary entry's target side as the model writes it: its forms (at least one not anchored)."""
+
+    target: str
+    forms: tuple[Form, ...]
+    source: str = ""
+
+    @property
+    def length(self) -> int:
+        """The fewest tokens an unanchored form takes (its cost anywhere in a hypothesis)."""
+        return min(len(form.tokens) for form in self.forms if not form.anchored)
+
+    def usable(self, special: Any) -> Term | None:
+        """This term with the forms that hold no stop or never-generated token, or None when none is left (or no
+        unanchored one)."""
+        banned = set(special.stops) | set(special.forbidden)
+        forms = tuple(f for f in self.forms if f.tokens and not banned & set(f.tokens))
+        if not any(not f.anchored for f in forms):
+            return None
+        return Term(self.target, forms, self.source)
+
+
+def applicable(pairs: Sequence[tuple[str, str]], source: str) -> list[tuple[str, str]]:
+    """The (source term, target term) pairs whose source term occurs in ``source``, in the order of their first
+    occurrence (equal positions: the glossary's order), each target term once.
+
+    A source term occurs where it stands as whole words (not inside a longer word), case included; an occurrence inside
+    the occurrence of a longer source term of the glossary ("Cells" inside "Format Cells") does not count."""
+    spans = []  # (start, end, pair)
+    for number, (src, _) in enumerate(pairs):
+        if src.strip():
+            spans += [(m.start(), m.end(), number) for m in re.finditer(r"(?<!\w)" + re.escape(src) + r"(?!\w)", source)]
+    spans.sort(key=lambda span: (span[0] - span[1], span[0], span[2]))  # the longest first
+    claimed: list[tuple[int, int]] = []
+    first: dict[int, int] = {}
+    for start, end, number in spans:
+        if any(start < e and s < end and e - s > end - start for s, e in claimed):
+            continue
+        claimed.append((start, end))
+        first[number] = min(first.get(number, start), start)
+    chosen, seen = [], set()
+    for number in sorted(first, key=lambda n: (first[n], n)):
+        if pairs[number][1] not in seen:
+            seen.add(pairs[number][1])
+            chosen.append(pairs[number])
+    return chosen
+
+
+def _spelled(surfaces: Surfaces, tokens: Sequence[int]) -> bytes | None:
+    """The bytes ``tokens`` write (SentencePiece's ``▁`` as a space), None when one of them writes no text (a special)."""
+    out = b""
+    for token in tokens:
+        surface = surfaces.surface[token] if 0 <= token < surfaces.size else None
+        if surface is None:
+            return None
+        out += surface
+    return out
+
+
+def _after(surfaces: Surfaces, encode: Any, probe: str, text: str) -> tuple[int, ...] | None:
+    """The tokens ``text`` takes where it follows ``probe`` in one string: those after the tokens that spell the probe
+    (its leading spaces not compared), when they spell exactly ``text``; None when no token boundary falls there."""
+    tokens = encode(probe + text)
+    head = probe.encode("utf-8")
+    for cut in range(1, len(tokens)):
+        spelled = _spelled(surfaces, tokens[:cut])
+        if spelled is None:
+            return None
+        if spelled.lstrip(b" ") == head:
+            return tuple(tokens[cut:]) if _spelled(surfaces, tokens[cut:]) == text.encode("utf-8") else None
+        if len(spelled.lstrip(b" ")) > len(head):
+            return None
+    return None
+
+
+def target_forms(tokenizer: Any, family: Any, target: str, attached: bool = True) -> tuple[Form, ...]:
+    """The forms of one target term in a model's target tokens (see the module docstring), found by tokenising the
+    term after a probe word and checking, token by token, what the tokens write (``simpe.decoders.prefix.Surfaces``).
+    Where no form can be checked (a tokenizer that normalises the text), the term's own tokens; () when they hold a
+    token that writes nothing (an unknown character)."""
+    surfaces = Surfaces.for_tokenizer(tokenizer)
+    stops = set(family.special.stops)
+
+    def encode(text: str) -> list[int]:
+        return [t for t in family.encode_target(tokenizer, text)[0] if t not in stops]
+
+    forms: dict[tuple[int, ...], bool] = {}  # tokens -> anchored (an unanchored one wins)
+    initial = _after(surfaces, encode, WORD_PROBE, " " + target)
+    if initial is not None and initial:
+        forms[initial] = False
+    if attached:
+        for probe in ATTACHED_PROBES:
+            found = _after(surfaces, encode, probe, target)
+            if found:
+                forms[found] = False
+    own = tuple(encode(target))
+    spelled = _spelled(surfaces, own)
+    if own and spelled is not None and spelled.lstrip(b" ") == target.encode("utf-8"):
+        forms.setdefault(own, True)  # the text's start (anchored unless a form above is the same tokens)
+    if not any(not anchored for anchored in forms.values()):
+        if not own or spelled is None:
+            return ()
+        forms = {own: False}  # nothing checks out: the term's own tokens, anywhere
+    return tuple(Form(tokens, anchored) for tokens, anchored in forms.items())
+
+
+class Automaton:
+    """Aho-Corasick over the terms' forms (token ids; an anchored form behind ``BOS``). Node 0 is the root."""
+
+    def __init__(self, terms: Sequence[Term]) -> None:
+        self.children: list[dict[int, int]] = [{}]
+        self.fail = [0]
+        self.out = [0]  # bitmask of the terms a form of which ends here (through the fail links too, once built)
+        self.through: list[list[tuple[int, int]]] = [[]]  # (term, tokens left to complete the form) per node
+        for index, term in enumerate(terms):
+            for form in term.forms:
+                path = ((BOS,) if form.anchored else ()) + form.tokens
+                node = 0
+                for depth, token in enumerate(path, 1):
+                    child = self.children[node].get(token)
+                    if child is None:
+                        child = self.children[node][token] = len(self.children)
+                        self.children.append({})
+                        self.fail.append(0)
+                        self.out.append(0)
+                        self.through.append([])
+                    node = child
+                    if token != BOS:
+                        self.through[node].append((index, len(path) - depth))
+                self.out[node] |= 1 << index
+        queue = deque(self.children[0].values())
+        while queue:  # breadth first: a node's fail link is shallower than it
+            node = queue.popleft()
+            for token, child in self.children[node].items():
+                self.fail[child] = self._walk(self.fail[node], token)  # a shallower node: never child itself
+                self.out[child] |= self.out[self.fail[child]]
+                queue.append(child)
+        self.alphabet = sorted({t for kids in self.children for t in kids if t != BOS})
+        self._delta: dict[tuple[int, int], int] = {}
+
+    def _walk(self, node: int, token: int) -> int:
+        while True:
+            child = self.children[node].get(token)
+            if child is not None:
+                return child
+            if node == 0:
+                return 0
+            node = self.fail[node]
+
+    def step(self, node: int, token: int) -> int:
+        """The node after ``token`` (any token in no form: ``OTHER``)."""
+        if token == OTHER:
+            return 0
+        key = (node, token)
+        found = self._delta.get(key)
+        if found is None:
+            found = self._delta[key] = self._walk(node, token)
+        return found
+
+    def chain(self, node: int) -> list[int]:
+        """``node`` and the nodes its fail links reach, the root left out."""
+        nodes = []
+        while node:
+            nodes.append(node)
+            node = self.fail[node]
+        return nodes
+
+
+State = tuple[int, int]  # (bitmask of the terms contained, automaton node)
+
+
+class TermConstraint:
+    """The constraint of one segment's terms under a length limit: ``mask`` rows of log-probabilities given the rows'
+    token prefixes (what ``simpe.decoders.prefix.apply`` calls), ``progress`` for the banks of dynamic beam allocation.
+
+    Args:
+        terms: the terms every complete hypothesis must contain (``Term.usable`` ones; see ``constrain_terms``).
+        max_len: the hypotheses' length limit, the stop token included (``Source.max_len``).
+        stops: the family's stop tokens.
+    """
+
+    def __init__(self, terms: Sequence[Term], max_len: int, stops: Sequence[int]) -> None:
+        self.terms, self.max_len, self.stops = list(terms), max_len, tuple(stops)
+        self.automaton = Automaton(self.terms)
+        self.full = (1 << len(self.terms)) - 1
+        self.lengths = [term.length for term in self.terms]
+        self.total = sum(self.lengths)
+        node = self.automaton.step(0, BOS)
+        self.start: State = (self.automaton.out[node], node)
+        self._states: dict[tuple[int, ...], State] = {(): self.start}
+        self._bounds: dict[State, int] = {}
+        self._rules: dict[tuple[State, int], tuple[str, torch.Tensor] | None] = {}
+        self._advancing: dict[State, list[int]] = {}
+        self.distances = self._exact_distances()  # None: too many states, ``needed`` is the bound
+
+    # ---------------------------------------------------------------- states
+    def after(self, state: State, token: int) -> State:
+        node = self.automaton.step(state[1], token)
+        return state[0] | self.automaton.out[node], node
+
+    def state(self, tokens: tuple[int, ...]) -> State:
+        """The state of a token prefix (memoised by prefix)."""
+        found = self._states.get(tokens)
+        if found is None:
+            found = self._states[tokens] = self.after(self.state(tokens[:-1]), tokens[-1])
+        return found
+
+    def complete(self, tokens: tuple[int, ...]) -> bool:
+        """Whether ``tokens`` contain every term."""
+        return self.state(tokens)[0] == self.full
+
+    def bound(self, state: State) -> int:
+        """At most this many further tokens make a prefix in ``state`` contain every term: the missing terms' shortest
+        forms one after another, the form under way (on the node's fail chain) completed first where that is shorter."""
+        found = self._bounds.get(state)
+        if found is None:
+            met, node = state
+            missing = sum(length for i, length in enumerate(self.lengths) if not met >> i & 1)
+            credit = 0
+            for on in self.automaton.chain(node):
+                for term, left in self.automaton.through[on]:
+                    if not met >> term & 1:
+                        credit = max(credit, self.lengths[term] - left)
+            found = self._bounds[state] = missing - credit
+        return found
+
+    def needed(self, state: State) -> int:
+        """The fewest further tokens (exact, or the bound; ``UNREACHABLE`` when none do) that make a prefix in
+        ``state`` contain every term."""
+        if self.distances is None:
+            return self.bound(state)
+        return self.distances.get(state, UNREACHABLE)
+
+    def progress(self, tokens: tuple[int, ...]) -> int:
+        """Constraint tokens met (Hu et al. 2019): in [0, ``total``], ``total`` once every term is contained."""
+        return self.total - self.bound(self.state(tokens))
+
+    def _exact_distances(self) -> dict[State, int] | None:
+        """``needed`` of every state reachable from the start, by breadth-first search backwards from the states that
+        contain every term; None when more than ``EXACT_STATES`` are reachable."""
+        if (1 << len(self.terms)) * len(self.automaton.children) > 16 * EXACT_STATES:
+            return None  # far more terms than the enumeration takes: not worth starting it
+        symbols = [*self.automaton.alphabet, OTHER]
+        before: dict[State, list[State]] = {self.start: []}
+        queue = deque([self.start])
+        while queue:
+            state = queue.popleft()
+            for token in symbols:
+                nxt = self.after(state, token)
+                if nxt not in before:
+                    if len(before) >= EXACT_STATES:
+                        return None
+                    before[nxt] = []
+                    queue.append(nxt)
+                before[nxt].append(state)
+        distances = {state: 0 for state in before if state[0] == self.full}
+        queue = deque(distances)
+        while queue:
+            state = queue.popleft()
+            for earlier in before[state]:
+                if earlier not in distances:
+                    distances[earlier] = distances[state] + 1
+                    queue.append(earlier)
+        return distances
+
+    # ---------------------------------------------------------------- the mask
+    def _rule(self, state: State, left: int) -> tuple[str, torch.Tensor] | None:
+        """What ``mask`` does to a row in ``state`` with ``left`` positions left (this one and the stop's included):
+        None (nothing), ("drop", ids) or ("keep", ids)."""
+        key = (state, left)
+        if key in self._rules:
+            return self._rules[key]
+        room = left - 2  # after this token: the positions for further tokens, the stop's kept
+        complete = state[0] == self.full
+        fits = [t for t in self.automaton.alphabet if self.needed(self.after(state, t)) <= room]
+        if self.needed(self.after(state, OTHER)) <= room:
+            drop = sorted(set(self.automaton.alphabet) - set(fits)) + ([] if complete else list(self.stops))
+            rule = ("drop", torch.tensor(drop, dtype=torch.long)) if drop else None
+        else:
+            rule = ("keep", torch.tensor(fits + (list(self.stops) if complete else []), dtype=torch.long))
+        self._rules[key] = rule
+        return rule
+
+    def mask(self, logp: torch.Tensor, prefixes: list[tuple[int, ...]]) -> None:
+        """Set, in place, every token after which the terms still missing cannot fit the length limit to -inf (the stop
+        tokens until every term is contained), row by row.
+
+        Args:
+            logp: (rows, vocab) next-token log-probabilities of the rows whose tokens are ``prefixes``.
+            prefixes: each row's target tokens so far (without the family's fixed prefix).
+        """
+        for row, tokens in enumerate(prefixes):
+            rule = self._rule(self.state(tokens), self.max_len - len(tokens))
+            if rule is None:
+                continue
+            what, ids = rule
+            if ids.device != logp.device:  # moved once per rule: the rows of a search are on one device
+                ids = ids.to(logp.device)
+                self._rules[(self.state(tokens), self.max_len - len(tokens))] = (what, ids)
+            if what == "drop":
+                logp[row, ids] = NEG_INF
+            else:
+                kept = logp[row, ids].clone()  # (kept,)
+                logp[row] = NEG_INF
+                logp[row, ids] = kept
+
+    def advancing(self, tokens: tuple[int, ...]) -> list[int]:
+        """The tokens that raise ``progress`` after ``tokens`` (a term's next form token): dynamic beam allocation's
+        candidates beside the best ones."""
+        state = self.state(tokens)
+        found = self._advancing.get(state)
+        if found is None:
+            here = self.total - self.bound(state)
+            heads = {t for node in [*self.automaton.chain(state[1]), 0] for t in self.automaton.children[node] if t != BOS}
+            found = self._advancing[state] = [t for t in sorted(heads)
+                                              if self.total - self.bound(self.after(state, t)) > here]
+        return found
+
+
+def fit_terms(terms: Sequence[Term], max_len: int, special: Any) -> tuple[TermConstraint | None, list[Term], list[Term]]:
+    """The constraint of the terms that can be placed within ``max_len`` tokens (the stop token included), each term in
+    turn kept when it still fits with those kept before it: (constraint, or None when none is kept; kept; dropped).
+    A term none of whose forms the model can generate (``Term.usable``) is dropped too."""
+    kept: list[Term] = []
+    dropped: list[Term] = []
+    constraint = None
+    for term in terms:
+        usable = term.usable(special)
+        if usable is None:
+            dropped.append(term)
+            continue
+        trial = TermConstraint([*kept, usable], max_len, special.stops)
+        if trial.needed(trial.start) + 1 <= max_len:
+            kept.append(usable)
+            constraint = trial
+        else:
+            dropped.append(term)
+    return constraint, kept, dropped

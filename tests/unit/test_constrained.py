@@ -1,0 +1,324 @@
+"""Glossary-constrained decoding (``simpe.decoders.lexical``, ``simpe.decoders.constrained``).
+
+* The term state and the mask, worked by hand on two overlapping terms and on a term inside another.
+* Exactness, against brute force on every family's tiny model (Marian, mBART, M2M100, T5, and the causal LMs Llama and
+  Qwen2; vocabulary 12, at most 5 tokens: every one of the 11,111 hypotheses scored by plain full-sequence forward
+  passes, the constrained best read off the hypotheses that contain every term): the exact top-1 search under the mask
+  and dynamic beam allocation with an exhaustive beam find it; at beams 1 and 5 every hypothesis contains every term,
+  carries its own true score, and none scores above the brute-force best.
+* The terms of real tokenizers (SentencePiece and byte-level BPE), the length-limit rule (one warning per segment, the
+  terms that fit kept), plain beam search when there is no term, and the demo model placing every term.
+"""
+from __future__ import annotations
+
+import logging
+
+import pytest
+import torch
+from test_models import brute_force as family_brute_force
+from test_models import full_scores, token_source
+from test_topk import brute_force as marian_brute_force
+from test_topk import model_for
+from tiny_families import SETTINGS, token_model
+
+from simpe.decoders import DECODERS, lexical
+from simpe.decoders.beam import BeamDecoder
+from simpe.decoders.constrained import ConstrainedBeamDecoder, constrain_terms
+from simpe.decoders.incremental import LengthLimit, decoding, encode
+from simpe.decoders.lexical import Form, Term, TermConstraint, applicable, fit_terms, target_forms
+from simpe.decoders.prefix import constrain
+from simpe.decoders.topk import TopKDecoder
+from simpe.errors import ConfigError
+from simpe.model import load_model
+from simpe.models.base import Special
+from simpe.ties import SCORE_ATOL, margin
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+MAX_LEN = 5
+LIMIT = dict(max_len_a=0.0, max_len_b=MAX_LEN, max_len_cap=MAX_LEN)
+EXHAUSTIVE = 10_000  # more rows than the 10^4 prefixes of 4 tokens: the beam drops nothing
+STOPS = (0,)
+
+
+def term(*forms: tuple[int, ...], anchored: tuple[int, ...] = ()) -> Term:
+    """A term of token forms (and anchored forms, which count only as the hypothesis' first tokens)."""
+    return Term(str(forms), tuple(Form(f) for f in forms) + tuple(Form(a, anchored=True) for a in (anchored,) if a))
+
+
+def holds(tokens: tuple[int, ...], terms: list[Term]) -> bool:
+    """Whether a complete hypothesis contains every term: one form as consecutive tokens (an anchored one at the start),
+    read off the tokens directly (no automaton)."""
+    body = tokens[:-1]
+
+    def has(form: Form) -> bool:
+        n = len(form.tokens)
+        if form.anchored:
+            return body[:n] == form.tokens
+        return any(body[i:i + n] == form.tokens for i in range(len(body) - n + 1))
+
+    return all(any(has(form) for form in t.forms) for t in terms)
+
+
+# ---------------------------------------------------------------- the term state and the mask, by hand
+def test_overlapping_terms_need_fewer_tokens_than_their_sum() -> None:
+    """A = 5 7 and B = 7 9 fit in three tokens (5 7 9): the exact distance sees it, the bound (A then B) says four."""
+    a, b = term((5, 7)), term((7, 9))
+    constraint = TermConstraint([a, b], 10, STOPS)
+    assert constraint.needed(constraint.start) == 3 and constraint.bound(constraint.start) == 4
+    assert constraint.needed(constraint.state((5,))) == 2  # then 7 9
+    assert constraint.needed(constraint.state((7,))) == 3  # 7 then 9 5 7 (or 5 7 9)
+    assert constraint.needed(constraint.state((5, 7))) == 1 and constraint.bound(constraint.state((5, 7))) == 1  # A met, B under way
+    assert constraint.complete((5, 7, 9)) and not constraint.complete((5, 7, 3, 9))
+    assert constraint.complete((3, 7, 9, 8, 5, 7))  # in any order, anywhere
+    # progress = total (2 + 2) minus the bound: constraint tokens met (Hu et al. 2019)
+    assert [constraint.progress(p) for p in [(), (5,), (7,), (5, 7), (5, 7, 9), (5, 3)]] == [0, 1, 1, 3, 4, 0]
+    assert constraint.advancing(()) == [5, 7] and constraint.advancing((5, 7)) == [9]
+
+
+def test_the_mask_keeps_only_tokens_after_which_the_terms_still_fit() -> None:
+    """max_len 4 (3 tokens and the stop): only 5 can start a hypothesis holding both A and B (5 7 9 stop)."""
+    constraint = TermConstraint([term((5, 7)), term((7, 9))], 4, STOPS)
+    logp = torch.log_softmax(torch.arange(12, dtype=torch.float32).flip(0), dim=0).repeat(4, 1)  # (4, 12)
+    before = logp.clone()
+    constraint.mask(logp, [(), (5,), (5, 7), (5, 7, 9)])
+    allowed = [torch.isfinite(row).nonzero().flatten().tolist() for row in logp]
+    assert allowed == [[5], [7], [9], [0]]  # at the last position only the stop, once both are held
+    assert torch.equal(logp[torch.isfinite(logp)], before[torch.isfinite(logp)])  # raw values kept
+    roomy = TermConstraint([term((5, 7)), term((7, 9))], 10, STOPS)
+    logp = before[:2].clone()
+    roomy.mask(logp, [(), (5, 7, 9)])
+    assert torch.isinf(logp[0, 0]) and torch.isfinite(logp[0, 1:]).all()  # room for both: only the stop waits
+    assert torch.isfinite(logp[1]).all()
+
+
+def test_a_term_inside_another_is_held_by_it() -> None:
+    constraint = TermConstraint([term((4, 5, 6)), term((5,))], 10, STOPS)
+    assert constraint.needed(constraint.start) == 3 and constraint.bound(constraint.start) == 4
+    assert constraint.complete((4, 5, 6)) and not constraint.complete((4, 5))
+
+
+def test_a_term_broken_off_and_begun_again_is_read_exactly() -> None:
+    """5 5 7 holds 5 7 (a form's start seen again inside it), 4 4 5 holds 4 5."""
+    assert TermConstraint([term((5, 7))], 10, STOPS).complete((5, 5, 7))
+    assert TermConstraint([term((4, 4, 5))], 10, STOPS).complete((4, 4, 4, 5))
+
+
+def test_alternative_and_anchored_forms() -> None:
+    """A term of two forms is held by either; an anchored form only as the first tokens."""
+    either = TermConstraint([term((8,), (3, 6))], 10, STOPS)
+    assert either.complete((1, 8)) and either.complete((3, 6, 1)) and not either.complete((3, 1, 6))
+    assert either.needed(either.start) == 1
+    start = TermConstraint([term((9, 6, 3), anchored=(6, 3))], 10, STOPS)
+    assert start.complete((6, 3, 1)) and not start.complete((1, 6, 3)) and start.complete((1, 9, 6, 3))
+    assert start.lengths == [3]  # the cost anywhere: the unanchored form's 3 tokens
+    assert start.progress((6,)) == 2  # the anchored form under way, one token left: 3 - 1 met
+
+
+def test_without_the_exact_distances_the_bound_keeps_the_guarantee(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past EXACT_STATES the bound (terms one after another) decides what fits: a hypothesis the overlap would allow
+    is cut, never a dead end kept. Here A = 5 7, B = 7 9 need 3 tokens (5 7 9), the bound says 4: under max_len 4, B
+    is left out where the exact distances keep both."""
+    special = Special(eos=0, start=11, forbidden=(11,))
+    constraint, kept, dropped = fit_terms([term((5, 7)), term((7, 9))], 4, special)
+    assert constraint is not None and constraint.distances is not None and len(kept) == 2 and not dropped
+    monkeypatch.setattr(lexical, "EXACT_STATES", 1)
+    constraint, kept, dropped = fit_terms([term((5, 7)), term((7, 9))], 4, special)
+    assert constraint is not None and constraint.distances is None
+    assert [t.forms[0].tokens for t in kept] == [(5, 7)] and [t.forms[0].tokens for t in dropped] == [(7, 9)]
+
+
+def test_terms_that_cannot_fit_are_left_out_in_order() -> None:
+    """max_len 5: 5 7 (2) and 4 6 8 (3) need 5 tokens and the stop; the first kept, the second dropped, the third
+    (one token) still fits."""
+    special = Special(eos=0, start=11, forbidden=(11,))
+    constraint, kept, dropped = fit_terms([term((5, 7)), term((4, 6, 8)), term((9,))], 5, special)
+    assert [t.forms[0].tokens for t in kept] == [(5, 7), (9,)] and [t.forms[0].tokens for t in dropped] == [(4, 6, 8)]
+    assert constraint.needed(constraint.start) == 3
+    # a term whose only form holds the stop or a never-generated token cannot be written at all
+    _, kept, dropped = fit_terms([term((3, 0)), term((11,)), term((2,))], 5, special)
+    assert [t.forms[0].tokens for t in kept] == [(2,)] and len(dropped) == 2
+
+
+# ---------------------------------------------------------------- which glossary entries apply
+def test_applicable_pairs_are_whole_words_in_source_order() -> None:
+    pairs = [("Cells", "Zellen"), ("Format Cells", "Zellen formatieren"), ("OK", "OK"), ("Cell", "Zelle"), ("tab", "Register")]
+    # "Cells" stands inside "Format Cells" (the longer term's), "Cell" inside "Cells" (not a whole word)
+    assert applicable(pairs, "Choose Format Cells, then click OK in the Numbers tab.") == [
+        ("Format Cells", "Zellen formatieren"), ("OK", "OK"), ("tab", "Register")]
+    assert applicable(pairs, "Cells and Format Cells") == [("Cells", "Zellen"), ("Format Cells", "Zellen formatieren")]
+    assert applicable(pairs, "format cells in a table") == []  # case counts
+    assert applicable([("Numbers", "Zahlen"), ("numbers", "Zahlen")], "numbers and Numbers") == [("numbers", "Zahlen")]
+    assert applicable([("%", "Prozent"), ("Sum (x)", "Summe (x)")], "Type % or Sum (x).") == [("%", "Prozent"), ("Sum (x)", "Summe (x)")]
+
+
+# ---------------------------------------------------------------- exactness on every family, against brute force
+TERM_SETS = {
+    "one": [term((5, 7))],
+    "two": [term((4,)), term((9, 3))],
+    "overlapping": [term((5, 7)), term((7, 9))],
+    "inside": [term((4, 5, 6)), term((5,))],
+    "alternatives": [term((8,), (3, 6)), term((6, 3), anchored=(4, 4))],
+}
+FAMILY_KINDS = ("marian", "mbart", "m2m100", "t5", "llama", "qwen2")
+
+
+def _model_and_truth(kind: str):
+    if kind == "marian":  # a tiny MarianMTModel: eos 0, pad 11 = decoder start, tokens 1-10
+        model = model_for(0, "normal")
+        source = torch.tensor([[3, 5, 7, 2, 0]])
+        return model, source, marian_brute_force(model, (0, "normal"), source)
+    model = token_model(kind, 0)
+    source = token_source(kind)
+    return model, source, family_brute_force(kind, model, (kind, 0, 1.0), source)
+
+
+def _assert_best(hyp, truth_score: float, table: dict, terms: list[Term], what: str) -> None:
+    tol = 1e-5 + 2 * margin(truth_score, SCORE_ATOL)
+    assert holds(hyp.tokens, terms), what
+    assert table[hyp.tokens] == pytest.approx(hyp.score, abs=1e-5), what  # its own true score
+    assert hyp.score == pytest.approx(truth_score, abs=tol), what
+
+
+@pytest.mark.parametrize("kind", FAMILY_KINDS)
+def test_exact_and_exhaustive_constrained_search_equal_brute_force(kind: str) -> None:
+    model, ids, truth = _model_and_truth(kind)
+    table = dict((tokens, score) for score, tokens in truth)
+    for name, terms in TERM_SETS.items():
+        best_score, best_tokens = next((s, t) for s, t in truth if holds(t, terms))
+        with decoding(model):
+            source, kept, dropped = constrain_terms(encode(model, ids, LengthLimit(0.0, MAX_LEN, MAX_LEN)), terms)
+        assert len(kept) == len(terms) and not dropped, (kind, name)
+        exact = TopKDecoder(k=1, **LIMIT).decode_source(model, source)
+        assert exact.exact is True
+        _assert_best(exact.hypotheses[0], best_score, table, terms, f"{kind} {name} exact")
+        wide = ConstrainedBeamDecoder(beam_size=EXHAUSTIVE, **LIMIT).decode_source(model, source)
+        _assert_best(wide.hypotheses[0], best_score, table, terms, f"{kind} {name} exhaustive")
+        untied = [s for s, t in truth if holds(t, terms) and t != best_tokens][:1]
+        if untied and abs(untied[0] - best_score) > 1e-4:  # no tie: the very hypothesis
+            assert exact.hypotheses[0].tokens == wide.hypotheses[0].tokens == best_tokens, (kind, name)
+        for width in (1, 5):  # every term present, true scores, none above the constrained best
+            found = ConstrainedBeamDecoder(beam_size=width, **LIMIT).decode_source(model, source).hypotheses
+            assert found, (kind, name, width)
+            for hyp in found:
+                assert holds(hyp.tokens, terms), (kind, name, width, hyp)
+                assert table[hyp.tokens] == pytest.approx(hyp.score, abs=1e-5)
+                assert hyp.score <= best_score + 1e-5 + 2 * margin(best_score, SCORE_ATOL)
+        for plain in ("greedy", "beam", "heap_beam"):  # the mask alone: any decoder's outputs hold every term
+            params = {} if plain == "greedy" else {"beam_size": 3}
+            hyp = DECODERS.build(plain, **params, **LIMIT).decode_source(model, source).hypotheses[0]
+            assert holds(hyp.tokens, terms) and hyp.score <= best_score + 1e-5, (kind, name, plain)
+
+
+@pytest.mark.parametrize("kind", ["marian", "t5", "qwen2"])
+def test_without_terms_it_is_plain_beam_search(kind: str) -> None:
+    model, ids, _ = _model_and_truth(kind)
+    for width in (1, 3, 5):
+        ours = ConstrainedBeamDecoder(beam_size=width, **LIMIT).decode(model, ids)
+        plain = BeamDecoder(beam_size=width, **LIMIT).decode(model, ids)
+        assert [(h.tokens, h.score) for h in ours.hypotheses] == [(h.tokens, h.score) for h in plain.hypotheses]
+        assert ours.info["terms"] == [] and ours.info["dropped"] == []
+
+
+# ---------------------------------------------------------------- real tokenizers
+KINDS = ("mbart", "m2m100", "nllb", "t5", "llama", "qwen2")
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_term_is_written_as_the_model_writes_it_mid_sentence(kind: str, family_model) -> None:
+    """The word-initial form spells " Zellen" (SentencePiece's ▁, byte-level BPE's Ġ); a tokenizer that writes no space
+    at the text's start (byte-level BPE) also has the anchored form there; each form decodes to the term."""
+    loaded = load_model(family_model(kind), "cpu", settings=SETTINGS[kind])
+    tok, family = loaded.tokenizer, loaded.family
+    forms = target_forms(tok, family, "Zellen formatieren")
+    surfaces = lexical.Surfaces.for_tokenizer(tok)
+    spelled = {form: lexical._spelled(surfaces, form.tokens) for form in forms}
+    assert any(not f.anchored and s == b" Zellen formatieren" for f, s in spelled.items()), (kind, spelled)
+    for form in forms:
+        assert tok.decode(list(form.tokens), skip_special_tokens=True).strip() == "Zellen formatieren", (kind, form)
+    bare = target_forms(tok, family, "Zellen formatieren", attached=False)
+    if kind == "qwen2":  # the text's start: no space; after "(" too, so with attached forms that one counts anywhere
+        assert [lexical._spelled(surfaces, f.tokens) for f in bare if f.anchored] == [b"Zellen formatieren"]
+        assert any(not f.anchored and s == b"Zellen formatieren" for f, s in spelled.items())
+    else:  # SentencePiece writes ▁ at the start too: the word-initial form serves there
+        assert [f for f in forms if f.anchored] == [] and [f.anchored for f in bare] == [False]
+
+
+def test_the_demo_models_term_forms() -> None:
+    loaded = load_model(None, "cpu")
+    tok, family = loaded.tokenizer, loaded.family
+    pieces = [(tok.convert_ids_to_tokens(list(f.tokens)), f.anchored) for f in target_forms(tok, family, "Zellen")]
+    assert pieces[0] == (["▁Zellen"], False)
+    assert (["Z", "ell", "en"], False) in pieces  # after „ (help text quotes dialog names): no space
+    assert [(tok.convert_ids_to_tokens(list(f.tokens)), f.anchored) for f in target_forms(tok, family, "Zellen", attached=False)] == [
+        (["▁Zellen"], False)]
+
+
+# ---------------------------------------------------------------- the decoder
+@pytest.fixture(scope="module")
+def demo():
+    return load_model(None, "cpu")
+
+
+def _text(loaded, hyp) -> str:
+    return loaded.tokenizer.decode(list(hyp.tokens), skip_special_tokens=True)
+
+
+def test_the_demo_model_places_every_applicable_term(demo) -> None:
+    source = "Choose Format - Cells and click the Numbers tab."
+    ids = demo.family.encode_source(demo.tokenizer, source, "cpu")[0]
+    glossary = [("Cells", "Zellbereich"), ("Numbers", "Ziffern"), ("Sheet", "Tabelle")]
+    decoder = DECODERS.build("constrained_beam", beam_size=5).bind(demo.tokenizer).use_glossary(glossary)
+    free = BeamDecoder(beam_size=5).decode(demo.model, ids).hypotheses[0]
+    assert "Zellbereich" not in _text(demo, free) and "Ziffern" not in _text(demo, free)  # the model says neither
+    result = decoder.decode(demo.model, ids, index=3, source=source)
+    best = result.hypotheses[0]
+    assert result.info["terms"] == ["Zellbereich", "Ziffern"] and result.info["dropped"] == []  # "Sheet" is not in the source
+    text = _text(demo, best)
+    assert "Zellbereich" in text and "Ziffern" in text and text.startswith("Wählen Sie Format")
+    assert full_scores(demo.model, ids, [best.tokens])[0] == pytest.approx(best.score, abs=1e-4)
+    assert best.score < free.score  # the constraint costs probability: never above the free best
+
+
+def test_a_term_that_cannot_fit_warns_once_and_the_rest_is_kept(demo, caplog: pytest.LogCaptureFixture) -> None:
+    """max_len 2 (one token and the stop): "Zellen" (▁Zellen) fits, "Zellen formatieren" (two tokens) does not; one
+    warning for the segment names it. Alone, the term that cannot fit leaves plain beam search's output."""
+    ids = demo.family.encode_source(demo.tokenizer, "Format Cells", "cpu")[0]
+    tiny = dict(max_len_a=0.0, max_len_b=2, max_len_cap=2)
+    decoder = ConstrainedBeamDecoder(beam_size=5, **tiny).bind(demo.tokenizer)
+    with caplog.at_level(logging.WARNING, logger="simpe.decoders.constrained"):
+        result = decoder.decode_terms(demo.model, ids, [("Cells", "Zellen"), ("Format Cells", "Zellen formatieren")], index=7)
+    warnings = [r for r in caplog.records if r.name == "simpe.decoders.constrained"]
+    assert len(warnings) == 1 and "segment 7" in warnings[0].getMessage() and "'Zellen formatieren'" in warnings[0].getMessage()
+    assert result.info["terms"] == ["Zellen"] and result.info["dropped"] == ["Zellen formatieren"]
+    assert _text(demo, result.hypotheses[0]).strip() == "Zellen"
+    caplog.clear()
+    alone = decoder.decode_terms(demo.model, ids, [("Format Cells", "Zellen formatieren")], index=8)
+    plain = BeamDecoder(beam_size=5, **tiny).decode(demo.model, ids)
+    assert [h.tokens for h in alone.hypotheses] == [h.tokens for h in plain.hypotheses]
+    # with room for three tokens both fit in two: "Zellen formatieren" holds "Zellen"
+    roomy = ConstrainedBeamDecoder(beam_size=5, max_len_a=0.0, max_len_b=3, max_len_cap=3).bind(demo.tokenizer)
+    both = roomy.decode_terms(demo.model, ids, [("Cells", "Zellen"), ("Format Cells", "Zellen formatieren")])
+    assert both.info["dropped"] == [] and _text(demo, both.hypotheses[0]).strip() == "Zellen formatieren"
+
+
+def test_parameters_and_glossary_entries_are_checked() -> None:
+    with pytest.raises(ConfigError, match="beam_size"):
+        DECODERS.build("constrained_beam", beam_size=0)
+    with pytest.raises(ConfigError, match="attached_forms"):
+        DECODERS.build("constrained_beam", attached_forms="often")
+    decoder = DECODERS.build("constrained_beam")
+    assert decoder.params() == {"beam_size": 5, "attached_forms": True, "max_len_a": 2.0, "max_len_b": 10, "max_len_cap": 256}
+    with pytest.raises(ConfigError, match="'Cells', ''"):
+        decoder.use_glossary([("Cells", "")])
+
+
+def test_terms_and_a_typed_prefix_are_not_combined_yet(demo) -> None:
+    ids = demo.family.encode_source(demo.tokenizer, "Format Cells", "cpu")[0]
+    with decoding(demo.model):
+        typed = constrain(encode(demo.model, ids, LengthLimit()), demo.tokenizer, "Wählen")
+    with pytest.raises(ConfigError, match="one constraint"):
+        constrain_terms(typed, [term((5,))])
+    # the decoder completes a typed prefix as plain beam search does (the interactive protocol's call)
+    ours = ConstrainedBeamDecoder().decode_source(demo.model, typed).hypotheses[0]
+    assert ours == BeamDecoder().decode_source(demo.model, typed).hypotheses[0]
