@@ -201,6 +201,7 @@ class ConstrainedBeamDecoder(LockstepDecoder):
         self.limit = LengthLimit(max_len_a, max_len_b, max_len_cap)
         self.glossary: list[tuple[str, str]] = []
         self._terms: dict[str, Term] = {}  # target term -> its forms, for the bound tokenizer
+        self._warned = False  # the no-glossary warning, once per decoder
 
     def use_glossary(self, pairs: Sequence[tuple[str, str]]) -> ConstrainedBeamDecoder:
         """The run's glossary: (source term, target term) pairs, neither side empty. Returns self."""
@@ -230,6 +231,10 @@ class ConstrainedBeamDecoder(LockstepDecoder):
 
     def decode(self, model: Any, input_ids: Any, *, index: int = 0, source: str | None = None) -> DecodeResult:
         """Decode one source under the glossary's terms that occur in ``source`` (none without text or glossary)."""
+        if not self.glossary and not self._warned:  # said once: no silent stand-in for what was asked
+            self._warned = True
+            logger.warning("constrained_beam has no glossary: `simpe simulate` does not pass one yet (issue 57's wiring), "
+                           "so it decodes as plain beam search")
         pairs = applicable(self.glossary, source) if source and self.glossary else []
         return self.decode_terms(model, input_ids, pairs, index=index)
 
