@@ -10,8 +10,7 @@ output as whole words (the text a translator sees; a form glued to the word befo
 does not count). Printed: segments, those with a term, the terms applicable, placed by each decoder, left out for the
 length limit; seconds per segment of each over all segments and over those with a term (mean, median), and their ratio.
 
-The glossary: one entry per line, source term TAB target term (further columns ignored; empty lines, lines starting
-with ``#`` and a ``source<TAB>target`` header skipped). Once ``simpe.terms`` has its loader, read it with that.
+The glossary: a TSV or TBX file, read by the one glossary loader (``simpe.terms.glossary``; docs/terms.md).
 """
 from __future__ import annotations
 
@@ -30,27 +29,9 @@ from simpe import log
 from simpe.config.files import load_config
 from simpe.decoders import DECODERS
 from simpe.decoders.lexical import applicable
-from simpe.errors import DataError
 from simpe.loop.run import load_stream
 from simpe.model import load_model
-from simpe.textfile import read_lines
-
-
-def read_pairs(path: str) -> list[tuple[str, str]]:
-    """(source term, target term) pairs of a tab-separated glossary file (see the module docstring)."""
-    pairs = []
-    for number, line in enumerate(read_lines(path, "glossary"), 1):
-        if not line.strip() or line.startswith("#"):
-            continue
-        fields = line.rstrip("\r\n").split("\t")
-        if number == 1 and [f.strip().lower() for f in fields[:2]] == ["source", "target"]:
-            continue
-        if len(fields) < 2 or not fields[0].strip() or not fields[1].strip():
-            raise DataError(f"{path}: line {number} is not 'source term<TAB>target term': {line[:80]!r}")
-        pairs.append((fields[0].strip(), fields[1].strip()))
-    if not pairs:
-        raise DataError(f"{path}: the glossary has no entries")
-    return pairs
+from simpe.terms.glossary import load_glossary
 
 
 def placed(text: str, targets: list[str]) -> int:
@@ -60,23 +41,24 @@ def placed(text: str, targets: list[str]) -> int:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--glossary", required=True, help="source term TAB target term per line")
+    parser.add_argument("--glossary", required=True, help="a TSV or TBX glossary (docs/terms.md)")
     parser.add_argument("--segments", type=int, default=200)
     parser.add_argument("--beam-size", type=int, default=5)
     parser.add_argument("--model", default=None)
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's own)")
     parser.add_argument("--no-record", action="store_true", help="print only: leave docs/benchmarks.json as it is")
     args = parser.parse_args()
-    glossary = read_pairs(args.glossary)  # a bad file is refused before the model loads
+    overrides = [f"data.segments={args.segments}", "device=cpu"] + ([f"model={args.model}"] if args.model else [])
+    cfg = load_config("baseline", overrides)
+    dataset, segments = load_stream(cfg)
+    # a bad file is refused before the model loads
+    glossary = load_glossary(args.glossary, dataset.src_lang, dataset.tgt_lang).pairs()
     beam = DECODERS.build("beam", beam_size=args.beam_size)
     constrained = DECODERS.build("constrained_beam", beam_size=args.beam_size).use_glossary(glossary)
     if args.threads:
         torch.set_num_threads(args.threads)
     log.setup()
     logging.getLogger("simpe").setLevel(logging.ERROR)  # the length-limit warnings are counted below, not printed
-    overrides = [f"data.segments={args.segments}", "device=cpu"] + ([f"model={args.model}"] if args.model else [])
-    cfg = load_config("baseline", overrides)
-    _, segments = load_stream(cfg)
     loaded = load_model(cfg.model.path, "cpu", dtype=cfg.model.dtype, family_name=cfg.model.family,
                         settings=cfg.model.family_settings())
     model, tokenizer = loaded.model, loaded.tokenizer
