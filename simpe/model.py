@@ -55,7 +55,22 @@ def resolve_device(device: str) -> Any:
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if device == "cuda" and not torch.cuda.is_available():
         raise ConfigError("device 'cuda' was asked for but torch sees no CUDA GPU; use --device cpu or auto")
-    return torch.device(device)
+    resolved = torch.device(device)
+    if resolved.type == "cuda":
+        configure_cuda()
+    return resolved
+
+
+def configure_cuda() -> None:
+    """The CUDA settings every simpe process uses: no cuDNN attention. torch prefers cuDNN's fused attention on
+    Hopper GPUs, and cuDNN builds a graph for each new pair of query and key lengths; a stream's segments bring new
+    lengths all the time (the update's source x target lengths, decoding's growing key length), so the builds never
+    stop: on an H100, NLLB-600M in bfloat16 spent 2.4 ms of host time per attention call in its first segments
+    against 0.055 ms once the shapes had been seen (benchmarks/profile_update.py). Flash and memory-efficient
+    attention need no such build and take over."""
+    import torch
+
+    torch.backends.cuda.enable_cudnn_sdp(False)
 
 
 def model_name(model_id: str | os.PathLike[str]) -> str:
