@@ -44,8 +44,8 @@ How the figures are made (``estimate``):
   The footprint's work adds to it, with the same rates (no term is fitted for it): its search (knn's datastore, on
   average over the run) reads ``search_bytes`` or does ``search_macs`` float32 multiply-adds at each decoding step,
   whichever takes longer; each of its ``update_pairs`` (replay) costs the update's forward and backward passes once
-  more; its ``penalty_bytes`` (ewc) pass at ``bandwidth`` 1 + 2 x repetitions times (an evaluation before the first
-  step and after each, and a gradient at each); its ``prepare_passes`` (ewc's Fisher) cost an update repetition's
+  more; its ``penalty_bytes`` (ewc: the penalty's value and gradient) pass at ``bandwidth`` once per repetition;
+  its ``prepare_passes`` (ewc's Fisher) cost an update repetition's
   passes each, spread over the run's segments (1,000 when unbounded); its ``segment_passes`` (knn storing the
   post-edit) a teacher-forced forward pass each, counted in the update's part. A part that tunes values around each
   translation (``tuned_values``: tune-retrieve) has no rate, its steps depending on what it retrieves: no time then.
@@ -229,7 +229,7 @@ class TimeFacts:
     repetitions: float | None  # update repetitions per segment; None: a trained model's, the rates' per method
     tied_bytes: int = 0  # the gradients a tied adapted tensor's extra readers add (each as large as the tensor)
     update_pairs: int = 0  # pairs each update repetition takes beside the post-edit (Footprint.update_pairs)
-    penalty_bytes: int = 0  # bytes a loss term passes over per evaluation, and again per step (Footprint.penalty_bytes)
+    penalty_bytes: int = 0  # bytes a penalty passes over per step, value and gradient (Footprint.penalty_bytes)
     prepare_passes: int = 0  # forward and backward passes made once before the first segment (Footprint.prepare_passes)
     segment_passes: int = 0  # teacher-forced passes after each segment's update (Footprint.segment_passes)
     search_bytes: float = 0.0  # what a decoding step's search reads and multiplies (Footprint.search_bytes, search_macs)
@@ -288,7 +288,7 @@ def seconds(facts: TimeFacts, rates: dict[str, Any], max_repeats: int = 3) -> tu
     per_repetition = rates["forwards_per_repetition"][facts.method]
     update = forward * (1 + facts.update_pairs) * (1 + repetitions * per_repetition) \
         + repetitions * (traffic * rates["step_passes"] + facts.tied_bytes * rates.get("tied_passes", 0.0)) / bandwidth \
-        + (1 + 2 * repetitions) * facts.penalty_bytes / bandwidth \
+        + repetitions * facts.penalty_bytes / bandwidth \
         + facts.prepare_passes * forward * per_repetition / facts.run_segments + facts.segment_passes * forward
     return translate, update
 

@@ -282,7 +282,8 @@ def update(model: Any, method: Method, pair: Pair, cfg: UpdateConfig, batch: Seq
 
     ``batch``: more pairs stepped on with ``pair`` (the warm start's batches, ``tune-retrieve``'s matches), and so are
     the method's ``update_pairs(pair)`` (``replay``'s drawn pairs, once per call): the loss of a step is then the
-    mean of the pairs' mean token losses, plus the method's ``loss_term()`` (``ewc``'s penalty); the perplexity threshold and the
+    mean of the pairs' mean token losses, plus the method's ``loss_term()``; a method's ``penalty_gradient`` (``ewc``)
+    adds its penalty's gradient to the loss's at each step; the perplexity threshold and the
     record's losses are ``pair``'s alone. The record then says ``replayed`` (the pairs beside ``pair``) and
     ``penalty`` (its last value). Without either the step is the one of Simianer et al. (2019), bit for bit. ``measure_after`` False
     skips the forward pass that measures the loss after the last step (``loss_after`` is then the last one before it).
@@ -292,7 +293,8 @@ def update(model: Any, method: Method, pair: Pair, cfg: UpdateConfig, batch: Seq
     names = list(method.trainable().keys())
     record: dict[str, Any] = {"loss_before": None, "ppl_before": None, "loss_after": None, "ppl_after": None,
                               "repetitions": 0, "skipped": None}
-    composed = type(method).loss_term is not Method.loss_term  # a method with a loss term of its own (ewc)
+    composed = type(method).loss_term is not Method.loss_term  # a method with a loss term of its own
+    penalized = type(method).penalty_gradient is not Method.penalty_gradient  # one that adds its penalty's gradient (ewc)
     if extra:
         record["replayed"] = len(extra)
     backward_seconds = 0.0
@@ -345,12 +347,21 @@ def update(model: Any, method: Method, pair: Pair, cfg: UpdateConfig, batch: Seq
                 break
             ns, ps, gs = [names[i] for i in present], [params[i] for i in present], [grads[i] for i in present]
             with torch.no_grad():
+                if masters is not None:  # the step on float32 masters and float32 gradients
+                    gs = [g.float() for g in gs]
+                if penalized:  # the penalty at the weights the loss saw; its gradient joins the loss's before clipping
+                    penalty = method.penalty_gradient(dict(zip(ns, gs)))
+                    if penalty is not None:
+                        record["penalty"] = penalty
+                        if not math.isfinite(penalty):
+                            record["skipped"] = "non-finite penalty"
+                            break
                 if masters is None:
                     bad = clip_and_step(method, ns, ps, gs, cfg.lr, cfg.clip_norm, backup)
-                else:  # the step on float32 masters and float32 gradients; the weights get the rounded result
+                else:  # the weights get the rounded result
                     lows = masters.enter(low)
                     try:
-                        bad = clip_and_step(method, ns, ps, [g.float() for g in gs], cfg.lr, cfg.clip_norm, backup)
+                        bad = clip_and_step(method, ns, ps, gs, cfg.lr, cfg.clip_norm, backup)
                     finally:
                         masters.leave(low, lows)
                     backup.finite = backup.finite and not any(p.dtype == torch.float16 for p in low)  # float16 overflows at 65504

@@ -119,8 +119,8 @@ class Footprint:
       (``ewc``: what its penalty keeps for its gradient, and that gradient);
     * ``update_pairs``: pairs each update repetition also steps on beside the post-edit (``replay``'s ``k``): the
       update's forward and backward passes are made for each;
-    * ``penalty_bytes``: bytes a term of the loss reads and writes each time the update evaluates it (before the
-      first step and after each), and as many again for its gradient at each step (``ewc``'s penalty);
+    * ``penalty_bytes``: bytes a penalty reads and writes at each step for its value and its gradient
+      (``penalty_gradient``: ``ewc``);
     * ``prepare_passes``: passes over one pair, forward and backward through the adapted tensors, made once before
       the first segment (``ewc``'s Fisher information, one pass a sentence);
     * ``segment_passes``: teacher-forced forward passes over the segment's pair after its update (``knn``: the
@@ -261,7 +261,15 @@ class Method(ABC):
         return []
 
     def loss_term(self) -> torch.Tensor | None:
-        """A term the update adds to the loss it differentiates (``ewc``); None by default."""
+        """A term the update adds to the loss it differentiates; None by default."""
+        return None
+
+    def penalty_gradient(self, grads: dict[str, torch.Tensor]) -> float | None:
+        """A penalty on the weights whose gradient the method adds itself, in place, to ``grads`` (trainable tensor
+        name -> the loss's gradient, float32 where the step runs on master copies) at each step, before the clipping;
+        returns the penalty's value at the weights before the step, or None when the method has none (the default).
+        ``ewc``: λ·Σ F·(θ − θ₀)², whose gradient 2λ·F·(θ − θ₀) is a few foreach passes, where an autograd graph over
+        every trainable tensor cost more than the model's backward on the demo model."""
         return None
 
     def after_segment(self, pair: Any) -> None:

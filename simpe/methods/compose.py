@@ -70,6 +70,9 @@ class Modifier:
     def loss_term(self) -> torch.Tensor | None:
         return None
 
+    def penalty_gradient(self, grads: dict[str, torch.Tensor]) -> float | None:
+        return None
+
     def after_segment(self, pair: Any) -> None:
         pass
 
@@ -268,6 +271,11 @@ class ComposedMethod(Method):
     def loss_term(self) -> torch.Tensor | None:
         terms = [t for t in (self.method.loss_term(), *(m.loss_term() for m in self.modifiers)) if t is not None]
         return None if not terms else terms[0] if len(terms) == 1 else torch.stack(terms).sum()
+
+    def penalty_gradient(self, grads: dict[str, torch.Tensor]) -> float | None:
+        values = [v for v in (self.method.penalty_gradient(grads), *(m.penalty_gradient(grads) for m in self.modifiers))
+                  if v is not None]
+        return sum(values) if values else None
 
     def after_segment(self, pair: Any) -> None:
         self.method.after_segment(pair)

@@ -89,10 +89,10 @@ def _added(preset: str, dtype: str) -> dict[str, float | None]:
     if preset == "full+replay":  # k = 2 more pairs in every forward and backward pass of the update
         return {"update_seconds": 2 * forward * (1 + repetitions * per_repetition)}
     if preset in ("full+ewc", "lasso+ewc"):  # the Fisher (float32) and θ₀ (at the weights' dtype); during the
-        # update θ - θ₀ and the penalty's gradient, float32; the penalty's 36 bytes a value (and two casts to float32
-        # below it) at every evaluation, 1 + 2 x repetitions of them; the Fisher's 200 passes once in 1,000 segments
+        # update θ - θ₀ and the penalty's gradient, float32; the penalty's 56 bytes a value (and two casts to float32
+        # below it) at every step, value and gradient; the Fisher's 200 passes once in 1,000 segments
         state, during = trainable * (4 + b), trainable * 4 * 2
-        penalty = trainable * (36 + (0 if b == 4 else 2 * (b + 4))) * (1 + 2 * repetitions) / bandwidth
+        penalty = trainable * (56 + (0 if b == 4 else 2 * (b + 4))) * repetitions / bandwidth
         fisher = 200 * forward * per_repetition / 1000
         return {"state": state, "activations": during, "running_without_runtime": state + during,
                 "update_seconds": penalty + fisher}

@@ -85,18 +85,31 @@ def test_replay_steps_on_earlier_pairs_drawn_with_its_seed_and_resumes_the_same_
         again.check_state({**state, "replay/buffer": torch.zeros(3)})
 
 
+def _penalty(method) -> tuple[float, dict[str, torch.Tensor]]:
+    """The method's penalty value at its weights and its gradient (added to zero gradients)."""
+    grads = {n: torch.zeros(p.shape, dtype=torch.float32) for n, p in method.trainable().items()}
+    return method.penalty_gradient(grads), grads
+
+
 def test_ewc_penalty_is_zero_at_the_anchor_and_pulls_back_where_the_fisher_is(tiny_marian):
     model, method = _attached(tiny_marian, "full", [{"name": "ewc", "params": {"weight": 10.0, "sentences": 3}}])
     ewc = method.modifiers[0]
     assert set(ewc.fisher) == set(method.trainable()) and ewc.estimated_on == 3
     assert all(f.shape == method.trainable()[n].shape and bool((f >= 0).all()) for n, f in ewc.fisher.items())
-    assert float(method.loss_term().detach()) == 0.0
+    assert method.loss_term() is None and _penalty(method)[0] == 0.0
     before = snapshot(model)
     record = update(model, method, PAIR, SOFT)
     assert record["penalty"] == 0.0 and record["repetitions"] == 1  # the first step starts at θ₀
-    term = float(method.loss_term().detach())
+    term, gradient = _penalty(method)
     expected = 10.0 * sum(float((ewc.fisher[n] * (p.detach() - before[n]).pow(2)).sum()) for n, p in method.trainable().items())
     assert term == pytest.approx(expected, rel=1e-5) and term > 0
+    # the gradient written out is autograd's gradient of the penalty as a loss term (computed here independently)
+    leaves = {n: p.detach().clone().requires_grad_(True) for n, p in method.trainable().items()}
+    as_loss = 10.0 * sum((ewc.fisher[n] * (leaves[n] - before[n]).pow(2)).sum() for n in leaves)
+    by_autograd = dict(zip(leaves, torch.autograd.grad(as_loss, list(leaves.values()))))
+    for n in leaves:
+        torch.testing.assert_close(gradient[n], by_autograd[n], rtol=1e-5, atol=1e-9)
+    assert any(bool(g.abs().sum() > 0) for g in gradient.values())
     # the state holds the Fisher; a resumed method takes θ₀ again and the Fisher from the state
     state = method.state_dict()
     assert {k for k in state if k.startswith("ewc/")} == {f"ewc/fisher.{n}" for n in method.trainable()}
@@ -107,7 +120,7 @@ def test_ewc_penalty_is_zero_at_the_anchor_and_pulls_back_where_the_fisher_is(ti
     assert again.modifiers[0].fisher == {}
     again.check_state(state)
     again.load_state_dict(state)
-    assert float(again.loss_term().detach()) == pytest.approx(term, rel=1e-5)
+    assert _penalty(again)[0] == pytest.approx(term, rel=1e-5)
     bad = dict(state)
     bad[next(k for k in bad if k.startswith("ewc/"))] = torch.full((1,), float("nan"))
     with pytest.raises(ModelError, match="modifier 'ewc'"):

@@ -89,16 +89,16 @@ def test_a_composition_sums_its_parts(tiny_marian) -> None:
     adapted = BASE + BIAS
     lasso_ewc = _attached(tiny_marian, "lasso", modifiers=[{"name": "ewc", "params": {"sentences": 30}}])
     # lasso's own, then ewc's Fisher (float32) and anchor (the weights' dtype), θ - θ₀ and the penalty's gradient in
-    # float32 during the update, its penalty's 36 bytes a value per evaluation (and two casts to float32 below it),
+    # float32 during the update, its penalty's 56 bytes a value per step (and two casts to float32 below it),
     # and its 30 Fisher sentences
     assert lasso_ewc.footprint(FLOAT32) == Footprint(state=BASE * 4 + adapted * 4 + adapted * (4 + 4),
-                                                     update_bytes=adapted * 8, penalty_bytes=adapted * 36, prepare_passes=30)
+                                                     update_bytes=adapted * 8, penalty_bytes=adapted * 56, prepare_passes=30)
     assert lasso_ewc.footprint(BFLOAT16) == Footprint(state=BASE * 2 + adapted * 4 + adapted * (4 + 2), update_bytes=adapted * 8,
-                                                      penalty_bytes=adapted * (36 + 2 * (2 + 4)), prepare_passes=30)
+                                                      penalty_bytes=adapted * (56 + 2 * (2 + 4)), prepare_passes=30)
     everything = _attached(tiny_marian, "full", modifiers=[{"name": "replay", "params": {"k": 3}}, {"name": "ewc"},
                                                            {"name": "knn"}, {"name": "tune-retrieve"}])
     assert everything.footprint(SHORT) == Footprint(state=BASE * 4 + BASE * 8 + BASE * 8, datastore_per_token=76,
-                                                    update_bytes=BASE * 8, update_pairs=3, penalty_bytes=BASE * 36,
+                                                    update_bytes=BASE * 8, update_pairs=3, penalty_bytes=BASE * 56,
                                                     prepare_passes=200, segment_passes=1, search_bytes=knn.search_bytes,
                                                     search_macs=knn.search_macs, tuned_values=BASE, tuning_pairs=1)
     assert everything.adapted_values() == BASE  # the companions train nothing
