@@ -140,10 +140,13 @@ class DataConfig:
     segments: int | None  # the first N segments; None = all
     skip_empty: bool  # skip empty segments with a counted warning instead of failing
     params: dict[str, Any]  # go to DATASETS.build
+    glossary: str | None  # null | dataset (the dataset's own) | a TSV or TBX file: the term metrics (simpe.terms)
 
     def __post_init__(self) -> None:
         if self.segments is not None and self.segments < 1:
             raise ConfigError(f"data.segments must be >= 1 or null, got {self.segments}")
+        if isinstance(self.glossary, str) and not self.glossary.strip():
+            raise ConfigError("data.glossary must be null, 'dataset' (the dataset's own) or a glossary file, got ''")
 
 
 # The choices of the metrics section; their meaning is documented where they are applied

@@ -1,7 +1,8 @@
 """Glossary-constrained beam search: dynamic beam allocation (Post and Vilar 2018) in its vectorised form (Hu et al. 2019).
 
-Every glossary term whose source term occurs in the segment's source must appear in the output (``lexical.py``: which
-terms apply, their target forms, the mask that keeps every hypothesis able to contain them all within the length limit).
+Every glossary term whose source term occurs in the segment's source must appear in the output (``simpe.terms.match``:
+which terms apply; ``lexical.py``: their target forms, the mask that keeps every hypothesis able to contain them all
+within the length limit).
 
 Why dynamic beam allocation and not grid beam search (Hokamp and Liu 2017): grid beam search keeps a beam per number of
 constraint tokens met, so its cost grows with the terms (C + 1 beams of width k for C constraint tokens); dynamic beam
@@ -44,10 +45,11 @@ import torch
 from simpe.decoders.base import DECODERS, DecodeResult, Hypothesis
 from simpe.decoders.beam import _beam_step, _best, _keep_best, _may_tie
 from simpe.decoders.incremental import NEG_INF, LengthLimit, Lockstep, LockstepDecoder, Source, check_int, decoding, encode, step_scores
-from simpe.decoders.lexical import Term, TermConstraint, applicable, fit_terms, target_forms
+from simpe.decoders.lexical import Term, TermConstraint, fit_terms, target_forms
 from simpe.decoders.prefix import apply as apply_constraint
 from simpe.errors import ConfigError
 from simpe.models import family_of
+from simpe.terms.match import TermMatcher
 from simpe.ties import SCORE_ATOL, margin, rank, top
 
 logger = logging.getLogger(__name__)
@@ -190,9 +192,12 @@ class ConstrainedBeamDecoder(LockstepDecoder):
 
     Params: beam_size; attached_forms (a term also counts written right after an opening quote or bracket, without a
     space: ``simpe.decoders.lexical``); max_len_a/b/cap. The glossary is given once built (``use_glossary``: its
-    (source term, target term) pairs); ``decode`` then takes the terms whose source term occurs in ``source``.
-    Without a glossary it is plain beam search.
+    (source term, target term) pairs; the loop gives ``data.glossary``'s and refuses the decoder without one);
+    ``decode`` then takes the terms whose source term occurs in ``source`` (``simpe.terms.match``: whole Moses tokens,
+    case exact; ``TermMatcher.to_constrain``). Without a glossary it is plain beam search.
     """
+
+    takes_glossary = True
 
     def __init__(self, beam_size: int = 5, attached_forms: bool = True, max_len_a: float = 2.0, max_len_b: int = 10,
                  max_len_cap: int = 256) -> None:
@@ -200,15 +205,26 @@ class ConstrainedBeamDecoder(LockstepDecoder):
         self.beam_size, self.attached_forms = beam_size, attached_forms
         self.limit = LengthLimit(max_len_a, max_len_b, max_len_cap)
         self.glossary: list[tuple[str, str]] = []
+        self.matcher: TermMatcher | None = None  # the glossary's source terms, as the term metrics find them
         self._terms: dict[str, Term] = {}  # target term -> its forms, for the bound tokenizer
 
-    def use_glossary(self, pairs: Sequence[tuple[str, str]]) -> ConstrainedBeamDecoder:
-        """The run's glossary: (source term, target term) pairs, neither side empty. Returns self."""
+    def use_glossary(self, pairs: Sequence[tuple[str, str]], source_lang: str = "en",
+                     target_lang: str = "de") -> ConstrainedBeamDecoder:
+        """The run's glossary: (source term, target term) pairs, neither side empty, in the stream's languages (the
+        source side is Moses-tokenised in ``source_lang``). Returns self."""
         for pair in pairs:
             if len(pair) != 2 or not all(isinstance(side, str) and side.strip() for side in pair):
                 raise ConfigError(f"a glossary entry is a (source term, target term) pair of non-empty texts, got {pair!r}")
         self.glossary = [(src, tgt) for src, tgt in pairs]
+        self.matcher = TermMatcher(self.glossary, source_lang, target_lang) if self.glossary else None
         return self
+
+    def applicable(self, source: str) -> list[tuple[str, str]]:
+        """The glossary's (source term, target term) pairs to place in the translation of ``source``
+        (``TermMatcher.to_constrain``): in the order of their first occurrence, each target term once."""
+        if self.matcher is None or not source:
+            return []
+        return [self.glossary[i] for i in self.matcher.to_constrain(self.matcher.source_tokens(source))]
 
     def bind(self, tokenizer: Any) -> ConstrainedBeamDecoder:
         self._terms = {}
@@ -230,11 +246,11 @@ class ConstrainedBeamDecoder(LockstepDecoder):
 
     def decode(self, model: Any, input_ids: Any, *, index: int = 0, source: str | None = None) -> DecodeResult:
         """Decode one source under the glossary's terms that occur in ``source`` (none without text or glossary)."""
-        pairs = applicable(self.glossary, source) if source and self.glossary else []
+        pairs = self.applicable(source) if source else []
         return self.decode_terms(model, input_ids, pairs, index=index)
 
     def decode_terms(self, model: Any, input_ids: Any, pairs: Sequence[tuple[str, str]], *, index: int = 0) -> DecodeResult:
-        """Decode one source under the given (source term, target term) pairs, all applicable (``lexical.applicable``).
+        """Decode one source under the given (source term, target term) pairs, all applicable (``applicable``).
 
         ``info``: ``terms`` (the target terms constrained), ``dropped`` (those that cannot fit the length limit, or
         that the model's tokens cannot write: one warning for the segment names them)."""

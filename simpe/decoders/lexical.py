@@ -32,12 +32,11 @@ constrained search (the tests compare it with brute force on every family's tiny
 ``constrained.py`` groups hypotheses by: the shortest form's length for each term contained, plus, for the form under
 way that is closest to complete, its term's shortest length minus the tokens the form still lacks (when positive).
 
-``applicable`` picks a glossary's entries whose source term occurs in a segment's source. This module does not search
-(``constrained.py``) and does not read glossary files.
+Which of a glossary's entries apply to a segment is ``simpe.terms.match``'s (``TermMatcher.to_constrain``). This module
+does not search (``constrained.py``) and does not read glossary files.
 """
 from __future__ import annotations
 
-import re
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -86,32 +85,6 @@ class Term:
         if not any(not f.anchored for f in forms):
             return None
         return Term(self.target, forms, self.source)
-
-
-def applicable(pairs: Sequence[tuple[str, str]], source: str) -> list[tuple[str, str]]:
-    """The (source term, target term) pairs whose source term occurs in ``source``, in the order of their first
-    occurrence (equal positions: the glossary's order), each target term once.
-
-    A source term occurs where it stands as whole words (not inside a longer word), case included; an occurrence inside
-    the occurrence of a longer source term of the glossary ("Cells" inside "Format Cells") does not count."""
-    spans = []  # (start, end, pair)
-    for number, (src, _) in enumerate(pairs):
-        if src.strip():
-            spans += [(m.start(), m.end(), number) for m in re.finditer(r"(?<!\w)" + re.escape(src) + r"(?!\w)", source)]
-    spans.sort(key=lambda span: (span[0] - span[1], span[0], span[2]))  # the longest first
-    claimed: list[tuple[int, int]] = []
-    first: dict[int, int] = {}
-    for start, end, number in spans:
-        if any(start < e and s < end and e - s > end - start for s, e in claimed):
-            continue
-        claimed.append((start, end))
-        first[number] = min(first.get(number, start), start)
-    chosen, seen = [], set()
-    for number in sorted(first, key=lambda n: (first[n], n)):
-        if pairs[number][1] not in seen:
-            seen.add(pairs[number][1])
-            chosen.append(pairs[number])
-    return chosen
 
 
 def _spelled(surfaces: Surfaces, tokens: Sequence[int]) -> bytes | None:

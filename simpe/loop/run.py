@@ -55,6 +55,8 @@ from simpe.rundir.record import SegmentRecord
 from simpe.rundir.resume import check_resumable
 from simpe.rundir.writer import RunDir
 from simpe.storefile import StoreMetadata
+from simpe.terms.glossary import Glossary, load_glossary, resolve_glossary
+from simpe.terms.score import TermCounter, glossary_counter
 
 logger = logging.getLogger(__name__)
 
@@ -139,6 +141,7 @@ class Loop:
         self.method = build_method(cfg.method.name, cfg.method.params, cfg.method.modifiers)
         self.warm_pairs, self.warm_method, self.warm_update = check_warm_start(cfg, self.languages())
         self.decoder = DECODERS.build(cfg.decoder.name, **cfg.decoder.params)
+        self.glossary, terms = self.load_glossary()  # data.glossary: the term metrics, constrained_beam's terms
         self.protocol = protocol_for(cfg)  # how each segment's post-edit arrives (simpe.loop.protocols)
         self.identity = group_identity(cfg, self.segments, self.warm_pairs)  # what the run's group compares
         self.path = run_path(cfg, self.identity)
@@ -154,7 +157,8 @@ class Loop:
             self.method.check_family(self.family)
         resolve_device(cfg.device)  # --device cuda without a GPU
         # truecaser, stopwords, vocabularies (novel_vocab=train: the dataset's), SentencePiece model
-        self.scorer = OnlineScorer(cfg.metrics, model_folder(cfg.model.path), train_vocab=self.dataset.train_vocab(cfg.metrics.lang))
+        self.scorer = OnlineScorer(cfg.metrics, model_folder(cfg.model.path), train_vocab=self.dataset.train_vocab(cfg.metrics.lang),
+                                   terms=terms)
         self.comet = None
         if cfg.comet:  # loaded now, not after the stream: a bad --comet must not cost a run
             from simpe.metrics.comet import CometScorer
@@ -163,6 +167,22 @@ class Loop:
         self.loaded: Any = None
         self.truncated = 0  # segments cut to the model's maximum length
         self.own_sentences: dict[tuple[str, int], list[tuple[str, str]]] = {}  # (split, n) -> pairs (sentences)
+
+    def load_glossary(self) -> tuple[Glossary | None, TermCounter | None]:
+        """The run's glossary (``data.glossary``: a file, or ``dataset`` for the dataset's own) checked against the
+        stream's languages, and its term counter; a decoder that places terms (``Decoder.takes_glossary``) gets its
+        pairs, and is refused without one. (None, None) without a glossary. Every refusal is one line, before the model
+        loads (``simpe.terms.glossary``)."""
+        cfg = self.cfg
+        if cfg.data.glossary is None:
+            if self.decoder.takes_glossary:
+                raise ConfigError(f"decoder {cfg.decoder.name!r} puts a glossary's terms into its output, but the run has no "
+                                  "glossary: give --glossary FILE, or --glossary dataset for the dataset's own")
+            return None, None
+        glossary = load_glossary(resolve_glossary(cfg.data.glossary, self.dataset), *self.languages())
+        if self.decoder.takes_glossary:
+            self.decoder.use_glossary(glossary.pairs(), glossary.source_lang, glossary.target_lang)
+        return glossary, glossary_counter(glossary, cfg.metrics.r_max_k, cfg.metrics.scope)
 
     def check_run_dir(self, resume: bool, overwrite: bool, resume_anyway: bool = False) -> None:
         """Refuse, before the model loads, a run folder that cannot be written or resumed with these settings, or
@@ -316,7 +336,7 @@ class Loop:
         pieces = self.cfg.metrics.subword == "all"
         return self.scorer.add(draft.hypothesis, draft.segment.reference, self.pieces(draft.best) if pieces else None,
                                self.pieces(draft.pair.labels[0].tolist()) if pieces else None,
-                               doc_id=draft.segment.doc_id, effort=effort_of(correction))
+                               doc_id=draft.segment.doc_id, effort=effort_of(correction), source=draft.segment.source)
 
     def record(self, draft: Draft, correction: Correction, scored: dict[str, Any], upd: dict[str, Any]) -> SegmentRecord:
         """The segment's record (one line of segments.jsonl)."""
@@ -337,6 +357,9 @@ class Loop:
                      "update": seconds["update"], "translate_model": seconds["translate_model"],
                      "update_model": seconds["update_model"], "backward": backward},
         )
+        placed = result.info or {}
+        if "terms" in placed and "dropped" in placed:  # a decoder that places glossary terms (constrained_beam)
+            record.constrained = {"terms": list(placed["terms"]), "dropped": list(placed["dropped"])}
         if correction.effort is not None:
             record.seconds.update({"interact": seconds["interact"], "interact_model": seconds["interact_model"]})
             record.effort = {level: e.to_dict() for level, e in correction.effort.items()}

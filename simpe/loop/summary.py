@@ -1,5 +1,6 @@
 """A complete run's summary (summary.json): corpus scores with their signatures, COMET, the store's size, the
-updates, the seconds per phase of the loop, the raw MT's HTER where the corpus has one, and the repeated-error rate.
+updates, the seconds per phase of the loop, the raw MT's HTER where the corpus has one, the repeated-error rate, and with
+a glossary its term facts (the term figures themselves are in ``corpus``, their signature under ``signatures``).
 
 Derived from the segment records (and the snapshot records, for the ``snapshot`` phase), the run's scorer and its
 method; it writes nothing (``simpe.rundir.writer.RunDir.finish`` does).
@@ -59,4 +60,29 @@ def run_summary(loop: Loop, records: list[dict[str, Any]]) -> dict[str, Any]:
         "seconds": {**seconds, "model_forward": loop.timer.seconds}, **raw_mt,
         # of the content words a post-edit showed after a miss, the share missed again at their next occurrence
         "repeated_errors": {"again": again, "shown": shown, "rate": again / shown if shown else None},
+        **({"terms": term_facts(loop, records)} if getattr(loop, "glossary", None) is not None else {}),
     }
+
+
+def term_facts(loop: Loop, records: list[dict[str, Any]]) -> dict[str, Any]:
+    """A glossary run's term facts: the glossary (file, entries), the counted terms and their hits (the ``term``
+    figure's sums), and with a decoder that places terms (constrained_beam) how many it was given (``constrained``: the
+    applicable terms that fit the length limit), ``dropped`` (those that did not), and ``in_output``: of the
+    constrained ones, those the detokenised output holds by the term metrics' rule (whole Moses tokens, case ignored;
+    the decoder places a term's tokens, which a following subword could join to a longer word)."""
+    counter = loop.scorer.terms
+    hits, counted = counter.totals["term"]
+    facts: dict[str, Any] = {"glossary": str(loop.glossary.path), "entries": len(loop.glossary), "counted": counted,
+                             "hits": hits, "fixed": sum(len(r.get("terms_fixed") or []) for r in records)}
+    placed = [r["constrained"] for r in records if r.get("constrained") is not None]
+    if placed:
+        matcher = counter.matcher
+        in_output = 0
+        for record in records:
+            targets = (record.get("constrained") or {}).get("terms") or []
+            if targets:
+                in_output += len(matcher.targets_in(matcher.target_tokens(record["hypothesis"]), targets))
+        facts.update({"segments_constrained": sum(1 for p in placed if p["terms"] or p["dropped"]),
+                      "constrained": sum(len(p["terms"]) for p in placed), "dropped": sum(len(p["dropped"]) for p in placed),
+                      "in_output": in_output})
+    return facts

@@ -26,8 +26,9 @@ import logging
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from simpe.errors import DataError
+from simpe.errors import ConfigError, DataError
 from simpe.paths import DATA_DIR
 from simpe.textfile import read_bytes, read_lines
 
@@ -64,6 +65,28 @@ class Glossary:
     def pairs(self) -> list[tuple[str, str]]:
         """The (source term, target term) pairs in file order."""
         return [(entry.source, entry.target) for entry in self.entries]
+
+
+GLOSSARY_OF_DATASET = "dataset"  # data.glossary / --glossary: the dataset's own glossary (Dataset.glossary)
+
+
+def resolve_glossary(value: str, dataset: Any) -> Path:
+    """The file ``data.glossary`` names: ``dataset`` -> the dataset's own glossary (``Dataset.glossary``), else a
+    path. Refused in one line: a dataset without a glossary, a path that is not a file."""
+    if value == GLOSSARY_OF_DATASET:
+        own = dataset.glossary()
+        if own is None:
+            raise ConfigError(f"--glossary dataset: dataset {dataset.name!r} has no glossary of its own; give a glossary "
+                              "file (TSV or TBX: docs/terms.md)")
+        path = Path(own)
+        if not path.is_file():
+            raise DataError(f"--glossary dataset: {path} does not exist; run `make glossary` to build it")
+        return path
+    path = Path(value)
+    if not path.is_file():
+        raise DataError(f"glossary {value!r} is not a file; give a TSV or TBX glossary (docs/terms.md), or 'dataset' "
+                        "for the dataset's own")
+    return path
 
 
 def primary_language(code: str) -> str:

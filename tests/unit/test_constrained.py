@@ -25,7 +25,7 @@ from simpe.decoders import DECODERS, lexical
 from simpe.decoders.beam import BeamDecoder
 from simpe.decoders.constrained import ConstrainedBeamDecoder, constrain_terms
 from simpe.decoders.incremental import LengthLimit, decoding, encode
-from simpe.decoders.lexical import Form, Term, TermConstraint, applicable, fit_terms, target_forms
+from simpe.decoders.lexical import Form, Term, TermConstraint, fit_terms, target_forms
 from simpe.decoders.prefix import constrain
 from simpe.decoders.topk import TopKDecoder
 from simpe.errors import ConfigError
@@ -141,15 +141,24 @@ def test_terms_that_cannot_fit_are_left_out_in_order() -> None:
 
 
 # ---------------------------------------------------------------- which glossary entries apply
+def _applicable(pairs, source):
+    return ConstrainedBeamDecoder().use_glossary(pairs).applicable(source)
+
+
 def test_applicable_pairs_are_whole_words_in_source_order() -> None:
+    """Which entries apply is the term metrics' source rule (simpe.terms.match: whole Moses tokens, case exact), less
+    the occurrences inside a longer term's."""
     pairs = [("Cells", "Zellen"), ("Format Cells", "Zellen formatieren"), ("OK", "OK"), ("Cell", "Zelle"), ("tab", "Register")]
     # "Cells" stands inside "Format Cells" (the longer term's), "Cell" inside "Cells" (not a whole word)
-    assert applicable(pairs, "Choose Format Cells, then click OK in the Numbers tab.") == [
+    assert _applicable(pairs, "Choose Format Cells, then click OK in the Numbers tab.") == [
         ("Format Cells", "Zellen formatieren"), ("OK", "OK"), ("tab", "Register")]
-    assert applicable(pairs, "Cells and Format Cells") == [("Cells", "Zellen"), ("Format Cells", "Zellen formatieren")]
-    assert applicable(pairs, "format cells in a table") == []  # case counts
-    assert applicable([("Numbers", "Zahlen"), ("numbers", "Zahlen")], "numbers and Numbers") == [("numbers", "Zahlen")]
-    assert applicable([("%", "Prozent"), ("Sum (x)", "Summe (x)")], "Type % or Sum (x).") == [("%", "Prozent"), ("Sum (x)", "Summe (x)")]
+    assert _applicable(pairs, "Cells and Format Cells") == [("Cells", "Zellen"), ("Format Cells", "Zellen formatieren")]
+    assert _applicable(pairs, "format cells in a table") == []  # case counts
+    assert _applicable([("Numbers", "Zahlen"), ("numbers", "Zahlen")], "numbers and Numbers") == [("numbers", "Zahlen")]
+    assert _applicable([("%", "Prozent"), ("Sum (x)", "Summe (x)")], "Type % or Sum (x).") == [("%", "Prozent"), ("Sum (x)", "Summe (x)")]
+    # a Moses token: "Sheet-Insert" is one token, so "Sheet" is not in it (the metrics would not count it either)
+    assert _applicable([("Sheet", "Tabelle")], "Choose Sheet-Insert.") == []
+    assert _applicable(pairs, "") == [] and ConstrainedBeamDecoder().applicable("Cells") == []
 
 
 # ---------------------------------------------------------------- exactness on every family, against brute force
