@@ -96,6 +96,8 @@ def signature_label(kind: str) -> str:
     ``novel:R``, ``subword:R``."""
     if kind == "r" or kind.endswith(":r"):
         return kind[:-1] + "R"
+    if kind == TERM_SIGNATURE:
+        return "Terms"
     return metric_for(kind).label
 
 
