@@ -4,20 +4,19 @@ the same width, side by side on the same stream segments, and how many applicabl
     python benchmarks/bench_constrained.py --glossary data/libreoffice/glossary.tsv [--segments 200] [--beam-size 5] [--threads 2]
 
 For each stream segment (the libreoffice stream, the demo model unless --model, not adapted): the glossary entries whose
-source term occurs in the source (``simpe.decoders.lexical.applicable``), then both decoders, in alternating order (so
-that neither always runs on a warm cache). A term counts as placed where its target term stands in the detokenised
-output as whole words (the text a translator sees; a form glued to the word before it, which the constraint accepts,
-does not count). Printed: segments, those with a term, the terms applicable, placed by each decoder, left out for the
-length limit; seconds per segment of each over all segments and over those with a term (mean, median), and their ratio.
+source term occurs in the source (``ConstrainedBeamDecoder.applicable``: the term metrics' rule, ``simpe.terms.match``),
+then both decoders, in alternating order (so that neither always runs on a warm cache). A term counts as placed where
+its target term stands in the detokenised output as whole Moses tokens, case ignored (the term metrics' rule: the text
+a translator sees; a form glued to a word before or after it, which the constraint's tokens allow, does not count).
+Printed: segments, those with a term, the terms applicable, placed by each decoder, left out for the length limit;
+seconds per segment of each over all segments and over those with a term (mean, median), and their ratio.
 
-The glossary: one entry per line, source term TAB target term (further columns ignored; empty lines, lines starting
-with ``#`` and a ``source<TAB>target`` header skipped). Once ``simpe.terms`` has its loader, read it with that.
+The glossary: a TSV or TBX file as ``simpe simulate --glossary`` reads it (``simpe.terms.glossary``; docs/terms.md).
 """
 from __future__ import annotations
 
 import argparse
 import logging
-import re
 import statistics
 import sys
 import time
@@ -29,54 +28,34 @@ from record import record
 from simpe import log
 from simpe.config.files import load_config
 from simpe.decoders import DECODERS
-from simpe.decoders.lexical import applicable
-from simpe.errors import DataError
 from simpe.loop.run import load_stream
 from simpe.model import load_model
-from simpe.textfile import read_lines
-
-
-def read_pairs(path: str) -> list[tuple[str, str]]:
-    """(source term, target term) pairs of a tab-separated glossary file (see the module docstring)."""
-    pairs = []
-    for number, line in enumerate(read_lines(path, "glossary"), 1):
-        if not line.strip() or line.startswith("#"):
-            continue
-        fields = line.rstrip("\r\n").split("\t")
-        if number == 1 and [f.strip().lower() for f in fields[:2]] == ["source", "target"]:
-            continue
-        if len(fields) < 2 or not fields[0].strip() or not fields[1].strip():
-            raise DataError(f"{path}: line {number} is not 'source term<TAB>target term': {line[:80]!r}")
-        pairs.append((fields[0].strip(), fields[1].strip()))
-    if not pairs:
-        raise DataError(f"{path}: the glossary has no entries")
-    return pairs
-
-
-def placed(text: str, targets: list[str]) -> int:
-    """How many of ``targets`` stand in ``text`` as whole words."""
-    return sum(1 for target in targets if re.search(r"(?<!\w)" + re.escape(target) + r"(?!\w)", text))
+from simpe.terms.glossary import load_glossary
+from simpe.terms.match import TermMatcher
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--glossary", required=True, help="source term TAB target term per line")
+    parser.add_argument("--glossary", required=True, help="a TSV or TBX glossary (docs/terms.md)")
     parser.add_argument("--segments", type=int, default=200)
     parser.add_argument("--beam-size", type=int, default=5)
     parser.add_argument("--model", default=None)
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's own)")
     parser.add_argument("--no-record", action="store_true", help="print only: leave docs/benchmarks.json as it is")
     args = parser.parse_args()
-    glossary = read_pairs(args.glossary)  # a bad file is refused before the model loads
+    overrides = [f"data.segments={args.segments}", "device=cpu"] + ([f"model={args.model}"] if args.model else [])
+    cfg = load_config("baseline", overrides)
+    dataset, segments = load_stream(cfg)
+    # a bad file is refused before the model loads
+    glossary = load_glossary(args.glossary, dataset.src_lang, dataset.tgt_lang)
+    matcher = TermMatcher(glossary.pairs(), glossary.source_lang, glossary.target_lang)
     beam = DECODERS.build("beam", beam_size=args.beam_size)
-    constrained = DECODERS.build("constrained_beam", beam_size=args.beam_size).use_glossary(glossary)
+    constrained = DECODERS.build("constrained_beam", beam_size=args.beam_size)
+    constrained.use_glossary(glossary.pairs(), glossary.source_lang, glossary.target_lang)
     if args.threads:
         torch.set_num_threads(args.threads)
     log.setup()
     logging.getLogger("simpe").setLevel(logging.ERROR)  # the length-limit warnings are counted below, not printed
-    overrides = [f"data.segments={args.segments}", "device=cpu"] + ([f"model={args.model}"] if args.model else [])
-    cfg = load_config("baseline", overrides)
-    _, segments = load_stream(cfg)
     loaded = load_model(cfg.model.path, "cpu", dtype=cfg.model.dtype, family_name=cfg.model.family,
                         settings=cfg.model.family_settings())
     model, tokenizer = loaded.model, loaded.tokenizer
@@ -88,7 +67,7 @@ def main() -> int:
     hits = {"beam": 0, "constrained": 0}
     for index, seg in enumerate(segments):
         ids = loaded.family.encode_source(tokenizer, seg.source, loaded.device)[0]
-        targets = [target for _, target in applicable(glossary, seg.source)]
+        targets = [target for _, target in constrained.applicable(seg.source)]
         order = ("beam", "constrained") if index % 2 == 0 else ("constrained", "beam")
         for name in order:
             decoder = beam if name == "beam" else constrained
@@ -97,7 +76,7 @@ def main() -> int:
                 result = decoder.decode(model, ids, index=index, source=seg.source)
             seconds[name].append(time.perf_counter() - start)
             text = tokenizer.decode(list(result.hypotheses[0].tokens), skip_special_tokens=True)
-            hits[name] += placed(text, targets)
+            hits[name] += len(matcher.targets_in(matcher.target_tokens(text), targets))
             if name == "constrained":
                 dropped += len(result.info["dropped"])
         if targets:
