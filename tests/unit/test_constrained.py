@@ -320,6 +320,10 @@ def test_parameters_and_glossary_entries_are_checked() -> None:
     assert decoder.params() == {"beam_size": 5, "attached_forms": True, "max_len_a": 2.0, "max_len_b": 10, "max_len_cap": 256}
     with pytest.raises(ConfigError, match="'Cells', ''"):
         decoder.use_glossary([("Cells", "")])
+    # the loop gives a glossary only to a decoder that takes one; any other refuses it, naming the one that does
+    assert [name for name in DECODERS.names() if DECODERS.build(name).takes_glossary] == ["constrained_beam"]
+    with pytest.raises(ConfigError, match="'beam' takes no glossary; constrained_beam"):
+        DECODERS.build("beam").use_glossary([("Cells", "Zellen")])
 
 
 def test_terms_and_a_typed_prefix_are_not_combined_yet(demo) -> None:
