@@ -61,7 +61,7 @@ def test_list_prints_every_registry():
     assert "datasets: autodesk, hf, libreoffice, text, tmx, tsv" in out
     assert f"methods: {', '.join(METHODS.names())}\n" in out
     assert f"presets: {PRESETS}" in out
-    assert "decoders: beam, greedy, heap_beam, mbr, sampling, topk, topk_dfs" in out
+    assert "decoders: beam, constrained_beam, greedy, heap_beam, mbr, sampling, topk, topk_dfs" in out
     assert "metrics: bleu, chrf, chrf++, comet, sbleu, ter" in out
     assert "utilities: bleu, chrf, chrf++, sbleu, ter, comet" in out
     assert "model families: causal, m2m100, marian, mbart, t5" in out
