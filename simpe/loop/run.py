@@ -5,7 +5,7 @@ score the output against the reference (the post-edit), then update the model on
 (source_i, reference_i), then log. The hypothesis of segment i is always produced before
 the model sees reference i. Every N segments a ranking snapshot may be taken on a fixed
 probe set. Everything a user can get wrong (dataset, method, decoder, metric and ranking
-settings) is checked before the model is loaded; then the method is attached with the update
+settings, the glossary) is checked before the model is loaded; then the method is attached with the update
 settings and the decoder is bound to the tokenizer. ``simpe.rundir`` writes the files.
 With ``reset: document`` the adapted state returns to the base model's before the first
 segment of every document (a change of ``doc_id``), as adaptive translation servers work

@@ -29,6 +29,10 @@ layout), their segment scores, SBLEU and the R values under ``metrics``. ``logge
 statistics sit in a record, and ``metric_for`` gives the ``Metric`` that scores them, for
 every reader of the logs (compare's bootstrap, plots).
 
+With a glossary (``data.glossary``) the scorer is given its term counter (``simpe.terms.score.TermCounter``, which
+this layer never imports: it is handed in): the term metrics (``simpe.metrics.terms``) are then logged beside the R
+values, restarted with them per document, and replayed from the logged source and hypothesis tokens.
+
 This module does not translate, write files, or run COMET (``simpe.metrics.comet``).
 """
 from __future__ import annotations
