@@ -141,6 +141,7 @@ class DataConfig:
     skip_empty: bool  # skip empty segments with a counted warning instead of failing
     params: dict[str, Any]  # go to DATASETS.build
     glossary: str | None  # null | dataset (the dataset's own) | a TSV or TBX file: the term metrics (simpe.terms)
+    glossary_prompt: bool  # a causal LM's prompt also says the glossary's terms that apply to the source
 
     def __post_init__(self) -> None:
         if self.segments is not None and self.segments < 1:

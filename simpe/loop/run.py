@@ -124,6 +124,7 @@ class Draft:
     # the correction is in, before the update; and what it yielded
     tuning: contextlib.ExitStack = dataclasses.field(default_factory=contextlib.ExitStack)
     tuned: Any = None
+    terms: tuple[tuple[str, str], ...] = ()  # the glossary pairs its prompt says (data.glossary_prompt)
 
 class Loop:
     """One run: a model with a method attached, a decoder, a scorer and a run directory.
@@ -155,6 +156,7 @@ class Loop:
         self.family = model_family(cfg.model.path, cfg.model.family, cfg.model.family_settings())
         if self.family is not None:
             self.method.check_family(self.family)
+            self.check_glossary_prompt(self.family)
         resolve_device(cfg.device)  # --device cuda without a GPU
         # truecaser, stopwords, vocabularies (novel_vocab=train: the dataset's), SentencePiece model
         self.scorer = OnlineScorer(cfg.metrics, model_folder(cfg.model.path), train_vocab=self.dataset.train_vocab(cfg.metrics.lang),
@@ -175,6 +177,9 @@ class Loop:
         loads (``simpe.terms.glossary``)."""
         cfg = self.cfg
         if cfg.data.glossary is None:
+            if cfg.data.glossary_prompt:
+                raise ConfigError("data.glossary_prompt says a glossary's terms in a causal LM's prompt, but the run has no "
+                                  "glossary: give --glossary FILE, or --glossary dataset for the dataset's own")
             if self.decoder.takes_glossary:
                 raise ConfigError(f"decoder {cfg.decoder.name!r} puts a glossary's terms into its output, but the run has no "
                                   "glossary: give --glossary FILE, or --glossary dataset for the dataset's own")
@@ -183,6 +188,25 @@ class Loop:
         if self.decoder.takes_glossary:
             self.decoder.use_glossary(glossary.pairs(), glossary.source_lang, glossary.target_lang)
         return glossary, glossary_counter(glossary, cfg.metrics.r_max_k, cfg.metrics.scope)
+
+    def check_glossary_prompt(self, family: Any) -> None:
+        """Refuse ``data.glossary_prompt`` for a family whose prompt cannot say the terms (one line): every family but
+        a causal LM, and a causal LM whose ``model.prompt_template`` has no ``{terms}`` field."""
+        if not self.cfg.data.glossary_prompt or family.takes_terms():
+            return
+        if family.name == "causal":
+            raise ConfigError("data.glossary_prompt: model.prompt_template has no {terms} field to say the glossary's terms "
+                              f"in ({self.cfg.model.prompt_template!r}); add one, or leave the template out")
+        raise ConfigError(f"data.glossary_prompt says the glossary's terms in a causal LM's prompt; the {family.name} "
+                          "family has no prompt (use --set decoder.name=constrained_beam to place the terms)")
+
+    def prompt_terms(self, source: str) -> tuple[tuple[str, str], ...]:
+        """The glossary pairs the prompt of ``source`` says (``data.glossary_prompt``): those constrained decoding would
+        place (``TermMatcher.to_constrain``); none without the setting."""
+        if not self.cfg.data.glossary_prompt:
+            return ()
+        matcher = self.scorer.terms.matcher
+        return tuple(matcher.pairs[i] for i in matcher.to_constrain(matcher.source_tokens(source)))
 
     def check_run_dir(self, resume: bool, overwrite: bool, resume_anyway: bool = False) -> None:
         """Refuse, before the model loads, a run folder that cannot be written or resumed with these settings, or
@@ -204,6 +228,7 @@ class Loop:
         if self.family is None:  # a hub id whose config was not cached: its family is known now
             self.family = self.loaded.family
             self.method.check_family(self.family)
+            self.check_glossary_prompt(self.family)
         self.model, self.tokenizer = self.loaded.model, self.loaded.tokenizer
         set_dropout(self.model, cfg.update.dropout)
         self.method.attach(self.model, self.loaded.path, cfg.update)
@@ -291,7 +316,9 @@ class Loop:
         phases = Phases(self.timer)
         with phases("prepare"):  # in-context methods: earlier post-edits only (reference i is not among them)
             examples = self.method.examples(seg.source)
-            pair = self.loaded.family.encode_pair(self.tokenizer, seg.source, seg.reference, self.loaded.device, examples)
+            terms = self.prompt_terms(seg.source)
+            pair = self.loaded.family.encode_pair(self.tokenizer, seg.source, seg.reference, self.loaded.device, examples,
+                                                  terms=terms)
         tuning = contextlib.ExitStack()  # tune-retrieve's tuned copy lives until the correction is in (Draft.tuning)
         with phases("translate"), contextlib.ExitStack() as failing:
             failing.callback(tuning.close)
@@ -301,7 +328,7 @@ class Loop:
             failing.pop_all()  # decoded: the tuned copy stays open for learn
         best = list(result.hypotheses[0].tokens) if result.hypotheses else []
         hypothesis = self.tokenizer.decode(best, skip_special_tokens=True)
-        return Draft(index, seg, examples, pair, result, best, hypothesis, phases, tuning, tuned)
+        return Draft(index, seg, examples, pair, result, best, hypothesis, phases, tuning, tuned, terms)
 
     def learn(self, draft: Draft, given: Correction | None = None) -> SegmentRecord:
         """The second half of ``step``: correct, score, update, record (the parameters have not changed since
@@ -323,7 +350,8 @@ class Loop:
         if post_edit == draft.segment.reference:
             return draft
         seg = dataclasses.replace(draft.segment, reference=post_edit)
-        pair = self.loaded.family.encode_pair(self.tokenizer, seg.source, post_edit, self.loaded.device, draft.examples)
+        pair = self.loaded.family.encode_pair(self.tokenizer, seg.source, post_edit, self.loaded.device, draft.examples,
+                                              terms=draft.terms)
         return dataclasses.replace(draft, segment=seg, pair=pair)
 
     def pieces(self, ids: list[int]) -> list[str]:

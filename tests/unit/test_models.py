@@ -556,3 +556,24 @@ def test_forced_bos_saved_in_the_generation_config_counts_as_set(tmp_path) -> No
     config = _read_config(str(tmp_path))
     assert config["forced_bos_token_id"] == 250003
     MBartFamily().check_config(config, "here")  # no "set model.tgt_lang" refusal
+
+
+def test_a_causal_prompt_says_glossary_terms_before_the_source(loaded_kind) -> None:
+    """data.glossary_prompt: the terms as one line before the query's source line, in the plain template and in the
+    chat template's user turn; without terms the prompt is unchanged; another family refuses terms."""
+    terms = [("Cells", "Zellen"), ("Sheet", "Tabelle")]
+    llama = loaded_kind("llama")
+    assert llama.family.prompt_text(llama.tokenizer, "Click OK.", [], terms) == (
+        "Translate the following text from English into German.\nUse these term translations: Cells = Zellen; "
+        "Sheet = Tabelle.\nEnglish: Click OK.\nGerman:")
+    assert llama.family.takes_terms() and not FAMILIES.build("causal", prompt_template="Q: {source}").takes_terms()
+    assert FAMILIES.build("causal", prompt_template="{terms}Q: {source}").takes_terms()
+    qwen = loaded_kind("qwen2")
+    ids = qwen.family.encode_source(qwen.tokenizer, "Click OK.", "cpu", terms=terms[:1])[0][0].tolist()
+    assert qwen.tokenizer.decode(ids) == ("<|im_start|>user\nTranslate the following text from English into German.\n"
+                                          "Use these term translations: Cells = Zellen.\nEnglish: Click OK.\nGerman:"
+                                          "<|im_end|>\n<|im_start|>assistant\n")
+    mbart = loaded_kind("mbart")
+    assert not mbart.family.takes_terms()
+    with pytest.raises(ConfigError, match="the mbart family has no prompt to say glossary terms in"):
+        mbart.family.encode_pair(mbart.tokenizer, "Click OK.", "Klicken Sie auf OK.", "cpu", terms=terms)
