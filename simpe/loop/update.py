@@ -348,12 +348,12 @@ def update(model: Any, method: Method, pair: Pair, cfg: UpdateConfig, batch: Seq
             if not may_step or _ppl(nll) <= cfg.ppl_threshold:
                 break
             if segmented:  # only before a step: a pair below the threshold costs the term nothing
-                with torch.enable_grad():
+                with torch.enable_grad():  # as the forward above was (may_step): the term joins its graph
                     logprob = nll_tensor * -pair.labels.numel()  # () the post-edit's summed token log-probabilities
                     term, facts = method.segment_term(pair, hypothesis, logprob, record["repetitions"])
+                    if term is not None:
+                        loss, plain = loss + term, False
                 record.update(facts)
-                if term is not None:
-                    loss, plain = loss + term, False
             if not math.isfinite(nll if plain else float(loss.detach())):  # no second wait for the device
                 record["skipped"] = "non-finite loss"
                 break
