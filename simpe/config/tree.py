@@ -97,7 +97,7 @@ MODIFIER_KEYS = ("name", "params")
 @dataclass
 class MethodConfig:
     """An adaptation method by registered name; ``params`` go to ``METHODS.build``; ``modifiers``, a list of
-    ``{name, params}`` (replay, ewc, knn, tune-retrieve), compose it with them (``simpe.methods.compose``, which
+    ``{name, params}`` (replay, ewc, prefer, knn, tune-retrieve), compose it with them (``simpe.methods.compose``, which
     checks the names and parameters before the model loads)."""
 
     name: str

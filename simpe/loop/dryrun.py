@@ -43,11 +43,11 @@ How the figures are made (``estimate``):
   threshold and repeats ``update.max_repeats`` times. Given only on the CPU; a method without measured rates gets none.
   The footprint's work adds to it, with the same rates (no term is fitted for it): its search (knn's datastore, on
   average over the run) reads ``search_bytes`` or does ``search_macs`` float32 multiply-adds at each decoding step,
-  whichever takes longer; each of its ``update_pairs`` (replay) costs the update's forward and backward passes once
-  more; its ``penalty_bytes`` (ewc) pass at ``bandwidth`` 1 + 2 x repetitions times (an evaluation before the first
+  whichever takes longer; each of its ``update_pairs`` (replay's pairs, prefer's MT output) costs the update's forward
+  and backward passes once more; its ``penalty_bytes`` (ewc) pass at ``bandwidth`` 1 + 2 x repetitions times (an evaluation before the first
   step and after each, and a gradient at each); its ``prepare_passes`` (ewc's Fisher) cost an update repetition's
   passes each, spread over the run's segments (1,000 when unbounded); its ``segment_passes`` (knn storing the
-  post-edit) a teacher-forced forward pass each, counted in the update's part. A part that tunes values around each
+  post-edit; prefer's reference under dropout) a teacher-forced forward pass each, counted in the update's part. A part that tunes values around each
   translation (``tuned_values``: tune-retrieve) has no rate, its steps depending on what it retrieves: no time then.
 
 The memory estimate is checked against a measured run of the demo model (tests/integration/test_dryrun.py: within

@@ -341,7 +341,8 @@ class Loop:
         with phases("score"):
             scored = self.score(draft, correction)
         with phases("update"):
-            upd = update(self.model, self.method, draft.pair, self.cfg.update)  # reference i is seen only here
+            # reference i is seen only here; the hypothesis it corrects, for a method that prefers one to the other
+            upd = update(self.model, self.method, draft.pair, self.cfg.update, hypothesis=draft.hypothesis)
             self.method.after_segment(draft.pair)  # knn stores the post-edit, icl remembers the pair
         return self.record(draft, correction, scored, upd)
 

@@ -23,6 +23,16 @@ if TYPE_CHECKING:
 SEGMENT_PHASES = ("prepare", "translate", "score", "update", "translate_model", "update_model", "backward")
 
 
+def _preferences(records: list[dict[str, Any]]) -> dict[str, int]:
+    """A preference update's counts (``prefer``; nothing for runs without one): the segments whose update had its DPO
+    term (``preferred``) and those whose update stepped on the NLL alone because the MT output equals the post-edit
+    (``preference_skipped``). A segment that took no step (its post-edit already below the perplexity threshold) is
+    in neither."""
+    preferred = sum(1 for r in records if "preference_loss" in r["update"])
+    skipped = sum(1 for r in records if r["update"].get("preference_skipped"))
+    return {"preferred": preferred, "preference_skipped": skipped} if preferred or skipped else {}
+
+
 def run_summary(loop: Loop, records: list[dict[str, Any]]) -> dict[str, Any]:
     """The summary of ``loop``'s complete run whose segment records are ``records``."""
     cfg = loop.cfg
@@ -56,7 +66,7 @@ def run_summary(loop: Loop, records: list[dict[str, Any]]) -> dict[str, Any]:
         "reset": cfg.reset, "method_facts": loop.method.describe(),
         **({"warm_start": loop.warm_facts} if getattr(loop, "warm_facts", None) else {}),
         "updates": {"repetitions": sum(r["update"]["repetitions"] for r in records),
-                    "skipped": sum(1 for r in records if r["update"]["skipped"])},
+                    "skipped": sum(1 for r in records if r["update"]["skipped"]), **_preferences(records)},
         "seconds": {**seconds, "model_forward": loop.timer.seconds}, **raw_mt,
         # of the content words a post-edit showed after a miss, the share missed again at their next occurrence
         "repeated_errors": {"again": again, "shown": shown, "rate": again / shown if shown else None},

@@ -153,7 +153,8 @@ def _check_numbers(mapping: Any, where: str, key: str, lists: bool = False) -> N
             raise RunDirError(f"{where}: {key}.{name} should be {wanted}, got {_show(value)}")
 
 
-UPDATE_NUMBERS = ("loss_before", "ppl_before", "loss_after", "ppl_after", "repetitions", "penalty", "replayed")
+UPDATE_NUMBERS = ("loss_before", "ppl_before", "loss_after", "ppl_after", "repetitions", "penalty", "replayed",
+                  "preference_loss", "preference_margin")
 
 
 def check_scores(record: dict[str, Any], where: str) -> None:
