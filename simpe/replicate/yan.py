@@ -187,10 +187,17 @@ def beam_curse(c: Claim, studies: dict[str, Any]) -> Verdict:
     shorter = (beam[wide][changed, -2].sum() / beam[small][changed, -2].sum()) if changed.any() else 1.0
     found = paired_effect(beam[small], beam[wide], score, False, POINTS, of="sentences")
     sentence = mean_effect(list(sentence_bleu(beam[wide]) - sentence_bleu(beam[small])), POINTS)
+    ratios = {b: stats.sum(0)[-2] / stats.sum(0)[-1] for b, stats in beam.items()}
+    if ratios[wide] >= 1:  # the penalty never fires: shorter outputs lose nothing to length and gain precision
+        penalty = (f"the length ratio stays at or above 1 ({ratios[small]:.2f} to {ratios[wide]:.2f}), so the brevity "
+                   "penalty never fires: shorter outputs lose no corpus BLEU to length and gain n-gram precision")
+    else:  # the penalty fires at the wide beam: part of the fall is the length
+        penalty = (f"the length ratio falls from {ratios[small]:.2f} to {ratios[wide]:.2f}, below 1, so the brevity "
+                   "penalty fires and part of the fall is the outputs' length")
     why = (f"B={wide} − B={small}: {found.show()}; {int(changed.sum())} of {len(changed)} sentences change between them, their "
            f"outputs {shorter:.2f} times as long at B={wide}. Corpus BLEU's brevity penalty fires only when the whole output is "
-           "shorter than the references (ratio below 1); while the ratio stays above 1, shorter outputs lose no BLEU to length "
-           f"and gain n-gram precision. Sentence BLEU penalises each short sentence on its own: its mean moves {sentence.show()}")
+           f"shorter than the references (ratio below 1); here {penalty}. Sentence BLEU penalises each short sentence on its "
+           f"own: its mean moves {sentence.show()}")
     out = c.row(f"corpus BLEU {'; '.join(parts)} ({where})", _below_zero(found), why)
     out.evidence = digest(beam[small], beam[wide])
     return out
