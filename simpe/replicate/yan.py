@@ -177,17 +177,16 @@ def beam_curse(c: Claim, studies: dict[str, Any]) -> Verdict:
     beam, where = _beam_stats(studies)
     small, wide = min(beam), max(beam)
     score = metric_score("bleu")
+    ratios = {b: stats.sum(0)[-2] / stats.sum(0)[-1] for b, stats in beam.items()}  # hypothesis / reference length
     parts = []
     for b, stats in beam.items():
-        total = stats.sum(0)
-        ratio = total[-2] / total[-1]
-        parts.append(f"B={b}: {float(score(total)[0]):.1f} (length ratio {ratio:.2f}, brevity penalty "
+        ratio = ratios[b]
+        parts.append(f"B={b}: {float(score(stats.sum(0))[0]):.1f} (length ratio {ratio:.2f}, brevity penalty "
                      f"{min(1.0, math.exp(1 - 1 / ratio)) if ratio > 0 else 0.0:.2f}; mean sentence BLEU {sentence_bleu(stats).mean():.1f})")
     changed = _changed(beam[small], beam[wide])
     shorter = (beam[wide][changed, -2].sum() / beam[small][changed, -2].sum()) if changed.any() else 1.0
     found = paired_effect(beam[small], beam[wide], score, False, POINTS, of="sentences")
     sentence = mean_effect(list(sentence_bleu(beam[wide]) - sentence_bleu(beam[small])), POINTS)
-    ratios = {b: stats.sum(0)[-2] / stats.sum(0)[-1] for b, stats in beam.items()}
     if ratios[wide] >= 1:  # the penalty never fires: shorter outputs lose nothing to length and gain precision
         penalty = (f"the length ratio stays at or above 1 ({ratios[small]:.2f} to {ratios[wide]:.2f}), so the brevity "
                    "penalty never fires: shorter outputs lose no corpus BLEU to length and gain n-gram precision")
