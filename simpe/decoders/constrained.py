@@ -23,8 +23,9 @@ One step, per source:
    other candidates are the next live rows; the search ends when k hypotheses are finished and no live row scores
    above the worst of them, or at the length limit.
 
-The mask lets a hypothesis end only once it contains every term, and cuts every prefix that could no longer fit the
-terms still missing in the positions left, so every finished hypothesis contains every term. A term that cannot fit
+The mask lets a hypothesis end only once it contains every term, each ending at a word boundary (the decoder reads
+the tokens that continue a word from its tokenizer, ``lexical.continuing``), and cuts every prefix that could no longer
+fit the terms still missing in the positions left, so every finished hypothesis contains every term as whole words. A term that cannot fit
 the length limit at all (with the terms before it) is left out of the segment's constraint, with one warning for the
 segment naming it: the output is then the best hypothesis found under the terms that fit (partly constrained; with
 none left, plain beam search's). With no term, the search is plain beam search (``beam.py``'s own step), hypothesis
@@ -45,7 +46,7 @@ import torch
 from simpe.decoders.base import DECODERS, DecodeResult, Hypothesis
 from simpe.decoders.beam import _beam_step, _best, _keep_best, _may_tie
 from simpe.decoders.incremental import NEG_INF, LengthLimit, Lockstep, LockstepDecoder, Source, check_int, decoding, encode, step_scores
-from simpe.decoders.lexical import Term, TermConstraint, fit_terms, target_forms
+from simpe.decoders.lexical import Term, TermConstraint, continuing, fit_terms, target_forms
 from simpe.decoders.prefix import apply as apply_constraint
 from simpe.errors import ConfigError
 from simpe.models import family_of
@@ -176,12 +177,14 @@ def constrained_search_many(model: Any, sources: list[Source], beam_size: int) -
     return results
 
 
-def constrain_terms(source: Source, terms: Sequence[Term]) -> tuple[Source, list[Term], list[Term]]:
+def constrain_terms(source: Source, terms: Sequence[Term],
+                    glue: frozenset[int] | None = None) -> tuple[Source, list[Term], list[Term]]:
     """``source`` with the constraint of the ``terms`` that fit its length limit (``lexical.fit_terms``): (the source,
-    the terms kept, the terms dropped). The source must carry no other constraint."""
+    the terms kept, the terms dropped). ``glue``: the target tokens that continue a word (``lexical.continuing``): a
+    term counts only where none follows it; None: wherever it ends. The source must carry no other constraint."""
     if source.constraint is not None:
         raise ConfigError("a source takes one constraint: glossary terms cannot be combined with a typed prefix yet")
-    constraint, kept, dropped = fit_terms(terms, source.max_len, source.special)
+    constraint, kept, dropped = fit_terms(terms, source.max_len, source.special, glue)
     return dataclasses.replace(source, constraint=constraint), kept, dropped
 
 
@@ -257,7 +260,8 @@ class ConstrainedBeamDecoder(LockstepDecoder):
         t0 = time.perf_counter()
         with decoding(model):
             encoded = encode(model, input_ids, self.limit)
-            constrained, kept, dropped = constrain_terms(encoded, self.terms(model, pairs))
+            glue = continuing(self.tokenizer) if pairs else None
+            constrained, kept, dropped = constrain_terms(encoded, self.terms(model, pairs), glue)
             if dropped:
                 logger.warning("segment %d: %d glossary term(s) cannot be placed within the length limit of %d tokens "
                                "(%s); decoded with the %d that fit", index, len(dropped), encoded.max_len,
