@@ -34,6 +34,7 @@ from simpe.datasets import DATASETS, Segment, stream_hash
 from simpe.datasets.base import pairs_hash
 from simpe.decoders import DECODERS
 from simpe.errors import ConfigError, ModelError, SimpeError
+from simpe.filehash import file_hash
 from simpe.fingerprint import run_code
 from simpe.loop.malloc import reuse_freed_memory
 from simpe.loop.phases import ModelTimer, Phases
@@ -65,13 +66,17 @@ _STREAM_DIGESTS: dict[str, str] = {}  # the stream digests of this process's con
 
 
 def group_identity(cfg: RunConfig, segments: list[Segment] | None = None,
-                   warm_pairs: list[tuple[str, str]] | None = None) -> dict[str, str | None]:
+                   warm_pairs: list[tuple[str, str]] | None = None,
+                   glossary_path: Path | None = None) -> dict[str, str | None]:
     """What a run's group compares, hashed: the stream as loaded (``stream``: the first ``data.segments`` of the split,
-    sources and references), the model's files (``model``: ``simpe.fingerprint.model_digest``) and the warm-start
-    memory's pairs (``memory``; None without --warm-start), and their short ``digest`` in the group's name
-    (``simpe.rundir.layout.group_digest``). A translator's ``simpe serve`` run loads the same stream, so it lands
-    beside the simulated runs of the same segments. ``segments``/``warm_pairs``: as the loop has read them (else read
-    here, the stream once per process)."""
+    sources and references), the model's files (``model``: ``simpe.fingerprint.model_digest``), the warm-start
+    memory's pairs (``memory``; None without --warm-start) and the glossary file's content (``glossary``:
+    ``simpe.filehash.file_hash``; None without ``data.glossary``), and their short ``digest`` in the group's name
+    (``simpe.rundir.layout.group_digest``): runs with another glossary, or none, land in another group (their term
+    figures are not comparable; a run without a glossary keeps the group it had before glossaries). A translator's
+    ``simpe serve`` run loads the same stream, so it lands beside the simulated runs of the same segments.
+    ``segments``/``warm_pairs``/``glossary_path``: as the loop has read them (else read here, the stream once per
+    process)."""
     from simpe.fingerprint import model_digest
 
     if segments is None:
@@ -91,8 +96,15 @@ def group_identity(cfg: RunConfig, segments: list[Segment] | None = None,
             warm_pairs = read_memory(cfg.warm_start.path, getattr(dataset, "src_lang", "en"),
                                      getattr(dataset, "tgt_lang", cfg.metrics.lang))
         memory = pairs_hash(warm_pairs)[:16]
+    glossary = None
+    if cfg.data.glossary is not None:
+        if glossary_path is None:
+            dataset = DATASETS.build(cfg.data.name, **DATASETS.resolve(cfg.data.name, cfg.data.params))
+            glossary_path = resolve_glossary(cfg.data.glossary, dataset)
+        glossary = file_hash(Path(glossary_path))
     model = model_digest(cfg.model.path)
-    return {"digest": layout.group_digest(stream, model, memory), "stream": stream, "model": model, "memory": memory}
+    return {"digest": layout.group_digest(stream, model, memory, glossary), "stream": stream, "model": model,
+            "memory": memory, "glossary": glossary}
 
 
 def run_path(cfg: RunConfig, identity: dict[str, str | None] | None = None) -> Path:
@@ -144,7 +156,8 @@ class Loop:
         self.decoder = DECODERS.build(cfg.decoder.name, **cfg.decoder.params)
         self.glossary, terms = self.load_glossary()  # data.glossary: the term metrics, constrained_beam's terms
         self.protocol = protocol_for(cfg)  # how each segment's post-edit arrives (simpe.loop.protocols)
-        self.identity = group_identity(cfg, self.segments, self.warm_pairs)  # what the run's group compares
+        # what the run's group compares
+        self.identity = group_identity(cfg, self.segments, self.warm_pairs, self.glossary.path if self.glossary else None)
         self.path = run_path(cfg, self.identity)
         self.probe = probe_set(cfg, self.dataset, self.segments) if cfg.snapshots.every and cfg.snapshots.ranking else []
         self.forgetting = forgetting_set(cfg, self.dataset)

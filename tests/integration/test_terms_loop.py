@@ -53,7 +53,8 @@ def _holds(text: str, term: str) -> bool:
 
 @pytest.fixture(scope="module")
 def group(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """baseline (beam) and baseline-constrained with the dataset's glossary through the CLI; bias without one."""
+    """baseline (beam) and baseline-constrained with the dataset's glossary through the CLI (their group); bias without
+    one, in a group of its own (the glossary is part of a group's identity: ``simpe.loop.run.group_identity``)."""
     root = tmp_path_factory.mktemp("terms")
     preset = root / "baseline-constrained.yaml"
     preset.write_text("method: {name: baseline}\ndecoder: {name: constrained_beam, params: {beam_size: 5}}\n", encoding="utf-8")
@@ -68,8 +69,15 @@ def group(tmp_path_factory: pytest.TempPathFactory) -> Path:
         assert main(["simulate", "--preset", "bias", *common]) == 0
     finally:
         torch.set_num_threads(threads)
-    (folder,) = (root / "runs").iterdir()
-    return folder
+    folders = sorted((root / "runs").iterdir())
+    assert len(folders) == 2 and [sorted(p.name for p in f.iterdir()) for f in folders if (f / "bias").exists()] == [["bias"]]
+    return next(f for f in folders if (f / "baseline").exists())
+
+
+def _plain_bias(group: Path) -> Path:
+    """The bias run without a glossary: beside the group, in its own."""
+    (found,) = [f / "bias" for f in group.parent.iterdir() if (f / "bias").exists()]
+    return found
 
 
 def _records(group: Path, name: str) -> list[dict]:
@@ -151,7 +159,7 @@ def test_compare_shows_the_term_figures_with_their_bootstrap(group: Path) -> Non
     markdown = to_markdown(comparison)
     assert "| Term acc. | T0 | T1 | Term rep. ↓ | nonterm:R0 |" in markdown and "- Terms: `gl:glossary.tsv." in markdown
     # a run without the glossary: the term columns are left out, with a note; two baseline runs need --baseline
-    mixed = compare_runs(load_group([*runs, group / "bias"], baseline="baseline"), num_resamples=20)
+    mixed = compare_runs(load_group([*runs, _plain_bias(group)], baseline="baseline"), num_resamples=20)
     assert [c.key for c in mixed.columns] == TABLE_COLUMNS
     assert any(note.startswith("Term acc. was logged by only some runs (not by bias)") for note in mixed.notes)
     assert main(["compare", str(group), "--bootstrap", "20"]) == 2
