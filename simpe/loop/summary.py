@@ -15,6 +15,7 @@ from simpe.metrics.recall import repeated_errors
 from simpe.metrics.text import split_tokens
 from simpe.rundir import layout
 from simpe.rundir.reader import read_jsonl
+from simpe.terms.glossary import glossary_label
 
 if TYPE_CHECKING:
     from simpe.loop.run import Loop
@@ -75,14 +76,16 @@ def run_summary(loop: Loop, records: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def term_facts(loop: Loop, records: list[dict[str, Any]]) -> dict[str, Any]:
-    """A glossary run's term facts: the glossary (file, entries), the counted terms and their hits (the ``term``
+    """A glossary run's term facts: the glossary (``simpe.terms.glossary.glossary_label``: relative to the repository,
+    never an absolute path; its entries), the counted terms and their hits (the ``term``
     figure's sums), and with a decoder that places terms (constrained_beam) how many it was given (``constrained``: the
     applicable terms that fit the length limit), ``dropped`` (those that did not), and ``in_output``: of the
     constrained ones, those the detokenised output holds by the term metrics' rule (whole Moses tokens, case ignored;
     the decoder places a term's tokens, which a following subword could join to a longer word)."""
     counter = loop.scorer.terms
     hits, counted = counter.totals["term"]
-    facts: dict[str, Any] = {"glossary": str(loop.glossary.path), "entries": len(loop.glossary), "counted": counted,
+    glossary = glossary_label(loop.glossary.path, loop.cfg.data.glossary, loop.cfg.data.name)
+    facts: dict[str, Any] = {"glossary": glossary, "entries": len(loop.glossary), "counted": counted,
                              "hits": hits, "fixed": sum(len(r.get("terms_fixed") or []) for r in records)}
     placed = [r["constrained"] for r in records if r.get("constrained") is not None]
     if placed:

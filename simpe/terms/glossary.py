@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from simpe.errors import ConfigError, DataError
-from simpe.paths import DATA_DIR
+from simpe.paths import DATA_DIR, REPO_ROOT
 from simpe.textfile import read_bytes, read_lines
 
 logger = logging.getLogger(__name__)
@@ -87,6 +87,17 @@ def resolve_glossary(value: str, dataset: Any) -> Path:
         raise DataError(f"glossary {value!r} is not a file; give a TSV or TBX glossary (docs/terms.md), or 'dataset' "
                         "for the dataset's own")
     return path
+
+
+def glossary_label(path: str | Path, value: str, dataset: str) -> str:
+    """How a run's records name its glossary, never by an absolute path of this machine: a file inside the repository
+    by its path relative to the repository (``data/libreoffice/glossary.tsv``); elsewhere, ``dataset:<name>`` for a
+    dataset's own glossary (``value`` is ``dataset``), else the file's name alone (its content hash is the group's and
+    the term signature's)."""
+    resolved = Path(path).resolve()
+    if resolved.is_relative_to(REPO_ROOT.resolve()):
+        return resolved.relative_to(REPO_ROOT.resolve()).as_posix()
+    return f"dataset:{dataset}" if value == GLOSSARY_OF_DATASET else resolved.name
 
 
 def primary_language(code: str) -> str:

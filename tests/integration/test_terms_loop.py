@@ -115,6 +115,7 @@ def test_every_segment_logs_the_terms_the_data_says_and_hits_as_the_text_says(gr
     assert [sum(r["metrics"]["term-repeat"][i] for r in records) for i in (0, 1)] == repeat
     summary = json.loads((group / "baseline" / "summary.json").read_text(encoding="utf-8"))
     assert summary["terms"]["counted"] == 20 and summary["terms"]["entries"] == 467
+    assert summary["terms"]["glossary"] == "data/libreoffice/glossary.tsv"  # relative to the repository, not this machine's
     assert summary["terms"]["hits"] == totals["term"][0] == round(summary["corpus"]["term"] * 20)
     assert summary["signatures"]["term"].startswith("gl:glossary.tsv.") and "|n:467|" in summary["signatures"]["term"]
     assert "constrained" not in summary["terms"]
