@@ -46,7 +46,8 @@ import torch
 from simpe.decoders.base import DECODERS, DecodeResult, Hypothesis
 from simpe.decoders.beam import _beam_step, _best, _keep_best, _may_tie
 from simpe.decoders.incremental import NEG_INF, LengthLimit, Lockstep, LockstepDecoder, Source, check_int, decoding, encode, step_scores
-from simpe.decoders.lexical import Term, TermConstraint, continuing, fit_terms, target_forms
+from simpe.decoders.lexical import Term, TermConstraint, TypedAndTerms, continuing, fit_terms, target_forms, word_end
+from simpe.decoders.prefix import DONE, CharPrefix, Surfaces
 from simpe.decoders.prefix import apply as apply_constraint
 from simpe.errors import ConfigError
 from simpe.models import family_of
@@ -152,7 +153,8 @@ def constrained_search_many(model: Any, sources: list[Source], beam_size: int) -
             expansions[i] += end + 1 - first
             steps[i] += 1
             last = position == source.max_len - 1
-            terms = source.constraint if isinstance(source.constraint, TermConstraint) and source.constraint.terms else None
+            terms = source.constraint.terms if isinstance(source.constraint, TypedAndTerms) else source.constraint
+            terms = terms if isinstance(terms, TermConstraint) and terms.terms else None
             if terms is None:
                 live, done = _beam_step(logp[block], seqs[i], scores[i], finished[i], beam_size, False, special, last, overwrite=True)
             else:
@@ -177,14 +179,26 @@ def constrained_search_many(model: Any, sources: list[Source], beam_size: int) -
     return results
 
 
-def constrain_terms(source: Source, terms: Sequence[Term],
-                    glue: frozenset[int] | None = None) -> tuple[Source, list[Term], list[Term]]:
+def constrain_terms(source: Source, terms: Sequence[Term], glue: frozenset[int] | None = None,
+                    typed_tokens: Sequence[int] = ()) -> tuple[Source, list[Term], list[Term]]:
     """``source`` with the constraint of the ``terms`` that fit its length limit (``lexical.fit_terms``): (the source,
     the terms kept, the terms dropped). ``glue``: the target tokens that continue a word (``lexical.continuing``): a
-    term counts only where none follows it; None: wherever it ends. The source must carry no other constraint."""
-    if source.constraint is not None:
-        raise ConfigError("a source takes one constraint: glossary terms cannot be combined with a typed prefix yet")
-    constraint, kept, dropped = fit_terms(terms, source.max_len, source.special, glue)
+    term counts only where none follows it; None: wherever it ends.
+
+    A source constrained to a typed prefix (``prefix.constrain``) keeps it, and gets the terms beside it
+    (``lexical.TypedAndTerms``): the prefix first, then the terms. ``typed_tokens``: one tokenisation of the typed text
+    that agrees with it (``ConstrainedBeamDecoder.typed_tokens``); the terms must fit after those tokens, from the
+    state they leave, so the hypothesis that writes them and then the terms is never cut (any other tokenisation is
+    held to the same limit). Any other constraint is refused."""
+    typed = source.constraint
+    if typed is not None and not isinstance(typed, CharPrefix):
+        raise ConfigError(f"glossary terms combine with a typed prefix only, not with {type(typed).__name__}")
+    after, spare = tuple(typed_tokens), 0
+    if typed is not None and typed.state(after) != DONE:  # the tokens do not cover the typed text: room for one more
+        spare = 1
+    constraint, kept, dropped = fit_terms(terms, source.max_len, source.special, glue, after if typed else (), spare)
+    if typed is not None:
+        constraint = typed if constraint is None else TypedAndTerms(typed, constraint)
     return dataclasses.replace(source, constraint=constraint), kept, dropped
 
 
@@ -246,6 +260,34 @@ class ConstrainedBeamDecoder(LockstepDecoder):
                 term = self._terms[tgt] = Term(tgt, target_forms(self.tokenizer, family, tgt, self.attached_forms))
             out.append(dataclasses.replace(term, source=src))
         return out
+
+    def typed_tokens(self, model: Any, typed: str) -> tuple[int, ...]:
+        """The typed text in the model's target tokens as the tokenizer writes it (stop tokens left out), followed, where
+        those do not cover the text (a trailing space the tokenizer drops), by one token that writes the rest."""
+        family = family_of(model)
+        stops = set(family.special.stops)
+        tokens = tuple(t for t in family.encode_target(self.tokenizer, typed)[0] if t not in stops)
+        prefix = CharPrefix(Surfaces.for_tokenizer(self.tokenizer), typed)
+        state = prefix.state(tokens)
+        if state is not None and state != DONE:
+            found = prefix.surfaces.by_surface[0].get(prefix.target[state:]) if state > 0 else None
+            if found:
+                tokens += (found[0],)
+        return tokens
+
+    def with_terms(self, model: Any, source: Source, pairs: Sequence[tuple[str, str]], typed: str = "") -> tuple[Source, list[Term], list[Term]]:
+        """``source``, perhaps constrained to the typed prefix ``typed`` already (``prefix.constrain``), with the terms
+        of ``pairs`` (``applicable``) beside it (``constrain_terms``): (the source, the terms kept, those dropped). A
+        term the typed text already holds as whole words (the term metrics' rule, up to the typed text's last word
+        boundary: a word still being typed may grow) is met and left out. Call inside ``decoding(model)``."""
+        if typed and pairs and self.matcher is not None:
+            settled = word_end(typed)
+            held = set(self.matcher.targets_in(self.matcher.target_tokens(settled), [t for _, t in pairs])) if settled else set()
+            pairs = [pair for pair in pairs if pair[1] not in held]
+        if not pairs:
+            return source, [], []
+        tokens = self.typed_tokens(model, typed) if typed and source.constraint is not None else ()
+        return constrain_terms(source, self.terms(model, pairs), continuing(self.tokenizer), tokens)
 
     def decode(self, model: Any, input_ids: Any, *, index: int = 0, source: str | None = None) -> DecodeResult:
         """Decode one source under the glossary's terms that occur in ``source`` (none without text or glossary)."""

@@ -108,6 +108,15 @@ def _word_char(char: str) -> bool:
     return not char.isspace() and unicodedata.category(char)[0] not in "PSZ"
 
 
+def word_end(text: str) -> str:
+    """``text`` up to its last word boundary: a word at its end that may still grow (no space or punctuation after
+    it yet) left out. "Wählen Sie Zeile" -> "Wählen Sie ", "Wählen Sie Zeile " and "… Zeile." unchanged."""
+    end = len(text)
+    while end and _word_char(text[end - 1]):
+        end -= 1
+    return text[:end]
+
+
 def continues_word(surface: bytes | None) -> bool:
     """Whether a token of this surface (``Surfaces.surface``) continues the word before it: its text starts with a word
     character, or with bytes that are no whole character (a byte-level piece of a letter such as "ä"). A token that
@@ -455,12 +464,32 @@ class TermConstraint:
         return found
 
 
-def fit_terms(terms: Sequence[Term], max_len: int, special: Any,
-              glue: frozenset[int] | None = None) -> tuple[TermConstraint | None, list[Term], list[Term]]:
+class TypedAndTerms:
+    """A typed prefix (``simpe.decoders.prefix.CharPrefix``) and a segment's terms (``TermConstraint``) as one
+    constraint: each row gets both masks, so a hypothesis first agrees with what was typed and ends only once it holds
+    every term; the terms' state reads the typed tokens too, so a term the prefix writes (ending at a word boundary)
+    is met there. ``state`` is the typed prefix's (what the interactive protocol's reused rows are pruned by)."""
+
+    def __init__(self, typed: Any, terms: TermConstraint) -> None:
+        self.typed, self.terms = typed, terms
+
+    def state(self, tokens: tuple[int, ...]) -> Any:
+        return self.typed.state(tokens)
+
+    def mask(self, logp: torch.Tensor, prefixes: list[tuple[int, ...]]) -> None:
+        """Both masks in place (``CharPrefix.mask``, then ``TermConstraint.mask``: a token either forbids stays -inf)."""
+        self.typed.mask(logp, prefixes)
+        self.terms.mask(logp, prefixes)
+
+
+def fit_terms(terms: Sequence[Term], max_len: int, special: Any, glue: frozenset[int] | None = None,
+              after: tuple[int, ...] = (), spare: int = 0) -> tuple[TermConstraint | None, list[Term], list[Term]]:
     """The constraint of the terms that can be placed within ``max_len`` tokens (the stop token included), each term in
     turn kept when it still fits with those kept before it: (constraint, or None when none is kept; kept; dropped).
     A term none of whose forms the model can generate (``Term.usable``) is dropped too. ``glue``: the tokens that
-    continue a word (``TermConstraint``)."""
+    continue a word (``TermConstraint``). ``after``: tokens every hypothesis starts with (a typed prefix's own
+    tokens): the terms must fit after them, from the state they leave (a term they hold needs no room); ``spare``:
+    positions to keep free besides (the typed prefix's text that ``after`` does not cover yet)."""
     kept: list[Term] = []
     dropped: list[Term] = []
     constraint = None
@@ -470,7 +499,7 @@ def fit_terms(terms: Sequence[Term], max_len: int, special: Any,
             dropped.append(term)
             continue
         trial = TermConstraint([*kept, usable], max_len, special.stops, glue)
-        if trial.needed(trial.start) + 1 <= max_len:
+        if trial.needed(trial.state(tuple(after))) + 1 + len(after) + spare <= max_len:
             kept.append(usable)
             constraint = trial
         else:

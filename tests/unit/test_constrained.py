@@ -11,6 +11,7 @@
 """
 from __future__ import annotations
 
+import dataclasses
 import logging
 
 import pytest
@@ -29,6 +30,7 @@ from simpe.decoders.lexical import Form, Term, TermConstraint, fit_terms, target
 from simpe.decoders.prefix import constrain
 from simpe.decoders.topk import TopKDecoder
 from simpe.errors import ConfigError
+from simpe.loop.interactive import Completer
 from simpe.model import load_model
 from simpe.models.base import Special
 from simpe.ties import SCORE_ATOL, margin
@@ -326,15 +328,63 @@ def test_parameters_and_glossary_entries_are_checked() -> None:
         DECODERS.build("beam").use_glossary([("Cells", "Zellen")])
 
 
-def test_terms_and_a_typed_prefix_are_not_combined_yet(demo) -> None:
-    ids = demo.family.encode_source(demo.tokenizer, "Format Cells", "cpu")[0]
+def test_a_typed_prefix_and_terms_are_one_search(demo) -> None:
+    """The interactive protocol's completions under constrained_beam: the typed prefix first, then the terms still
+    missing, each a whole word; a term the typed text holds (a word boundary after it) is met and not written again; a
+    word still being typed is not settled; a term the translator typed otherwise is placed after the prefix.
+    Word-initial forms only (attached_forms false): an attached form ("Ansicht" right after "„") has no rule for the
+    word before it, and the demo model writes "Kopfzeilen.Ansicht", one Moses token, with it."""
+    source = "Choose View - Column & Row Headers."
+    glossary = [("View", "Ansicht"), ("Column", "Spalte"), ("Row", "Zeile"), ("Headers", "Kopfzeilen")]
+    ids = demo.family.encode_source(demo.tokenizer, source, "cpu")[0]
+    decoder = ConstrainedBeamDecoder(beam_size=5, attached_forms=False).bind(demo.tokenizer).use_glossary(glossary)
+    pairs = decoder.applicable(source)
+    assert [t for _, t in pairs] == ["Ansicht", "Spalte", "Zeile", "Kopfzeilen"]
+    plain = Completer(demo.model, demo.tokenizer, BeamDecoder(beam_size=5).bind(demo.tokenizer), ids)
+    ours = Completer(demo.model, demo.tokenizer, decoder, ids, text=source)
+    matcher = decoder.matcher
     with decoding(demo.model):
-        typed = constrain(encode(demo.model, ids, LengthLimit()), demo.tokenizer, "Wählen")
-    with pytest.raises(ConfigError, match="one constraint"):
-        constrain_terms(typed, [term((5,))])
-    # the decoder completes a typed prefix as plain beam search does (the interactive protocol's call)
-    ours = ConstrainedBeamDecoder().decode_source(demo.model, typed).hypotheses[0]
-    assert ours == BeamDecoder().decode_source(demo.model, typed).hypotheses[0]
+        encoded = encode(demo.model, ids, decoder.limit)
+    for typed, kept in [("Wählen Sie Ansicht – ", ["Spalte", "Zeile", "Kopfzeilen"]),  # Ansicht typed: met
+                        ("Wählen Sie Ansicht", ["Ansicht", "Spalte", "Zeile", "Kopfzeilen"]),  # a word still being typed
+                        ("Wählen Sie Sicht", ["Ansicht", "Spalte", "Zeile", "Kopfzeilen"])]:  # the translator's own word
+        with decoding(demo.model):
+            constrained, given, dropped = decoder.with_terms(demo.model, constrain(encoded, demo.tokenizer, typed), pairs, typed)
+        assert [t.target for t in given] == kept and dropped == [], typed
+        assert isinstance(constrained.constraint, lexical.TypedAndTerms)
+        best = decoder.decode_source(demo.model, constrained).hypotheses[0]
+        text = _text(demo, best).lstrip(" ")
+        assert text.startswith(typed) and text == ours(typed), typed
+        assert matcher.targets_in(matcher.target_tokens(text), [t for _, t in pairs]) == [t for _, t in pairs], (typed, text)
+        assert full_scores(demo.model, ids, [best.tokens])[0] == pytest.approx(best.score, abs=1e-4)
+    assert ours("Wählen Sie Ansicht – ").count("Ansicht") == 1  # met in the prefix: not placed again
+    assert plain("Wählen Sie Sicht") == "Wählen Sie Sichtbar – Spalten und Zeilenköpfe."  # the prefix alone
+    assert ours("Wählen Sie Sicht") == "Wählen Sie Sichtbar – Spalte und Zeile Kopfzeilen Ansicht."  # Ansicht after it
+    # the prefix ends in a term still open: the prefix alone glues it ("Zeilenköpfe"), with the terms it ends a word
+    typed = "Wählen Sie Ansicht – Spalte & Zeile"
+    assert plain(typed) == "Wählen Sie Ansicht – Spalte & Zeilenköpfe."
+    assert ours(typed) == "Wählen Sie Ansicht – Spalte & Zeile Kopfzeilen."
+    # nothing typed: the segment's constrained translation
+    assert ours("") == _text(demo, decoder.decode(demo.model, ids, source=source).hypotheses[0]).lstrip(" ")
+
+
+def test_a_typed_prefix_and_terms_fit_together_or_terms_are_dropped(demo) -> None:
+    """The terms must fit after the typed prefix's tokens (from the state they leave): with room for the prefix and one
+    more token (max_len_b 1; the typed prefix adds its own tokens and one), the one-token term fits and the two-token
+    one is dropped; the combined mask leaves a hypothesis."""
+    ids = demo.family.encode_source(demo.tokenizer, "Format Cells", "cpu")[0]
+    decoder = ConstrainedBeamDecoder(beam_size=5, max_len_a=0.0, max_len_b=1, max_len_cap=1).bind(demo.tokenizer)
+    decoder.use_glossary([("Cells", "Zellen"), ("Format Cells", "Zellen formatieren")])
+    typed = "Bitte"
+    with decoding(demo.model):
+        source = constrain(encode(demo.model, ids, decoder.limit), demo.tokenizer, typed)
+        room = source.max_len - len(decoder.typed_tokens(demo.model, typed)) - 1  # tokens left for terms
+        constrained, kept, dropped = decoder.with_terms(demo.model, source, [("Cells", "Zellen"), ("Format Cells", "Zellen formatieren")], typed)
+    assert room == 1 and [t.target for t in kept] == ["Zellen"] and [t.target for t in dropped] == ["Zellen formatieren"]
+    best = decoder.decode_source(demo.model, constrained).hypotheses[0]
+    assert _text(demo, best).lstrip(" ").startswith("Bitte") and "Zellen" in _text(demo, best)
+    with pytest.raises(ConfigError, match="typed prefix only, not with TermConstraint"):
+        constrain_terms(dataclasses.replace(constrained, constraint=constrained.constraint.terms), [term((5,))])
 
 
 # ---------------------------------------------------------------- the word-boundary rule
