@@ -77,10 +77,12 @@ class Decoder(ABC):
     def decode_source(self, model: Any, source: Any, *, t0: float | None = None) -> DecodeResult:
         """Decode a source encoded already (``simpe.decoders.incremental.encode``), honouring its typed-prefix
         constraint (``simpe.decoders.prefix``): what the interactive-predictive protocol asks after each correction.
-        Greedy, beam, min-heap beam and both exact top-k searches implement it; sampling and MBR do not."""
+        Greedy, beam, min-heap beam, both exact top-k searches and constrained_beam implement it; sampling and MBR do
+        not."""
         from simpe.errors import ConfigError
 
-        raise ConfigError(f"decoder {self.name!r} cannot complete a typed prefix; use greedy, beam, heap_beam, topk or topk_dfs")
+        raise ConfigError(f"decoder {self.name!r} cannot complete a typed prefix; use greedy, beam, heap_beam, topk, topk_dfs or "
+                          "constrained_beam")
 
     takes_glossary: bool = False  # a decoder that needs the run's glossary (use_glossary) and is refused without one
 

@@ -92,12 +92,44 @@ def pair_loss(model: Any, pair: Pair, label_smoothing: float = 0.0) -> tuple[tor
     return loss, float(nll.detach())
 
 
+def is_dropout_rate(name: str, value: Any) -> bool:
+    """Whether an attribute is a dropout probability: a float (not a bool) whose name ends in ``dropout``,
+    ``dropout_rate`` or ``_pdrop`` (``dropout``, ``attention_dropout``, ``activation_dropout``, T5's ``dropout_rate``,
+    GPT-2's ``attn_pdrop``)."""
+    return isinstance(value, float) and name.endswith(("dropout", "dropout_rate", "_pdrop"))
+
+
+def is_layerdrop(name: str, value: Any) -> bool:
+    """Whether an attribute is a LayerDrop probability (``layerdrop``, ``encoder_layerdrop``: whole layers skipped at
+    random in training mode; M2M100-418M's config has 0.05)."""
+    return isinstance(value, float) and name.endswith("layerdrop")
+
+
 def set_dropout(model: Any, p: float) -> None:
-    """Set every dropout probability of the model (the update runs in train mode when p > 0)."""
+    """Set every dropout probability of the model to ``p`` (the update runs in train mode when p > 0): the
+    ``torch.nn`` dropout modules' ``p``, and the float rates that transformers' layers keep as attributes of their own
+    and pass to ``nn.functional.dropout`` (Marian, mBART, M2M100 and the causal LMs' attention read
+    ``self.dropout``, ``self.activation_dropout``, ``self.attention_dropout``, set from the config when the layer was
+    built, so changing the config alone changes nothing), and the config's rates, for what is built later. LayerDrop
+    is turned off (0.0, whatever the config says): the update's only randomness is ``update.dropout``, so at 0.0 a
+    training-mode pass is deterministic. A LoRA adapter's own dropout is the method's setting (``lora``: none) and is
+    not changed here."""
     for module in model.modules():
-        if isinstance(module, torch.nn.Dropout):
+        if isinstance(module, torch.nn.modules.dropout._DropoutNd):
             module.p = p
-    model.config.dropout = p
+        for name, value in list(vars(module).items()):
+            if not name.startswith("_") and is_dropout_rate(name, value):
+                setattr(module, name, p)
+            elif not name.startswith("_") and is_layerdrop(name, value):
+                setattr(module, name, 0.0)
+    config = getattr(model, "config", None)
+    if config is not None:
+        for name, value in config.to_dict().items():
+            if is_dropout_rate(name, value):
+                setattr(config, name, p)
+            elif is_layerdrop(name, value):
+                setattr(config, name, 0.0)
+        config.dropout = p
 
 
 def _ppl(nll: float) -> float:

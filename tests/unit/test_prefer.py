@@ -158,10 +158,7 @@ def test_with_dropout_the_reference_is_the_model_without_it(tiny_marian) -> None
     rejected = encode(SOURCE, MT).labels
     with torch.no_grad():
         before = float(sequence_logprob(model, PAIR.input_ids, PAIR.labels) - sequence_logprob(model, PAIR.input_ids, rejected))
-    set_dropout(model, 0.5)
-    for module in model.modules():  # Marian's layers read their own float rates, set at construction (set_dropout
-        if isinstance(getattr(module, "dropout", None), float):  # does not reach them under transformers 5)
-            module.dropout = 0.5
+    set_dropout(model, 0.5)  # Marian's layers' own float rates included (tests/unit/test_update.py)
     cfg = defaults("update", lr=0.1, ppl_threshold=1.0, max_repeats=1, dropout=0.5)
     torch.manual_seed(0)
     record = update(model, _method(model, PREFER, cfg), PAIR, cfg, hypothesis=MT)
