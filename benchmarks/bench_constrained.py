@@ -4,19 +4,19 @@ the same width, side by side on the same stream segments, and how many applicabl
     python benchmarks/bench_constrained.py --glossary data/libreoffice/glossary.tsv [--segments 200] [--beam-size 5] [--threads 2]
 
 For each stream segment (the libreoffice stream, the demo model unless --model, not adapted): the glossary entries whose
-source term occurs in the source (``simpe.decoders.lexical.applicable``), then both decoders, in alternating order (so
-that neither always runs on a warm cache). A term counts as placed where its target term stands in the detokenised
-output as whole words (the text a translator sees; a form glued to the word before it, which the constraint accepts,
-does not count). Printed: segments, those with a term, the terms applicable, placed by each decoder, left out for the
-length limit; seconds per segment of each over all segments and over those with a term (mean, median), and their ratio.
+source term occurs in the source (``ConstrainedBeamDecoder.applicable``: the term metrics' rule, ``simpe.terms.match``),
+then both decoders, in alternating order (so that neither always runs on a warm cache). A term counts as placed where
+its target term stands in the detokenised output as whole Moses tokens, case ignored (the term metrics' rule: the text
+a translator sees; a form glued to a word before or after it, which the constraint's tokens allow, does not count).
+Printed: segments, those with a term, the terms applicable, placed by each decoder, left out for the length limit;
+seconds per segment of each over all segments and over those with a term (mean, median), and their ratio.
 
-The glossary: a TSV or TBX file, read by the one glossary loader (``simpe.terms.glossary``; docs/terms.md).
+The glossary: a TSV or TBX file as ``simpe simulate --glossary`` reads it (``simpe.terms.glossary``; docs/terms.md).
 """
 from __future__ import annotations
 
 import argparse
 import logging
-import re
 import statistics
 import sys
 import time
@@ -28,15 +28,10 @@ from record import record
 from simpe import log
 from simpe.config.files import load_config
 from simpe.decoders import DECODERS
-from simpe.decoders.lexical import applicable
 from simpe.loop.run import load_stream
 from simpe.model import load_model
 from simpe.terms.glossary import load_glossary
-
-
-def placed(text: str, targets: list[str]) -> int:
-    """How many of ``targets`` stand in ``text`` as whole words."""
-    return sum(1 for target in targets if re.search(r"(?<!\w)" + re.escape(target) + r"(?!\w)", text))
+from simpe.terms.match import TermMatcher
 
 
 def main() -> int:
@@ -52,9 +47,11 @@ def main() -> int:
     cfg = load_config("baseline", overrides)
     dataset, segments = load_stream(cfg)
     # a bad file is refused before the model loads
-    glossary = load_glossary(args.glossary, dataset.src_lang, dataset.tgt_lang).pairs()
+    glossary = load_glossary(args.glossary, dataset.src_lang, dataset.tgt_lang)
+    matcher = TermMatcher(glossary.pairs(), glossary.source_lang, glossary.target_lang)
     beam = DECODERS.build("beam", beam_size=args.beam_size)
-    constrained = DECODERS.build("constrained_beam", beam_size=args.beam_size).use_glossary(glossary)
+    constrained = DECODERS.build("constrained_beam", beam_size=args.beam_size)
+    constrained.use_glossary(glossary.pairs(), glossary.source_lang, glossary.target_lang)
     if args.threads:
         torch.set_num_threads(args.threads)
     log.setup()
@@ -70,7 +67,7 @@ def main() -> int:
     hits = {"beam": 0, "constrained": 0}
     for index, seg in enumerate(segments):
         ids = loaded.family.encode_source(tokenizer, seg.source, loaded.device)[0]
-        targets = [target for _, target in applicable(glossary, seg.source)]
+        targets = [target for _, target in constrained.applicable(seg.source)]
         order = ("beam", "constrained") if index % 2 == 0 else ("constrained", "beam")
         for name in order:
             decoder = beam if name == "beam" else constrained
@@ -79,7 +76,7 @@ def main() -> int:
                 result = decoder.decode(model, ids, index=index, source=seg.source)
             seconds[name].append(time.perf_counter() - start)
             text = tokenizer.decode(list(result.hypotheses[0].tokens), skip_special_tokens=True)
-            hits[name] += placed(text, targets)
+            hits[name] += len(matcher.targets_in(matcher.target_tokens(text), targets))
             if name == "constrained":
                 dropped += len(result.info["dropped"])
         if targets:

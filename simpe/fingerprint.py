@@ -6,8 +6,9 @@ over a *file table*. The table of a loop run (``run_code``) holds:
 * simpe's source files that ``simpe.loop.run`` imports, directly or through others, found statically (every
   ``import simpe...`` / ``from simpe... import`` of a module, including those inside functions);
 * of the variant families (``simpe.methods``, ``simpe.decoders``, ``simpe.datasets``, ``simpe.models``), whose
-  ``__init__`` imports every variant, only the base and the variants the run names (its method, decoder, dataset and
-  the model's family) with what they import: a change to ``lasso.py`` makes the lasso runs stale, not the baseline;
+  ``__init__`` imports every variant, only the base and the variants the run names (its method and the modifiers it
+  is composed with, decoder, dataset and the model's family) with what they import: a change to ``lasso.py`` makes the
+  lasso runs stale, not the baseline, and one to ``ewc.py`` the runs composed with ewc;
   every metric counts for every run (the metrics package is not narrowed);
 * the model folder's files (weights, tokenizer, truecaser, the fixed selection), except its README and model card
   (a file above 256 MiB, an LLM's weights, by its size and its first and last 8 MiB: hashing it whole would take
@@ -136,6 +137,7 @@ def _variant_modules(config: Mapping[str, Any]) -> list[str]:
     from simpe.decoders import DECODERS
     from simpe.errors import SimpeError
     from simpe.methods import METHODS
+    from simpe.methods.compose import MODIFIERS
     from simpe.models import FAMILIES
 
     def section(key: str) -> Mapping[str, Any]:
@@ -150,6 +152,11 @@ def _variant_modules(config: Mapping[str, Any]) -> list[str]:
             modules.append(registry.get(name).__module__)
         else:  # no name or an unknown one: the whole family counts
             modules.extend(_family_members(package))
+    modifiers = section("method").get("modifiers")
+    for entry in modifiers if isinstance(modifiers, list) else []:  # a composition's (replay, ewc, prefer, knn, ...)
+        name = entry.get("name") if isinstance(entry, Mapping) else None
+        registry = METHODS if name in METHODS.names() else MODIFIERS if name in MODIFIERS.names() else None
+        modules.extend([registry.get(name).__module__] if registry is not None else _family_members("simpe.methods"))
     model = section("model")
     try:
         from simpe.model import check_model

@@ -191,6 +191,9 @@ def add_run_group_args(p: argparse.ArgumentParser, out_help: str) -> None:
     p.add_argument("-o", "--out", type=Path, default=None, help=out_help)
     p.add_argument("--allow-incomplete", action="store_true",
                    help="include runs without DONE, marked (incomplete); outputs cover the segments every run has logged")
+    p.add_argument("--baseline", metavar="NAME",
+                   help="the run every other one is compared with, by its preset name (default: the one run of method "
+                        "baseline); e.g. a baseline with constrained_beam beside one with beam")
 
 
 def decoder_overrides(overrides: list[str], decoder: str | None) -> tuple[str | None, dict | None]:

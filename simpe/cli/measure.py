@@ -43,6 +43,9 @@ def add_score(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--subword", choices=["all", "content"], help="with --subword-model: count every piece (default) "
                                                                   "or only the pieces of content words")
     p.add_argument("--sbleu", choices=["nakov", "exp"], help="SBLEU smoothing (default: metrics.sbleu, nakov BLEU+1 as Simianer et al. (2019))")
+    p.add_argument("--glossary", metavar="FILE|dataset",
+                   help="a glossary (TSV or .tbx), or 'dataset' for --dataset's own: adds term accuracy, T0/T1, the repeated "
+                        "term error and the R values outside the glossary (needs --src; docs/terms.md)")
     p.add_argument("--comet", metavar="MODEL", help="COMET hub id, model folder or model.ckpt (needs --src)")
     p.add_argument("--mt", metavar="MT", help="the raw MT output the references were post-edited from (e.g. a run's mt.de on "
                                               "the Autodesk corpus): also report its TER against the references (HTER-style)")
@@ -74,11 +77,26 @@ def cmd_score(args: argparse.Namespace) -> None:
                    **{key: value for key, value in given.items() if value is not None})
     if (args.scope == "document") != (args.ids is not None):
         raise ConfigError("--scope document needs --ids (the document of each segment), and --ids only means something with it")
+    glossary = None
+    if args.glossary is not None:
+        from simpe.errors import SimpeError
+        from simpe.terms.glossary import load_glossary, resolve_glossary
+
+        if args.src is None:
+            raise ConfigError("--glossary needs --src: a term counts where the source holds its source term")
+        try:
+            dataset = DATASETS.build(args.dataset)
+        except SimpeError:  # text, tsv, tmx: files of the user's; the glossary file says its languages
+            dataset = None
+        if dataset is None and args.glossary == "dataset":
+            raise ConfigError(f"--glossary dataset: dataset {args.dataset!r} has no glossary of its own; give a glossary file")
+        glossary = load_glossary(resolve_glossary(args.glossary, dataset),
+                                 getattr(dataset, "src_lang", "en"), lang)
     report = score_files(args.input, args.ref, args.src, cfg=cfg, comet=args.comet,
                          comet_batch_size=args.comet_batch_size, device=args.device,
                          subword_model=args.subword_model, cumulative=args.cumulative,
                          train_vocab=train_vocab(args.dataset, lang) if args.novel_vocab == "train" else None,
-                         doc_ids=args.ids, mt_path=args.mt)
+                         doc_ids=args.ids, mt_path=args.mt, glossary=glossary)
     if args.format == "json":
         print(json.dumps(report, ensure_ascii=False, indent=1))
     else:

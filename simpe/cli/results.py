@@ -29,7 +29,7 @@ def cmd_compare(args: argparse.Namespace) -> None:
 
     if args.bootstrap < 1:
         raise ConfigError(f"--bootstrap must be at least 1, got {args.bootstrap}")
-    group = load_group(args.runs, allow_incomplete=args.allow_incomplete)
+    group = load_group(args.runs, allow_incomplete=args.allow_incomplete, baseline=args.baseline)
     comparison = compare_runs(group, seed=args.bootstrap_seed, num_resamples=args.bootstrap)
     paths = write_comparison(comparison, args.out or compare_dir(group.group_dir))
     print(to_markdown(comparison))
@@ -47,7 +47,7 @@ def cmd_plot(args: argparse.Namespace) -> None:
     from simpe.rundir.layout import plots_dir
     from simpe.rundir.reader import load_group
 
-    group = load_group(args.runs, allow_incomplete=args.allow_incomplete)
+    group = load_group(args.runs, allow_incomplete=args.allow_incomplete, baseline=args.baseline)
     for path in plot_group(group, args.out or plots_dir(group.group_dir)):
         print(f"wrote {path}")
 
@@ -70,7 +70,7 @@ def cmd_report(args: argparse.Namespace) -> None:
 
     if args.bootstrap < 1:
         raise ConfigError(f"--bootstrap must be at least 1, got {args.bootstrap}")
-    group = load_group(args.runs, allow_incomplete=args.allow_incomplete)
+    group = load_group(args.runs, allow_incomplete=args.allow_incomplete, baseline=args.baseline)
     path = write_report(group, args.out, seed=args.bootstrap_seed, num_resamples=args.bootstrap)
     print(f"wrote {path}  (open it in a browser: file://{path.resolve()})")
 

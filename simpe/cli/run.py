@@ -31,6 +31,10 @@ def add_simulate(sub: argparse._SubParsersAction) -> None:
                    help="adapt on the translator's memory (.tmx, .tsv, or text FILE.<src> + FILE.<tgt>) with the method's "
                         "own update before the stream (warm_start.epochs, warm_start.batch_size); a baseline run needs "
                         "--set warm_start.method=PRESET (docs/methods.md, Warm start)")
+    p.add_argument("--glossary", metavar="FILE|dataset",
+                   help="a glossary (TSV 'source<TAB>target', or .tbx), or 'dataset' for the dataset's own (libreoffice: "
+                        "data/libreoffice/glossary.tsv): log term accuracy, T0/T1 and repeated term errors per segment; "
+                        "--set decoder.name=constrained_beam also puts its terms into the output (docs/terms.md)")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override any config key, e.g. --set update.lr=0.02 (repeatable)")
     p.add_argument("--config", type=Path, help="a resolved config.yaml of an earlier run: reproduce it")
@@ -60,7 +64,7 @@ def simulate_overrides(args: argparse.Namespace) -> list[str]:
     flags = {"data.name": args.dataset, "data.split": args.split, "model.path": args.model, "data.segments": args.segments,
              "device": args.device, "comet": args.comet, "metrics.truecaser": args.truecaser,
              "snapshots.every": args.snapshot_every, "runs_dir": args.runs_dir, "reset": args.reset,
-             "protocol.name": args.protocol, "warm_start.path": args.warm_start}
+             "protocol.name": args.protocol, "warm_start.path": args.warm_start, "data.glossary": args.glossary}
     out = [f"{key}={value}" for key, value in flags.items() if value is not None]
     if args.skip_empty:
         out.append("data.skip_empty=true")

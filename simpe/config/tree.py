@@ -97,7 +97,7 @@ MODIFIER_KEYS = ("name", "params")
 @dataclass
 class MethodConfig:
     """An adaptation method by registered name; ``params`` go to ``METHODS.build``; ``modifiers``, a list of
-    ``{name, params}`` (replay, ewc, knn, tune-retrieve), compose it with them (``simpe.methods.compose``, which
+    ``{name, params}`` (replay, ewc, prefer, knn, tune-retrieve), compose it with them (``simpe.methods.compose``, which
     checks the names and parameters before the model loads)."""
 
     name: str
@@ -140,10 +140,14 @@ class DataConfig:
     segments: int | None  # the first N segments; None = all
     skip_empty: bool  # skip empty segments with a counted warning instead of failing
     params: dict[str, Any]  # go to DATASETS.build
+    glossary: str | None  # null | dataset (the dataset's own) | a TSV or TBX file: the term metrics (simpe.terms)
+    glossary_prompt: bool  # a causal LM's prompt also says the glossary's terms that apply to the source
 
     def __post_init__(self) -> None:
         if self.segments is not None and self.segments < 1:
             raise ConfigError(f"data.segments must be >= 1 or null, got {self.segments}")
+        if isinstance(self.glossary, str) and not self.glossary.strip():
+            raise ConfigError("data.glossary must be null, 'dataset' (the dataset's own) or a glossary file, got ''")
 
 
 # The choices of the metrics section; their meaning is documented where they are applied

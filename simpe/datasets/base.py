@@ -57,6 +57,10 @@ class Dataset(ABC):
         """The target-side vocabulary of the train split (``<count> <word>`` lines; ``metrics.novel_vocab: train``), or None."""
         return None
 
+    def glossary(self) -> Path | None:
+        """The dataset's own glossary file (``--glossary dataset``; docs/terms.md), or None."""
+        return None
+
     def load(self, split: str = "stream", skip_empty: bool = False) -> list[Segment]:
         """Return the checked segments of ``split`` in stream order.
 

@@ -39,6 +39,11 @@ class LibreOfficeDataset(Dataset):
         """``vocab.train.<lang>``, written by ``make corpus`` (``simpe.build_data.libreoffice``)."""
         return self.path / f"vocab.train.{lang}"
 
+    def glossary(self) -> Path | None:
+        """``glossary.tsv``, the UI strings the Calc and Chart help quotes with their German UI translations (``make
+        glossary``, ``simpe.build_data.glossary``; shipped with the repository)."""
+        return self.path / "glossary.tsv"
+
     def _load(self, split: str) -> list[Segment]:
         if split in RESERVED_MODULES:  # the module's segments of the reserved split, in their order
             return [seg for seg in self._load("reserved") if seg.doc_id.split("/")[1:2] == [split]]

@@ -77,10 +77,21 @@ class Decoder(ABC):
     def decode_source(self, model: Any, source: Any, *, t0: float | None = None) -> DecodeResult:
         """Decode a source encoded already (``simpe.decoders.incremental.encode``), honouring its typed-prefix
         constraint (``simpe.decoders.prefix``): what the interactive-predictive protocol asks after each correction.
-        Greedy, beam, min-heap beam and both exact top-k searches implement it; sampling and MBR do not."""
+        Greedy, beam, min-heap beam, both exact top-k searches and constrained_beam implement it; sampling and MBR do
+        not."""
         from simpe.errors import ConfigError
 
-        raise ConfigError(f"decoder {self.name!r} cannot complete a typed prefix; use greedy, beam, heap_beam, topk or topk_dfs")
+        raise ConfigError(f"decoder {self.name!r} cannot complete a typed prefix; use greedy, beam, heap_beam, topk, topk_dfs or "
+                          "constrained_beam")
+
+    takes_glossary: bool = False  # a decoder that needs the run's glossary (use_glossary) and is refused without one
+
+    def use_glossary(self, pairs: Any, source_lang: str = "en", target_lang: str = "de") -> Decoder:
+        """Give the decoder the run's glossary, (source term, target term) pairs in the stream's languages (the loop
+        calls it before the model loads, for a decoder that ``takes_glossary``); returns self. Refused by default."""
+        from simpe.errors import ConfigError
+
+        raise ConfigError(f"decoder {self.name!r} takes no glossary; constrained_beam puts a glossary's terms into its output")
 
     def bind(self, tokenizer: Any) -> Decoder:
         """Give the decoder the model's tokenizer (and let it load what it needs); returns self."""

@@ -1,7 +1,8 @@
 """Glossary-constrained beam search: dynamic beam allocation (Post and Vilar 2018) in its vectorised form (Hu et al. 2019).
 
-Every glossary term whose source term occurs in the segment's source must appear in the output (``lexical.py``: which
-terms apply, their target forms, the mask that keeps every hypothesis able to contain them all within the length limit).
+Every glossary term whose source term occurs in the segment's source must appear in the output (``simpe.terms.match``:
+which terms apply; ``lexical.py``: their target forms, the mask that keeps every hypothesis able to contain them all
+within the length limit).
 
 Why dynamic beam allocation and not grid beam search (Hokamp and Liu 2017): grid beam search keeps a beam per number of
 constraint tokens met, so its cost grows with the terms (C + 1 beams of width k for C constraint tokens); dynamic beam
@@ -22,8 +23,9 @@ One step, per source:
    other candidates are the next live rows; the search ends when k hypotheses are finished and no live row scores
    above the worst of them, or at the length limit.
 
-The mask lets a hypothesis end only once it contains every term, and cuts every prefix that could no longer fit the
-terms still missing in the positions left, so every finished hypothesis contains every term. A term that cannot fit
+The mask lets a hypothesis end only once it contains every term, each ending at a word boundary (the decoder reads
+the tokens that continue a word from its tokenizer, ``lexical.continuing``), and cuts every prefix that could no longer
+fit the terms still missing in the positions left, so every finished hypothesis contains every term as whole words. A term that cannot fit
 the length limit at all (with the terms before it) is left out of the segment's constraint, with one warning for the
 segment naming it: the output is then the best hypothesis found under the terms that fit (partly constrained; with
 none left, plain beam search's). With no term, the search is plain beam search (``beam.py``'s own step), hypothesis
@@ -44,10 +46,12 @@ import torch
 from simpe.decoders.base import DECODERS, DecodeResult, Hypothesis
 from simpe.decoders.beam import _beam_step, _best, _keep_best, _may_tie
 from simpe.decoders.incremental import NEG_INF, LengthLimit, Lockstep, LockstepDecoder, Source, check_int, decoding, encode, step_scores
-from simpe.decoders.lexical import Term, TermConstraint, applicable, fit_terms, target_forms
+from simpe.decoders.lexical import Term, TermConstraint, TypedAndTerms, continuing, fit_terms, target_forms, word_end
+from simpe.decoders.prefix import DONE, CharPrefix, Surfaces
 from simpe.decoders.prefix import apply as apply_constraint
 from simpe.errors import ConfigError
 from simpe.models import family_of
+from simpe.terms.match import TermMatcher
 from simpe.ties import SCORE_ATOL, margin, rank, top
 
 logger = logging.getLogger(__name__)
@@ -149,7 +153,8 @@ def constrained_search_many(model: Any, sources: list[Source], beam_size: int) -
             expansions[i] += end + 1 - first
             steps[i] += 1
             last = position == source.max_len - 1
-            terms = source.constraint if isinstance(source.constraint, TermConstraint) and source.constraint.terms else None
+            terms = source.constraint.terms if isinstance(source.constraint, TypedAndTerms) else source.constraint
+            terms = terms if isinstance(terms, TermConstraint) and terms.terms else None
             if terms is None:
                 live, done = _beam_step(logp[block], seqs[i], scores[i], finished[i], beam_size, False, special, last, overwrite=True)
             else:
@@ -174,12 +179,26 @@ def constrained_search_many(model: Any, sources: list[Source], beam_size: int) -
     return results
 
 
-def constrain_terms(source: Source, terms: Sequence[Term]) -> tuple[Source, list[Term], list[Term]]:
+def constrain_terms(source: Source, terms: Sequence[Term], glue: frozenset[int] | None = None,
+                    typed_tokens: Sequence[int] = ()) -> tuple[Source, list[Term], list[Term]]:
     """``source`` with the constraint of the ``terms`` that fit its length limit (``lexical.fit_terms``): (the source,
-    the terms kept, the terms dropped). The source must carry no other constraint."""
-    if source.constraint is not None:
-        raise ConfigError("a source takes one constraint: glossary terms cannot be combined with a typed prefix yet")
-    constraint, kept, dropped = fit_terms(terms, source.max_len, source.special)
+    the terms kept, the terms dropped). ``glue``: the target tokens that continue a word (``lexical.continuing``): a
+    term counts only where none follows it; None: wherever it ends.
+
+    A source constrained to a typed prefix (``prefix.constrain``) keeps it, and gets the terms beside it
+    (``lexical.TypedAndTerms``): the prefix first, then the terms. ``typed_tokens``: one tokenisation of the typed text
+    that agrees with it (``ConstrainedBeamDecoder.typed_tokens``); the terms must fit after those tokens, from the
+    state they leave, so the hypothesis that writes them and then the terms is never cut (any other tokenisation is
+    held to the same limit). Any other constraint is refused."""
+    typed = source.constraint
+    if typed is not None and not isinstance(typed, CharPrefix):
+        raise ConfigError(f"glossary terms combine with a typed prefix only, not with {type(typed).__name__}")
+    after, spare = tuple(typed_tokens), 0
+    if typed is not None and typed.state(after) != DONE:  # the tokens do not cover the typed text: room for one more
+        spare = 1
+    constraint, kept, dropped = fit_terms(terms, source.max_len, source.special, glue, after if typed else (), spare)
+    if typed is not None:
+        constraint = typed if constraint is None else TypedAndTerms(typed, constraint)
     return dataclasses.replace(source, constraint=constraint), kept, dropped
 
 
@@ -190,9 +209,12 @@ class ConstrainedBeamDecoder(LockstepDecoder):
 
     Params: beam_size; attached_forms (a term also counts written right after an opening quote or bracket, without a
     space: ``simpe.decoders.lexical``); max_len_a/b/cap. The glossary is given once built (``use_glossary``: its
-    (source term, target term) pairs); ``decode`` then takes the terms whose source term occurs in ``source``.
-    Without a glossary it is plain beam search.
+    (source term, target term) pairs; the loop gives ``data.glossary``'s and refuses the decoder without one);
+    ``decode`` then takes the terms whose source term occurs in ``source`` (``simpe.terms.match``: whole Moses tokens,
+    case exact; ``TermMatcher.to_constrain``). Without a glossary it is plain beam search.
     """
+
+    takes_glossary = True
 
     def __init__(self, beam_size: int = 5, attached_forms: bool = True, max_len_a: float = 2.0, max_len_b: int = 10,
                  max_len_cap: int = 256) -> None:
@@ -200,16 +222,26 @@ class ConstrainedBeamDecoder(LockstepDecoder):
         self.beam_size, self.attached_forms = beam_size, attached_forms
         self.limit = LengthLimit(max_len_a, max_len_b, max_len_cap)
         self.glossary: list[tuple[str, str]] = []
+        self.matcher: TermMatcher | None = None  # the glossary's source terms, as the term metrics find them
         self._terms: dict[str, Term] = {}  # target term -> its forms, for the bound tokenizer
-        self._warned = False  # the no-glossary warning, once per decoder
 
-    def use_glossary(self, pairs: Sequence[tuple[str, str]]) -> ConstrainedBeamDecoder:
-        """The run's glossary: (source term, target term) pairs, neither side empty. Returns self."""
+    def use_glossary(self, pairs: Sequence[tuple[str, str]], source_lang: str = "en",
+                     target_lang: str = "de") -> ConstrainedBeamDecoder:
+        """The run's glossary: (source term, target term) pairs, neither side empty, in the stream's languages (the
+        source side is Moses-tokenised in ``source_lang``). Returns self."""
         for pair in pairs:
             if len(pair) != 2 or not all(isinstance(side, str) and side.strip() for side in pair):
                 raise ConfigError(f"a glossary entry is a (source term, target term) pair of non-empty texts, got {pair!r}")
         self.glossary = [(src, tgt) for src, tgt in pairs]
+        self.matcher = TermMatcher(self.glossary, source_lang, target_lang) if self.glossary else None
         return self
+
+    def applicable(self, source: str) -> list[tuple[str, str]]:
+        """The glossary's (source term, target term) pairs to place in the translation of ``source``
+        (``TermMatcher.to_constrain``): in the order of their first occurrence, each target term once."""
+        if self.matcher is None or not source:
+            return []
+        return [self.glossary[i] for i in self.matcher.to_constrain(self.matcher.source_tokens(source))]
 
     def bind(self, tokenizer: Any) -> ConstrainedBeamDecoder:
         self._terms = {}
@@ -229,24 +261,49 @@ class ConstrainedBeamDecoder(LockstepDecoder):
             out.append(dataclasses.replace(term, source=src))
         return out
 
+    def typed_tokens(self, model: Any, typed: str) -> tuple[int, ...]:
+        """The typed text in the model's target tokens as the tokenizer writes it (stop tokens left out), followed, where
+        those do not cover the text (a trailing space the tokenizer drops), by one token that writes the rest."""
+        family = family_of(model)
+        stops = set(family.special.stops)
+        tokens = tuple(t for t in family.encode_target(self.tokenizer, typed)[0] if t not in stops)
+        prefix = CharPrefix(Surfaces.for_tokenizer(self.tokenizer), typed)
+        state = prefix.state(tokens)
+        if state is not None and state != DONE:
+            found = prefix.surfaces.by_surface[0].get(prefix.target[state:]) if state > 0 else None
+            if found:
+                tokens += (found[0],)
+        return tokens
+
+    def with_terms(self, model: Any, source: Source, pairs: Sequence[tuple[str, str]], typed: str = "") -> tuple[Source, list[Term], list[Term]]:
+        """``source``, perhaps constrained to the typed prefix ``typed`` already (``prefix.constrain``), with the terms
+        of ``pairs`` (``applicable``) beside it (``constrain_terms``): (the source, the terms kept, those dropped). A
+        term the typed text already holds as whole words (the term metrics' rule, up to the typed text's last word
+        boundary: a word still being typed may grow) is met and left out. Call inside ``decoding(model)``."""
+        if typed and pairs and self.matcher is not None:
+            settled = word_end(typed)
+            held = set(self.matcher.targets_in(self.matcher.target_tokens(settled), [t for _, t in pairs])) if settled else set()
+            pairs = [pair for pair in pairs if pair[1] not in held]
+        if not pairs:
+            return source, [], []
+        tokens = self.typed_tokens(model, typed) if typed and source.constraint is not None else ()
+        return constrain_terms(source, self.terms(model, pairs), continuing(self.tokenizer), tokens)
+
     def decode(self, model: Any, input_ids: Any, *, index: int = 0, source: str | None = None) -> DecodeResult:
         """Decode one source under the glossary's terms that occur in ``source`` (none without text or glossary)."""
-        if not self.glossary and not self._warned:  # said once: no silent stand-in for what was asked
-            self._warned = True
-            logger.warning("constrained_beam has no glossary: `simpe simulate` does not pass one yet (issue 57's wiring), "
-                           "so it decodes as plain beam search")
-        pairs = applicable(self.glossary, source) if source and self.glossary else []
+        pairs = self.applicable(source) if source else []
         return self.decode_terms(model, input_ids, pairs, index=index)
 
     def decode_terms(self, model: Any, input_ids: Any, pairs: Sequence[tuple[str, str]], *, index: int = 0) -> DecodeResult:
-        """Decode one source under the given (source term, target term) pairs, all applicable (``lexical.applicable``).
+        """Decode one source under the given (source term, target term) pairs, all applicable (``applicable``).
 
         ``info``: ``terms`` (the target terms constrained), ``dropped`` (those that cannot fit the length limit, or
         that the model's tokens cannot write: one warning for the segment names them)."""
         t0 = time.perf_counter()
         with decoding(model):
             encoded = encode(model, input_ids, self.limit)
-            constrained, kept, dropped = constrain_terms(encoded, self.terms(model, pairs))
+            glue = continuing(self.tokenizer) if pairs else None
+            constrained, kept, dropped = constrain_terms(encoded, self.terms(model, pairs), glue)
             if dropped:
                 logger.warning("segment %d: %d glossary term(s) cannot be placed within the length limit of %d tokens "
                                "(%s); decoded with the %d that fit", index, len(dropped), encoded.max_len,

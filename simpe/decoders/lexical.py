@@ -12,32 +12,44 @@ output as one of its *forms*, token sequences of the model's target vocabulary (
 * with ``attached``, the forms after an opening quote or bracket (``„Zellen``: German help text quotes dialog names),
   written without a space.
 
-A hypothesis *contains* a term when one of its forms occurs in it as consecutive tokens. The state of a token prefix is
-the set of terms it contains and the node of an Aho-Corasick automaton over every form (Aho and Corasick 1975): the
-longest suffix of the prefix that begins a form. Overlapping terms, a term inside another, and a form broken off and
-begun again are all read exactly. From a state, ``needed`` is the fewest further tokens that make the prefix contain
-every term: exact (a breadth-first search over the states reachable from the segment's start, while they number at
-most ``EXACT_STATES``), else an upper bound (the terms not yet contained written one after another, the one under way
-completed first), which is exact whenever no two terms overlap.
+A hypothesis *contains* a term when one of its forms occurs in it as consecutive tokens **and ends at a word
+boundary**: the token after the form's last one starts a new word (its text starts with a space, SentencePiece's ``▁``
+or byte-level BPE's ``Ġ``), is punctuation or a symbol, writes no text, or is the stop token; a form whose term ends
+in punctuation (``Summe (x)``) ends a word by itself. Without the rule a forced "Zeile" could go on as "Zeile" +
+"kopf", which the term metrics (whole Moses tokens) do not count. Which tokens *continue* a word (their text starts
+with a letter, a digit or a mark, or with a byte that is no whole character) is read once per tokenizer
+(``continuing``); a constraint built without them (``glue=None``) counts a form wherever it ends.
+
+The state of a token prefix is the set of terms it contains (a form ended before the last token and a boundary
+followed) and the node of an Aho-Corasick automaton over every form (Aho and Corasick 1975): the longest suffix of the
+prefix that begins a form. The terms whose form ends at the last token (the node's outputs) are *held*: the next token
+decides, and a stop token is a boundary, so a hypothesis may end once it holds every term. Overlapping terms, a term
+inside another, and a form broken off and begun again are all read exactly. From a state, ``needed`` is the fewest
+further tokens that make the prefix hold every term: exact (a breadth-first search over the states reachable from the
+segment's start, while they number at most ``EXACT_STATES``), else an upper bound (the terms not yet held written one
+after another, each behind one word-starting token where its form starts with a continuing one, the one under way
+completed first), which is exact whenever no two terms overlap and every form starts a word.
 
 The mask (``TermConstraint.mask``, what ``simpe.decoders.prefix.apply`` hands every decoder's rows, as it hands a typed
 prefix) sets to -inf every token after which the remaining positions of the length limit (``Source.max_len``, the stop
-token included) cannot hold the terms still missing, and the stop tokens until every term is contained. Allowed tokens
+token included) cannot hold the terms still missing (a continuing token after a held term's last one, where no room is
+left to write the term again, among them), and the stop tokens until every term is held. Allowed tokens
 keep their raw log-probabilities, so a hypothesis' score stays log P(y|x); every complete hypothesis a search finds
 contains every term; and no live prefix is a dead end (with the exact ``needed``; with the bound, a prefix that could
 still fit the terms only by overlapping them may be cut). The exact top-k search with this mask is therefore the exact
 constrained search (the tests compare it with brute force on every family's tiny model).
 
 ``progress`` is Hu et al. (2019)'s count of constraint tokens met, which the dynamic beam allocation of
-``constrained.py`` groups hypotheses by: the shortest form's length for each term contained, plus, for the form under
-way that is closest to complete, its term's shortest length minus the tokens the form still lacks (when positive).
+``constrained.py`` groups hypotheses by: the total cost less the bound above (a term's cost: its shortest form's
+length, one more where that form starts with a continuing token), so each held term counts in full and the form under
+way counts the tokens it has.
 
-``applicable`` picks a glossary's entries whose source term occurs in a segment's source. This module does not search
-(``constrained.py``) and does not read glossary files.
+Which of a glossary's entries apply to a segment is ``simpe.terms.match``'s (``TermMatcher.to_constrain``). This module
+does not search (``constrained.py``) and does not read glossary files.
 """
 from __future__ import annotations
 
-import re
+import unicodedata
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -49,7 +61,8 @@ from simpe.decoders.incremental import NEG_INF
 from simpe.decoders.prefix import Surfaces
 
 BOS = -1  # a symbol before a hypothesis' first token: an anchored form begins with it (never a real token)
-OTHER = -2  # any token in no term's form: they all lead to the automaton's root
+OTHER = -2  # any token in no term's form that does not continue a word: they all lead to the automaton's root
+GLUED = -3  # any token in no term's form that continues a word (to the root too, but a held term is lost)
 UNREACHABLE = 1 << 30  # ``needed`` of a state from which not every term can be contained
 EXACT_STATES = 2048  # the states (terms contained x automaton node) the exact distances enumerate at most
 WORD_PROBE = "a"  # a word before the term: the tokens after it are the word-initial form
@@ -59,10 +72,12 @@ ATTACHED_PROBES = ("„", "(", '"')  # what a term follows without a space where
 @dataclass(frozen=True)
 class Form:
     """One way a term's target side is written in tokens: ``tokens`` (target ids, no stop token); ``anchored``: it
-    counts only as a hypothesis' first tokens."""
+    counts only as a hypothesis' first tokens; ``closed``: its text ends in a character that ends a word by itself
+    (punctuation, a symbol), so no boundary need follow it."""
 
     tokens: tuple[int, ...]
     anchored: bool = False
+    closed: bool = False
 
 
 @dataclass(frozen=True)
@@ -88,30 +103,47 @@ class Term:
         return Term(self.target, forms, self.source)
 
 
-def applicable(pairs: Sequence[tuple[str, str]], source: str) -> list[tuple[str, str]]:
-    """The (source term, target term) pairs whose source term occurs in ``source``, in the order of their first
-    occurrence (equal positions: the glossary's order), each target term once.
+def _word_char(char: str) -> bool:
+    """Whether a character belongs to a word: anything but spaces, punctuation (Unicode P*) and symbols (S*)."""
+    return not char.isspace() and unicodedata.category(char)[0] not in "PSZ"
 
-    A source term occurs where it stands as whole words (not inside a longer word), case included; an occurrence inside
-    the occurrence of a longer source term of the glossary ("Cells" inside "Format Cells") does not count."""
-    spans = []  # (start, end, pair)
-    for number, (src, _) in enumerate(pairs):
-        if src.strip():
-            spans += [(m.start(), m.end(), number) for m in re.finditer(r"(?<!\w)" + re.escape(src) + r"(?!\w)", source)]
-    spans.sort(key=lambda span: (span[0] - span[1], span[0], span[2]))  # the longest first
-    claimed: list[tuple[int, int]] = []
-    first: dict[int, int] = {}
-    for start, end, number in spans:
-        if any(start < e and s < end and e - s > end - start for s, e in claimed):
+
+def word_end(text: str) -> str:
+    """``text`` up to its last word boundary: a word at its end that may still grow (no space or punctuation after
+    it yet) left out. "Wählen Sie Zeile" -> "Wählen Sie ", "Wählen Sie Zeile " and "… Zeile." unchanged."""
+    end = len(text)
+    while end and _word_char(text[end - 1]):
+        end -= 1
+    return text[:end]
+
+
+def continues_word(surface: bytes | None) -> bool:
+    """Whether a token of this surface (``Surfaces.surface``) continues the word before it: its text starts with a word
+    character, or with bytes that are no whole character (a byte-level piece of a letter such as "ä"). A token that
+    writes no text (None, a special token) or nothing at all, or whose text starts with a space, punctuation or a
+    symbol, starts a new word (or ends the one before)."""
+    if not surface:
+        return False
+    for size in range(1, min(4, len(surface)) + 1):
+        try:
+            return _word_char(surface[:size].decode("utf-8")[0])
+        except UnicodeDecodeError:
             continue
-        claimed.append((start, end))
-        first[number] = min(first.get(number, start), start)
-    chosen, seen = [], set()
-    for number in sorted(first, key=lambda n: (first[n], n)):
-        if pairs[number][1] not in seen:
-            seen.add(pairs[number][1])
-            chosen.append(pairs[number])
-    return chosen
+    return True
+
+
+def continuing(tokenizer: Any) -> frozenset[int]:
+    """The target tokens of ``tokenizer`` that continue a word (``continues_word``), read once per tokenizer (kept on
+    it, as ``Surfaces.for_tokenizer`` keeps its table)."""
+    cached = getattr(tokenizer, "_simpe_continuing", None)
+    if cached is None:
+        surfaces = Surfaces.for_tokenizer(tokenizer)
+        cached = frozenset(t for t, surface in enumerate(surfaces.surface) if continues_word(surface))
+        try:
+            tokenizer._simpe_continuing = cached
+        except AttributeError:  # a tokenizer that takes no attributes: read again next time
+            pass
+    return cached
 
 
 def _spelled(surfaces: Surfaces, tokens: Sequence[int]) -> bytes | None:
@@ -169,7 +201,8 @@ def target_forms(tokenizer: Any, family: Any, target: str, attached: bool = True
         if not own or spelled is None:
             return ()
         forms = {own: False}  # nothing checks out: the term's own tokens, anywhere
-    return tuple(Form(tokens, anchored) for tokens, anchored in forms.items())
+    closed = bool(target) and not _word_char(target[-1])
+    return tuple(Form(tokens, anchored, closed) for tokens, anchored in forms.items())
 
 
 class Automaton:
@@ -179,7 +212,9 @@ class Automaton:
         self.children: list[dict[int, int]] = [{}]
         self.fail = [0]
         self.out = [0]  # bitmask of the terms a form of which ends here (through the fail links too, once built)
-        self.through: list[list[tuple[int, int]]] = [[]]  # (term, tokens left to complete the form) per node
+        self.closed = [0]  # the same, of the forms that need no word boundary after them (``Form.closed``)
+        # (term, tokens left to complete the form, the form's next token) per node
+        self.through: list[list[tuple[int, int, int | None]]] = [[]]
         for index, term in enumerate(terms):
             for form in term.forms:
                 path = ((BOS,) if form.anchored else ()) + form.tokens
@@ -191,17 +226,21 @@ class Automaton:
                         self.children.append({})
                         self.fail.append(0)
                         self.out.append(0)
+                        self.closed.append(0)
                         self.through.append([])
                     node = child
                     if token != BOS:
-                        self.through[node].append((index, len(path) - depth))
+                        self.through[node].append((index, len(path) - depth, path[depth] if depth < len(path) else None))
                 self.out[node] |= 1 << index
+                if form.closed:
+                    self.closed[node] |= 1 << index
         queue = deque(self.children[0].values())
         while queue:  # breadth first: a node's fail link is shallower than it
             node = queue.popleft()
             for token, child in self.children[node].items():
                 self.fail[child] = self._walk(self.fail[node], token)  # a shallower node: never child itself
                 self.out[child] |= self.out[self.fail[child]]
+                self.closed[child] |= self.closed[self.fail[child]]
                 queue.append(child)
         self.alphabet = sorted({t for kids in self.children for t in kids if t != BOS})
         self._delta: dict[tuple[int, int], int] = {}
@@ -216,8 +255,8 @@ class Automaton:
             node = self.fail[node]
 
     def step(self, node: int, token: int) -> int:
-        """The node after ``token`` (any token in no form: ``OTHER``)."""
-        if token == OTHER:
+        """The node after ``token`` (any token in no form: ``OTHER`` or ``GLUED``)."""
+        if token in (OTHER, GLUED):
             return 0
         key = (node, token)
         found = self._delta.get(key)
@@ -234,7 +273,7 @@ class Automaton:
         return nodes
 
 
-State = tuple[int, int]  # (bitmask of the terms contained, automaton node)
+State = tuple[int, int]  # (bitmask of the terms contained, automaton node); the node's outputs are held besides
 
 
 class TermConstraint:
@@ -245,26 +284,41 @@ class TermConstraint:
         terms: the terms every complete hypothesis must contain (``Term.usable`` ones; see ``constrain_terms``).
         max_len: the hypotheses' length limit, the stop token included (``Source.max_len``).
         stops: the family's stop tokens.
+        glue: the tokens that continue a word (``continuing``): a form counts only where none of them follows it.
+            None: a form counts wherever it ends (every token starts a word).
     """
 
-    def __init__(self, terms: Sequence[Term], max_len: int, stops: Sequence[int]) -> None:
+    def __init__(self, terms: Sequence[Term], max_len: int, stops: Sequence[int], glue: frozenset[int] | None = None) -> None:
         self.terms, self.max_len, self.stops = list(terms), max_len, tuple(stops)
+        self.glue = frozenset(glue or ()) - set(self.stops)
+        if self.glue:
+            self.glue |= {GLUED}
         self.automaton = Automaton(self.terms)
         self.full = (1 << len(self.terms)) - 1
+        self.costs = [min(len(f.tokens) + (f.tokens[0] in self.glue) for f in term.forms if not f.anchored)
+                      for term in self.terms]
         self.lengths = [term.length for term in self.terms]
-        self.total = sum(self.lengths)
+        self.total = sum(self.costs)
         node = self.automaton.step(0, BOS)
-        self.start: State = (self.automaton.out[node], node)
+        self.start: State = (self.automaton.closed[node], node)
         self._states: dict[tuple[int, ...], State] = {(): self.start}
         self._bounds: dict[State, int] = {}
-        self._rules: dict[tuple[State, int], tuple[str, torch.Tensor] | None] = {}
+        self._rules: dict[tuple[State, int], tuple[str, torch.Tensor, torch.Tensor] | None] = {}
         self._advancing: dict[State, list[int]] = {}
+        self._glue_rows: dict[tuple[int, Any], torch.Tensor] = {}
         self.distances = self._exact_distances()  # None: too many states, ``needed`` is the bound
 
     # ---------------------------------------------------------------- states
     def after(self, state: State, token: int) -> State:
-        node = self.automaton.step(state[1], token)
-        return state[0] | self.automaton.out[node], node
+        met, node = state
+        if token not in self.glue:  # a word boundary: the forms that ended at the last token count
+            met |= self.automaton.out[node]
+        node = self.automaton.step(node, token)
+        return met | self.automaton.closed[node], node
+
+    def held(self, state: State) -> int:
+        """The terms a prefix in ``state`` contains if a word boundary (or the stop) comes next."""
+        return state[0] | self.automaton.out[state[1]]
 
     def state(self, tokens: tuple[int, ...]) -> State:
         """The state of a token prefix (memoised by prefix)."""
@@ -274,41 +328,45 @@ class TermConstraint:
         return found
 
     def complete(self, tokens: tuple[int, ...]) -> bool:
-        """Whether ``tokens`` contain every term."""
-        return self.state(tokens)[0] == self.full
+        """Whether ``tokens`` followed by the stop token contain every term (each ending at a word boundary)."""
+        return self.held(self.state(tokens)) == self.full
 
     def bound(self, state: State) -> int:
-        """At most this many further tokens make a prefix in ``state`` contain every term: the missing terms' shortest
-        forms one after another, the form under way (on the node's fail chain) completed first where that is shorter."""
+        """At most this many further tokens make a prefix in ``state`` hold every term: the missing terms' cheapest
+        forms one after another (``costs``: a word-starting token first where a form starts with a continuing one), the
+        form under way (on the node's fail chain) completed first where that is shorter, unless its next token would
+        continue a word and lose a held term."""
         found = self._bounds.get(state)
         if found is None:
-            met, node = state
-            missing = sum(length for i, length in enumerate(self.lengths) if not met >> i & 1)
+            node = state[1]
+            held = self.held(state)
+            pending = held & ~state[0]
+            missing = sum(cost for i, cost in enumerate(self.costs) if not held >> i & 1)
             credit = 0
             for on in self.automaton.chain(node):
-                for term, left in self.automaton.through[on]:
-                    if not met >> term & 1:
-                        credit = max(credit, self.lengths[term] - left)
+                for term, left, following in self.automaton.through[on]:
+                    if not held >> term & 1 and not (pending and following in self.glue):
+                        credit = max(credit, self.costs[term] - left)
             found = self._bounds[state] = missing - credit
         return found
 
     def needed(self, state: State) -> int:
         """The fewest further tokens (exact, or the bound; ``UNREACHABLE`` when none do) that make a prefix in
-        ``state`` contain every term."""
+        ``state`` hold every term."""
         if self.distances is None:
             return self.bound(state)
         return self.distances.get(state, UNREACHABLE)
 
     def progress(self, tokens: tuple[int, ...]) -> int:
-        """Constraint tokens met (Hu et al. 2019): in [0, ``total``], ``total`` once every term is contained."""
+        """Constraint tokens met (Hu et al. 2019): in [0, ``total``], ``total`` once every term is held."""
         return self.total - self.bound(self.state(tokens))
 
     def _exact_distances(self) -> dict[State, int] | None:
         """``needed`` of every state reachable from the start, by breadth-first search backwards from the states that
-        contain every term; None when more than ``EXACT_STATES`` are reachable."""
+        hold every term; None when more than ``EXACT_STATES`` are reachable."""
         if (1 << len(self.terms)) * len(self.automaton.children) > 16 * EXACT_STATES:
             return None  # far more terms than the enumeration takes: not worth starting it
-        symbols = [*self.automaton.alphabet, OTHER]
+        symbols = [*self.automaton.alphabet, OTHER] + ([GLUED] if self.glue else [])
         before: dict[State, list[State]] = {self.start: []}
         queue = deque([self.start])
         while queue:
@@ -321,7 +379,7 @@ class TermConstraint:
                     before[nxt] = []
                     queue.append(nxt)
                 before[nxt].append(state)
-        distances = {state: 0 for state in before if state[0] == self.full}
+        distances = {state: 0 for state in before if self.held(state) == self.full}
         queue = deque(distances)
         while queue:
             state = queue.popleft()
@@ -332,45 +390,66 @@ class TermConstraint:
         return distances
 
     # ---------------------------------------------------------------- the mask
-    def _rule(self, state: State, left: int) -> tuple[str, torch.Tensor] | None:
+    def _rule(self, state: State, left: int) -> tuple[str, torch.Tensor, torch.Tensor] | None:
         """What ``mask`` does to a row in ``state`` with ``left`` positions left (this one and the stop's included):
-        None (nothing), ("drop", ids) or ("keep", ids)."""
+        None (nothing), ("drop", ids, _), ("keep", ids, _) or ("words", drop ids, keep ids): every continuing token
+        dropped besides ``drop``, ``keep`` kept."""
         key = (state, left)
         if key in self._rules:
             return self._rules[key]
         room = left - 2  # after this token: the positions for further tokens, the stop's kept
-        complete = state[0] == self.full
+        complete = self.held(state) == self.full
         fits = [t for t in self.automaton.alphabet if self.needed(self.after(state, t)) <= room]
-        if self.needed(self.after(state, OTHER)) <= room:
-            drop = sorted(set(self.automaton.alphabet) - set(fits)) + ([] if complete else list(self.stops))
-            rule = ("drop", torch.tensor(drop, dtype=torch.long)) if drop else None
+        stops = list(self.stops) if complete else []
+        none = torch.tensor([], dtype=torch.long)
+        if self.needed(self.after(state, OTHER)) > room:
+            rule = ("keep", torch.tensor(fits + stops, dtype=torch.long), none)
         else:
-            rule = ("keep", torch.tensor(fits + (list(self.stops) if complete else []), dtype=torch.long))
+            drop = sorted(set(self.automaton.alphabet) - set(fits)) + ([] if complete else list(self.stops))
+            if self.glue and self.needed(self.after(state, GLUED)) > room:  # a continuing token would cost a term
+                rule = ("words", torch.tensor(drop, dtype=torch.long), torch.tensor(fits + stops, dtype=torch.long))
+            else:
+                rule = ("drop", torch.tensor(drop, dtype=torch.long), none) if drop else None
         self._rules[key] = rule
         return rule
 
+    def _glue_row(self, vocab: int, device: Any) -> torch.Tensor:
+        """(vocab,) True at the tokens that continue a word."""
+        found = self._glue_rows.get((vocab, device))
+        if found is None:
+            found = torch.zeros(vocab, dtype=torch.bool)
+            found[torch.tensor(sorted(t for t in self.glue if 0 <= t < vocab), dtype=torch.long)] = True
+            found = self._glue_rows[(vocab, device)] = found.to(device)
+        return found
+
     def mask(self, logp: torch.Tensor, prefixes: list[tuple[int, ...]]) -> None:
         """Set, in place, every token after which the terms still missing cannot fit the length limit to -inf (the stop
-        tokens until every term is contained), row by row.
+        tokens until every term is held), row by row.
 
         Args:
             logp: (rows, vocab) next-token log-probabilities of the rows whose tokens are ``prefixes``.
             prefixes: each row's target tokens so far (without the family's fixed prefix).
         """
         for row, tokens in enumerate(prefixes):
-            rule = self._rule(self.state(tokens), self.max_len - len(tokens))
+            key = (self.state(tokens), self.max_len - len(tokens))
+            rule = self._rule(*key)
             if rule is None:
                 continue
-            what, ids = rule
+            what, ids, keep = rule
             if ids.device != logp.device:  # moved once per rule: the rows of a search are on one device
-                ids = ids.to(logp.device)
-                self._rules[(self.state(tokens), self.max_len - len(tokens))] = (what, ids)
+                ids, keep = ids.to(logp.device), keep.to(logp.device)
+                self._rules[key] = (what, ids, keep)
             if what == "drop":
                 logp[row, ids] = NEG_INF
-            else:
+            elif what == "keep":
                 kept = logp[row, ids].clone()  # (kept,)
                 logp[row] = NEG_INF
                 logp[row, ids] = kept
+            else:  # "words"
+                kept = logp[row, keep].clone()  # (kept,)
+                logp[row, self._glue_row(logp.shape[1], logp.device)] = NEG_INF
+                logp[row, ids] = NEG_INF
+                logp[row, keep] = kept
 
     def advancing(self, tokens: tuple[int, ...]) -> list[int]:
         """The tokens that raise ``progress`` after ``tokens`` (a term's next form token): dynamic beam allocation's
@@ -385,10 +464,32 @@ class TermConstraint:
         return found
 
 
-def fit_terms(terms: Sequence[Term], max_len: int, special: Any) -> tuple[TermConstraint | None, list[Term], list[Term]]:
+class TypedAndTerms:
+    """A typed prefix (``simpe.decoders.prefix.CharPrefix``) and a segment's terms (``TermConstraint``) as one
+    constraint: each row gets both masks, so a hypothesis first agrees with what was typed and ends only once it holds
+    every term; the terms' state reads the typed tokens too, so a term the prefix writes (ending at a word boundary)
+    is met there. ``state`` is the typed prefix's (what the interactive protocol's reused rows are pruned by)."""
+
+    def __init__(self, typed: Any, terms: TermConstraint) -> None:
+        self.typed, self.terms = typed, terms
+
+    def state(self, tokens: tuple[int, ...]) -> Any:
+        return self.typed.state(tokens)
+
+    def mask(self, logp: torch.Tensor, prefixes: list[tuple[int, ...]]) -> None:
+        """Both masks in place (``CharPrefix.mask``, then ``TermConstraint.mask``: a token either forbids stays -inf)."""
+        self.typed.mask(logp, prefixes)
+        self.terms.mask(logp, prefixes)
+
+
+def fit_terms(terms: Sequence[Term], max_len: int, special: Any, glue: frozenset[int] | None = None,
+              after: tuple[int, ...] = (), spare: int = 0) -> tuple[TermConstraint | None, list[Term], list[Term]]:
     """The constraint of the terms that can be placed within ``max_len`` tokens (the stop token included), each term in
     turn kept when it still fits with those kept before it: (constraint, or None when none is kept; kept; dropped).
-    A term none of whose forms the model can generate (``Term.usable``) is dropped too."""
+    A term none of whose forms the model can generate (``Term.usable``) is dropped too. ``glue``: the tokens that
+    continue a word (``TermConstraint``). ``after``: tokens every hypothesis starts with (a typed prefix's own
+    tokens): the terms must fit after them, from the state they leave (a term they hold needs no room); ``spare``:
+    positions to keep free besides (the typed prefix's text that ``after`` does not cover yet)."""
     kept: list[Term] = []
     dropped: list[Term] = []
     constraint = None
@@ -397,8 +498,8 @@ def fit_terms(terms: Sequence[Term], max_len: int, special: Any) -> tuple[TermCo
         if usable is None:
             dropped.append(term)
             continue
-        trial = TermConstraint([*kept, usable], max_len, special.stops)
-        if trial.needed(trial.start) + 1 <= max_len:
+        trial = TermConstraint([*kept, usable], max_len, special.stops, glue)
+        if trial.needed(trial.state(tuple(after))) + 1 + len(after) + spare <= max_len:
             kept.append(usable)
             constraint = trial
         else:

@@ -43,11 +43,11 @@ How the figures are made (``estimate``):
   threshold and repeats ``update.max_repeats`` times. Given only on the CPU; a method without measured rates gets none.
   The footprint's work adds to it, with the same rates (no term is fitted for it): its search (knn's datastore, on
   average over the run) reads ``search_bytes`` or does ``search_macs`` float32 multiply-adds at each decoding step,
-  whichever takes longer; each of its ``update_pairs`` (replay) costs the update's forward and backward passes once
-  more; its ``penalty_bytes`` (ewc: the penalty's value and gradient) pass at ``bandwidth`` once per repetition;
-  its ``prepare_passes`` (ewc's Fisher) cost an update repetition's
+  whichever takes longer; each of its ``update_pairs`` (replay's pairs, prefer's MT output) costs the update's forward
+  and backward passes once more; its ``penalty_bytes`` (ewc: the penalty's value and gradient) pass at ``bandwidth``
+  once per repetition; its ``prepare_passes`` (ewc's Fisher) cost an update repetition's
   passes each, spread over the run's segments (1,000 when unbounded); its ``segment_passes`` (knn storing the
-  post-edit) a teacher-forced forward pass each, counted in the update's part. A part that tunes values around each
+  post-edit; prefer's reference under dropout) a teacher-forced forward pass each, counted in the update's part. A part that tunes values around each
   translation (``tuned_values``: tune-retrieve) has no rate, its steps depending on what it retrieves: no time then.
 
 The memory estimate is checked against a measured run of the demo model (tests/integration/test_dryrun.py: within
@@ -78,6 +78,8 @@ LOOP_OVERHEAD = 100 * MIB  # the loop's own data, metrics and truecaser beyond t
 CUDA_CONTEXT = 600 * MIB  # the CUDA context and kernels of torch, outside its allocator (typical; not measured here)
 SPEED_TABLE = Path(__file__).parents[1] / "scale_table.json"  # simpe/scale_table.json, written by make fit-speed
 BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
+# decoders timed with beam search's rates, and what those rates leave out
+TIMED_AS_BEAM = {"constrained_beam": "the same forward passes; the constraints' host work and longer outputs not included"}
 LIGHTER_PRESET = "lora"  # what a refusal suggests instead of a method that adapts more values than its adapters
 # What the estimate is checked against: the peak resident memory of `simpe ARGS` run in a child process, its VmHWM,
 # printed at exit (``measured_command`` / ``measured_peak``; Linux). Not wait4's ru_maxrss: Linux folds the RSS of the
@@ -241,11 +243,13 @@ class TimeFacts:
 def time_facts(cfg: RunConfig, model: Any, sizes: _Sizes, b: int, trainable: int, step_bytes: int,
                tied_bytes: int = 0, method: str | None = None, footprint: Footprint | None = None) -> TimeFacts | None:
     """The facts of a beam-search run of ``cfg`` (None for other decoders: no measured rates): ``method`` names the
-    rates (default: the config's method), ``footprint`` adds the work of the method's parts."""
+    rates (default: the config's method), ``footprint`` adds the work of the method's parts. ``constrained_beam`` runs
+    the one forward pass of ``beam_size`` rows per step that beam search runs, and is timed as beam search
+    (``TIMED_AS_BEAM``): its host-side ranking and the longer outputs a placed term may take are not in the rates."""
     from simpe.decoders.incremental import LengthLimit
     from simpe.models.shapes import random_init
 
-    if cfg.decoder.name != "beam":
+    if cfg.decoder.name not in ("beam", *TIMED_AS_BEAM):
         return None
     params = cfg.decoder.params
     limit = LengthLimit(params.get("max_len_a", 2.0), params.get("max_len_b", 10), params.get("max_len_cap", 256))
@@ -453,6 +457,8 @@ def report(configs: list[RunConfig], device: str, budget: int | None = None) -> 
                   f"{est.update_seconds:.2f} (CPU, one thread, rates measured in {SPEED_TABLE.name})"
                   if est.seconds_per_segment is not None else
                   "no measured rates for this device, dtype, decoder, method or its parts' work")
+        if est.seconds_per_segment is not None and cfg.decoder.name in TIMED_AS_BEAM:
+            timing += f" ({cfg.decoder.name} timed as beam: {TIMED_AS_BEAM[cfg.decoder.name]})"
         grow = f", datastore +{_fmt(est.datastore_per_1000)} per 1,000 segments" if est.datastore_per_1000 else ""
         loading = (f" while loading (the largest tensor, {_fmt(est.loading)}, held twice), {_fmt(est.running)} running"
                    if est.peak > est.running else "")

@@ -36,7 +36,8 @@ from simpe.decoders.reuse import PrefixMemo
 
 LEVELS = ("char", "word")
 EFFORT_OF = {"char": "ksmr", "word": "wsr"}  # the metric (simpe.metrics.effort) each level's session measures
-COMPLETING_DECODERS = ("greedy", "beam", "heap_beam", "topk", "topk_dfs")  # Decoder.decode_source honours a typed prefix
+# Decoder.decode_source honours a typed prefix; constrained_beam completes it under the segment's glossary terms too
+COMPLETING_DECODERS = ("greedy", "beam", "heap_beam", "topk", "topk_dfs", "constrained_beam")
 
 
 @dataclass
@@ -129,8 +130,11 @@ def session(proposal: str, reference: str, complete: Callable[[str], str], level
 class Completer:
     """The system side of a session: the source encoded once, each completion decoded from it under the typed prefix.
 
-    ``decoder`` is the run's decoder (greedy, beam, heap_beam, topk or topk_dfs: ``Decoder.decode_source``); the
-    completion is its best hypothesis, detokenised as the loop detokenises hypotheses. With ``reuse`` (the default)
+    ``decoder`` is the run's decoder (greedy, beam, heap_beam, topk, topk_dfs or constrained_beam:
+    ``Decoder.decode_source``); the completion is its best hypothesis, detokenised as the loop detokenises hypotheses.
+    With ``text`` (the segment's source) a decoder that places glossary terms (``takes_glossary``: constrained_beam)
+    completes under the typed prefix and the terms that apply to it together (``ConstrainedBeamDecoder.with_terms``:
+    the prefix first, then every term not yet in what was typed). With ``reuse`` (the default)
     the decoder states of the token prefixes earlier completions fed are kept (``simpe.decoders.reuse``): a completion
     reads the rows of the validated text the model wrote before instead of running the model on them, and computes
     only from the first token prefix no earlier completion fed; the completions are the same as without it.
@@ -138,7 +142,7 @@ class Completer:
     """
 
     def __init__(self, model: Any, tokenizer: Any, decoder: Any, input_ids: Any, *, reuse: bool = True,
-                 source: Source | None = None) -> None:
+                 source: Source | None = None, text: str | None = None) -> None:
         self.model, self.tokenizer, self.decoder = model, tokenizer, decoder
         if source is None:
             with decoding(model):
@@ -146,10 +150,14 @@ class Completer:
         self.source = source
         self.memo = PrefixMemo() if reuse else None
         self.latency_ms: list[float] = []
+        self.pairs = decoder.applicable(text) if text and getattr(decoder, "takes_glossary", False) else []
 
     def __call__(self, typed: str) -> str:
         t0 = time.perf_counter()
         source = constrain(self.source, self.tokenizer, typed)
+        if self.pairs:
+            with decoding(self.model):
+                source = self.decoder.with_terms(self.model, source, self.pairs, typed)[0]
         if self.memo is not None:
             if self.memo.over_budget:
                 self.memo.clear()
@@ -166,15 +174,15 @@ class Completer:
 
 
 def run_sessions(model: Any, tokenizer: Any, decoder: Any, input_ids: Any, proposal: str, reference: str,
-                 levels: tuple[str, ...], reuse: bool = True) -> dict[str, Effort]:
+                 levels: tuple[str, ...], reuse: bool = True, text: str | None = None) -> dict[str, Effort]:
     """Every level's session on one segment, each with the same proposal; latencies per level. The source is
-    encoded once for all levels; ``reuse``: each level's completions reuse the decoder states of its earlier ones
-    (``Completer``)."""
+    encoded once for all levels; ``reuse``: each level's completions reuse the decoder states of its earlier ones;
+    ``text``: the segment's source, for a decoder's glossary terms (``Completer``)."""
     out: dict[str, Effort] = {}
     with decoding(model):
         source = encode(model, input_ids, decoder.limit)
     for level in levels:
-        completer = Completer(model, tokenizer, decoder, input_ids, reuse=reuse, source=source)
+        completer = Completer(model, tokenizer, decoder, input_ids, reuse=reuse, source=source, text=text)
         effort = session(proposal.lstrip(" "), reference, completer, level)
         effort.latency_ms = completer.latency_ms
         out[level] = effort

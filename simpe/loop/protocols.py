@@ -61,7 +61,7 @@ class Interactive(Protocol):
 
     def correct(self, loop: Loop, draft: Draft) -> Correction:
         effort = run_sessions(loop.model, loop.tokenizer, loop.decoder, draft.pair.input_ids, draft.hypothesis,
-                              draft.segment.reference, self.levels)
+                              draft.segment.reference, self.levels, text=draft.segment.source)
         return Correction(draft.segment.reference, effort)
 
 

@@ -5,7 +5,7 @@ score the output against the reference (the post-edit), then update the model on
 (source_i, reference_i), then log. The hypothesis of segment i is always produced before
 the model sees reference i. Every N segments a ranking snapshot may be taken on a fixed
 probe set. Everything a user can get wrong (dataset, method, decoder, metric and ranking
-settings) is checked before the model is loaded; then the method is attached with the update
+settings, the glossary) is checked before the model is loaded; then the method is attached with the update
 settings and the decoder is bound to the tokenizer. ``simpe.rundir`` writes the files.
 With ``reset: document`` the adapted state returns to the base model's before the first
 segment of every document (a change of ``doc_id``), as adaptive translation servers work
@@ -34,6 +34,7 @@ from simpe.datasets import DATASETS, Segment, stream_hash
 from simpe.datasets.base import pairs_hash
 from simpe.decoders import DECODERS
 from simpe.errors import ConfigError, ModelError, SimpeError
+from simpe.filehash import file_hash
 from simpe.fingerprint import run_code
 from simpe.loop.malloc import reuse_freed_memory
 from simpe.loop.phases import ModelTimer, Phases
@@ -55,6 +56,8 @@ from simpe.rundir.record import SegmentRecord
 from simpe.rundir.resume import check_resumable
 from simpe.rundir.writer import RunDir
 from simpe.storefile import StoreMetadata
+from simpe.terms.glossary import Glossary, load_glossary, resolve_glossary
+from simpe.terms.score import TermCounter, glossary_counter
 
 logger = logging.getLogger(__name__)
 
@@ -63,13 +66,17 @@ _STREAM_DIGESTS: dict[str, str] = {}  # the stream digests of this process's con
 
 
 def group_identity(cfg: RunConfig, segments: list[Segment] | None = None,
-                   warm_pairs: list[tuple[str, str]] | None = None) -> dict[str, str | None]:
+                   warm_pairs: list[tuple[str, str]] | None = None,
+                   glossary_path: Path | None = None) -> dict[str, str | None]:
     """What a run's group compares, hashed: the stream as loaded (``stream``: the first ``data.segments`` of the split,
-    sources and references), the model's files (``model``: ``simpe.fingerprint.model_digest``) and the warm-start
-    memory's pairs (``memory``; None without --warm-start), and their short ``digest`` in the group's name
-    (``simpe.rundir.layout.group_digest``). A translator's ``simpe serve`` run loads the same stream, so it lands
-    beside the simulated runs of the same segments. ``segments``/``warm_pairs``: as the loop has read them (else read
-    here, the stream once per process)."""
+    sources and references), the model's files (``model``: ``simpe.fingerprint.model_digest``), the warm-start
+    memory's pairs (``memory``; None without --warm-start) and the glossary file's content (``glossary``:
+    ``simpe.filehash.file_hash``; None without ``data.glossary``), and their short ``digest`` in the group's name
+    (``simpe.rundir.layout.group_digest``): runs with another glossary, or none, land in another group (their term
+    figures are not comparable; a run without a glossary keeps the group it had before glossaries). A translator's
+    ``simpe serve`` run loads the same stream, so it lands beside the simulated runs of the same segments.
+    ``segments``/``warm_pairs``/``glossary_path``: as the loop has read them (else read here, the stream once per
+    process)."""
     from simpe.fingerprint import model_digest
 
     if segments is None:
@@ -89,8 +96,15 @@ def group_identity(cfg: RunConfig, segments: list[Segment] | None = None,
             warm_pairs = read_memory(cfg.warm_start.path, getattr(dataset, "src_lang", "en"),
                                      getattr(dataset, "tgt_lang", cfg.metrics.lang))
         memory = pairs_hash(warm_pairs)[:16]
+    glossary = None
+    if cfg.data.glossary is not None:
+        if glossary_path is None:
+            dataset = DATASETS.build(cfg.data.name, **DATASETS.resolve(cfg.data.name, cfg.data.params))
+            glossary_path = resolve_glossary(cfg.data.glossary, dataset)
+        glossary = file_hash(Path(glossary_path))
     model = model_digest(cfg.model.path)
-    return {"digest": layout.group_digest(stream, model, memory), "stream": stream, "model": model, "memory": memory}
+    return {"digest": layout.group_digest(stream, model, memory, glossary), "stream": stream, "model": model,
+            "memory": memory, "glossary": glossary}
 
 
 def run_path(cfg: RunConfig, identity: dict[str, str | None] | None = None) -> Path:
@@ -122,6 +136,7 @@ class Draft:
     # the correction is in, before the update; and what it yielded
     tuning: contextlib.ExitStack = dataclasses.field(default_factory=contextlib.ExitStack)
     tuned: Any = None
+    terms: tuple[tuple[str, str], ...] = ()  # the glossary pairs its prompt says (data.glossary_prompt)
 
 class Loop:
     """One run: a model with a method attached, a decoder, a scorer and a run directory.
@@ -139,8 +154,10 @@ class Loop:
         self.method = build_method(cfg.method.name, cfg.method.params, cfg.method.modifiers)
         self.warm_pairs, self.warm_method, self.warm_update = check_warm_start(cfg, self.languages())
         self.decoder = DECODERS.build(cfg.decoder.name, **cfg.decoder.params)
+        self.glossary, terms = self.load_glossary()  # data.glossary: the term metrics, constrained_beam's terms
         self.protocol = protocol_for(cfg)  # how each segment's post-edit arrives (simpe.loop.protocols)
-        self.identity = group_identity(cfg, self.segments, self.warm_pairs)  # what the run's group compares
+        # what the run's group compares
+        self.identity = group_identity(cfg, self.segments, self.warm_pairs, self.glossary.path if self.glossary else None)
         self.path = run_path(cfg, self.identity)
         self.probe = probe_set(cfg, self.dataset, self.segments) if cfg.snapshots.every and cfg.snapshots.ranking else []
         self.forgetting = forgetting_set(cfg, self.dataset)
@@ -152,9 +169,11 @@ class Loop:
         self.family = model_family(cfg.model.path, cfg.model.family, cfg.model.family_settings())
         if self.family is not None:
             self.method.check_family(self.family)
+            self.check_glossary_prompt(self.family)
         resolve_device(cfg.device)  # --device cuda without a GPU
         # truecaser, stopwords, vocabularies (novel_vocab=train: the dataset's), SentencePiece model
-        self.scorer = OnlineScorer(cfg.metrics, model_folder(cfg.model.path), train_vocab=self.dataset.train_vocab(cfg.metrics.lang))
+        self.scorer = OnlineScorer(cfg.metrics, model_folder(cfg.model.path), train_vocab=self.dataset.train_vocab(cfg.metrics.lang),
+                                   terms=terms)
         self.comet = None
         if cfg.comet:  # loaded now, not after the stream: a bad --comet must not cost a run
             from simpe.metrics.comet import CometScorer
@@ -163,6 +182,44 @@ class Loop:
         self.loaded: Any = None
         self.truncated = 0  # segments cut to the model's maximum length
         self.own_sentences: dict[tuple[str, int], list[tuple[str, str]]] = {}  # (split, n) -> pairs (sentences)
+
+    def load_glossary(self) -> tuple[Glossary | None, TermCounter | None]:
+        """The run's glossary (``data.glossary``: a file, or ``dataset`` for the dataset's own) checked against the
+        stream's languages, and its term counter; a decoder that places terms (``Decoder.takes_glossary``) gets its
+        pairs, and is refused without one. (None, None) without a glossary. Every refusal is one line, before the model
+        loads (``simpe.terms.glossary``)."""
+        cfg = self.cfg
+        if cfg.data.glossary is None:
+            if cfg.data.glossary_prompt:
+                raise ConfigError("data.glossary_prompt says a glossary's terms in a causal LM's prompt, but the run has no "
+                                  "glossary: give --glossary FILE, or --glossary dataset for the dataset's own")
+            if self.decoder.takes_glossary:
+                raise ConfigError(f"decoder {cfg.decoder.name!r} puts a glossary's terms into its output, but the run has no "
+                                  "glossary: give --glossary FILE, or --glossary dataset for the dataset's own")
+            return None, None
+        glossary = load_glossary(resolve_glossary(cfg.data.glossary, self.dataset), *self.languages())
+        if self.decoder.takes_glossary:
+            self.decoder.use_glossary(glossary.pairs(), glossary.source_lang, glossary.target_lang)
+        return glossary, glossary_counter(glossary, cfg.metrics.r_max_k, cfg.metrics.scope)
+
+    def check_glossary_prompt(self, family: Any) -> None:
+        """Refuse ``data.glossary_prompt`` for a family whose prompt cannot say the terms (one line): every family but
+        a causal LM, and a causal LM whose ``model.prompt_template`` has no ``{terms}`` field."""
+        if not self.cfg.data.glossary_prompt or family.takes_terms():
+            return
+        if family.name == "causal":
+            raise ConfigError("data.glossary_prompt: model.prompt_template has no {terms} field to say the glossary's terms "
+                              f"in ({self.cfg.model.prompt_template!r}); add one, or leave the template out")
+        raise ConfigError(f"data.glossary_prompt says the glossary's terms in a causal LM's prompt; the {family.name} "
+                          "family has no prompt (use --set decoder.name=constrained_beam to place the terms)")
+
+    def prompt_terms(self, source: str) -> tuple[tuple[str, str], ...]:
+        """The glossary pairs the prompt of ``source`` says (``data.glossary_prompt``): those constrained decoding would
+        place (``TermMatcher.to_constrain``); none without the setting."""
+        if not self.cfg.data.glossary_prompt:
+            return ()
+        matcher = self.scorer.terms.matcher
+        return tuple(matcher.pairs[i] for i in matcher.to_constrain(matcher.source_tokens(source)))
 
     def check_run_dir(self, resume: bool, overwrite: bool, resume_anyway: bool = False) -> None:
         """Refuse, before the model loads, a run folder that cannot be written or resumed with these settings, or
@@ -184,6 +241,7 @@ class Loop:
         if self.family is None:  # a hub id whose config was not cached: its family is known now
             self.family = self.loaded.family
             self.method.check_family(self.family)
+            self.check_glossary_prompt(self.family)
         self.model, self.tokenizer = self.loaded.model, self.loaded.tokenizer
         set_dropout(self.model, cfg.update.dropout)
         self.method.attach(self.model, self.loaded.path, cfg.update)
@@ -271,7 +329,9 @@ class Loop:
         phases = Phases(self.timer)
         with phases("prepare"):  # in-context methods: earlier post-edits only (reference i is not among them)
             examples = self.method.examples(seg.source)
-            pair = self.loaded.family.encode_pair(self.tokenizer, seg.source, seg.reference, self.loaded.device, examples)
+            terms = self.prompt_terms(seg.source)
+            pair = self.loaded.family.encode_pair(self.tokenizer, seg.source, seg.reference, self.loaded.device, examples,
+                                                  terms=terms)
         tuning = contextlib.ExitStack()  # tune-retrieve's tuned copy lives until the correction is in (Draft.tuning)
         with phases("translate"), contextlib.ExitStack() as failing:
             failing.callback(tuning.close)
@@ -281,7 +341,7 @@ class Loop:
             failing.pop_all()  # decoded: the tuned copy stays open for learn
         best = list(result.hypotheses[0].tokens) if result.hypotheses else []
         hypothesis = self.tokenizer.decode(best, skip_special_tokens=True)
-        return Draft(index, seg, examples, pair, result, best, hypothesis, phases, tuning, tuned)
+        return Draft(index, seg, examples, pair, result, best, hypothesis, phases, tuning, tuned, terms)
 
     def learn(self, draft: Draft, given: Correction | None = None) -> SegmentRecord:
         """The second half of ``step``: correct, score, update, record (the parameters have not changed since
@@ -294,7 +354,8 @@ class Loop:
         with phases("score"):
             scored = self.score(draft, correction)
         with phases("update"):
-            upd = update(self.model, self.method, draft.pair, self.cfg.update)  # reference i is seen only here
+            # reference i is seen only here; the hypothesis it corrects, for a method that prefers one to the other
+            upd = update(self.model, self.method, draft.pair, self.cfg.update, hypothesis=draft.hypothesis)
             self.method.after_segment(draft.pair)  # knn stores the post-edit, icl remembers the pair
         return self.record(draft, correction, scored, upd)
 
@@ -303,7 +364,8 @@ class Loop:
         if post_edit == draft.segment.reference:
             return draft
         seg = dataclasses.replace(draft.segment, reference=post_edit)
-        pair = self.loaded.family.encode_pair(self.tokenizer, seg.source, post_edit, self.loaded.device, draft.examples)
+        pair = self.loaded.family.encode_pair(self.tokenizer, seg.source, post_edit, self.loaded.device, draft.examples,
+                                              terms=draft.terms)
         return dataclasses.replace(draft, segment=seg, pair=pair)
 
     def pieces(self, ids: list[int]) -> list[str]:
@@ -316,7 +378,7 @@ class Loop:
         pieces = self.cfg.metrics.subword == "all"
         return self.scorer.add(draft.hypothesis, draft.segment.reference, self.pieces(draft.best) if pieces else None,
                                self.pieces(draft.pair.labels[0].tolist()) if pieces else None,
-                               doc_id=draft.segment.doc_id, effort=effort_of(correction))
+                               doc_id=draft.segment.doc_id, effort=effort_of(correction), source=draft.segment.source)
 
     def record(self, draft: Draft, correction: Correction, scored: dict[str, Any], upd: dict[str, Any]) -> SegmentRecord:
         """The segment's record (one line of segments.jsonl)."""
@@ -337,6 +399,9 @@ class Loop:
                      "update": seconds["update"], "translate_model": seconds["translate_model"],
                      "update_model": seconds["update_model"], "backward": backward},
         )
+        placed = result.info or {}
+        if "terms" in placed and "dropped" in placed:  # a decoder that places glossary terms (constrained_beam)
+            record.constrained = {"terms": list(placed["terms"]), "dropped": list(placed["dropped"])}
         if correction.effort is not None:
             record.seconds.update({"interact": seconds["interact"], "interact_model": seconds["interact_model"]})
             record.effort = {level: e.to_dict() for level, e in correction.effort.items()}

@@ -72,8 +72,9 @@ def checkpoint_layers(model: Any) -> int:
     return wrapped
 
 
-def pair_loss(model: Any, pair: Pair, label_smoothing: float = 0.0) -> tuple[torch.Tensor, float]:
-    """Mean token loss (for the gradient) and mean token NLL (for perplexity) of ``pair``."""
+def _pair_losses(model: Any, pair: Pair, label_smoothing: float = 0.0) -> tuple[torch.Tensor, torch.Tensor]:
+    """Mean token loss (for the gradient) and mean token NLL (for perplexity, and a segment term's log-probability:
+    its graph kept where one is recorded) of ``pair``; the same tensor when ``label_smoothing`` is 0."""
     logits = teacher_forced_logits(model, pair.input_ids, pair.labels)  # (1, tgt_len, vocab)
     # float32 for a bf16/fp16 model's logits (a no-op at float32): a loss near 12 rounded to bf16's spacing of 1/16
     # hides a step's change and decides the perplexity threshold on rounding
@@ -81,16 +82,54 @@ def pair_loss(model: Any, pair: Pair, label_smoothing: float = 0.0) -> tuple[tor
     nll = torch.nn.functional.cross_entropy(flat, pair.labels.view(-1))
     if label_smoothing > 0:
         loss = torch.nn.functional.cross_entropy(flat, pair.labels.view(-1), label_smoothing=label_smoothing)
-        return loss, float(nll.detach())
-    return nll, float(nll.detach())
+        return loss, nll
+    return nll, nll
+
+
+def pair_loss(model: Any, pair: Pair, label_smoothing: float = 0.0) -> tuple[torch.Tensor, float]:
+    """Mean token loss (for the gradient) and mean token NLL (for perplexity) of ``pair``."""
+    loss, nll = _pair_losses(model, pair, label_smoothing)
+    return loss, float(nll.detach())
+
+
+def is_dropout_rate(name: str, value: Any) -> bool:
+    """Whether an attribute is a dropout probability: a float (not a bool) whose name ends in ``dropout``,
+    ``dropout_rate`` or ``_pdrop`` (``dropout``, ``attention_dropout``, ``activation_dropout``, T5's ``dropout_rate``,
+    GPT-2's ``attn_pdrop``)."""
+    return isinstance(value, float) and name.endswith(("dropout", "dropout_rate", "_pdrop"))
+
+
+def is_layerdrop(name: str, value: Any) -> bool:
+    """Whether an attribute is a LayerDrop probability (``layerdrop``, ``encoder_layerdrop``: whole layers skipped at
+    random in training mode; M2M100-418M's config has 0.05)."""
+    return isinstance(value, float) and name.endswith("layerdrop")
 
 
 def set_dropout(model: Any, p: float) -> None:
-    """Set every dropout probability of the model (the update runs in train mode when p > 0)."""
+    """Set every dropout probability of the model to ``p`` (the update runs in train mode when p > 0): the
+    ``torch.nn`` dropout modules' ``p``, and the float rates that transformers' layers keep as attributes of their own
+    and pass to ``nn.functional.dropout`` (Marian, mBART, M2M100 and the causal LMs' attention read
+    ``self.dropout``, ``self.activation_dropout``, ``self.attention_dropout``, set from the config when the layer was
+    built, so changing the config alone changes nothing), and the config's rates, for what is built later. LayerDrop
+    is turned off (0.0, whatever the config says): the update's only randomness is ``update.dropout``, so at 0.0 a
+    training-mode pass is deterministic. A LoRA adapter's own dropout is the method's setting (``lora``: none) and is
+    not changed here."""
     for module in model.modules():
-        if isinstance(module, torch.nn.Dropout):
+        if isinstance(module, torch.nn.modules.dropout._DropoutNd):
             module.p = p
-    model.config.dropout = p
+        for name, value in list(vars(module).items()):
+            if not name.startswith("_") and is_dropout_rate(name, value):
+                setattr(module, name, p)
+            elif not name.startswith("_") and is_layerdrop(name, value):
+                setattr(module, name, 0.0)
+    config = getattr(model, "config", None)
+    if config is not None:
+        for name, value in config.to_dict().items():
+            if is_dropout_rate(name, value):
+                setattr(config, name, p)
+            elif is_layerdrop(name, value):
+                setattr(config, name, 0.0)
+        config.dropout = p
 
 
 def _ppl(nll: float) -> float:
@@ -273,7 +312,7 @@ class Tuner:
 
 
 def update(model: Any, method: Method, pair: Pair, cfg: UpdateConfig, batch: Sequence[Pair] = (),
-           measure_after: bool = True) -> dict[str, Any]:
+           measure_after: bool = True, hypothesis: str | None = None) -> dict[str, Any]:
     """Adapt ``model`` on one pair; return the record's ``update`` field.
 
     Returns ``loss_before``/``ppl_before`` (before any step), ``loss_after``/``ppl_after``
@@ -287,6 +326,10 @@ def update(model: Any, method: Method, pair: Pair, cfg: UpdateConfig, batch: Seq
     record's losses are ``pair``'s alone. The record then says ``replayed`` (the pairs beside ``pair``) and
     ``penalty`` (its last value). Without either the step is the one of Simianer et al. (2019), bit for bit. ``measure_after`` False
     skips the forward pass that measures the loss after the last step (``loss_after`` is then the last one before it).
+
+    ``hypothesis``: the MT output that ``pair``'s post-edit corrects (the loop passes the segment's own; None for
+    other pairs). With it, before each step, the method's ``segment_term`` (``prefer``'s DPO term) is added to the
+    step's loss, and its facts go into the record; the perplexity threshold is still the post-edit's NLL alone.
     """
     extra = [*batch, *method.update_pairs(pair)]  # (pairs,) beside ``pair``, fixed across the repetitions
     params = list(method.trainable().values())
@@ -295,6 +338,7 @@ def update(model: Any, method: Method, pair: Pair, cfg: UpdateConfig, batch: Seq
                               "repetitions": 0, "skipped": None}
     composed = type(method).loss_term is not Method.loss_term  # a method with a loss term of its own
     penalized = type(method).penalty_gradient is not Method.penalty_gradient  # one that adds its penalty's gradient (ewc)
+    segmented = hypothesis is not None and type(method).segment_term is not Method.segment_term  # (prefer)
     if extra:
         record["replayed"] = len(extra)
     backward_seconds = 0.0
@@ -319,7 +363,8 @@ def update(model: Any, method: Method, pair: Pair, cfg: UpdateConfig, batch: Seq
             if not measure_after and record["repetitions"] and repeat == cfg.max_repeats:
                 break
             with torch.set_grad_enabled(may_step):
-                loss, nll = pair_loss(model, pair, cfg.label_smoothing)
+                loss, nll_tensor = _pair_losses(model, pair, cfg.label_smoothing)
+                nll = float(nll_tensor.detach())
                 plain = cfg.label_smoothing == 0  # the loss is the pair's NLL, whose value nll holds already
                 if may_step and (extra or composed):
                     loss, penalty = _batch_loss(model, method, loss, extra, cfg.label_smoothing)
@@ -336,6 +381,13 @@ def update(model: Any, method: Method, pair: Pair, cfg: UpdateConfig, batch: Seq
             record["loss_after"], record["ppl_after"] = nll, _ppl(nll)
             if not may_step or _ppl(nll) <= cfg.ppl_threshold:
                 break
+            if segmented:  # only before a step: a pair below the threshold costs the term nothing
+                with torch.enable_grad():  # as the forward above was (may_step): the term joins its graph
+                    logprob = nll_tensor * -pair.labels.numel()  # () the post-edit's summed token log-probabilities
+                    term, facts = method.segment_term(pair, hypothesis, logprob, record["repetitions"])
+                    if term is not None:
+                        loss, plain = loss + term, False
+                record.update(facts)
             if not math.isfinite(nll if plain else float(loss.detach())):  # no second wait for the device
                 record["skipped"] = "non-finite loss"
                 break

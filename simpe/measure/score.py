@@ -24,6 +24,7 @@ from simpe.config.tree import MetricsConfig
 from simpe.errors import ConfigError, DataError
 from simpe.metrics.comet import comet_signature
 from simpe.metrics.online import OnlineScorer, metric_for, signature_label
+from simpe.metrics.terms import REPEAT, TERM_METRICS, TERM_SIGNATURE
 from simpe.metrics.text import truecaser_path
 from simpe.paths import DEFAULT_MODEL
 from simpe.textfile import read_lines
@@ -47,7 +48,7 @@ def score_lines(hypotheses: Sequence[str], references: Sequence[str], sources: S
                 device: str = "cpu", hyp_pieces: Sequence[list[str]] | None = None,
                 ref_pieces: Sequence[list[str]] | None = None, cumulative: bool = False,
                 train_vocab: str | Path | None = None, spm_model: str | Path | None = None,
-                doc_ids: Sequence[str] | None = None) -> dict[str, Any]:
+                doc_ids: Sequence[str] | None = None, glossary: Any = None) -> dict[str, Any]:
     """Score detokenised segments with every simpe metric.
 
     Args:
@@ -61,10 +62,12 @@ def score_lines(hypotheses: Sequence[str], references: Sequence[str], sources: S
         train_vocab: what ``cfg.novel_vocab: train`` means (the default dataset's train vocabulary).
         spm_model: the SentencePiece model for ``cfg.subword: content``.
         doc_ids: the document of each segment (``cfg.scope: document`` restarts the R counts when it changes).
+        glossary: a loaded glossary (``simpe.terms.glossary.load_glossary``): adds the term metrics (needs sources).
     Returns:
         ``{"segments", "corpus", "counts", "signatures", "settings"[, "cumulative"]}``: corpus
         BLEU/chrF/TER/SBLEU in 0-100, R values as fractions (None when undefined), ``counts``
-        the R ``[numerator, denominator]`` sums, COMET (when given) the mean segment score.
+        the R ``[numerator, denominator]`` sums (and the term metrics' with a glossary), COMET (when given) the mean
+        segment score.
     """
     cfg = resolve_truecaser(cfg or defaults("metrics"))
     _check_counts({"hypotheses": hypotheses, "references": references, "sources": sources,
@@ -73,10 +76,17 @@ def score_lines(hypotheses: Sequence[str], references: Sequence[str], sources: S
         raise ConfigError("metrics.scope=document needs the document id of every segment")
     if comet is not None and sources is None:
         raise ConfigError("COMET needs the source segments: give --src")
+    if glossary is not None and sources is None:
+        raise ConfigError("the term metrics need the source segments: give --src")
     if cfg.subword == "all" and (hyp_pieces is None or ref_pieces is None):
         raise ConfigError("the subword R variants need subword pieces of hypotheses and references (give --subword-model)")
     # validates stopwords, truecaser, vocabulary before COMET loads
-    scorer = OnlineScorer(cfg, train_vocab=train_vocab, spm_model=spm_model)
+    terms = None
+    if glossary is not None:
+        from simpe.terms.score import glossary_counter
+
+        terms = glossary_counter(glossary, cfg.r_max_k, cfg.scope)
+    scorer = OnlineScorer(cfg, train_vocab=train_vocab, spm_model=spm_model, terms=terms)
     _warn_suspicious(hypotheses)
     comet_scorer = None
     if comet is not None:
@@ -87,7 +97,8 @@ def score_lines(hypotheses: Sequence[str], references: Sequence[str], sources: S
     curves: dict[str, list] = {name: [] for name in scorer.metric_names()} if cumulative else {}
     for i, (hyp, ref) in enumerate(zip(hypotheses, references)):
         record = scorer.add(hyp, ref, None if hyp_pieces is None else list(hyp_pieces[i]),
-                            None if ref_pieces is None else list(ref_pieces[i]), doc_id=None if doc_ids is None else doc_ids[i])
+                            None if ref_pieces is None else list(ref_pieces[i]), doc_id=None if doc_ids is None else doc_ids[i],
+                            source=None if terms is None else sources[i])
         if cumulative:
             for name, value in record["cumulative"].items():
                 curves[name].append(value)
@@ -95,8 +106,9 @@ def score_lines(hypotheses: Sequence[str], references: Sequence[str], sources: S
     report: dict[str, Any] = {
         "segments": len(hypotheses),
         "corpus": summary["corpus"],
-        "counts": {name: list(total) for counter in (scorer.words, scorer.novel, scorer.subwords)
-                   if counter is not None for name, total in counter.totals.items()},
+        "counts": {**{name: list(total) for counter in (scorer.words, scorer.novel, scorer.subwords)
+                      if counter is not None for name, total in counter.totals.items()},
+                   **(terms.all_totals() if terms is not None else {})},
         "signatures": summary["signatures"],
         "settings": dataclasses.asdict(cfg),
     }
@@ -142,7 +154,7 @@ def score_files(hyp_path: str | Path, ref_path: str | Path, src_path: str | Path
                 cfg: MetricsConfig | None = None, comet: str | None = None, comet_batch_size: int = 16,
                 device: str = "cpu", subword_model: str | None = None, cumulative: bool = False,
                 train_vocab: str | Path | None = None, doc_ids: str | Path | None = None,
-                mt_path: str | Path | None = None) -> dict[str, Any]:
+                mt_path: str | Path | None = None, glossary: Any = None) -> dict[str, Any]:
     """``score_lines`` on files (one segment per line); ``subword_model`` (a SentencePiece model) turns on the
     subword variants (``all`` unless ``cfg.subword`` says ``content``).
 
@@ -171,7 +183,7 @@ def score_files(hyp_path: str | Path, ref_path: str | Path, src_path: str | Path
         ref_pieces = _encode_pieces(subword_model, references)
     report = score_lines(hypotheses, references, sources, cfg=cfg, comet=comet, comet_batch_size=comet_batch_size,
                          device=device, hyp_pieces=hyp_pieces, ref_pieces=ref_pieces, cumulative=cumulative,
-                         train_vocab=train_vocab, spm_model=subword_model, doc_ids=docs)
+                         train_vocab=train_vocab, spm_model=subword_model, doc_ids=docs, glossary=glossary)
     report["files"] = {"hypotheses": str(hyp_path), "references": str(ref_path),
                        **({"sources": str(src_path)} if src_path is not None else {}),
                        **({"raw_mt": str(mt_path)} if mt_path is not None else {})}
@@ -204,7 +216,8 @@ def format_table(report: dict[str, Any]) -> str:
     for name, value in corpus.items():
         if name in counts:
             num, den = counts[name]
-            unit = "subword types" if name.startswith("subword:") else "content-word types"
+            unit = ("subword types" if name.startswith("subword:") else "glossary terms" if name in TERM_METRICS and name != REPEAT
+                    else "fixed terms" if name == REPEAT else "content-word types")
             rows.append((_label(name), _fmt(None if value is None else 100 * value), f"{num}/{den} {unit}"))
         elif name == "comet":
             rows.append((_label(name), _fmt(value, 4), signatures.get(name, "")))
@@ -218,7 +231,7 @@ def format_table(report: dict[str, Any]) -> str:
     lines = [f"{a:<{width0}}  {b:>{width1}}  {c}".rstrip() for a, b, c in rows]
     lines.append(f"({report['segments']} segments; R values in % of reference content-word types)")
     for kind, signature in signatures.items():
-        if kind == "r" or kind.endswith(":r"):
+        if kind == "r" or kind.endswith(":r") or kind == TERM_SIGNATURE:
             lines.append(f"{signature_label(kind)} signature: {signature}")
     return "\n".join(lines)
 

@@ -117,14 +117,15 @@ class Footprint:
       and its value); the dry run multiplies it by the tokens a segment stores and the run's segments;
     * ``update_bytes``: bytes held while the update computes its loss and gradients, beside the model's activations
       (``ewc``: what its penalty keeps for its gradient, and that gradient);
-    * ``update_pairs``: pairs each update repetition also steps on beside the post-edit (``replay``'s ``k``): the
-      update's forward and backward passes are made for each;
+    * ``update_pairs``: pairs each update repetition also steps on beside the post-edit (``replay``'s ``k``;
+      ``prefer``'s MT output): the update's forward and backward passes are made for each;
     * ``penalty_bytes``: bytes a penalty reads and writes at each step for its value and its gradient
       (``penalty_gradient``: ``ewc``);
     * ``prepare_passes``: passes over one pair, forward and backward through the adapted tensors, made once before
       the first segment (``ewc``'s Fisher information, one pass a sentence);
-    * ``segment_passes``: teacher-forced forward passes over the segment's pair after its update (``knn``: the
-      post-edit's keys);
+    * ``segment_passes``: teacher-forced forward passes over one of the segment's sequences outside the update's
+      repetitions (``knn``: the post-edit's keys, after its update; ``prefer`` under dropout: the reference model's
+      log-probabilities of the post-edit and the MT output, before it);
     * ``search_bytes``, ``search_macs``: what a decoding step's search reads and multiplies beside the model, on
       average over the run (``knn``'s datastore, growing);
     * ``tuned_values``, ``tuning_pairs``: values fine-tuned around each translation and put back after it, and the
@@ -167,7 +168,7 @@ class Method(ABC):
     Class attributes:
 
     * ``name``: the registered name (set by ``METHODS.add``), used in YAML, the CLI, run folders and plots;
-    * ``parametric``: whether it may train tensors (True): what the modifiers ``replay`` and ``ewc`` need;
+    * ``parametric``: whether it may train tensors (True): what the modifiers ``replay``, ``ewc`` and ``prefer`` need;
     * ``companion``: whether it trains nothing persistently and can run beside a parametric method as a modifier
       (``knn``, ``tune-retrieve``: ``full+knn``; simpe.methods.compose);
     * ``store_markers``: the store tensors that tell this method's stores from others (``simpe.store.user.read_store``
@@ -271,6 +272,20 @@ class Method(ABC):
         ``ewc``: λ·Σ F·(θ − θ₀)², whose gradient 2λ·F·(θ − θ₀) is a few foreach passes, where an autograd graph over
         every trainable tensor cost more than the model's backward on the demo model."""
         return None
+
+    def segment_term(self, pair: Any, hypothesis: str, logprob: torch.Tensor,
+                     repetition: int) -> tuple[torch.Tensor | None, dict[str, Any]]:
+        """A term of the loss that depends on the segment (``prefer``'s DPO term), and facts for its record; by
+        default (None, {}).
+
+        The loop's update asks for it only on a segment's own pair, whose MT output it knows (not on a warm start's
+        batch or ``tune-retrieve``'s matches), and only before a step (after the perplexity check, so a pair already
+        below ``update.ppl_threshold`` costs nothing more). ``pair``: the segment's pair (its post-edit the labels);
+        ``hypothesis``: the MT output the post-edit corrects, detokenised; ``logprob``: log π(labels | input) under
+        the model now, the sum of the post-edit's plain token log-probabilities (no label smoothing; () float32,
+        its graph kept: the update's own forward pass); ``repetition``: the steps taken on the pair so far (0: the
+        model is as it was before this segment's update). The facts go into the record's ``update``."""
+        return None, {}
 
     def after_segment(self, pair: Any) -> None:
         """Called by the loop once per segment, after the update, with its (source, post-edit) pair

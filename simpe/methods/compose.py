@@ -1,4 +1,5 @@
-"""Composition: a method with modifiers (``full+replay``, ``lasso+ewc``, ``full+knn``, ``full+tune-retrieve``), in one place.
+"""Composition: a method with modifiers (``full+replay``, ``lasso+ewc``, ``full+prefer``, ``full+knn``, ``full+tune-retrieve``),
+in one place.
 
 A preset names one method and, under ``method.modifiers``, a list of ``{name, params}``; ``build_method`` makes
 the method alone when the list is empty (the object, and so the records, of every earlier run) and otherwise a
@@ -8,7 +9,8 @@ The loop and the update see one ``Method``; no method knows it is composed.
 A modifier is one of:
 
 * a loss-side modifier of a parametric method (``replay``: more pairs in each update's batch; ``ewc``: a penalty on
-  the loss), its own class registered in ``MODIFIERS`` (``simpe/methods/replay.py``, ``simpe/methods/ewc.py``);
+  the loss; ``prefer``: a DPO term preferring the post-edit to the segment's MT output), its own class registered in
+  ``MODIFIERS`` (``simpe/methods/replay.py``, ``simpe/methods/ewc.py``, ``simpe/methods/prefer.py``);
 * a method that trains nothing persistently, run beside the parametric one (``knn``: its datastore read at every
   decoding step of the adapted model; ``tune-retrieve``: a fine-tuned copy of the adapted state for each
   translation, back to that state afterwards), wrapped by ``MethodModifier``: its hooks, state and store are the
@@ -39,7 +41,7 @@ class Modifier:
     method's own, with the method (``self.method``)."""
 
     name: str = ""  # set by MODIFIERS.add
-    parametric_only: bool = False  # modifies the update of a method that trains tensors (replay, ewc)
+    parametric_only: bool = False  # modifies the update of a method that trains tensors (replay, ewc, prefer)
 
     def attach(self, method: Method, model: Any, update: UpdateConfig) -> None:
         self.method, self.model, self.update = method, model, update
@@ -72,6 +74,11 @@ class Modifier:
 
     def penalty_gradient(self, grads: dict[str, torch.Tensor]) -> float | None:
         return None
+
+    def segment_term(self, pair: Any, hypothesis: str, logprob: torch.Tensor,
+                     repetition: int) -> tuple[torch.Tensor | None, dict[str, Any]]:
+        """As ``Method.segment_term``."""
+        return None, {}
 
     def after_segment(self, pair: Any) -> None:
         pass
@@ -111,7 +118,7 @@ class Modifier:
 
 
 MODIFIERS: Registry[Modifier] = Registry("modifier")
-"""Modifiers of a method (``method.modifiers``): replay, ewc, and the methods knn and tune-retrieve beside another."""
+"""Modifiers of a method (``method.modifiers``): replay, ewc, prefer, and the methods knn and tune-retrieve beside another."""
 
 def companions() -> list[str]:
     """The methods that train nothing persistently and run beside a parametric one (``Method.companion``)."""
@@ -277,6 +284,16 @@ class ComposedMethod(Method):
                   if v is not None]
         return sum(values) if values else None
 
+    def segment_term(self, pair: Any, hypothesis: str, logprob: torch.Tensor,
+                     repetition: int) -> tuple[torch.Tensor | None, dict[str, Any]]:
+        terms, facts = [], {}
+        for part in (self.method, *self.modifiers):
+            term, got = part.segment_term(pair, hypothesis, logprob, repetition)
+            facts.update(got)
+            if term is not None:
+                terms.append(term)
+        return (None if not terms else terms[0] if len(terms) == 1 else torch.stack(terms).sum()), facts
+
     def after_segment(self, pair: Any) -> None:
         self.method.after_segment(pair)
         for modifier in self.modifiers:
@@ -355,7 +372,7 @@ def build_method(name: str, params: dict[str, Any] | None = None, modifiers: lis
     """The method of a preset: ``METHODS.build(name, **params)`` alone without modifiers, else it composed with them.
 
     Refused in one line, before any model loads: an unknown modifier or parameter, a modifier named twice, the method
-    itself as its own modifier, a loss-side modifier (replay, ewc) of a method that trains nothing."""
+    itself as its own modifier, a loss-side modifier (replay, ewc, prefer) of a method that trains nothing."""
     method = METHODS.build(name, **dict(params or {}))
     if not modifiers:
         return method

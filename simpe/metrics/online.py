@@ -29,6 +29,10 @@ layout), their segment scores, SBLEU and the R values under ``metrics``. ``logge
 statistics sit in a record, and ``metric_for`` gives the ``Metric`` that scores them, for
 every reader of the logs (compare's bootstrap, plots).
 
+With a glossary (``data.glossary``) the scorer is given its term counter (``simpe.terms.score.TermCounter``, which
+this layer never imports: it is handed in): the term metrics (``simpe.metrics.terms``) are then logged beside the R
+values, restarted with them per document, and replayed from the logged source and hypothesis tokens.
+
 This module does not translate, write files, or run COMET (``simpe.metrics.comet``).
 """
 from __future__ import annotations
@@ -49,13 +53,14 @@ from simpe.metrics.effort import EFFORT_METRICS
 from simpe.metrics.recall import RecallCounter, RecallMetric, load_vocab, r_signature, ratio, vocab_digest
 from simpe.metrics.sacre import SbleuMetric
 from simpe.metrics.stopwords import load_stopwords, stopwords_digest, stopwords_path
+from simpe.metrics.terms import TERM_METRICS, TERM_SIGNATURE
 from simpe.metrics.text import ContentWords, TextPipeline, split_tokens, truecaser_path
 
 logger = logging.getLogger(__name__)
 
 SENTENCE_SCORE = {"bleu": "sbleu"}  # a logged metric whose segment score is another one (BLEU of one segment: SBLEU)
 NOT_LOGGED = {"sbleu": "always logged, from bleu's statistics", "comet": "logged by --comet"}  # never in metrics.logged
-_R_NAME = re.compile(r"^(novel:|subword:)?r(\d+|0\+1|0\.\.\d+)$")
+_R_NAME = re.compile(r"^(novel:|subword:|nonterm:)?r(\d+|0\+1|0\.\.\d+)$")
 
 
 @functools.lru_cache(maxsize=None)
@@ -69,6 +74,8 @@ def metric_for(name: str) -> Metric:
         return RecallMetric(name)
     if name in EFFORT_METRICS:
         return EFFORT_METRICS[name]
+    if name in TERM_METRICS:
+        return TERM_METRICS[name]
     return METRICS.build(name)
 
 
@@ -89,17 +96,20 @@ def logged_metrics(cfg: MetricsConfig) -> dict[str, Metric]:
 
 
 def signature_label(kind: str) -> str:
-    """The label of a key of a summary's ``signatures``: a metric's label, or ``R``, ``novel:R``, ``subword:R``."""
+    """The label of a key of a summary's ``signatures``: a metric's label (``term``: the term metrics'), or ``R``,
+    ``novel:R``, ``subword:R``."""
     if kind == "r" or kind.endswith(":r"):
         return kind[:-1] + "R"
+    if kind == TERM_SIGNATURE:
+        return "Terms"
     return metric_for(kind).label
 
 
 def logged_stats(record: Mapping[str, Any], name: str) -> list[float] | None:
     """Per-segment statistics of metric ``name`` in a segments.jsonl record, laid out as its ``stat_names``.
 
-    The logged metrics (``metrics.logged``: BLEU, chrF, TER by default): ``stats[name]``; R values:
-    ``metrics[name]`` ([matched, types]); SBLEU: ``[metrics["sbleu"], 1]``. None when the record does not hold them.
+    The logged metrics (``metrics.logged``: BLEU, chrF, TER by default): ``stats[name]``; R values and term values:
+    ``metrics[name]`` ([matched, types], [hits, terms] ...); SBLEU: ``[metrics["sbleu"], 1]``. None when the record does not hold them.
     """
     stats = record.get("stats") or {}
     if name in stats:
@@ -117,7 +127,7 @@ class OnlineScorer:
     """Scores a stream one segment at a time and keeps the running sums behind every cumulative value."""
 
     def __init__(self, cfg: MetricsConfig, model_dir: Path | None = None, *, train_vocab: str | Path | None = None,
-                 spm_model: str | Path | None = None) -> None:
+                 spm_model: str | Path | None = None, terms: Any = None) -> None:
         """
         Args:
             cfg: the metrics section of the config.
@@ -125,6 +135,8 @@ class OnlineScorer:
                 and ``subword: content`` its ``target.spm``.
             train_vocab: the dataset's train vocabulary file (what ``novel_vocab: train`` means).
             spm_model: the target SentencePiece model for ``subword: content`` (default: model_dir/target.spm).
+            terms: a glossary's term counter (``simpe.terms.score.TermCounter``, from ``glossary_counter``): the
+                term metrics are then logged beside the R values, and ``add`` needs each segment's source.
         """
         self.cfg = cfg
         self.truecaser = truecaser_path(cfg, model_dir)
@@ -150,6 +162,7 @@ class OnlineScorer:
         self.totals: dict[str, list] = {name: [0] * len(metric.stat_names) for name, metric in self.corpus.items()}
         self.sbleu_sum = 0.0
         self.effort_totals: dict[str, list[float]] = {}  # ksmr / wsr under the interactive protocol
+        self.terms = terms
 
     # ------------------------------------------------------------ names
     def recall_counters(self) -> list[RecallCounter]:
@@ -162,13 +175,14 @@ class OnlineScorer:
 
     def metric_names(self) -> list[str]:
         """Names under ``cumulative`` (and ``summary()["corpus"]``), in order."""
-        return [*self.corpus, "sbleu", *self.r_metric_names()]
+        return [*self.corpus, "sbleu", *self.r_metric_names(), *(self.terms.names if self.terms is not None else ())]
 
     # ------------------------------------------------------------ scoring
     def add(self, hypothesis: str, reference: str, hyp_pieces: list[str] | None = None,
-            ref_pieces: list[str] | None = None, doc_id: str | None = None, effort: Mapping[str, list] | None = None) -> dict:
+            ref_pieces: list[str] | None = None, doc_id: str | None = None, effort: Mapping[str, list] | None = None,
+            source: str | None = None) -> dict:
         """Score one segment; returns the ``hyp_tokens``, ``ref_tokens``, ``metrics``, ``stats`` and ``cumulative``
-        part of its record, exactly as in docs/run-format.md.
+        part of its record (with a glossary also ``terms`` and ``terms_fixed``), exactly as in docs/run-format.md.
 
         Args:
             hypothesis: the detokenised system output for this segment.
@@ -177,9 +191,12 @@ class OnlineScorer:
             doc_id: the segment's document (``scope: document`` restarts the counts when it changes).
             effort: the interactive protocol's statistics of this segment, ``{"ksmr": [actions, chars], "wsr": [...]}``
                 (``simpe.loop.interactive``): logged under ``stats`` and ``metrics`` beside the text metrics.
+            source: the segment's source text; needed with a glossary (its terms are found there).
         """
         if self.cfg.subword == "all" and (hyp_pieces is None or ref_pieces is None):
             raise DataError("the subword R variants (subword: all) need hyp_pieces and ref_pieces for every segment")
+        if self.terms is not None and source is None:
+            raise DataError("the term metrics (a glossary) need the source of every segment")
         self._enter_document(doc_id)
         hyp_tokens = " ".join(self.pipeline.tokens(hypothesis))
         ref_tokens = " ".join(self.pipeline.tokens(reference))
@@ -197,6 +214,11 @@ class OnlineScorer:
             metrics.update(self.subwords.add(set(hyp_pieces), set(ref_pieces)))
         elif self.cfg.subword == "content":
             metrics.update(self.subwords.add(self._content_pieces(hyp_types), self._content_pieces(ref_types)))
+        terms = None
+        if self.terms is not None:  # the glossary's terms on the R pipeline's tokens (the target side ignores case)
+            terms = self.terms.add(self.terms.matcher.source_tokens(source), split_tokens(hyp_tokens),
+                                   split_tokens(ref_tokens), None, hyp_types, ref_types)
+            metrics.update(terms.counts)
         for name, values in (effort or {}).items():
             stats[name] = list(values)
             metrics[name] = EFFORT_METRICS[name].score_from_stats(values)
@@ -205,6 +227,8 @@ class OnlineScorer:
                   "cumulative": self.cumulative()}
         if self.cfg.subword == "all":
             record["ref_pieces"] = list(ref_pieces)
+        if terms is not None:
+            record.update({"terms": terms.terms, "terms_fixed": terms.fixed})
         return record
 
     def _enter_document(self, doc_id: str | None) -> None:
@@ -212,6 +236,8 @@ class OnlineScorer:
         if self.cfg.scope == "document" and doc_id != self.doc_id:
             for counter in self.recall_counters():
                 counter.restart()
+            if self.terms is not None:
+                self.terms.restart()
         self.doc_id = doc_id
 
     def _content_pieces(self, types: frozenset[str]) -> set[str]:
@@ -257,6 +283,13 @@ class OnlineScorer:
             self.subwords.observe(set(record["ref_pieces"]), metrics)
         elif self.cfg.subword == "content":
             self.subwords.observe(self._content_pieces(ref_types), metrics)
+        if self.terms is not None:  # the term counts need the hypothesis too: which terms it missed, the fixes pending
+            if not isinstance(record.get("source"), str) or not isinstance(record.get("hyp_tokens"), str):
+                raise DataError(f"logged segment {record.get('index', '?')} lacks its source or hyp_tokens; cannot resume "
+                                "the term metrics from it")
+            hyp_tokens = split_tokens(record["hyp_tokens"])
+            self.terms.observe(metrics, self.terms.matcher.source_tokens(record["source"]), hyp_tokens,
+                               split_tokens(record["ref_tokens"]), None, self.content_types(hyp_tokens), ref_types)
         self._accumulate(stats, float(metrics["sbleu"]))
 
     # ------------------------------------------------------------ running values
@@ -267,6 +300,8 @@ class OnlineScorer:
         for counter in self.recall_counters():
             for name, (num, den) in counter.totals.items():
                 values[name] = ratio(num, den)
+        if self.terms is not None:
+            values.update(self.terms.cumulative())
         for name, total in self.effort_totals.items():
             values[name] = EFFORT_METRICS[name].score_from_stats(total)
         return values
@@ -291,9 +326,13 @@ class OnlineScorer:
         return signatures
 
     def signatures(self) -> dict[str, str]:
-        """Signatures of the logged metrics (``bleu``, ``chrf``, ``ter``), ``sbleu`` (sacreBLEU's manner) and of the R metrics (``r`` ...)."""
-        return {**{name: metric.signature() for name, metric in self.corpus.items()}, "sbleu": self.sbleu.signature(),
-                **self.r_signatures()}
+        """Signatures of the logged metrics (``bleu``, ``chrf``, ``ter``), ``sbleu`` (sacreBLEU's manner), of the R metrics
+        (``r`` ...) and, with a glossary, of the term metrics (``term``: ``simpe.terms.score.term_signature``)."""
+        signatures = {**{name: metric.signature() for name, metric in self.corpus.items()}, "sbleu": self.sbleu.signature(),
+                      **self.r_signatures()}
+        if self.terms is not None and self.terms.signature:
+            signatures[TERM_SIGNATURE] = self.terms.signature
+        return signatures
 
     def summary(self) -> dict:
         """{"corpus": {"bleu","chrf","ter","sbleu","r0","r1","r0+1", ...variants}, "signatures": {"bleu", "chrf", "ter", "sbleu", "r", ...}}"""
@@ -337,16 +376,17 @@ def _load_spm(path: Path | None):  # -> sentencepiece.SentencePieceProcessor
 
 
 def cumulative_curves(records: Iterable[dict], cfg: MetricsConfig, model_dir: Path | None = None,
-                      train_vocab: str | Path | None = None) -> dict[str, list[float | None]]:
+                      train_vocab: str | Path | None = None, terms: Any = None) -> dict[str, list[float | None]]:
     """Cumulative value of every metric after each logged record (what Figure 2's deltas are made of).
 
     Args:
         records: ``segments.jsonl`` records in stream order (as ``OnlineScorer.add`` produced them).
         cfg: the metrics configuration of the run that logged them.
+        terms: a fresh term counter of the run's glossary (``simpe.terms.score.glossary_counter``), when it had one.
     Returns:
         ``{metric name: [value after segment 0, after segment 1, ...]}``.
     """
-    scorer = OnlineScorer(cfg, model_dir, train_vocab=train_vocab)
+    scorer = OnlineScorer(cfg, model_dir, train_vocab=train_vocab, terms=terms)
     curves: dict[str, list[float | None]] = {name: [] for name in scorer.metric_names()}
     for record in records:
         scorer.replay(record)

@@ -190,10 +190,15 @@ class ModelFamily(ABC):
     def _limit(self) -> int:
         return self.max_tokens(self.config)
 
-    def encode_source(self, tokenizer: Any, source: str, device: Any, examples: Sequence[tuple[str, str]] = ()) -> tuple[Any, bool]:
-        """((1, src_len) input ids on ``device``, whether the source was cut to ``max_tokens``)."""
+    def encode_source(self, tokenizer: Any, source: str, device: Any, examples: Sequence[tuple[str, str]] = (),
+                      terms: Sequence[tuple[str, str]] = ()) -> tuple[Any, bool]:
+        """((1, src_len) input ids on ``device``, whether the source was cut to ``max_tokens``). ``examples`` and
+        ``terms`` (glossary pairs said in a prompt) are a causal LM's: another family refuses them."""
         if examples:
             raise ConfigError(f"the {self.name} family takes no prompt examples (icl needs a causal LM)")
+        if terms:
+            raise ConfigError(f"the {self.name} family has no prompt to say glossary terms in (data.glossary_prompt needs "
+                              "a causal LM)")
         limit = self._limit()
         ids = tokenizer(self.source_text(source), truncation=True, max_length=limit, return_tensors="pt")["input_ids"]
         cut = ids.shape[1] >= limit and len(tokenizer(self.source_text(source))["input_ids"]) > limit
@@ -211,13 +216,18 @@ class ModelFamily(ABC):
         return list(ids[: limit - 1]) + [self.special.eos], cut
 
     def encode_pair(self, tokenizer: Any, source: str, reference: str, device: Any,
-                    examples: Sequence[tuple[str, str]] = ()) -> Pair:
-        """Tokenise one (source, reference) pair for the update and the decoders, on ``device``."""
-        src, src_cut = self.encode_source(tokenizer, source, device, examples)
+                    examples: Sequence[tuple[str, str]] = (), terms: Sequence[tuple[str, str]] = ()) -> Pair:
+        """Tokenise one (source, reference) pair for the update and the decoders, on ``device`` (``terms``: glossary
+        pairs a causal LM's prompt says)."""
+        src, src_cut = self.encode_source(tokenizer, source, device, examples, terms)
         tgt, tgt_cut = self.encode_target(tokenizer, reference)
         labels = torch.tensor([tgt], dtype=torch.long, device=device)  # (1, tgt_len)
         truncated = tuple(side for side, cut in (("source", src_cut), ("reference", tgt_cut)) if cut)
         return Pair(src, labels, truncated, source, reference)
+
+    def takes_terms(self) -> bool:
+        """Whether the family's prompt can say glossary terms (``data.glossary_prompt``): a causal LM's can."""
+        return False
 
     def check_languages(self, tokenizer: Any) -> None:
         """Refuse language codes the tokenizer does not know, and set them on it (after it loads, before the model does)."""

@@ -29,10 +29,12 @@ import torch
 from simpe.errors import ConfigError, ModelError
 from simpe.models.base import FAMILIES, ModelFamily, cache_keyword, returned_cache
 
-PLAIN = "Translate the following text from {src_lang} into {tgt_lang}.\n{examples}{src_lang}: {source}\n{tgt_lang}:"
+PLAIN = "Translate the following text from {src_lang} into {tgt_lang}.\n{examples}{terms}{src_lang}: {source}\n{tgt_lang}:"
 EXAMPLE = "{src_lang}: {source}\n{tgt_lang}: {target}\n\n"  # one example block of the plain template
-INSTRUCTION = "Translate the following text from {src_lang} into {tgt_lang}.\n{src_lang}: {source}\n{tgt_lang}:"  # a chat turn
-FIELDS = ("source", "src_lang", "tgt_lang", "examples")
+INSTRUCTION = "Translate the following text from {src_lang} into {tgt_lang}.\n{terms}{src_lang}: {source}\n{tgt_lang}:"  # a chat turn
+TERMS = "Use these term translations: {pairs}.\n"  # data.glossary_prompt: the glossary's terms that apply to the source
+TERM_PAIR = "{source} = {target}"  # one term of TERMS, joined with "; "
+FIELDS = ("source", "src_lang", "tgt_lang", "examples", "terms")
 END_OF_TURN = ("<|im_end|>", "<|eot_id|>", "<end_of_turn>", "<|end|>")
 DEFAULT_LANGUAGES = ("English", "German")
 
@@ -107,28 +109,42 @@ class CausalFamily(ModelFamily):
         return int(getattr(config, "max_position_embeddings", None) or 2048)
 
     # ------------------------------------------------------------------ text -> ids
-    def prompt_text(self, tokenizer: Any, source: str, examples: Sequence[tuple[str, str]]) -> str | list[int]:
-        """The prompt: ids from the chat template, or the plain template's text."""
+    def prompt_text(self, tokenizer: Any, source: str, examples: Sequence[tuple[str, str]],
+                    terms: Sequence[tuple[str, str]] = ()) -> str | list[int]:
+        """The prompt: ids from the chat template, or the plain template's text. ``terms``: (source term, target term)
+        pairs said before the source line of the query ("Use these term translations: Cells = Zellen; ..."), a
+        template's ``{terms}`` field; none: the prompt is what it is without a glossary."""
         src_lang, tgt_lang = self.languages
+        said = TERMS.format(pairs="; ".join(TERM_PAIR.format(source=s, target=t) for s, t in terms)) if terms else ""
         if self.chat:
             messages: list[dict[str, str]] = []
             for ex_source, ex_target in examples:
-                messages += [{"role": "user", "content": INSTRUCTION.format(src_lang=src_lang, tgt_lang=tgt_lang, source=ex_source)},
+                messages += [{"role": "user", "content": INSTRUCTION.format(src_lang=src_lang, tgt_lang=tgt_lang, source=ex_source,
+                                                                            terms="")},
                              {"role": "assistant", "content": ex_target}]
-            messages.append({"role": "user", "content": INSTRUCTION.format(src_lang=src_lang, tgt_lang=tgt_lang, source=source)})
+            messages.append({"role": "user", "content": INSTRUCTION.format(src_lang=src_lang, tgt_lang=tgt_lang, source=source,
+                                                                           terms=said)})
             ids = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)
             return list(ids["input_ids"] if isinstance(ids, dict) or hasattr(ids, "keys") else ids)
         shots = "".join(EXAMPLE.format(src_lang=src_lang, tgt_lang=tgt_lang, source=s, target=t) for s, t in examples)
-        return (self.prompt_template or PLAIN).format(src_lang=src_lang, tgt_lang=tgt_lang, source=source, examples=shots)
+        return (self.prompt_template or PLAIN).format(src_lang=src_lang, tgt_lang=tgt_lang, source=source, examples=shots,
+                                                      terms=said)
 
-    def encode_source(self, tokenizer: Any, source: str, device: Any, examples: Sequence[tuple[str, str]] = ()) -> tuple[Any, bool]:
-        """The prompt's ids; a source longer than half the model's length is cut (its tokens, then the prompt built)."""
+    def takes_terms(self) -> bool:
+        """A prompt says the terms (``data.glossary_prompt``): the chat template's, the plain one, or a
+        ``prompt_template`` with a ``{terms}`` field."""
+        return self.prompt_template is None or "{terms}" in self.prompt_template
+
+    def encode_source(self, tokenizer: Any, source: str, device: Any, examples: Sequence[tuple[str, str]] = (),
+                      terms: Sequence[tuple[str, str]] = ()) -> tuple[Any, bool]:
+        """The prompt's ids (``terms``: said in it, ``prompt_text``); a source longer than half the model's length is
+        cut (its tokens, then the prompt built)."""
         budget = self._limit() // 2
         ids = tokenizer(source, add_special_tokens=False)["input_ids"]
         cut = len(ids) > budget
         if cut:
             source = tokenizer.decode(ids[:budget], skip_special_tokens=True)
-        prompt = self.prompt_text(tokenizer, source, examples)
+        prompt = self.prompt_text(tokenizer, source, examples, terms)
         tokens = prompt if isinstance(prompt, list) else tokenizer(prompt)["input_ids"]  # the plain prompt: with BOS if the tokenizer adds one
         return torch.tensor([tokens], dtype=torch.long, device=device), cut
 

@@ -5,7 +5,9 @@ corpus figures, or the cumulative figures of the last shared segment when incomp
 are included) and tests every method against the baseline with a paired bootstrap
 (``simpe.stats``) over the logged per-segment statistics: each resample is scored by
 the metric's own ``score_from_stats`` (``simpe.metrics``), on the statistics where
-``logged_stats`` says the loop put them. render.py writes the result. It never translates,
+``logged_stats`` says the loop put them. The columns are Table 5's, then every other metric the runs logged
+(``logged_columns``: term accuracy, T0/T1 and the repeated term error of a glossary run among them). render.py
+writes the result. It never translates,
 never loads a model and never writes a run.
 
 A translator's run (``simpe serve``) is compared against the stream's references like every other run, through its
@@ -22,10 +24,11 @@ from typing import Any, Callable
 
 import numpy as np
 
-from simpe.errors import RunDirError
+from simpe.errors import RunDirError, SimpeError
 from simpe.metrics import Metric, logged_stats, metric_for
 from simpe.metrics.effort import EFFORT_METRICS
 from simpe.metrics.online import signature_label
+from simpe.metrics.terms import TERM_SIGNATURE
 from simpe.metrics.utility import COMET
 from simpe.report.people import Effort, group_effort, is_person, stream_group
 from simpe.rundir.reader import Run, RunGroup
@@ -72,10 +75,12 @@ def column(key: str) -> Column:
     return Column(metric_for(key), 4 if key == COMET else 1)
 
 
-TABLE_COLUMNS = ["bleu", "sbleu", "ter", "chrf", "r0+1", "r0", "r1"]  # COMET appended when scored
+# the columns of Simianer et al. (2019), Table 5, first and always; COMET, the effort ratios and every other metric the
+# runs log (summary.json's corpus: chrF++, R2, novel:R0, term accuracy, ...) follow when every compared run logged them
+TABLE_COLUMNS = ["bleu", "sbleu", "ter", "chrf", "r0+1", "r0", "r1"]
 SIGNIFICANCE_LEVEL = 0.05
 SIGNIFICANT_MARK = "†"
-SIGNED_METRICS = ("bleu", "chrf", "ter", "sbleu", "r", COMET)  # the metrics whose signatures the runs log
+SIGNED_METRICS = ("bleu", "chrf", "ter", "sbleu", "r", COMET, TERM_SIGNATURE)  # the metrics whose signatures the runs log
 RESCORED_METRICS = ("bleu", "chrf", "ter")  # figures compare recomputes from statistics with its own metric objects
 
 
@@ -136,6 +141,39 @@ def _corpus_value(run: Run, key: str, group: RunGroup) -> float | None:
         values = _segment_comet(run, group.num_segments)
         return None if values is None else float(np.mean(values))
     return _num((last.get("cumulative") or {}).get(key))
+
+
+def _logged_names(run: Run, group: RunGroup) -> list[str]:
+    """The metric names ``run`` logged over the compared segments, in its order: its summary's ``corpus`` (complete
+    runs), else the ``cumulative`` figures of the last compared segment."""
+    if not group.truncated and run.summary is not None and isinstance(run.summary.get("corpus"), dict):
+        return list(run.summary["corpus"])
+    return list(run.segments[group.num_segments - 1].get("cumulative") or {})
+
+
+def logged_columns(group: RunGroup) -> tuple[list[str], list[str]]:
+    """The metrics beyond Table 5's columns, COMET and the effort ratios that the compared runs logged, in the order
+    the runs log them (a logged metric reaches the table without a list kept here): (the names every run logged, one
+    note per name only some runs logged). A name no ``Metric`` scores is left out."""
+    logged = {run.name: _logged_names(run, group) for run in group.runs}
+    names: list[str] = []
+    for run in group.runs:
+        names += [name for name in logged[run.name] if name not in names]
+    fixed = {*TABLE_COLUMNS, COMET, *EFFORT_METRICS}
+    shared, notes = [], []
+    for name in names:
+        if name in fixed:
+            continue
+        try:
+            label = metric_for(name).label
+        except SimpeError:
+            continue
+        missing = [run.name for run in group.runs if name not in logged[run.name]]
+        if not missing:
+            shared.append(name)
+        else:
+            notes.append(f"{label} was logged by only some runs (not by {', '.join(missing)}); its column is left out")
+    return shared, notes
 
 
 def _segment_comet(run: Run, num_segments: int) -> list[float] | None:
@@ -239,6 +277,9 @@ def compare_runs(group: RunGroup, seed: int | None = DEFAULT_SEED, num_resamples
             if len(simulated) < len(group.runs):
                 notes.append(f"{column(key).label}: a translator's run has none against the stream's references (they "
                              "typed their own post-edit); their own is in the translators' table")
+    more, partial = logged_columns(group)
+    columns += [column(key) for key in more]
+    notes += partial
 
     counts = resample_counts(num_segments, num_resamples, seed).astype(np.float64)  # (B, n)
     rows: list[Row] = []

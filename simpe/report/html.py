@@ -36,8 +36,8 @@ from simpe.report.marks import as_json, group_marks, one_shot_disagreement, repe
 from simpe.report.page import PAGE, SCRIPT
 from simpe.report.people import EFFORT_KEYS, EFFORT_NOTE, OWN, POST_EDIT, Effort, stream_group
 from simpe.report.plotting import (
-    DELTA_PANELS,
     cumulative_deltas,
+    delta_panels,
     inexact_snapshots,
     method_colors,
     plot_cumulative_deltas,
@@ -100,13 +100,14 @@ def _effort(effort: Effort) -> dict[str, Any]:
 
 
 def _curves(group: RunGroup) -> dict[str, Any]:
-    curves = cumulative_deltas(group)
+    panels = delta_panels(group, effort=False)  # Figure 2's, and a glossary run's term metrics
+    curves = cumulative_deltas(group, tuple(key for key, _, _ in panels))
     n = len(curves.segment_index)
     stride = max(1, math.ceil(n / MAX_CURVE_POINTS))
     index = curves.segment_index[::stride]
     if n and index[-1] != n - 1:
         index = np.append(index, n - 1)
-    return {"x": index.tolist(), "panels": [{"key": k, "title": t, "ylabel": y} for k, t, y in DELTA_PANELS],
+    return {"x": index.tolist(), "panels": [{"key": k, "title": t, "ylabel": y} for k, t, y in panels],
             "y": {run: {k: [None if math.isnan(v) else round(float(v), 3) for v in values[index]]
                         for k, values in metrics.items()} for run, metrics in curves.deltas.items()}}
 

@@ -39,6 +39,13 @@ EFFORT_PANELS: list[tuple[str, str, str]] = [
     ("ksmr", "KSMR: keystrokes and clicks per reference character (lower is better)", "Δ KSMR (percentage points)"),
     ("wsr", "WSR: typed words per reference word (lower is better)", "Δ WSR (percentage points)"),
 ]
+# a glossary run's term metrics (simpe.terms.score), drawn beside them when every run logged them
+TERM_PANELS: list[tuple[str, str, str]] = [
+    ("term", "Term accuracy: counted glossary terms the output holds", "Δ term accuracy (percentage points)"),
+    ("t0", "T0: terms at their first occurrence in the stream", "Δ T0 (percentage points)"),
+    ("t1", "T1: terms at every later occurrence", "Δ T1 (percentage points)"),
+    ("term-repeat", "Repeated term errors: a fixed term missed again (lower is better)", "Δ repeated term errors (percentage points)"),
+]
 # (snapshot metric, panel title, y-axis label), in panel order
 SNAPSHOT_PANELS: list[tuple[str, str, str]] = [
     ("krg", "kRG: model ranking vs. quality ranking", "kRG (0–1, 1 = same order)"),
@@ -200,15 +207,25 @@ def _coverage(group: RunGroup) -> str:
     return f"first {group.num_segments}{total} segments: incomplete runs included"
 
 
+def delta_panels(group: RunGroup, effort: bool = True) -> list[tuple[str, str, str]]:
+    """The panels of the cumulative differences: Figure 2's, then (``effort``) KSMR and WSR, then the term metrics,
+    each group when every run logged it."""
+    def logged(panels: list[tuple[str, str, str]]) -> list[tuple[str, str, str]]:
+        return [p for p in panels if all(p[0] in (run.segments[0].get("cumulative") or {}) for run in group.runs if run.segments)]
+
+    return DELTA_PANELS + (logged(EFFORT_PANELS) if effort else []) + logged(TERM_PANELS)
+
+
 def plot_cumulative_deltas(group: RunGroup, out_dir: Path) -> list[Path]:
-    """Simianer et al. (2019), Figure 2, as ``cumulative_delta.png`` and ``.pdf``: one panel per metric, one line per method."""
-    panels = DELTA_PANELS + [p for p in EFFORT_PANELS if all(p[0] in (run.segments[0].get("cumulative") or {})
-                                                             for run in group.runs if run.segments)]
+    """Simianer et al. (2019), Figure 2, as ``cumulative_delta.png`` and ``.pdf``: one panel per metric, one line per method
+    (KSMR and WSR, and a glossary's term metrics, beside them when every run logged them)."""
+    panels = delta_panels(group)
     curves = cumulative_deltas(group, tuple(key for key, _, _ in panels))
     colors = method_colors(group.runs)
-    cols = 2 if len(panels) <= 4 else 3
-    fig = _figure(5.5 * cols, 7.6)
-    axes = fig.subplots(2, cols, sharex=True).ravel()
+    cols = 2 if len(panels) <= 4 else 3 if len(panels) <= 6 else 4
+    rows = math.ceil(len(panels) / cols)
+    fig = _figure(5.5 * cols, 3.8 * rows)
+    axes = fig.subplots(rows, cols, sharex=True).ravel()
     for ax in axes[len(panels):]:
         ax.set_visible(False)
     clipped_before = 0
@@ -234,7 +251,7 @@ def plot_cumulative_deltas(group: RunGroup, out_dir: Path) -> list[Path]:
         ax.set_ylabel(ylabel)
         ax.set_xlim(0, max(1, group.num_segments - 1))
         ax.grid(True, linewidth=0.4, alpha=0.5)
-    for ax in axes[cols:]:
+    for ax in axes[(rows - 1) * cols:]:  # the bottom row
         ax.set_xlabel("segment index (cumulative over segments 0..i)")
     handles, labels = axes[0].get_legend_handles_labels()
     if clipped_before:

@@ -107,10 +107,11 @@ def _effort_markdown(comp: Comparison) -> list[str]:
 
 def bootstrap_description(comp: Comparison) -> str:
     """How the p-values were computed (written under every table)."""
+    terms = " and term" if any(c.key == "term" for c in comp.columns) else ""
     return (f"Paired bootstrap, {comp.num_resamples} resamples, seed {comp.seed}: sacreBLEU 2.6.0's resampling "
             f"(numpy default_rng(seed).choice of segment indices, shared by all runs) applied to the logged "
             f"per-segment statistics; BLEU, chrF and TER rescored from summed sufficient statistics with sacreBLEU, "
-            f"R metrics from summed [num, den] pairs, SBLEU{' and COMET' if any(c.key == 'comet' for c in comp.columns) else ''} "
+            f"R{terms} metrics from summed [num, den] pairs, SBLEU{' and COMET' if any(c.key == 'comet' for c in comp.columns) else ''} "
             f"as means of the per-segment values. Two-sided p = (1 + #{{|Δ* − Δ| ≥ |Δ|}}) / (1 + resamples) "
             f"(not sacreBLEU's PairedTest p, which gives p ≈ 0.001 to a method identical to the baseline).")
 

@@ -3,7 +3,8 @@
 A group folder ``runs/<dataset>-<split>--<model>--<N>seg--<digest>/`` holds the runs of several
 presets on one stream (one folder each) and the outputs derived from them (``compare/``,
 ``plots/``, ``report.html``). The digest (``group_digest``) names what the runs compare: the stream as loaded, the
-model's files and the warm-start memory, so two datasets, models or memories of the same name never share a group.
+model's files, the warm-start memory and the glossary, so two datasets, models, memories or glossaries of the same
+name never share a group.
 The writer (writer.py) and the reader (reader.py) take every name from here; docs/run-format.md describes the files.
 """
 from __future__ import annotations
@@ -72,10 +73,12 @@ def inside(path: Path, root: Path) -> bool:
 DIGEST_CHARS = 8  # hex digits of a group's digest in its folder name
 
 
-def group_digest(stream: str, model: str, memory: str | None) -> str:
+def group_digest(stream: str, model: str, memory: str | None, glossary: str | None = None) -> str:
     """The short digest of what a group's runs compare: the stream as loaded (``simpe.datasets.stream_hash``), the
-    model's files (``simpe.fingerprint.model_digest``) and the warm-start memory's pairs (None: no warm start)."""
-    text = f"stream {stream}\nmodel {model}\nmemory {memory or '-'}\n"
+    model's files (``simpe.fingerprint.model_digest``), the warm-start memory's pairs (None: no warm start) and the
+    glossary file's content hash (``simpe.filehash.file_hash``; None: no glossary, and then the text hashed is what it
+    was before glossaries, so a run without one keeps its group)."""
+    text = f"stream {stream}\nmodel {model}\nmemory {memory or '-'}\n" + (f"glossary {glossary}\n" if glossary else "")
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:DIGEST_CHARS]
 
 
@@ -84,7 +87,8 @@ def group_name(dataset: str, split: str, model: str, segments: int | None, proto
     """The folder shared by runs on the same stream: ``<dataset>-<split>--<model>--<N>seg``, and ``--interactive``
     after it for the interactive-predictive protocol (its runs are compared with each other, not with post-editing's),
     ``--warm-<name>`` for runs warm-started on the memory file ``name`` (compared with the warm-started baseline),
-    then ``--<digest>`` (``group_digest``: the stream, the model's files and the memory the name only hints at)."""
+    then ``--<digest>`` (``group_digest``: the stream, the model's files, the memory and the glossary the name only
+    hints at)."""
     suffix = "" if protocol == "post-edit" else f"--{protocol}"
     if warm_start:
         suffix += f"--warm-{warm_start}"

@@ -378,12 +378,14 @@ def _check_same_stream(runs: list[Run]) -> int | None:
     return stream_segments
 
 
-def load_group(paths: Iterable[Path], allow_incomplete: bool = False) -> RunGroup:
+def load_group(paths: Iterable[Path], allow_incomplete: bool = False, baseline: str | None = None) -> RunGroup:
     """Load and check runs for comparison: one stream, exactly one baseline, unique names.
 
     paths: run directories and/or group folders (a group folder means every run in it).
     allow_incomplete: include runs without DONE (marked ``(incomplete)``); every output
     then covers the segments all runs have logged. Raises RunDirError otherwise.
+    baseline: the name of the run the others are compared with (default: the one run of method ``baseline``); any
+    other run of method ``baseline`` is then compared like a method (a baseline decoding under a glossary's constraints).
     """
     paths = [resolve_group(Path(path)) for path in paths]
     if not paths:
@@ -402,12 +404,18 @@ def load_group(paths: Iterable[Path], allow_incomplete: bool = False) -> RunGrou
             raise RunDirError(f"two runs are named {run.name!r} ({names[run.name].path} and {run.path}); "
                               f"give runs with distinct adapter names")
         names[run.name] = run
-    baselines = [run for run in runs if run.method == BASELINE]
+    if baseline is not None:
+        if baseline not in names:
+            raise RunDirError(f"--baseline {baseline!r} names no run given; the runs: {', '.join(names)}")
+        baselines = [names[baseline]]
+    else:
+        baselines = [run for run in runs if run.method == BASELINE]
     if len(baselines) != 1:
         given = ", ".join(f"{run.name} (method {run.method}, {run.path})" for run in runs)
         how_many = "no run" if not baselines else f"{len(baselines)} runs"
         raise RunDirError(f"exactly one run must be the baseline (method {BASELINE!r}); "
-                          f"{how_many} of method {BASELINE!r} among the runs given: {given}")
+                          f"{how_many} of method {BASELINE!r} among the runs given: {given}"
+                          + ("; --baseline NAME picks one" if baselines else ""))
     if len(runs) < 2:
         raise RunDirError(f"only the baseline ({runs[0].path}) was given; give at least one adapted run to compare")
     baseline = baselines[0]

@@ -59,6 +59,9 @@ class SegmentRecord:
     reset: bool | None = None  # reset: document (the state returned to the base's before this segment)
     non_finite: list[str] | None = None
     effort: dict[str, Any] | None = None  # protocol interactive: each level's simulated translator (simpe.loop.interactive)
+    terms: list[Any] | None = None  # data.glossary: [source term, occurrence, hit] per counted term (simpe.terms.score)
+    terms_fixed: list[str] | None = None  # data.glossary: the source terms the post-edit fixed (missed, then given)
+    constrained: dict[str, Any] | None = None  # constrained_beam: the target terms constrained ("terms") and "dropped"
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -104,7 +107,7 @@ _HEAD = ("index", "doc_id", "seg_id", "source", "reference", "hypothesis")
 _OPTIONAL_MIDDLE = ("mt", "examples", "info")
 _SCORED = ("hyp_tokens", "ref_tokens", "metrics", "stats", "cumulative")
 _TAIL = ("update", "seconds")
-_OPTIONAL_TAIL = ("truncated", "reset", "non_finite", "effort")
+_OPTIONAL_TAIL = ("truncated", "reset", "non_finite", "effort", "terms", "terms_fixed", "constrained")
 _TYPES: dict[str, Any] = {f.name: f.type for f in dataclasses.fields(SegmentRecord) if f.name != "extra"}
 _KINDS = {"int": int, "str": str, "float": (int, float), "bool": bool, "dict": dict, "list": list}
 _NAMES = {"int": "an integer", "str": "a string", "float": "a number", "bool": "true or false", "dict": "a JSON object",
@@ -150,7 +153,8 @@ def _check_numbers(mapping: Any, where: str, key: str, lists: bool = False) -> N
             raise RunDirError(f"{where}: {key}.{name} should be {wanted}, got {_show(value)}")
 
 
-UPDATE_NUMBERS = ("loss_before", "ppl_before", "loss_after", "ppl_after", "repetitions", "penalty", "replayed")
+UPDATE_NUMBERS = ("loss_before", "ppl_before", "loss_after", "ppl_after", "repetitions", "penalty", "replayed",
+                  "preference_loss", "preference_margin")
 
 
 def check_scores(record: dict[str, Any], where: str) -> None:

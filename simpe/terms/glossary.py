@@ -26,9 +26,10 @@ import logging
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from simpe.errors import DataError
-from simpe.paths import DATA_DIR
+from simpe.errors import ConfigError, DataError
+from simpe.paths import DATA_DIR, REPO_ROOT
 from simpe.textfile import read_bytes, read_lines
 
 logger = logging.getLogger(__name__)
@@ -64,6 +65,39 @@ class Glossary:
     def pairs(self) -> list[tuple[str, str]]:
         """The (source term, target term) pairs in file order."""
         return [(entry.source, entry.target) for entry in self.entries]
+
+
+GLOSSARY_OF_DATASET = "dataset"  # data.glossary / --glossary: the dataset's own glossary (Dataset.glossary)
+
+
+def resolve_glossary(value: str, dataset: Any) -> Path:
+    """The file ``data.glossary`` names: ``dataset`` -> the dataset's own glossary (``Dataset.glossary``), else a
+    path. Refused in one line: a dataset without a glossary, a path that is not a file."""
+    if value == GLOSSARY_OF_DATASET:
+        own = dataset.glossary()
+        if own is None:
+            raise ConfigError(f"--glossary dataset: dataset {dataset.name!r} has no glossary of its own; give a glossary "
+                              "file (TSV or TBX: docs/terms.md)")
+        path = Path(own)
+        if not path.is_file():
+            raise DataError(f"--glossary dataset: {path} does not exist; run `make glossary` to build it")
+        return path
+    path = Path(value)
+    if not path.is_file():
+        raise DataError(f"glossary {value!r} is not a file; give a TSV or TBX glossary (docs/terms.md), or 'dataset' "
+                        "for the dataset's own")
+    return path
+
+
+def glossary_label(path: str | Path, value: str, dataset: str) -> str:
+    """How a run's records name its glossary, never by an absolute path of this machine: a file inside the repository
+    by its path relative to the repository (``data/libreoffice/glossary.tsv``); elsewhere, ``dataset:<name>`` for a
+    dataset's own glossary (``value`` is ``dataset``), else the file's name alone (its content hash is the group's and
+    the term signature's)."""
+    resolved = Path(path).resolve()
+    if resolved.is_relative_to(REPO_ROOT.resolve()):
+        return resolved.relative_to(REPO_ROOT.resolve()).as_posix()
+    return f"dataset:{dataset}" if value == GLOSSARY_OF_DATASET else resolved.name
 
 
 def primary_language(code: str) -> str:

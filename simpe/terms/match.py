@@ -17,6 +17,9 @@ term is tokenised the same way, on its own. The rule, decided here once:
   the R metrics count a word type). Overlapping terms are found independently: "Cell Protection" and "Cell" both
   occur in "Edit - Cell Protection".
 
+Which terms a constrained decoder must place (``TermMatcher.to_constrain``) follows the same source rule, less the
+occurrences inside a longer term's: it has no reference to say which applies.
+
 This module finds terms; it does not read glossary files (``simpe.terms.glossary``) or count metrics
 (``simpe.terms.score``).
 """
@@ -49,6 +52,22 @@ def find_all(tokens: Sequence[str], terms: Sequence[tuple[str, ...]]) -> list[in
             if index not in found and tuple(tokens[position:position + len(term)]) == term:
                 found.add(index)
     return sorted(found)
+
+
+def find_spans(tokens: Sequence[str], terms: Sequence[tuple[str, ...]]) -> list[tuple[int, int, int]]:
+    """Every occurrence of the ``terms`` (token tuples, compared exactly) in ``tokens``: (start, end, term index), by
+    start, then term index."""
+    by_first: dict[str, list[int]] = {}
+    for index, term in enumerate(terms):
+        if term:
+            by_first.setdefault(term[0], []).append(index)
+    spans = []
+    for position, token in enumerate(tokens):
+        for index in by_first.get(token, ()):
+            term = terms[index]
+            if tuple(tokens[position:position + len(term)]) == term:
+                spans.append((position, position + len(term), index))
+    return spans
 
 
 class TermMatcher:
@@ -91,6 +110,33 @@ class TermMatcher:
     def in_target(self, tokens: Sequence[str]) -> list[int]:
         """Entries whose target term occurs in the target ``tokens`` (case ignored), ascending."""
         return find_all(fold(tokens), self.target_terms)
+
+    def to_constrain(self, tokens: Sequence[str]) -> list[int]:
+        """The entries a constrained decoder puts into the output of the source ``tokens``: those whose source term
+        occurs (``in_source``) other than only inside the occurrence of a longer source term ("Cells" inside "Format
+        Cells" asks for no "Zellen" of its own), in the order of their first such occurrence (equal positions: glossary
+        order), each target term once (its first entry)."""
+        spans = find_spans(tokens, self.source_terms)
+        spans.sort(key=lambda span: (span[0] - span[1], span[0], span[2]))  # the longest first
+        claimed: list[tuple[int, int]] = []
+        first: dict[int, int] = {}
+        for start, end, index in spans:
+            if any(start < e and s < end and e - s > end - start for s, e in claimed):
+                continue
+            claimed.append((start, end))
+            first[index] = min(first.get(index, start), start)
+        chosen, targets = [], set()
+        for index in sorted(first, key=lambda i: (first[i], i)):
+            if self.pairs[index][1] not in targets:
+                targets.add(self.pairs[index][1])
+                chosen.append(index)
+        return chosen
+
+    def targets_in(self, tokens: Sequence[str], targets: Sequence[str]) -> list[str]:
+        """Of the target terms ``targets`` (texts), those that occur in the target ``tokens`` (case ignored)."""
+        terms = [fold(self.target_pipeline.tokens(target)) for target in targets]
+        found = set(find_all(fold(tokens), terms))
+        return [target for index, target in enumerate(targets) if index in found]
 
     def target_words(self) -> frozenset[str]:
         """Every token of every target term, casefolded (the words the ``nonterm:`` R values leave out)."""

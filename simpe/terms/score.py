@@ -38,32 +38,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from simpe.errors import DataError
-from simpe.metrics.base import Metric
 from simpe.metrics.recall import RecallCounter, ratio
+from simpe.metrics.terms import NONTERM, REPEAT, T0, T1, TERM, TERM_METRICS, TermMetric
+from simpe.terms.glossary import Glossary
 from simpe.terms.match import SOURCE_CASE, TARGET_CASE, TermMatcher
+from simpe.textfile import read_bytes
 
-TERM, T0, T1, REPEAT = "term", "t0", "t1", "term-repeat"
-NONTERM = "nonterm:"  # the prefix of the R values outside the glossary's target words
-
-
-class TermMetric(Metric):
-    """A term value of summed ``[numerator, denominator]`` statistics: their ratio (a fraction, shown in percent)."""
-
-    percent = True
-
-    def __init__(self, name: str, label: str, stat_names: tuple[str, str], higher_is_better: bool = True) -> None:
-        self.name, self.label, self.stat_names, self.higher_is_better = name, label, stat_names, higher_is_better
-
-    def score_from_stats(self, stats: Sequence[float]) -> float | None:
-        return ratio(stats[0], stats[1])
-
-
-TERM_METRICS: dict[str, TermMetric] = {metric.name: metric for metric in (
-    TermMetric(TERM, "Term acc.", ("hits", "terms")),
-    TermMetric(T0, "T0", ("hits", "terms")),
-    TermMetric(T1, "T1", ("hits", "terms")),
-    TermMetric(REPEAT, "Term rep.", ("missed_again", "fixed_before"), higher_is_better=False),
-)}
+# the names and their Metric live below the loop's scorer (simpe.metrics.terms), where metric_for finds them
+__all__ = ["NONTERM", "REPEAT", "T0", "T1", "TERM", "TERM_METRICS", "TermCounter", "TermMetric", "TermSegment",
+           "glossary_counter", "term_corpus", "term_signature"]
 
 
 @dataclass
@@ -98,6 +81,7 @@ class TermCounter:
         self.occurrences: dict[int, int] = {}  # entry -> segments it was counted in so far
         self.pending: set[int] = set()  # entries fixed at their last counted occurrence
         self.totals: dict[str, list[int]] = {name: [0, 0] for name in (TERM, T0, T1, REPEAT)}
+        self.signature: str | None = None  # term_signature of the glossary (``glossary_counter`` sets it)
 
     def outside(self, types: Iterable[str]) -> set[str]:
         """The content types that are no token of a glossary target term (compared case-folded)."""
@@ -171,6 +155,18 @@ class TermCounter:
     def cumulative(self) -> dict[str, float | None]:
         """Sum of numerators / sum of denominators so far, per name (None while a denominator is 0)."""
         return {name: ratio(num, den) for name, (num, den) in self.all_totals().items()}
+
+
+def glossary_counter(glossary: Glossary, max_k: int = 1, scope: str = "stream") -> TermCounter:
+    """The counter of a loaded glossary (``simpe.terms.glossary.load_glossary``), with its signature: what the loop's
+    scorer and ``simpe score --glossary`` count with. ``max_k``, ``scope``: ``metrics.r_max_k``, ``metrics.scope``."""
+    from simpe import __version__
+
+    counter = TermCounter(TermMatcher(glossary.pairs(), glossary.source_lang, glossary.target_lang), max_k)
+    counter.signature = term_signature(glossary.path.name, read_bytes(glossary.path, "glossary"), len(glossary),
+                                       source_lang=glossary.source_lang, target_lang=glossary.target_lang, scope=scope,
+                                       version=__version__)
+    return counter
 
 
 def term_corpus(counter: TermCounter, sources: Sequence[str], hypotheses: Sequence[str], references: Sequence[str],

@@ -89,6 +89,12 @@ def data(tmp_path_factory) -> dict[str, Path]:
         "empty.de": "Eins.\n \n", "wrong_langs.tmx": '<tmx><body><tu><tuv xml:lang="fr"><seg>Un.</seg></tuv>'
                                                      '<tuv xml:lang="es"><seg>Uno.</seg></tuv></tu></body></tmx>',
         "broken.tmx": "<tmx><body><tu>", "bad.yaml": "update: [1, 2\n", "nul.de": "Eins.\nZw\x00ei.\n",
+        # glossaries (issue 57): a line without its tab, another language pair, no entry, a source term twice
+        "untabbed.tsv": "Cells\tZellen\nSheet Tabelle\n", "french.tsv": "#langs en fr\nCells\tCellules\n",
+        "comments.tsv": "# nothing but a comment\n\n", "twice.tsv": "Cells\tZellen\nCells\tZelle\n",
+        "french.tbx": '<martif type="TBX" xml:lang="en"><text><body><termEntry id="1"><langSet xml:lang="en"><tig>'
+                      '<term>Cells</term></tig></langSet><langSet xml:lang="fr"><tig><term>Cellules</term></tig></langSet>'
+                      '</termEntry></body></text></martif>',
     }
     for name, text in files.items():
         (root / name).write_text(text, encoding="utf-8")
@@ -107,6 +113,15 @@ def cases(models: dict[str, Path], data: Path, tmp: Path) -> list[tuple[str, lis
     simulate unless the arguments say otherwise. The fragments pin what a user needs, not the sentence around them."""
     text_ok = _text(data, "two.en", "two.de")
     return [
+        # issue 57: a bad glossary, and constrained decoding without one
+        ("glossary-untabbed", ["--glossary", str(data / "untabbed.tsv")], ('untabbed.tsv', 'line 2', 'source<TAB>target')),
+        ("glossary-languages", ["--glossary", str(data / "french.tsv")], ('french.tsv', 'en->fr', 'en->de')),
+        ("glossary-tbx-languages", ["--glossary", str(data / "french.tbx")], ('french.tbx', 'en, fr', 'en->de')),
+        ("glossary-empty", ["--glossary", str(data / "comments.tsv")], ('comments.tsv', 'no en->de entry')),
+        ("glossary-twice", ["--glossary", str(data / "twice.tsv")], ('twice.tsv', 'line 2', "'Cells'", 'line 1')),
+        ("glossary-missing", ["--glossary", str(tmp / "none.tsv")], ('none.tsv', 'not a file', 'dataset')),
+        ("glossary-of-text-dataset", [*text_ok, "--glossary", "dataset"], ("'text'", 'no glossary of its own')),
+        ("constrained-without-glossary", ["--set", "decoder.name=constrained_beam"], ("'constrained_beam'", '--glossary')),
         # item 3 and 4: mistyped values and parameter typos name the key and the value
         ("lr-word", ["--set", "update.lr=fast"], ('update.lr', 'number', "'fast'")),
         ("seed-word", ["--set", "seed=abc"], ('seed', 'integer', "'abc'")),

@@ -73,3 +73,17 @@ def test_the_datastore_grows_at_the_keys_dtype() -> None:
     float32, float16 = (estimate(load_config(preset, [])).datastore_per_1000 for preset in ("knn", "knn-fp16"))
     assert float32 == 1000 * 21 * (256 * 4 + 4 + 8) == 21_756_000
     assert float16 == 1000 * 21 * (256 * 2 + 4 + 8) == 11_004_000
+
+
+def test_constrained_beam_is_timed_as_beam_and_says_so() -> None:
+    """constrained_beam runs beam search's forward passes: the same s/segment, and the line says what it leaves out."""
+    from simpe.config.files import load_config
+    from simpe.loop.dryrun import estimate, report
+
+    beam, constrained = (estimate(load_config("full", ["data.segments=8", f"decoder.name={name}"]), "cpu")
+                         for name in ("beam", "constrained_beam"))
+    assert constrained.seconds_per_segment is not None
+    assert (constrained.translate_seconds, constrained.update_seconds) == (beam.translate_seconds, beam.update_seconds)
+    (line,) = report([load_config("full", ["data.segments=8", "decoder.name=constrained_beam"])], "cpu", 1 << 40)[1:]
+    assert line.endswith("(constrained_beam timed as beam: the same forward passes; the constraints' host work and "
+                         "longer outputs not included)")

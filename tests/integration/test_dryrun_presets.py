@@ -88,6 +88,9 @@ def _added(preset: str, dtype: str) -> dict[str, float | None]:
         return {"datastore_per_1000": grown, "running_without_runtime": grown, **_knn_time(4, dtype, _steps(preset, dtype), forward)}
     if preset == "full+replay":  # k = 2 more pairs in every forward and backward pass of the update
         return {"update_seconds": 2 * forward * (1 + repetitions * per_repetition)}
+    if preset in ("full+prefer", "lora+prefer"):  # the MT output: one more pair in every forward and backward pass (its
+        # reference log-probabilities are the first repetition's own passes: none more without dropout)
+        return {"update_seconds": forward * (1 + repetitions * per_repetition)}
     if preset in ("full+ewc", "lasso+ewc"):  # the Fisher (float32) and θ₀ (at the weights' dtype); during the
         # update θ - θ₀ and the penalty's gradient, float32; the penalty's 56 bytes a value (and two casts to float32
         # below it) at every step, value and gradient; the Fisher's 200 passes once in 1,000 segments

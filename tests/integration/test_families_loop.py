@@ -99,3 +99,40 @@ def test_rank_on_another_family(family_model, tmp_path: Path, capsys) -> None:
     assert main(["rank", "--model", str(family_model("t5")), "--tgt-lang", "xx", "--src", str(src), "--ref", str(ref),
                  "--out", str(tmp_path / "rank2"), "--device", "cpu"]) == 2
     assert "the tokenizer has no <2xx> token" in capsys.readouterr().err
+
+
+def test_a_causal_lms_prompt_says_the_glossary_terms(family_model, tmp_path: Path, one_torch_thread) -> None:
+    """data.glossary_prompt: segment 1 of the stream ("More explanations on top of this page.") holds the glossary's
+    "More" (-> "Zusätze"): its prompt says so, in the plain template (llama) and the chat template (qwen2), for the
+    translation and the update alike; segment 0 holds no term and its prompt is the one without a glossary. Refused
+    before the model loads: another family, a template without {terms}, no glossary."""
+    from simpe.errors import ConfigError
+
+    for kind in ("llama", "qwen2"):
+        folder = family_model(kind)
+        overrides = [f"model.path={folder}", *_settings(kind), f"runs_dir={tmp_path / kind}", *SMALL,
+                     "data.glossary=dataset", "data.glossary_prompt=true"]
+        loop = Loop(load_config("baseline", overrides), progress=False)
+        loop.load()
+        plain = Loop(load_config("baseline", overrides[:-1] + [f"runs_dir={tmp_path / 'plain'}"]), progress=False)
+        plain.load()
+        for index, said in ((0, None), (1, "Use these term translations: More = Zusätze.")):
+            draft = loop.translate(index, loop.segments[index])
+            prompt = loop.tokenizer.decode(draft.pair.input_ids[0].tolist())
+            unsaid = plain.tokenizer.decode(plain.translate(index, plain.segments[index]).pair.input_ids[0].tolist())
+            if said is None:
+                assert prompt == unsaid and draft.terms == ()
+            else:
+                assert said in prompt and "term translations" not in unsaid and draft.terms == (("More", "Zusätze"),)
+                assert prompt.index(said) < prompt.index("More explanations")  # before the source line
+            assert loop.corrected(draft, draft.segment.reference + " x").pair.input_ids.tolist() == draft.pair.input_ids.tolist()
+        loop.timer.remove()
+        plain.timer.remove()
+    with pytest.raises(ConfigError, match="the marian family has no prompt"):
+        Loop(load_config("baseline", [f"runs_dir={tmp_path}", "data.glossary=dataset", "data.glossary_prompt=true"]))
+    with pytest.raises(ConfigError, match="no glossary"):
+        Loop(load_config("baseline", [f"runs_dir={tmp_path}", "data.glossary_prompt=true"]))
+    template = "model.prompt_template='Translate: {source}'"
+    with pytest.raises(ConfigError, match="has no \\{terms\\} field"):
+        Loop(load_config("baseline", [f"model.path={family_model('llama')}", *_settings("llama"), template,
+                                      f"runs_dir={tmp_path}", "data.glossary=dataset", "data.glossary_prompt=true"]))

@@ -1,8 +1,10 @@
 """A group is named by what it compares (simpe.rundir.layout.group_digest): two text datasets of one length, two model
 folders of one name and two translation memories of one file name each run into their own group of one runs folder,
-without --overwrite; compare refuses runs of different memories; a group's readable name stands for its one folder."""
+without --overwrite; compare refuses runs of different memories; a group's readable name stands for its one folder.
+Runs with another glossary, or none, have another group; a copy of the same glossary joins the same one."""
 from __future__ import annotations
 
+import hashlib
 import re
 import shutil
 from pathlib import Path
@@ -14,8 +16,8 @@ from safetensors.torch import load_file, save_file
 from simpe.cli import main
 from simpe.config.files import load_config
 from simpe.errors import RunDirError
-from simpe.loop.run import run_path
-from simpe.paths import DEFAULT_MODEL
+from simpe.loop.run import Loop, group_identity, run_path
+from simpe.paths import DEFAULT_MODEL, REPO_ROOT
 from simpe.rundir.reader import load_group
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -108,3 +110,35 @@ def test_a_run_of_other_settings_is_refused_without_advising_overwrite(tmp_path:
     # the same settings again: that run is this one, and --overwrite replaces it
     assert main(["simulate", "--runs-dir", str(runs), *COMMON, "--preset", "bias"]) == 2
     assert "is a complete run; pass --overwrite to run it again" in capsys.readouterr().err
+
+
+def test_the_glossary_is_part_of_a_groups_identity(tmp_path: Path) -> None:
+    """The group digest hashes the glossary file's content (sha256, 16 hex digits) after the stream, model and memory;
+    without a glossary the text hashed is the one of before glossaries, so such runs keep their groups."""
+    base = [f"runs_dir={tmp_path / 'runs'}", "data.segments=2", "device=cpu"]
+
+    def identity(*extra: str) -> dict:
+        return group_identity(load_config("baseline", [*base, *extra]))
+
+    def digest(text: str) -> str:
+        return hashlib.sha256(text.encode()).hexdigest()[:8]
+
+    plain = identity()
+    head = f"stream {plain['stream']}\nmodel {plain['model']}\nmemory -\n"
+    assert plain["glossary"] is None and plain["digest"] == digest(head)
+    shipped_file = REPO_ROOT / "data/libreoffice/glossary.tsv"
+    shipped = identity("data.glossary=dataset")
+    assert shipped["glossary"] == hashlib.sha256(shipped_file.read_bytes()).hexdigest()[:16]
+    assert shipped["digest"] == digest(head + f"glossary {shipped['glossary']}\n")
+    copy = tmp_path / "copy.tsv"
+    shutil.copyfile(shipped_file, copy)
+    assert identity(f"data.glossary={copy}") == shipped  # the same content elsewhere: the same group
+    edited = tmp_path / "edited.tsv"
+    edited.write_bytes(shipped_file.read_bytes() + "Sheet Tab Color\tRegisterfarbe\n".encode())
+    other = identity(f"data.glossary={edited}")
+    assert len({plain["digest"], shipped["digest"], other["digest"]}) == 3
+    folders = {run_path(load_config("baseline", [*base, *extra])).parent
+               for extra in ([], ["data.glossary=dataset"], [f"data.glossary={edited}"])}
+    assert len(folders) == 3
+    # the loop, which has read the glossary already, names the same group
+    assert Loop(load_config("baseline", [*base, "data.glossary=dataset"]), progress=False).identity == shipped

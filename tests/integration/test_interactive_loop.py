@@ -76,3 +76,15 @@ def test_a_decoder_that_cannot_complete_is_refused_before_the_model_loads(tmp_pa
              progress=False)
     with pytest.raises(ConfigError, match=r"unknown protocol.level 'line'; known: char, word, both"):
         load_config("baseline", ["protocol.level=line"])
+
+
+def test_constrained_beam_completes_typed_prefixes_under_the_glossary(tmp_path: Path):
+    """constrained_beam is a completing decoder: the proposal holds the segment's term (segment 1: "More" ->
+    "Zusätze"), and each completion is the typed prefix and the terms in one search (tests/unit/test_constrained.py)."""
+    settings = [f"runs_dir={tmp_path}", *SETTINGS, "protocol.level=word", "decoder.name=constrained_beam",
+                "decoder.params={beam_size: 2}", "data.glossary=dataset"]
+    path = Loop(load_config("baseline", settings), progress=False).run()
+    records = read_jsonl(path / "segments.jsonl")
+    assert records[1]["constrained"]["terms"] == ["Zusätze"] and "Zusätze" in records[1]["hypothesis"]
+    assert all(r["effort"]["word"]["completions"] == len(r["effort"]["word"]["latency_ms"]) for r in records)
+    assert all(r["effort"]["word"]["corrections"] <= len(r["reference"].split()) + 1 for r in records)

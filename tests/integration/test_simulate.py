@@ -165,7 +165,8 @@ def test_run_directory_contents_lock_and_overwrite(tmp_path: Path):
     model = hashlib.sha256("".join(f"{n} {files[n]}\n" for n in sorted(files)).encode()).hexdigest()[:16]
     digest = hashlib.sha256(f"stream {stream.hexdigest()[:16]}\nmodel {model}\nmemory -\n".encode()).hexdigest()[:8]
     assert path.parent.name == f"libreoffice-stream--demo-en-de--3seg--{digest}"
-    assert env["group"] == {"digest": digest, "stream": stream.hexdigest()[:16], "model": model, "memory": None}
+    assert env["group"] == {"digest": digest, "stream": stream.hexdigest()[:16], "model": model, "memory": None,
+                            "glossary": None}
     with pytest.raises(RunDirError, match="complete run; pass --overwrite"):
         Loop(load_config("bias", overrides), progress=False).run()
     with RunDir(path) as holder:
@@ -193,10 +194,13 @@ def test_resume_refuses_changed_settings(tmp_path: Path):
     ("mbr", {"samples": 4, "utility": "chrf"}), ("constrained_beam", {"beam_size": 2}),
 ])
 def test_every_registered_decoder_runs_in_the_loop(decoder: str, params: dict, tmp_path: Path, one_torch_thread: None):
-    """The loop builds, binds and decodes with every decoder of the registry; the hypothesis is its first."""
+    """The loop builds, binds and decodes with every decoder of the registry; the hypothesis is its first. A decoder
+    that places a glossary's terms gets the dataset's glossary (it is refused without one)."""
     assert decoder in DECODERS
     overrides = [f"runs_dir={tmp_path}", "data.segments=2", "device=cpu", f"decoder.name={decoder}",
                  f"decoder.params={json.dumps(params)}"]
+    if DECODERS.build(decoder, **params).takes_glossary:
+        overrides.append("data.glossary=dataset")
     path = Loop(load_config("baseline", overrides), progress=False).run()
     records = read_jsonl(path / "segments.jsonl")
     assert len(records) == 2 and all(r["hypothesis"] and r["hyp_score"] < 0 for r in records)

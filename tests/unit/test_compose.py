@@ -39,7 +39,7 @@ def test_without_modifiers_the_method_is_built_alone():
 
 
 @pytest.mark.parametrize("name, modifiers, message", [
-    ("full", [{"name": "nope"}], "unknown modifier 'nope' of method 'full'; known: ewc, knn, replay, tune-retrieve"),
+    ("full", [{"name": "nope"}], "unknown modifier 'nope' of method 'full'; known: ewc, knn, prefer, replay, tune-retrieve"),
     ("knn", [{"name": "replay"}], "modifier 'replay' changes the update of a method that trains tensors"),
     ("baseline", [{"name": "ewc"}], "method 'baseline' trains none"),
     ("full", [{"name": "replay"}, {"name": "replay"}], "names 'replay' twice"),

@@ -6,7 +6,8 @@ from pathlib import Path
 import pytest
 
 from simpe.errors import DataError
-from simpe.terms.glossary import Entry, glossary_format, load_glossary, primary_language
+from simpe.paths import REPO_ROOT
+from simpe.terms.glossary import Entry, glossary_format, glossary_label, load_glossary, primary_language
 
 TBX_HEAD = """<?xml version="1.0" encoding="UTF-8"?>
 <martif type="TBX" xml:lang="en">
@@ -136,3 +137,16 @@ def test_tbx_refusals(tmp_path: Path) -> None:
 def test_language_codes_and_formats() -> None:
     assert [primary_language(c) for c in ("en-US", "de_DE", "DE", " pt-BR ")] == ["en", "de", "de", "pt"]
     assert [glossary_format(p) for p in ("a.TBX", "a.tsv", "a.txt", "glossary")] == ["tbx", "tsv", "tsv", "tsv"]
+
+
+def test_a_glossary_is_named_without_this_machines_paths(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """summary.json's terms.glossary: inside the repository its path relative to the repository (however it was
+    given: absolute, or relative to another working folder), else the dataset's name or the file's name."""
+    shipped = REPO_ROOT / "data" / "libreoffice" / "glossary.tsv"
+    assert glossary_label(shipped, "dataset", "libreoffice") == "data/libreoffice/glossary.tsv"
+    assert glossary_label(shipped, str(shipped), "libreoffice") == "data/libreoffice/glossary.tsv"
+    monkeypatch.chdir(REPO_ROOT / "data")
+    assert glossary_label(Path("libreoffice/glossary.tsv"), "libreoffice/glossary.tsv", "text") == "data/libreoffice/glossary.tsv"
+    outside = tmp_path / "job" / "terms.tsv"
+    assert glossary_label(outside, str(outside), "text") == "terms.tsv"
+    assert glossary_label(outside, "dataset", "tmx") == "dataset:tmx"

@@ -244,6 +244,7 @@ def test_every_decoder_on_every_family(kind: str, loaded_kind) -> None:
 HOT = defaults("update", lr=0.5, ppl_threshold=1.0, max_repeats=2)  # never satisfied: always two steps
 PAIRS = [("Click OK to close the dialog.", "Klicken Sie auf OK, um den Dialog zu schließen."),
          ("Select the cell range.", "Wählen Sie den Zellbereich aus.")]
+MT_OUTPUT = "Klicken Sie OK."  # a segment's MT output, for the methods that prefer the post-edit to it (prefer)
 
 
 def _compositions() -> list[str]:
@@ -310,7 +311,7 @@ def _decode(loaded, method=None) -> list[tuple[int, ...]]:
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_every_method_on_every_family(kind: str, family_model, selections) -> None:
-    """Every method runs two segments: parameters outside its trainable set stay bit-identical, and its store,
+    """Every method runs two segments (the MT output beside each, for prefer): parameters outside its trainable set stay bit-identical, and its store,
     applied to a fresh copy of the base model, reproduces the adapted model's translations."""
     for name in METHOD_NAMES:
         loaded = fresh(family_model, kind)
@@ -329,9 +330,10 @@ def test_every_method_on_every_family(kind: str, family_model, selections) -> No
         for source, reference in PAIRS:
             examples = method.examples(source)
             pair = loaded.family.encode_pair(loaded.tokenizer, source, reference, "cpu", examples)
-            record = update(loaded.model, method, pair, HOT)
+            record = update(loaded.model, method, pair, HOT, hypothesis=MT_OUTPUT)  # the MT output the post-edit corrects
             method.after_segment(pair)  # as the loop does
             assert record["skipped"] is None, (name, record)
+            assert ("preference_loss" in record) == ("prefer" in name.split("+")), (name, record)
         trainable = set(method.trainable())
         moved = {n for n, p in loaded.model.named_parameters() if n in before and not torch.equal(before[n], p.detach())}
         assert moved <= trainable, (name, sorted(moved - trainable)[:3])
@@ -556,3 +558,24 @@ def test_forced_bos_saved_in_the_generation_config_counts_as_set(tmp_path) -> No
     config = _read_config(str(tmp_path))
     assert config["forced_bos_token_id"] == 250003
     MBartFamily().check_config(config, "here")  # no "set model.tgt_lang" refusal
+
+
+def test_a_causal_prompt_says_glossary_terms_before_the_source(loaded_kind) -> None:
+    """data.glossary_prompt: the terms as one line before the query's source line, in the plain template and in the
+    chat template's user turn; without terms the prompt is unchanged; another family refuses terms."""
+    terms = [("Cells", "Zellen"), ("Sheet", "Tabelle")]
+    llama = loaded_kind("llama")
+    assert llama.family.prompt_text(llama.tokenizer, "Click OK.", [], terms) == (
+        "Translate the following text from English into German.\nUse these term translations: Cells = Zellen; "
+        "Sheet = Tabelle.\nEnglish: Click OK.\nGerman:")
+    assert llama.family.takes_terms() and not FAMILIES.build("causal", prompt_template="Q: {source}").takes_terms()
+    assert FAMILIES.build("causal", prompt_template="{terms}Q: {source}").takes_terms()
+    qwen = loaded_kind("qwen2")
+    ids = qwen.family.encode_source(qwen.tokenizer, "Click OK.", "cpu", terms=terms[:1])[0][0].tolist()
+    assert qwen.tokenizer.decode(ids) == ("<|im_start|>user\nTranslate the following text from English into German.\n"
+                                          "Use these term translations: Cells = Zellen.\nEnglish: Click OK.\nGerman:"
+                                          "<|im_end|>\n<|im_start|>assistant\n")
+    mbart = loaded_kind("mbart")
+    assert not mbart.family.takes_terms()
+    with pytest.raises(ConfigError, match="the mbart family has no prompt to say glossary terms in"):
+        mbart.family.encode_pair(mbart.tokenizer, "Click OK.", "Klicken Sie auf OK.", "cpu", terms=terms)

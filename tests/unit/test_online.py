@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import random
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -245,3 +246,45 @@ def test_metrics_logged_is_checked_in_one_line():
         OnlineScorer(config(logged=["chrf"]))
     with pytest.raises(ConfigError, match="names a metric twice"):
         OnlineScorer(config(logged=["bleu", "ter", "ter"]))
+
+
+def test_a_glossary_scorer_logs_the_term_metrics_restarts_per_document_and_replays() -> None:
+    """The term counter inside the scorer (data.glossary): per-segment [num, den] under metrics, ratios under
+    cumulative, the signature under ``term``; under scope document a term is first again in a new document; replay
+    resumes the occurrence counts and the pending fixes exactly."""
+    from simpe.metrics.online import metric_for, signature_label
+    from simpe.metrics.recall import RecallMetric
+    from simpe.terms.match import TermMatcher
+    from simpe.terms.score import TERM_METRICS, TermCounter
+
+    def scorer(scope: str) -> OnlineScorer:
+        counter = TermCounter(TermMatcher([("Cells", "Zellen"), ("Sheet", "Tabelle")]))
+        counter.signature = "gl:test"
+        return OnlineScorer(replace(defaults("metrics"), truecaser=None, scope=scope), terms=counter)
+
+    texts = [("Format Cells.", "Zellen formatieren.", "Wählen Sie Format.", "a"),  # Cells missed: fixed
+             ("Format Cells.", "Zellen formatieren.", "Formatieren.", "a"),  # Cells missed again
+             ("Format Cells.", "Zellen formatieren.", "Zellen formatieren.", "b")]  # a new document
+    for scope, t0, t1, repeat in (("stream", [0, 1], [1, 2], [1, 2]), ("document", [1, 2], [0, 1], [1, 1])):
+        live = scorer(scope)
+        records = [{**live.add(hyp, ref, source=src, doc_id=doc), "source": src, "doc_id": doc}
+                   for src, ref, hyp, doc in texts]
+        assert [r["terms"] for r in records] == [[["Cells", 1, False]], [["Cells", 2, False]],
+                                                  [["Cells", 1 if scope == "document" else 3, True]]]
+        assert [r["terms_fixed"] for r in records] == [["Cells"], ["Cells"], []]
+        summed = {n: [sum(r["metrics"][n][i] for r in records) for i in (0, 1)] for n in ("t0", "t1", "term-repeat")}
+        assert summed == {"t0": t0, "t1": t1, "term-repeat": repeat}, scope
+        assert records[-1]["cumulative"]["term"] == pytest.approx(1 / 3)
+        assert live.summary()["signatures"]["term"] == "gl:test" and "term" in live.metric_names()
+        resumed = scorer(scope)
+        for record in json.loads(json.dumps(records[:2])):
+            resumed.replay(record)
+        src, ref, hyp, doc = texts[2]
+        assert resumed.add(hyp, ref, source=src, doc_id=doc)["metrics"] == records[2]["metrics"]
+    with pytest.raises(DataError, match="need the source"):
+        scorer("stream").add("Zellen.", "Zellen.")
+    with pytest.raises(DataError, match="differs"):  # a record logged under another glossary
+        scorer("stream").replay({**records[0], "metrics": {**records[0]["metrics"], "term": [1, 1]}})
+    assert metric_for("term") is TERM_METRICS["term"] and metric_for("term-repeat").higher_is_better is False
+    assert isinstance(metric_for("nonterm:r0+1"), RecallMetric) and metric_for("nonterm:r0").label == "nonterm:R0"
+    assert signature_label("term") == "Terms"

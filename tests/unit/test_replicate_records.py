@@ -40,6 +40,19 @@ def test_a_runs_code_counts_the_loop_its_variants_and_the_models_files_not_the_o
     assert run_code(_config("baseline", "heap_beam"))["fingerprint"] != baseline["fingerprint"]
 
 
+def test_a_compositions_code_counts_its_modifiers():
+    """full+prefer and full+ewc count their modifier's module (a change to prefer.py makes the prefer runs stale), full
+    alone neither; a companion beside the method counts its own module; an unknown modifier the whole family."""
+    def composed(*names: str) -> dict:
+        return run_code({**_config("full"), "method": {"name": "full", "params": {}, "modifiers": [{"name": n} for n in names]}})
+
+    full = set(run_code(_config("full"))["files"])
+    assert "simpe/methods/prefer.py" not in full and "simpe/methods/ewc.py" not in full
+    assert set(composed("prefer")["files"]) - full == {"simpe/methods/prefer.py"}
+    assert set(composed("ewc", "knn")["files"]) - full >= {"simpe/methods/ewc.py", "simpe/methods/knn.py"}
+    assert "simpe/methods/lasso.py" in composed("nonesuch")["files"]
+
+
 def test_an_unknown_variant_counts_its_whole_family():
     files = run_code({"method": {"name": "nonesuch"}, "model": {"path": "/nonexistent/model"}})["files"]
     assert {"simpe/methods/lasso.py", "simpe/methods/full.py", "simpe/models/mbart.py", "simpe/models/marian.py"} <= set(files)

@@ -147,3 +147,36 @@ def test_novel_vocab_train_is_the_train_vocabulary_of_the_dataset_named(files, c
         assert main(["score", "-i", hyp, "-r", ref, "--novel-vocab", "train", "--dataset", dataset]) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and all(fragment in err[0] for fragment in fragments), (dataset, err)
+
+
+def test_glossary_term_metrics_worked_by_hand(tmp_path, capsys):
+    """``simpe score --glossary``: the term figures of four segments, worked by hand (docs/terms.md's rules).
+
+    Cells: counted in 0 (hit, first) and 2 (hit, later). Sheet: counted in 1 (missed, first: the post-edit fixes it) and
+    3 (missed again, later: a repeated term error). The words outside the glossary (Zellen and Tabelle left out), with
+    the stopwords Sie/ein/eine/die and no truecaser: 0 {Wählen ✓, formatieren ✗} first; 1 {Fügen ✓} first; 2 {erneut ✗}
+    first, {formatieren ✗} second ("Formatieren" differs in case); 3 {einfügen ✓} first.
+    """
+    src = write(tmp_path / "src.en", ["Choose Format Cells.", "Insert a Sheet.", "Format Cells again.", "Insert a Sheet."])
+    ref = write(tmp_path / "ref.de", ["Wählen Sie Zellen formatieren.", "Fügen Sie eine Tabelle ein.",
+                                      "Zellen erneut formatieren.", "Tabelle einfügen."])
+    hyp = write(tmp_path / "hyp.de", ["Wählen Sie Zellen.", "Fügen Sie ein Blatt ein.", "Formatieren Sie die Zellen.",
+                                      "Blatt einfügen."])
+    glossary = write(tmp_path / "glossary.tsv", ["#langs en de", "Cells\tZellen", "Sheet\tTabelle"])
+    stop = write(tmp_path / "stop.txt", ["Sie", "ein", "eine", "die"])
+    common = ["-i", hyp, "-r", ref, "--truecaser", "none", "--stopwords", stop, "--glossary", glossary]
+    report = run_json(capsys, *common, "--src", src)
+    counts = report["counts"]
+    assert {k: counts[k] for k in ("term", "t0", "t1", "term-repeat")} == {
+        "term": [2, 4], "t0": [1, 2], "t1": [1, 2], "term-repeat": [1, 1]}
+    assert {k: counts[k] for k in ("nonterm:r0", "nonterm:r1", "nonterm:r0+1")} == {
+        "nonterm:r0": [3, 5], "nonterm:r1": [0, 1], "nonterm:r0+1": [3, 6]}
+    assert report["corpus"]["term"] == 0.5 and report["corpus"]["term-repeat"] == 1.0
+    assert report["signatures"]["term"].startswith("gl:glossary.tsv.") and "|n:2|src:exact|tgt:insensitive|" in report["signatures"]["term"]
+    assert main(["score", *common, "--src", src]) == 0
+    table = capsys.readouterr().out
+    assert "Term acc." in table and "2/4 glossary terms" in table and "1/1 fixed terms" in table
+    assert "Terms signature: gl:glossary.tsv." in table
+    # without the sources there is nothing to find terms in: one line, exit 2
+    assert main(["score", *common]) == 2
+    assert "--glossary needs --src" in capsys.readouterr().err

@@ -8,7 +8,7 @@ import torch
 
 from simpe.config.files import defaults
 from simpe.loop.undo import FUSE_MIN, Backup
-from simpe.loop.update import clip_and_step, clip_scale, clip_scales, update
+from simpe.loop.update import clip_and_step, clip_scale, clip_scales, set_dropout, update
 from simpe.methods import METHODS
 from simpe.model import Pair
 
@@ -114,3 +114,77 @@ def test_a_non_finite_gradient_found_midway_leaves_the_weights_as_they_were(nan_
         assert clip_and_step(METHODS.build("full"), names, params, grads, 0.1, 1.0, backup) == f"t{nan_at}"
     assert all(torch.equal(p.detach(), b) for p, b in zip(params, before))
     assert backup.tensors == [] and backup.first_non_finite() is None  # nothing to undo
+
+
+# ---------------------------------------------------------------- update.dropout reaches every layer
+DROPOUT_KINDS = ("demo", "mbart", "m2m100", "t5", "llama", "qwen2")
+
+
+def _dropout_model(kind: str):
+    """The demo model (Marian, the default's own config: every rate 0.0) or a tiny model of another family, with the
+    ids of a source and a target."""
+    from test_models import token_source
+    from tiny_families import token_model
+
+    from simpe.model import load_model
+
+    if kind == "demo":
+        loaded = load_model(None, "cpu")
+        return loaded.model, loaded.family.encode_source(loaded.tokenizer, "Format Cells", "cpu")[0], (5, 6, 7, 0)
+    return token_model(kind, 0), token_source(kind), (3, 4, 5, 6)
+
+
+def _rates_used(model, source, target, monkeypatch: pytest.MonkeyPatch) -> set[float]:
+    """The dropout probabilities one training-mode forward pass hands to torch (``nn.functional.dropout``, what
+    ``nn.Dropout`` and transformers' layers call, and the fused attention's ``dropout_p``), recorded on the way."""
+    from test_models import full_scores
+
+    used: list[float] = []
+    dropout, attention = torch.nn.functional.dropout, torch.nn.functional.scaled_dot_product_attention
+
+    def recording_dropout(tensor, p=0.5, training=True, inplace=False):
+        if training:
+            used.append(float(p))
+        return dropout(tensor, p, training, inplace)
+
+    def recording_attention(*args, dropout_p=0.0, **kwargs):
+        used.append(float(dropout_p))
+        return attention(*args, dropout_p=dropout_p, **kwargs)
+
+    monkeypatch.setattr(torch.nn.functional, "dropout", recording_dropout)
+    monkeypatch.setattr(torch.nn.functional, "scaled_dot_product_attention", recording_attention)
+    try:
+        model.train()
+        full_scores(model, source, [target])
+    finally:
+        model.eval()
+        monkeypatch.undo()
+    return set(used)
+
+
+@pytest.mark.parametrize("kind", DROPOUT_KINDS)
+def test_update_dropout_is_the_rate_every_dropout_of_the_model_uses(kind: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """set_dropout(model, p): every rate a training-mode forward pass uses is p (under transformers 5 Marian's layers
+    keep float rates of their own, which the config and nn.Dropout modules do not reach); at 0.0 training-mode passes
+    are deterministic and equal the eval-mode pass (LayerDrop, which the tiny M2M100 has at 0.05 as M2M100-418M does,
+    turned off); at 0.25 two training-mode passes differ (dropout acts)."""
+    from test_models import full_scores
+
+    model, source, target = _dropout_model(kind)
+    eval_score = full_scores(model, source, [target])[0]
+    set_dropout(model, 0.25)
+    assert _rates_used(model, source, target, monkeypatch) == {0.25}, kind
+    assert all(m.p == 0.25 for m in model.modules() if isinstance(m, torch.nn.modules.dropout._DropoutNd))
+    assert model.config.dropout == 0.25
+    assert all(v == 0.0 for m in model.modules() for k, v in vars(m).items() if k.endswith("layerdrop"))
+    model.train()
+    torch.manual_seed(0)
+    noisy = [full_scores(model, source, [target])[0] for _ in range(2)]
+    assert noisy[0] != noisy[1], kind
+    set_dropout(model, 0.0)
+    assert _rates_used(model, source, target, monkeypatch) <= {0.0}, kind
+    model.train()
+    quiet = [full_scores(model, source, [target])[0] for _ in range(2)]
+    model.eval()
+    assert quiet[0] == quiet[1], kind  # deterministic
+    assert quiet[0] == pytest.approx(eval_score, abs=1e-5), kind  # the eval pass (kernels may round otherwise in train mode)
