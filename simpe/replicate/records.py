@@ -417,6 +417,8 @@ class Records:
                           f"(`simpe replicate --only {experiment}` runs them and writes them)")
         runs = [r.run for r in records]
         baselines = [run for run in runs if run.method == "baseline"]
+        if len(baselines) > 1:  # a baseline per decoder (the terms part's constrained one): the plain one leads the group
+            baselines = [run for run in baselines if run.name == "baseline"] or baselines
         streams = {str((run.summary or {}).get("stream_sha256")) for run in runs}
         if len(baselines) != 1 or len(streams) != 1:
             return None, f"the records of the {experiment} runs are not one stream with one baseline"
