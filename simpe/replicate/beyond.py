@@ -8,6 +8,8 @@ from simpe.replicate.field import FieldTable, field_table, held_out_bleu, repeat
 from simpe.replicate.field import summary as field_summary
 from simpe.replicate.judges import Claim, Evidence, Lookup, Verdict
 from simpe.replicate.papers import POINTS
+from simpe.replicate.terms import TermsTable, terms_table
+from simpe.replicate.terms import summary as terms_summary
 from simpe.replicate.verdicts import paired_effect
 from simpe.rundir.reader import RunGroup
 
@@ -21,6 +23,16 @@ def field_evidence(ev: Evidence) -> FieldTable | None:
 
 
 FIELD = Lookup(field_evidence, ("scalc", "field", "forgetting", "field-forgetting"), "the field runs are missing", ("field", "scalc"))
+
+
+def terms_evidence(ev: Evidence) -> TermsTable | None:
+    """The terms part's comparison (``terms.terms_table``), or None without its runs."""
+    group = ev.groups.get("terms")
+    return None if group is None else terms_table(group)
+
+
+TERMS = Lookup(terms_evidence, ("terms",), "the terms runs are missing", ("terms",),
+               " (`simpe replicate --only terms` runs them)")
 
 
 def repeated(c: Claim, group: RunGroup) -> Verdict:
@@ -47,3 +59,7 @@ def forgetting(c: Claim, group: RunGroup) -> Verdict:
 
 def field_methods(c: Claim, table: FieldTable) -> Verdict:
     return c.measured(field_summary(table))
+
+
+def terms_methods(c: Claim, table: TermsTable) -> Verdict:
+    return c.measured(terms_summary(table))

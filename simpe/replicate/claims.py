@@ -16,7 +16,7 @@ import dataclasses
 import numpy as np
 
 from simpe.replicate import amrhein, beyond, simianer, yan
-from simpe.replicate.beyond import field_evidence
+from simpe.replicate.beyond import field_evidence, terms_evidence
 from simpe.replicate.judges import (
     AWAITS,
     FACTOR_RULE,
@@ -39,7 +39,7 @@ from simpe.replicate.verdicts import COUNTED, INCONCLUSIVE, MEASURED, NOT_REPROD
 from simpe.rundir.reader import RunGroup
 
 __all__ = ["REPRODUCED", "PARTLY", "NOT_REPRODUCED", "INCONCLUSIVE", "NOT_TESTABLE", "MEASURED", "Verdict", "Evidence", "Claim",
-           "CLAIMS", "NEEDS", "PROBES", "PAPER_OF", "field_evidence", "tally", "verdicts"]
+           "CLAIMS", "NEEDS", "PROBES", "PAPER_OF", "field_evidence", "terms_evidence", "tally", "verdicts"]
 
 SCALC = group("scalc")
 
@@ -380,6 +380,16 @@ CLAIMS: tuple[Claim, ...] = (
           "baseline, and BLEU against the method a composition modifies, paired bootstrap over the scalc segments; "
           "held-out BLEU at the forgetting runs' last snapshot; the table 'The field's methods' below",
           beyond.field_methods, beyond.FIELD, probe=True),
+    Claim("beyond-terms", "What a glossary-constrained decoder and a preference update do for terminology under immediate "
+          "adaptation.",
+          "beyond the papers: glossary-constrained beam search (after Hokamp and Liu 2017; Post and Vilar 2018) with each "
+          "method, and the post-edit preferred to the MT output (DPO, Rafailov et al. 2023) beside full and lora "
+          "(docs/terms.md)", "– (not measured by the papers)",
+          "measured: with the LibreOffice glossary on the first 2,000 scalc segments, each method's term accuracy, T0, T1, "
+          "repeated term errors (points), BLEU (points) and R0+1 outside the glossary (relative %) against the baseline; "
+          "each constrained run against the same method unconstrained; full+prefer and lora+prefer against their parents; "
+          "paired bootstrap over segments; the table 'Terms and preferences' below",
+          beyond.terms_methods, beyond.TERMS, probe=True),
     Claim("why-model-size", "Explanation: the demo model's size. Simianer et al. (2019)'s unsettled rows judged again on a smaller model.",
           "why, measured: the same claims and rules on models/demo-en-de-small (the demo's family, same data, smaller)",
           "the paper's model: " + show("simianer2019.model"),

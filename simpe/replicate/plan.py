@@ -24,6 +24,7 @@ from typing import Any
 
 from simpe.paths import REPO_ROOT
 from simpe.replicate.field import FIELD_METHODS
+from simpe.replicate.terms import CONSTRAINED, PREFER_METHODS, TERMS_METHODS
 from simpe.sweep import RunSpec, plan, relative_cost
 
 METHODS = ["baseline", "full", "bias", "fixed", "top", "lasso", "lora", "knn"]
@@ -80,6 +81,7 @@ class Scale:
     forgetting_size: int = 100  # held-out dev segments (snapshots.forgetting)
     why: bool = True  # the why-budget and why-size parts: lasso's budgets and the smaller model on the scalc stream
     field_methods: bool = True  # the field and field-forgetting parts: the field's methods (FIELD_METHODS) beside the papers'
+    terms: bool = True  # the terms part: the methods with the glossary, plain and constrained, and +prefer (replicate/terms.py)
     methods: list[str] = field(default_factory=lambda: list(METHODS))
     model: str | None = None  # a researcher's model (folder or hub id); None: the demo model
     dataset: str = "libreoffice"  # a researcher's dataset (autodesk, text, tsv, tmx, hf ...)
@@ -94,7 +96,7 @@ class Scale:
 # the parts of the plan, each runnable alone (simpe replicate --only): the four run experiments and the three studies;
 # the systems study ranks the forgetting runs' final states, so it needs those runs
 PARTS = ("scalc", "sdatabase", "forgetting", "sensitivity", "studies", "mbr-sensitivity", "systems", "why-budget", "why-size",
-         "field", "field-forgetting")
+         "field", "field-forgetting", "terms")
 OWN_PARTS = ("stream", "forgetting", "studies")  # what needs only a model and a stream (--model, --dataset)
 # lasso's budgets are judged against the scalc runs, the field's methods against the scalc and forgetting runs
 DEPENDS = {"systems": ("forgetting",), "why-budget": ("scalc",), "field": ("scalc",), "field-forgetting": ("forgetting",)}
@@ -259,6 +261,15 @@ def make_plan(scale: Scale, runs_dir: Path, source: Source | None = None) -> Pla
         if scale.forgetting_segments:
             experiments["field-forgetting"] = plan(methods, grid={"snapshots.forgetting": [scale.forgetting_size]},
                                                    overrides=probe)
+    if scale.terms and "baseline" in scale.methods:  # its own group: the glossary is part of a group's identity (its baseline is not scalc's)
+        glossed = [*main, "data.glossary=dataset"]
+        methods = [m for m in TERMS_METHODS if m in scale.methods]
+        specs = plan(methods, overrides=glossed)
+        specs += plan(methods, grid={"decoder.name": [CONSTRAINED]}, overrides=glossed)
+        prefer = [m for m in PREFER_METHODS if m.split("+", 1)[0] in methods]
+        if prefer:
+            specs += plan(prefer, overrides=glossed, baseline=False)
+        experiments["terms"] = specs
     return Plan(scale, Path(runs_dir), experiments, notes=notes)
 
 

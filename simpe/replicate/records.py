@@ -11,8 +11,9 @@ rebuilds it byte for byte from a clone. The folder (``docs/replication/records/`
     studies.json, mbr-sensitivity.json, systems.json
                                 a study's settings, figures (with their per-sentence values), code and call
 
-A run's columns are the statistics of ``SEGMENT_KEYS`` (BLEU's and TER's, and R's matched and types for words, novel
-words and subwords) and the repeated-error counts, and its segments' document ids (run-length encoded, so a bootstrap
+A run's columns are the statistics of ``SEGMENT_KEYS`` (BLEU's and TER's, R's matched and types for words, novel
+words and subwords, and with a glossary the term counts and R outside the glossary's terms) and the repeated-error
+counts, and its segments' document ids (run-length encoded, so a bootstrap
 can resample documents); no hypotheses, no weights. A column that follows from others is left out when it does for
 every segment (BLEU's n-gram totals from the hypothesis length, R0+1 as R0 plus R1, sentence BLEU from BLEU's
 statistics) and derived when read; ``export_run`` checks that the record gives back every statistic the verdicts read,
@@ -42,13 +43,16 @@ RECORD_VERSION = 1
 CALLS_FILE = "calls.json"
 CODE_FILE = "code.json"
 STUDY_FILES = {"studies": "studies.json", "mbr-sensitivity": "mbr-sensitivity.json", "systems": "systems.json"}
-EXPERIMENTS = ("scalc", "sdatabase", "forgetting", "sensitivity", "why-budget", "why-size", "field", "field-forgetting", "stream")
+EXPERIMENTS = ("scalc", "sdatabase", "forgetting", "sensitivity", "why-budget", "why-size", "field", "field-forgetting", "terms",
+               "stream")
 # the claims' main stream is scalc; a researcher's own data (simpe replicate --model/--dataset) records it as "stream"
 MAIN, OWN_MAIN = "scalc", "stream"
 # the per-segment statistics the verdicts resample (simpe.replicate.claims): BLEU and R of words, novel words, subwords
-SEGMENT_KEYS = ("bleu", "ter", "r0", "r1", "novel:r0", "novel:r1", "subword:r0", "subword:r1")
+# and, for a run with a glossary (the terms part), the term metrics and R outside the glossary (simpe.metrics.terms)
+SEGMENT_KEYS = ("bleu", "ter", "r0", "r1", "novel:r0", "novel:r1", "subword:r0", "subword:r1",
+                "term", "t0", "t1", "term-repeat", "nonterm:r0", "nonterm:r1")
 SBLEU = "sbleu"  # sentence BLEU: a function of the segment's BLEU statistics (the run's smoothing), derived when read
-DERIVED_R = ("r0+1", "novel:r0+1", "subword:r0+1")  # R0 plus R1 (a type's 1st and 2nd occurrences are disjoint)
+DERIVED_R = ("r0+1", "novel:r0+1", "subword:r0+1", "nonterm:r0+1")  # R0 plus R1 (a type's 1st and 2nd occurrences are disjoint)
 REPEATED = "repeated"  # (missed again, shown after a miss) per segment: simpe.report.marks.repeated_error_stats
 ENV_LEFT_OUT = ("code", "argv")  # the code is the record's fingerprint (code.json); a Ray worker's argv says nothing
 
@@ -413,6 +417,8 @@ class Records:
                           f"(`simpe replicate --only {experiment}` runs them and writes them)")
         runs = [r.run for r in records]
         baselines = [run for run in runs if run.method == "baseline"]
+        if len(baselines) > 1:  # a baseline per decoder (the terms part's constrained one): the plain one leads the group
+            baselines = [run for run in baselines if run.name == "baseline"] or baselines
         streams = {str((run.summary or {}).get("stream_sha256")) for run in runs}
         if len(baselines) != 1 or len(streams) != 1:
             return None, f"the records of the {experiment} runs are not one stream with one baseline"

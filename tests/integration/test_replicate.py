@@ -28,7 +28,7 @@ def test_the_plan_covers_every_experiment_and_never_smath(tmp_path: Path):
     small = (REPO_ROOT / SMALL_MODEL / "config.json").is_file()  # why-size runs only where the smaller model is
     assert {name: len(specs) for name, specs in p.experiments.items()} == {
         "scalc": 8, "sdatabase": 8, "forgetting": 8, "sensitivity": 18, "why-budget": 3, **({"why-size": 4} if small else {}),
-        "field": 6, "field-forgetting": 6}
+        "field": 6, "field-forgetting": 6, "terms": 12}
     # the field's methods share the scalc and forgetting baselines (the same folders)
     # (the ewc presets in every clone: their Fisher reads the shipped train-sample split)
     assert [spec.name for spec in p.experiments["field"]] == ["baseline", "tune-retrieve", "full+replay", "full+ewc",
@@ -44,10 +44,17 @@ def test_the_plan_covers_every_experiment_and_never_smath(tmp_path: Path):
     assert splits == {"stream", "sdatabase"}  # the reserved split's smath half is never loaded
     assert {spec.cfg.data.segments for spec in p.experiments["scalc"]} == {2000}
     assert all(spec.cfg.metrics.novel_vocab == "train" and spec.cfg.metrics.subword == "all" for spec in p.specs())
-    assert len(p.specs()) == 54 + 4 * small  # no run twice
+    # the terms part: its own group (the glossary is part of its identity), each method plain and constrained, +prefer
+    assert [spec.name for spec in p.experiments["terms"]] == [
+        "baseline", "full", "lora", "lasso", "knn", *(f"{m}--name=constrained_beam" for m in ("baseline", "full", "lora", "lasso", "knn")),
+        "full+prefer", "lora+prefer"]
+    assert {spec.cfg.data.glossary for spec in p.experiments["terms"]} == {"dataset"}
+    assert p.experiments["terms"][0].path.parent != p.experiments["scalc"][0].path.parent
+    assert {spec.cfg.data.segments for spec in p.experiments["terms"]} == {2000}
+    assert len(p.specs()) == 66 + 4 * small  # no run twice
     assert all(spec.cfg.snapshots.forgetting == 100 and not spec.cfg.snapshots.ranking for spec in p.experiments["forgetting"])
     text = describe(p, 2)
-    assert f"{54 + 4 * small} loop runs" in text and "expected: about" in text and "plus the decoding studies" in text
+    assert f"{66 + 4 * small} loop runs" in text and "expected: about" in text and "plus the decoding studies" in text
 
 
 def test_a_call_with_only_some_parts_describes_only_those(tmp_path: Path):
@@ -86,9 +93,9 @@ def test_the_page_from_no_runs_judges_every_claim_and_says_what_is_missing(tmp_p
         replicate(Scale(**TINY), tmp_path / "runs", out, run=False)  # a page is never emptied for want of its records
     (tmp_path / "docs" / "replication" / "records").mkdir(parents=True)  # an empty records folder: every row says why
     message = replicate(Scale(**TINY), tmp_path / "runs", out, workers=1, threads=1, progress=False, run=False)
-    assert message.endswith(f"(45 claims, judged from the records in {tmp_path / 'docs' / 'replication' / 'records'})")
+    assert message.endswith(f"(46 claims, judged from the records in {tmp_path / 'docs' / 'replication' / 'records'})")
     rows = json.loads(out.with_suffix(".json").read_text(encoding="utf-8"))["rows"]
-    assert len(rows) == 45 and [c for c, row in rows.items() if row["verdict"] != NOT_TESTABLE] == ["yan2022-random"]
+    assert len(rows) == 46 and [c for c, row in rows.items() if row["verdict"] != NOT_TESTABLE] == ["yan2022-random"]
     assert not any("awaits" in row["why"] for row in rows.values())  # nothing ran: no row waits for a newer record
     assert rows["simianer2019-bleu"]["why"] == ("no records of the scalc runs in records/scalc/ (`simpe replicate --only scalc` "
                                                 "runs them and writes them)")
@@ -96,7 +103,7 @@ def test_the_page_from_no_runs_judges_every_claim_and_says_what_is_missing(tmp_p
     page = out.read_text(encoding="utf-8")
     assert "- **in total**: 0 reproduced, 0 partly, 0 not reproduced, 0 inconclusive, 35 not testable here (of 35 claims)" in page
     assert "- **Simianer et al. (2019)**: 0 reproduced, 0 partly, 0 not reproduced, 0 inconclusive, 11 not testable here (of 11)" in page
-    assert "10 probes beyond the papers (and checks of arithmetic or of a theorem) are measured, not counted" in page
+    assert "11 probes beyond the papers (and checks of arithmetic or of a theorem) are measured, not counted" in page
     assert "Simianer et al. (2019), *Measuring Immediate Adaptation Performance for Neural Machine Translation*" in page
     assert "58.75 (exact expectation; linear gain: 80.42)" in page and "**measured**: arithmetic, not a finding: +0.03" in page
     assert "<table>" in (tmp_path / "runs" / "replication.html").read_text(encoding="utf-8")
@@ -118,14 +125,14 @@ def test_report_only_rebuilds_the_page_byte_for_byte_from_the_records(tmp_path: 
         message = replicate(scale, runs, out, workers=1, threads=1, progress=False, only=["scalc"], call="simpe replicate --test")
     finally:
         ray.shutdown()
-    assert message.endswith("(45 claims; 0 runs failed)")
+    assert message.endswith("(46 claims; 0 runs failed)")
     folder = out.with_suffix("") / "records"
     assert sorted(p.name for p in (folder / "scalc").iterdir()) == ["baseline.json", "lasso.json"]
     group = load_group(sorted(runs.glob("*--3seg--*/*")))
     records = rec.read_records(folder)
     assert verdicts(records.evidence()) == verdicts(Evidence({"scalc": group}, None, {name: records.evidence().notes[name] for name in
                                                                                       ("sdatabase", "forgetting", "sensitivity", "why-budget", "why-size",
-                                                                                       "field", "field-forgetting")}))
+                                                                                       "field", "field-forgetting", "terms")}))
     texts = [p.read_text(encoding="utf-8") for p in (folder / "scalc").glob("*.json")]
     assert all(len(t) < 20_000 and group.baseline.segments[0]["hypothesis"] not in t and '"hyp_tokens"' not in t for t in texts)
     page, data = out.read_bytes(), out.with_suffix(".json").read_bytes()
@@ -136,7 +143,7 @@ def test_report_only_rebuilds_the_page_byte_for_byte_from_the_records(tmp_path: 
     shutil.rmtree(runs)
     replicate(scale, runs, out, run=False)
     assert out.read_bytes() == page and out.with_suffix(".json").read_bytes() == data
-    assert status(out).splitlines() == ["all 45 rows are current: their records and the page were made by the code as it is now"]
+    assert status(out).splitlines() == ["all 46 rows are current: their records and the page were made by the code as it is now"]
 
     lasso = folder / "scalc" / "lasso.json"  # as if lasso.py had changed since the run
     saved = json.loads(lasso.read_text(encoding="utf-8"))
@@ -147,7 +154,7 @@ def test_report_only_rebuilds_the_page_byte_for_byte_from_the_records(tmp_path: 
     lines = status(out).splitlines()
     assert lines[0] == ("simianer2019-bleu: stale: the code changed since the scalc records were made (lasso: simpe/methods/lasso.py): "
                         "they await the next call that runs the part, `simpe replicate --only scalc` or the from-scratch `make replicate`")
-    assert lines[-1] == "15 of 45 rows stale against the code as it is now" and len(lines) == 16  # the why and field rows too
+    assert lines[-1] == "15 of 46 rows stale against the code as it is now" and len(lines) == 16  # the why and field rows too
 
 
 @pytest.fixture(scope="module")
@@ -236,6 +243,39 @@ def test_the_field_methods_table_is_the_runs_own(tiny):
     page = out.read_text(encoding="utf-8")
     assert "## The field's methods beside the papers' (`beyond-field`, measured)" in page
     assert "| tune-retrieve | " in page and "(vs full) |" in page
+
+
+@pytest.mark.slow  # make test: test_the_page_from_no_runs_judges_every_claim_and_says_what_is_missing
+def test_the_terms_table_is_the_runs_own(tiny):
+    """The terms part (the baseline, full and lasso with the LibreOffice glossary, each plain and constrained, and
+    full+prefer, on the same 3 segments): its table's figures equal the runs' own summaries (BLEU by sacreBLEU on the
+    whole outputs, term accuracy by the loop's term counter), each constrained run set against its plain self and
+    full+prefer against full; the records keep the term columns."""
+    from simpe.replicate import records as rec
+    from simpe.replicate.claims import terms_evidence
+
+    _, out, _ = tiny
+    records = rec.read_records(out.with_suffix("") / "records")
+    table = terms_evidence(records.evidence())
+    assert [(row.label, row.against) for row in table.rows] == [
+        ("baseline", None), ("baseline + constraint", "baseline"), ("full", "baseline"), ("full + constraint", "full"),
+        ("lasso", "baseline"), ("lasso + constraint", "lasso"), ("full+prefer", "full")]
+    group = records.group("terms")[0]
+    runs = {r.name: r for r in group.runs}
+    name = {"baseline + constraint": "baseline--name=constrained_beam", "full + constraint": "full--name=constrained_beam",
+            "lasso + constraint": "lasso--name=constrained_beam"}
+    corpus = {label: runs[name.get(label, label)].summary["corpus"] for label in [row.label for row in table.rows]}
+    for row in table.rows:
+        assert row.values["bleu"] == pytest.approx(corpus[row.label]["bleu"], abs=1e-9)
+        term = corpus[row.label].get("term")  # None where the 3 segments hold no glossary term the reference uses
+        assert row.values["term"] is None if term is None else row.values["term"] == pytest.approx(100 * term, abs=1e-9)
+        if row.against:
+            assert row.effects["bleu"].value == pytest.approx(corpus[row.label]["bleu"] - corpus[row.against]["bleu"], abs=1e-9)
+    assert table.occurrences is not None and table.entries == 467 and table.glossary == "data/libreoffice/glossary.tsv"
+    assert all(f"{key}.hits" in (out.with_suffix("") / "records" / "terms" / "full.json").read_text(encoding="utf-8")
+               for key in ("term", "t0", "t1"))  # the records keep the term columns
+    page = out.read_text(encoding="utf-8")
+    assert "## Terms and preferences (`beyond-terms`, measured)" in page and "| full + constraint | full | " in page
 
 
 @pytest.mark.slow  # make test: test_report_only_rebuilds_the_page_byte_for_byte_from_the_records
