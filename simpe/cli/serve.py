@@ -36,6 +36,9 @@ def add_serve(sub: argparse._SubParsersAction) -> None:
         q.add_argument("--allow-host", action="append", default=[], metavar="NAME",
                        help="a further host name the translators' browsers use for this server (repeatable)")
         q.add_argument("--threads", type=integer, default=1, help="torch threads the translators' models share (default: %(default)s)")
+        q.add_argument("--no-lookups", action="store_true",
+                       help="serve without the workbench's translation-memory matches and glossary hits (make bench-serve "
+                            "compares the two)")
 
     init = ssub.add_parser("init", help="create a project (a stream, a model, a preset, translators); prints each "
                                         "translator's link once (tokens are stored hashed)")
@@ -49,6 +52,9 @@ def add_serve(sub: argparse._SubParsersAction) -> None:
     init.add_argument("--protocol", choices=["post-edit", "interactive"],
                       help="post-edit (default), or interactive: the page completes what the translator types")
     init.add_argument("--reset", choices=["none", "document"], help="return to the base model at each document boundary")
+    init.add_argument("--glossary", type=Path, metavar="FILE",
+                      help="a glossary (TSV or TBX, docs/terms.md) whose terms the page highlights in the source; copied "
+                           "into the project")
     init.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                       help="override any config key (repeatable), as simpe simulate")
     address_flags(init, init=True)
@@ -79,7 +85,8 @@ def cmd_serve(args: argparse.Namespace) -> None:
                  "protocol.name": args.protocol, "reset": args.reset}
         overrides = [f"{key}={value}" for key, value in flags.items() if value is not None] + args.overrides
         project, tokens = projects.create(args.projects_dir, args.name, args.preset, overrides, args.translators,
-                                          args.host or DEFAULT_HOST, DEFAULT_PORT if args.port is None else args.port)
+                                          args.host or DEFAULT_HOST, DEFAULT_PORT if args.port is None else args.port,
+                                          glossary=args.glossary)
         print(f"project {args.name}: {projects.project_dir(args.projects_dir, args.name)}; each link is shown only now:")
         for name, token in tokens.items():
             print(f"  {name}: {project.link(token)}")
@@ -119,4 +126,4 @@ def cmd_serve(args: argparse.Namespace) -> None:
     except BaseException:
         sock.close()
         raise
-    serve(folder, host, port, args.tls_cert, args.tls_key, args.allow_host, tokens, sock=sock)
+    serve(folder, host, port, args.tls_cert, args.tls_key, args.allow_host, tokens, sock=sock, lookups=not args.no_lookups)
