@@ -37,6 +37,7 @@ from simpe.serve.bind import DEFAULT_HOST, DEFAULT_PORT, address, check_port, is
 logger = logging.getLogger(__name__)
 
 PROJECT_FILE = "project.json"
+XLIFF_FILE = "source.xlf"  # the CAT tool's file a project was made from (serve init --xliff), kept as given
 FORMAT = "simpe-serve-project/1"
 TRANSLATOR_NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,39}")  # also a part of a run folder's name
 # A person's run takes no ranking snapshots (an exact top-k search would stall the page for seconds) and saves its
@@ -156,12 +157,15 @@ def stream_languages(cfg: RunConfig) -> tuple[str, str]:
 
 
 def create(projects_dir: Path, name: str, preset: str, overrides: list[str], translators: list[str],
-           host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, glossary: Path | None = None) -> tuple[Project, dict[str, str]]:
+           host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, glossary: Path | None = None,
+           xliff: Path | None = None) -> tuple[Project, dict[str, str]]:
     """Make project ``name``, served on ``host``:``port``, and a token per translator; return it and the tokens
     (shown once, stored hashed).
 
     Every translator's run config is built here, and the glossary read, so a bad preset, override, name or glossary
-    is refused before anything is written. ``glossary`` is copied into the project folder."""
+    is refused before anything is written. ``glossary`` is copied into the project folder; so is ``xliff`` (a CAT
+    tool's file: the project's stream is its segments, ``simpe.datasets.xliff``, and ``simpe serve export`` writes
+    the translators' post-edits into a copy of it)."""
     folder = project_dir(projects_dir, name)
     if (folder / PROJECT_FILE).exists():
         raise ConfigError(f"project {name!r} exists ({folder / PROJECT_FILE}); serve it, or give new tokens with "
@@ -171,6 +175,14 @@ def create(projects_dir: Path, name: str, preset: str, overrides: list[str], tra
     if len(set(translators)) != len(translators):
         raise ConfigError(f"translator names repeat: {' '.join(translators)}")
     check_port(port)
+    xliff_text = None
+    if xliff is not None:
+        from simpe.datasets.xliff import read_xliff
+
+        read_xliff(xliff)  # DataError naming the file
+        xliff_text = Path(xliff).read_bytes()
+        copied = (folder / XLIFF_FILE).resolve()
+        overrides = ["data.name=xliff", f"data.params.path={copied}", "data.params.targets=optional", *overrides]
     project = Project(name, preset, list(overrides), host=host, port=port)
     for translator in translators:
         cfg = project.run_config(translator)  # checks the name, the preset and the overrides
@@ -186,6 +198,9 @@ def create(projects_dir: Path, name: str, preset: str, overrides: list[str], tra
     if text is not None:
         folder.mkdir(parents=True, exist_ok=True)
         (folder / project.glossary).write_bytes(text)
+    if xliff_text is not None:
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / XLIFF_FILE).write_bytes(xliff_text)
     save(folder, project)
     project.folder = folder
     return project, tokens

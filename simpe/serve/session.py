@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from simpe.config.tree import RunConfig
+from simpe.datasets.xliff import PLACEHOLDER, check_tags, placeholders, plain
 from simpe.errors import DataError, RunDirError
 from simpe.loop.interactive import Completer, Effort
 from simpe.loop.protocols import Correction
@@ -56,6 +57,11 @@ logger = logging.getLogger(__name__)
 
 PENDING_FILE = "pending.json"  # inside the run's state/ folder (removed with it when the run is complete)
 CONTEXT_BEFORE, CONTEXT_AFTER = 3, 2  # segments of the same document shown around the current one
+
+
+def blank_tags(text: str) -> str:
+    """``text`` with each inline tag's placeholder replaced by as many spaces (glossary matching, offsets kept)."""
+    return PLACEHOLDER.sub(lambda m: " " * len(m.group(0)), text)
 
 
 def fsync_path(path: Path) -> None:
@@ -128,6 +134,8 @@ class TranslatorSession:
         # the same metrics as the loop's scorer (as Loop builds it), against the stream's references
         self.stream_scorer: OnlineScorer | None = OnlineScorer(
             cfg.metrics, model_folder(cfg.model.path), train_vocab=self.loop.dataset.train_vocab(cfg.metrics.lang))
+        if getattr(self.loop.dataset, "references", True) is False:  # an XLIFF file without every target: no stream
+            self.stream_scorer = None                                    # reference to score against
         self.loop.stream_scorer = self.stream_scorer
         self.journal = Journal(self.path)
 
@@ -175,7 +183,8 @@ class TranslatorSession:
 
     def _restore_stream_scores(self) -> None:
         """The stream-reference scorer's running sums from the records kept (as ``Loop._restore`` replays its own)."""
-        assert self.stream_scorer is not None
+        if self.stream_scorer is None:  # a stream without references (XLIFF targets not all filled)
+            return
         for record in self.records:
             if STREAM not in record:  # recorded before simpe scored people's runs twice: none for this run
                 logger.warning("%s: segment %d has no scores against the stream's reference (recorded by an older "
@@ -247,6 +256,30 @@ class TranslatorSession:
             raise DataError(f"segment {index} is not translated yet: the model translates each segment after learning "
                             f"from the one before; finish segment {self.next} first")
 
+    def tagged_source(self, index: int) -> str:
+        """Segment ``index``'s source as the page shows it: with its inline tags' placeholders (XLIFF), else as is."""
+        info = self.loop.segments[index].info or {}
+        return info.get("tagged_source") or self.loop.segments[index].source
+
+    def _texts(self, index: int, post_edit: str) -> tuple[str, str | None]:
+        """(the text the model learns and the metrics score, the tagged post-edit or None): a segment with inline
+        tags must keep each of them (DataError otherwise); the model's text is without them."""
+        source = self.tagged_source(index)
+        if not placeholders(source) and not placeholders(post_edit):
+            return post_edit, None
+        check_tags(source, post_edit)
+        text = plain(post_edit)
+        if not text:
+            raise DataError("the post-edit holds tags only; write its text")
+        return text, post_edit
+
+    def final_tagged(self, index: int) -> str:
+        """Segment ``index``'s final post-edit with its tags (what an XLIFF export writes)."""
+        versions = self.journal.versions(index)
+        latest = versions[-1] if versions else {"post_edit": self.records[index]["reference"],
+                                                 "human": self.records[index].get("human") or {}}
+        return latest["human"].get("tagged") or latest["post_edit"]
+
     def final(self, index: int) -> str:
         """Segment ``index``'s final post-edit: its latest revision, else the submission the model learned from."""
         versions = self.journal.versions(index)
@@ -263,9 +296,9 @@ class TranslatorSession:
     def _lookups(self, index: int, source: str) -> dict[str, Any]:
         if not self.lookups:
             return {"matches": [], "terms": []}
-        matches = find_matches(source, self.loop.warm_pairs, self._post_edits(leave_out=index))
+        matches = find_matches(plain(source), self.loop.warm_pairs, self._post_edits(leave_out=index))
         self.offered[index] = matches
-        return {"matches": [m.to_dict() for m in matches], "terms": self.terms.hits(source) if self.terms else []}
+        return {"matches": [m.to_dict() for m in matches], "terms": self._hits(index) if self.terms else []}
 
     def _view(self, index: int | None = None) -> dict[str, Any]:
         self._check_intact()
@@ -278,18 +311,23 @@ class TranslatorSession:
                 return {**base, "done": True}
             self._prepare()
             assert self.draft is not None
-            index, hypothesis, post_edit, status, learned = self.next, self.draft.hypothesis, self.draft.hypothesis, "current", None
+            index, hypothesis, status, learned = self.next, self.draft.hypothesis, "current", None
+            info = self.loop.segments[index].info or {}
+            post_edit = info.get("target") or hypothesis  # an XLIFF target already filled is the starting point
+            missing = [tag for tag in placeholders(self.tagged_source(index)) if tag not in post_edit]
+            post_edit = " ".join([post_edit, *missing]) if missing else post_edit  # the tags, for the translator to place
         else:
             self._check_open(index, current=False)
             record = self.records[index]
-            hypothesis, post_edit, status, learned = record["hypothesis"], self.final(index), "done", record["reference"]
+            hypothesis, post_edit, status, learned = record["hypothesis"], self.final_tagged(index), "done", record["reference"]
         segments = self.loop.segments
         doc = segments[index].doc_id
         before = [{"source": r["source"], "post_edit": self.final(r["index"])}
                   for r in self.records[max(0, index - CONTEXT_BEFORE):index] if r.get("doc_id") == doc]
         after = [s.source for s in segments[index + 1:index + 1 + CONTEXT_AFTER] if s.doc_id == doc]
-        source = segments[index].source
+        source = self.tagged_source(index)
         return {**base, "done": False, "index": index, "status": status, "doc_id": doc, "source": source,
+                "tags": placeholders(source), "unit": segments[index].seg_id,
                 "hypothesis": hypothesis, "post_edit": post_edit, "learned": learned,
                 "versions": 1 + len(self.journal.versions(index)) if status == "done" else 0,
                 "comments": self.journal.comments(index), "flagged": self.journal.flagged(index),
@@ -326,7 +364,11 @@ class TranslatorSession:
     def _missing(self, index: int, text: str) -> list[dict[str, str]]:
         if self.terms is None or not self.lookups:
             return []
-        return self.terms.missing(self.terms.hits(self.loop.segments[index].source), text)
+        return self.terms.missing(self._hits(index), blank_tags(text))
+
+    def _hits(self, index: int) -> list[dict[str, Any]]:
+        assert self.terms is not None
+        return self.terms.hits(blank_tags(self.tagged_source(index)))  # offsets of the shown source
 
     def _workbench_part(self, index: int, post_edit: str, human: dict[str, Any]) -> dict[str, Any]:
         """The human part of a submission or revision: its counts, the matches it inserted, the terms it left out."""
@@ -349,6 +391,9 @@ class TranslatorSession:
             self._check_open(index, current=False)
             previous, versions = self.final(index), self.journal.versions(index)
             human = self._workbench_part(index, post_edit, human)
+            post_edit, tagged = self._texts(index, post_edit)
+            if tagged is not None:
+                human["tagged"] = tagged
             last = versions[-1] if versions else None
             if last is not None and last["post_edit"] == post_edit and all(last["human"].get(k) == human.get(k)
                                                                             for k in ("seconds", "keys", "pauses")):
@@ -397,6 +442,9 @@ class TranslatorSession:
         index = self.next
         if journal:  # a fresh submission (a pending one, learnt after a restart, was journalled complete)
             human = {**self._workbench_part(index, post_edit, human), "version": 1}  # the version the model learns from
+            post_edit, tagged = self._texts(index, post_edit)
+            if tagged is not None:
+                human["tagged"] = tagged
         if journal:  # first on disk: the submission survives a kill during the update
             self.pending_file.parent.mkdir(exist_ok=True)
             write_text_atomic(self.pending_file, json.dumps({"index": index, "post_edit": post_edit, "human": human,

@@ -262,10 +262,14 @@
   const tags = () => (view && view.tags) || [];
   const missingTag = (text) => tags().find((t) => !text.includes(t));
 
+  function withTags(text) {  // the source's tags a replacement lacks, appended for the translator to place
+    const lacking = tags().filter((t) => !text.includes(t));
+    return lacking.length ? [text, ...lacking].join(" ") : text;
+  }
   function replaceAll(text, op) {  // a whole-text replacement by a shortcut or a button (one key event)
     if (!view || view.done || pausedAt !== null) return;
     log(op, op === "t" ? text.rank : text.length);
-    setEditor(op === "t" ? text.target : text);
+    setEditor(withTags(op === "t" ? text.target : text));
     editor.focus();
     editor.setSelectionRange(editor.value.length, editor.value.length);
     afterChange();
