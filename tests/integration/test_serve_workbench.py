@@ -120,6 +120,19 @@ def test_revisions_matches_glossary_pauses_and_notes(tmp_path: Path, one_torch_t
         ("Öffnen Sie eine Datei.", 1, 2.5)
     summary = json.loads((path / layout.SUMMARY_FILE).read_text())
     assert (summary["human"]["paused_seconds"], summary["human"]["matches"]) == (2.0, 1)
+    # effort where researchers read it: revisions' time and keys added, HTER against the final versions
+    from sacrebleu.metrics import TER
+
+    from simpe.report.people import run_effort
+    from simpe.rundir.reader import load_run
+
+    effort = run_effort(load_run(path), 4)
+    finals = ["Öffnen Sie die Datei.", "Öffnen Sie die Dateien.", "Wählen Sie Blatt - Zellschutz.", "Datei schließen."]
+    assert (effort.segments, effort.seconds, effort.paused_seconds, effort.revisions, effort.matches) == (4, 6.5, 2.0, 2, 1)
+    assert effort.keystrokes == 2 + 1 + 0  # segment 0's two events, its revision's deletion; the revision of 3 sent none
+    assert effort.chars == sum(len(f) for f in finals)
+    assert effort.hter == pytest.approx(TER().corpus_score([r["hypothesis"] for r in saved], [finals]).score)
+    assert effort.hter != pytest.approx(summary["human"]["hter"])  # the records' HTER is against the learned versions
 
 
 def test_without_lookups_the_views_carry_no_matches_or_terms(tmp_path: Path, one_torch_thread):
