@@ -175,11 +175,15 @@ def create(projects_dir: Path, name: str, preset: str, overrides: list[str], tra
     if len(set(translators)) != len(translators):
         raise ConfigError(f"translator names repeat: {' '.join(translators)}")
     check_port(port)
-    xliff_text = None
+    xliff_text, xliff_languages = None, None
     if xliff is not None:
         from simpe.datasets.xliff import read_xliff
 
         read_xliff(xliff)  # DataError naming the file
+        from simpe.datasets.xliff import XliffDataset
+
+        languages = XliffDataset(str(xliff), targets="optional")
+        xliff_languages = (languages.src_lang, languages.tgt_lang)
         xliff_text = Path(xliff).read_bytes()
         copied = (folder / XLIFF_FILE).resolve()
         overrides = ["data.name=xliff", f"data.params.path={copied}", "data.params.targets=optional", *overrides]
@@ -190,7 +194,7 @@ def create(projects_dir: Path, name: str, preset: str, overrides: list[str], tra
     if glossary is not None:
         from simpe.terms.glossary import glossary_format, load_glossary
 
-        load_glossary(glossary, *stream_languages(cfg))  # DataError naming the file and the line
+        load_glossary(glossary, *(xliff_languages or stream_languages(cfg)))  # DataError naming the file and the line
         text = Path(glossary).read_bytes()
         project.glossary = f"glossary.{glossary_format(glossary)}"
     tokens = {translator: new_token() for translator in translators}

@@ -4,18 +4,40 @@ restored), their records say so, and their XLIFF exports read back with translat
 revision is saved loses nothing. Skips without Chromium."""
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
 
 from simpe.serve import project as projects
-from tests.integration.test_serve import Server, _chromium, _free_port, _records
+from tests.integration.test_serve import REPO, Server, _chromium, _free_port, _records
 from tests.integration.test_serve_workbench import study
 
 SOURCES = ["Open the file.", "Open the files.", "Choose Sheet - Cell Protection.", "Close the file.", "Save the file."]
 REFERENCES = ["Öffnen Sie die Datei.", "Öffnen Sie die Dateien.", "Wählen Sie Tabelle - Zellschutz.",
               "Schließen Sie die Datei.", "Speichern Sie die Datei."]
+# the same five segments as a CAT tool's XLIFF 1.2 file, targets filled (the stream's references; the editor's
+# starting point), the last with an inline tag
+STUDY_XLIFF = """<?xml version="1.0" encoding="UTF-8"?>
+<xliff version="1.2" xmlns="urn:oasis:names:tc:xliff:document:1.2">
+ <file original="manual.html" source-language="en" target-language="de" datatype="html"><body>
+{units}
+ </body></file>
+</xliff>
+"""
+
+
+def study_xliff(path: Path) -> Path:
+    units = []
+    for number, (source, target) in enumerate(zip(SOURCES, REFERENCES), 1):
+        if number == 5:
+            source, target = 'Save the <g id="b">file</g>.', 'Speichern Sie die <g id="b">Datei</g>.'
+        units.append(f'  <trans-unit id="t{number}"><source>{source}</source><target state="final">{target}</target></trans-unit>')
+    path.write_text(STUDY_XLIFF.format(units="\n".join(units)), encoding="utf-8")
+    return path
 
 needs_chromium = pytest.mark.skipif(_chromium() is None, reason="no Chromium (apt-get install -y chromium; .ci/run installs it)")
 
@@ -35,9 +57,9 @@ def _submit(playwright, page, done: int, total: int = 5) -> None:
 @needs_chromium
 def test_two_translators_work_with_the_keyboard_only(tmp_path: Path, one_torch_thread):
     playwright = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install playwright)")
-    settings = study(tmp_path, SOURCES, REFERENCES)
-    _, tokens = projects.create(tmp_path / "projects", "study", "bias", settings, ["alice", "bob"],
-                                glossary=tmp_path / "glossary.tsv")
+    settings = [s for s in study(tmp_path, SOURCES, REFERENCES) if not s.startswith("data.")]
+    project, tokens = projects.create(tmp_path / "projects", "study", "bias", settings, ["alice", "bob"],
+                                      glossary=tmp_path / "glossary.tsv", xliff=study_xliff(tmp_path / "manual.xlf"))
     server = Server(tmp_path, tokens["alice"])
     try:
         with playwright.sync_playwright() as p:
@@ -45,7 +67,8 @@ def test_two_translators_work_with_the_keyboard_only(tmp_path: Path, one_torch_t
             alice, bob = _page(p, browser, server, tokens["alice"]), _page(p, browser, server, tokens["bob"])
             expect = playwright.expect
             # the page: the document's name, spellchecking in the target language, the shortcuts listed
-            expect(alice.locator("#document")).to_have_text("Document: src.en")
+            expect(alice.locator("#document")).to_have_text("Document: manual.html")
+            assert alice.input_value("#post-edit") == REFERENCES[0]  # the file's target: the starting point
             assert alice.get_attribute("#post-edit", "spellcheck") == "true" and alice.get_attribute("#post-edit", "lang") == "de"
             assert alice.get_attribute("#source", "lang") == "en"
             for shortcut in ("Ctrl+Enter", "Ctrl+↓", "Ctrl+I", "Ctrl+M", "Ctrl+1", "Ctrl+P"):
@@ -84,29 +107,79 @@ def test_two_translators_work_with_the_keyboard_only(tmp_path: Path, one_torch_t
             _submit(playwright, alice, 4)
             _submit(playwright, alice, 5)
             expect(alice.locator("#done")).to_be_visible()
-            # bob, meanwhile, accepts each translation; his list shows his own progress only
+            # bob, meanwhile, accepts each target as the file has it (the last with its tag); his list is his own
+            expect(bob.locator("#segment-list .st.done")).to_have_count(0)
             for done in range(1, 6):
+                if done == 5:
+                    assert bob.input_value("#post-edit") == "Speichern Sie die ⟨1⟩Datei⟨/1⟩."
+                    assert bob.inner_text("#source") == "Save the ⟨1⟩file⟨/1⟩."
+                    bob.keyboard.press("Control+a")
+                    bob.keyboard.press("Backspace")  # a tag cannot be deleted: the page puts the text back
+                    assert bob.input_value("#post-edit") == "Speichern Sie die ⟨1⟩Datei⟨/1⟩."
+                    expect(bob.locator("#status")).to_contain_text("cannot be deleted")
                 _submit(playwright, bob, done)
             expect(bob.locator("#segment-list .st.done")).to_have_count(5)
             browser.close()
     finally:
         server.kill()
     runs = tmp_path / "runs"
-    alice_records, bob_records = (_records(next(runs.glob(f"*/bias@{n}"))) for n in ("alice", "bob"))
+    alice_path, bob_path = (next(runs.glob(f"*/bias@{n}")) for n in ("alice", "bob"))
+    alice_records, bob_records = _records(alice_path), _records(bob_path)
     assert alice_records[0]["reference"] == "Öffnen Sie eine Datei."
     assert alice_records[0]["human"]["matches_used"][0] | {} == {"rank": 1, "score": 78, "source": "Open a file.",
                                                                   "target": "Öffnen Sie eine Datei.", "origin": "memory",
                                                                   "index": None}
     pause, = alice_records[1]["human"]["pauses"]
     assert pause[1] - pause[0] >= 500 and alice_records[1]["human"]["paused_seconds"] >= 0.5
-    assert alice_records[1]["reference"] == alice_records[1]["hypothesis"] + " gut"  # the version the model learned from
+    assert alice_records[1]["reference"] == REFERENCES[1] + " gut"  # the version the model learned from
     assert [op for _, op, _ in alice_records[2]["human"]["keys"]] == ["s", "r"]
     from simpe.serve.events import read_events
 
     revision, = read_events(next(runs.glob("*/bias@alice")))
     assert (revision["index"], revision["version"], revision["post_edit"]) == (1, 2, "Öffnen Sie alle Dateien.")
-    assert [r["reference"] for r in bob_records] == [r["hypothesis"] for r in bob_records]
-    assert all(r["human"]["keystrokes"] == 0 for r in bob_records)
+    assert [r["reference"] for r in bob_records] == REFERENCES and bob_records[4]["human"]["tagged"] == \
+        "Speichern Sie die ⟨1⟩Datei⟨/1⟩."
+    assert [op for r in bob_records for _, op, _ in r["human"]["keys"]] == ["d"]  # the refused deletion, logged
+
+    # XLIFF out: each translator's final versions as the targets; translate-toolkit reads the same targets back
+    from lxml import etree
+    from translate.storage import xliff
+
+    finals = {"alice": ["Öffnen Sie eine Datei.", "Öffnen Sie alle Dateien.", alice_records[2]["reference"],
+                        alice_records[3]["reference"], alice_records[4]["reference"]], "bob": REFERENCES}
+    for name in ("alice", "bob"):
+        out = tmp_path / f"{name}.xlf"
+        done = subprocess.run([sys.executable, "-m", "simpe", "serve", "export", "study", name, "--xliff", str(out),
+                               "--projects-dir", str(tmp_path / "projects")], capture_output=True, text=True, cwd=REPO,
+                              env={**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"})
+        assert done.returncode == 0 and "5 of 5 segments" in done.stdout, done.stderr
+        units = [u for u in xliff.xlifffile.parsefile(str(out)).units if not u.isheader()]
+        assert [u.target for u in units] == finals[name]
+        assert [next(c for c in u.xmlelement if etree.QName(c).localname == "target").get("state") for u in units] == \
+            ["translated"] * 5
+        assert '<g id="b">Datei</g>.' in out.read_text(encoding="utf-8")  # the tag restored where it stood
+
+    # the study's report: each person's run beside a simulated baseline against the stream's references, their effort apart
+    from simpe.config.files import load_config
+    from simpe.loop.run import Loop
+    from simpe.report.compare import compare_runs
+    from simpe.report.render import to_markdown
+    from simpe.rundir.reader import load_group
+
+    baseline = Loop(load_config("baseline", [*project.overrides, "warm_start.method=bias"]), progress=False)
+    baseline.run()
+    comparison = compare_runs(load_group([baseline.path, alice_path, bob_path]), num_resamples=20)
+    assert [row.run.name for row in comparison.rows] == ["baseline", "bias@alice", "bias@bob"]
+    people = {e.name: e for e in comparison.people}
+    assert (people["bias@alice"].revisions, people["bias@alice"].matches, people["bias@bob"].revisions) == (1, 1, 0)
+    assert people["bias@alice"].paused_seconds >= 0.5
+    # bob's final post-edits are the file's targets: his HTER is sacreBLEU's TER of what he was shown against them
+    from sacrebleu.metrics import TER
+
+    shown = [r["hypothesis"] for r in bob_records]
+    assert people["bias@bob"].hter == pytest.approx(TER().corpus_score(shown, [REFERENCES]).score)
+    assert people["bias@bob"].unchanged == sum(h == r for h, r in zip(shown, REFERENCES))
+    assert "## Translators, against their own post-edits" in to_markdown(comparison)
 
 
 @pytest.mark.slow  # two server processes (as test_serve.py's kill test, which is slow too)
