@@ -70,7 +70,7 @@ def add_serve(sub: argparse._SubParsersAction) -> None:
     export = ssub.add_parser("export", help="write a translator's post-edits (final versions, revisions included) as "
                                             "the targets of the project's XLIFF file, state translated")
     export.add_argument("name", help="project name (made with serve init --xliff)")
-    export.add_argument("translator")
+    export.add_argument("translator", help="the translator whose post-edits become the targets")
     export.add_argument("--xliff", type=Path, required=True, metavar="OUT", help="the XLIFF file to write")
     projects_dir(export)
     run = ssub.add_parser("run", help="serve a project until Ctrl+C; every translator resumes at their next segment")
