@@ -8,7 +8,7 @@ against the stream's references, so only the second can sit beside it, with diff
 under ``own``), ``stream_group`` a group with every person's run so read. Against their own
 post-edits a person's run carries HTER and the editing effort (``Effort``: time without pauses, the pauses,
 keystrokes, clicks, revisions, translation-memory matches inserted, per translator and per method), read from the
-records' ``human`` parts and the run's workbench events (``events.jsonl``, ``simpe.serve.events``: a revision's
+records' ``human`` parts and the run's workbench events (``events.jsonl``, ``simpe.rundir.events``: a revision's
 time and keys add to its segment's, and the final version, not the one the model learned from, is the reference
 of HTER), never tested against the baseline.
 
@@ -24,6 +24,7 @@ from typing import Any
 from simpe.errors import RunDirError
 from simpe.metrics import metric_for
 from simpe.metrics.effort import EFFORT_METRICS
+from simpe.rundir.events import read_events, revisions_of
 from simpe.rundir.reader import Run, RunGroup
 from simpe.rundir.record import SegmentRecord
 
@@ -191,7 +192,6 @@ def own_part(record: dict[str, Any]) -> dict[str, Any]:
 def run_effort(run: Run, num_segments: int) -> Effort:
     """A person's effort over the first ``num_segments`` records, against their own final post-edits (``Effort``):
     each record's ``human`` part plus its revisions' from the run's ``events.jsonl``."""
-    from simpe.serve.events import read_events, revisions_of
 
     records = run.segments[:num_segments]
     humans = [record.get(HUMAN) or {} for record in records]

@@ -13,7 +13,8 @@ from (the record's ``reference``; its ``human.version`` is 1). What the translat
 
 Every event is appended and synced (fsync of the file and its folder) before the server answers, so an answered
 event survives a kill. A line torn by a kill while it was written (never answered: the page still holds it) is cut
-off when the journal is opened again (``Journal.open``). This module knows nothing of HTTP or of the loop.
+off when the journal is opened again (``Journal.open``). The file is read by ``simpe.rundir.events`` (the report
+reads it too). This module knows nothing of HTTP or of the loop.
 """
 from __future__ import annotations
 
@@ -24,8 +25,11 @@ from pathlib import Path
 from typing import Any
 
 from simpe.errors import RunDirError
+from simpe.rundir.events import final_versions, read_events, revisions_of
 from simpe.rundir.layout import EVENTS_FILE
 from simpe.rundir.reader import read_jsonl
+
+__all__ = ["Journal", "final_versions", "read_events", "revisions_of"]  # the readers are simpe.rundir.events
 
 logger = logging.getLogger(__name__)
 
@@ -39,29 +43,6 @@ def fsync_path(path: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
-
-
-def read_events(run_path: Path) -> list[dict[str, Any]]:
-    """The events of the run folder ``run_path`` in order (none without a journal); a torn last line is dropped."""
-    return read_jsonl(Path(run_path) / EVENTS_FILE, tolerate_torn_tail=True)
-
-
-def final_versions(events: list[dict[str, Any]]) -> dict[int, dict[str, Any]]:
-    """Segment index -> its latest revision event (segments never revised are absent)."""
-    out: dict[int, dict[str, Any]] = {}
-    for event in events:
-        if event.get("event") == "revision" and isinstance(event.get("index"), int):
-            out[event["index"]] = event
-    return out
-
-
-def revisions_of(events: list[dict[str, Any]]) -> dict[int, list[dict[str, Any]]]:
-    """Segment index -> its revision events, in order."""
-    out: dict[int, list[dict[str, Any]]] = {}
-    for event in events:
-        if event.get("event") == "revision" and isinstance(event.get("index"), int):
-            out.setdefault(event["index"], []).append(event)
-    return out
 
 
 class Journal:

@@ -11,8 +11,8 @@ from pathlib import Path
 
 from simpe.errors import ConfigError, DataError
 from simpe.rundir import layout
+from simpe.rundir.events import final_versions, read_events
 from simpe.rundir.reader import read_jsonl
-from simpe.serve.events import final_versions, read_events
 from simpe.serve.project import XLIFF_FILE, Project
 
 
