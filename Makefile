@@ -34,7 +34,7 @@ GRID ?=
 .DEFAULT_GOAL := help
 .PHONY: help venv comet-env test-compat simulate test check-generated lint test-slow docs write-docs corpus glossary demo-model demo-model-small baseline select-fixed compare plot report replicate stopwords \
         bench-loop bench-interactive bench-constrained bench-metrics bench-topk bench-snapshot bench-simulate bench-train bench-scale bench-size fit-speed device-check device-wheels sweep clean-runs \
-        serve bench-serve
+        serve bench-serve serve-screenshot
 
 help: ## list every target with one line each
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "} {printf "  %-14s %s\n", $$1, $$2}'
@@ -150,8 +150,11 @@ stopwords: $(STAMP) ## regenerate stopwords/*.txt from the stopwordsiso package
 serve: $(STAMP) ## simpe serve on the demo model: project "demo" (full, 50 stream segments, translators alice and bob), prints their links, serves http://127.0.0.1:8765 (docs/serve.md)
 	$(PY) -m simpe serve demo $(ARGS)
 
-bench-serve: $(STAMP) ## simpe serve under load: 8 simulated translators on localhost, per method: latency per submission (median, p95), throughput, memory per translator (ARGS="--translators 2 --segments 5 --no-record" for a short check)
+bench-serve: $(STAMP) ## simpe serve under load: 8 simulated translators on localhost, per method with and without the workbench's lookups (--lookups both|on|off): latency per submission (median, p95), throughput, memory per translator (ARGS="--translators 2 --segments 5 --no-record" for a short check)
 	$(PY) benchmarks/bench_serve.py $(ARGS)
+
+serve-screenshot: $(STAMP) ## refresh docs/img/serve-workbench.png, the workbench as a translator sees it (docs/serve.md; needs Chromium)
+	$(PY) scripts/serve_screenshot.py
 
 bench-loop: $(STAMP) ## seconds per segment per method, the share outside the model and where it goes
 	$(PY) benchmarks/bench_loop.py $(ARGS)

@@ -1,6 +1,7 @@
 """simpe serve under load: simulated translators submitting post-edits as fast as the server answers, per method.
 
-    python benchmarks/bench_serve.py [--translators 8] [--segments 20] [--methods baseline full bias ...] [--no-record]
+    python benchmarks/bench_serve.py [--translators 8] [--segments 20] [--methods baseline full bias ...]
+                                     [--lookups both|on|off] [--no-record]
 
 For each method: a project of ``--translators`` translators on the first ``--segments`` stream segments of the demo
 model, served by uvicorn in this process (a background thread; the model work runs in its worker threads, one torch
@@ -16,6 +17,11 @@ it has the next segment, over HTTP on localhost. Reported per method:
   one process for all, what an earlier method freed made later methods' growth negative;
 * capacity: how many translators the machine serves at that throughput if each submits one segment every
   ``--pace`` seconds (a person post-editing; 30 s by default), keeping the server at most 70 % busy.
+
+``--lookups both`` (the default) measures every method twice in one run, each in its own process: with the
+workbench's lookups (each answer's next view carries the fuzzy matches against the translator's earlier post-edits
+and the hits of the embedded LibreOffice glossary, ``simpe serve init --glossary``) and without them (``serve run
+--no-lookups``), and prints how much the lookups add to the median and the 95th percentile; each row says which.
 
 ``make bench-serve`` records the figures in docs/benchmark-results.md; ``--no-record`` (a short check) does not.
 """
@@ -49,7 +55,7 @@ def percentile(values: list[float], share: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, round(share * (len(ordered) - 1))))]
 
 
-def bench(method: str, translators: int, segments: int, port: int, folder: Path) -> dict[str, float]:
+def bench(method: str, translators: int, segments: int, port: int, folder: Path, lookups: bool = True) -> dict[str, float]:
     import uvicorn
 
     from simpe.loop.run import load_stream
@@ -57,14 +63,16 @@ def bench(method: str, translators: int, segments: int, port: int, folder: Path)
     from simpe.serve.app import create_app
     from simpe.serve.bind import allowed_names
     from simpe.serve.server import open_sessions
+    from simpe.terms.glossary import DEFAULT_GLOSSARY
 
     names = [f"t{i}" for i in range(translators)]
     project, tokens = projects.create(folder / "projects", method.replace("_", "-"), method,
-                                      [f"data.segments={segments}", f"runs_dir={folder / 'runs'}", "device=cpu"], names)
+                                      [f"data.segments={segments}", f"runs_dir={folder / 'runs'}", "device=cpu"], names,
+                                      glossary=DEFAULT_GLOSSARY if lookups else None)
     references = [s.reference for s in load_stream(project.run_config(names[0]))[1]]
     process = psutil.Process()
     before = process.memory_info().rss
-    sessions = open_sessions(project)
+    sessions = open_sessions(project, lookups)
     opened = process.memory_info().rss
     server = uvicorn.Server(uvicorn.Config(create_app(project, sessions, *allowed_names("127.0.0.1", port, False, [])),
                                            host="127.0.0.1", port=port, log_level="warning", access_log=False))
@@ -117,6 +125,8 @@ def main() -> int:
     parser.add_argument("--port", type=int, default=8799)
     parser.add_argument("--threads", type=int, default=1, help="torch threads (default: %(default)s)")
     parser.add_argument("--no-record", action="store_true", help="print only (a short check); do not write docs/")
+    parser.add_argument("--lookups", choices=["both", "on", "off"], default="both",
+                        help="with the workbench's lookups (matches, glossary hits), without, or both in one run (default)")
     parser.add_argument("--one", metavar="METHOD", help=argparse.SUPPRESS)  # a child process measuring one method
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
@@ -127,37 +137,51 @@ def main() -> int:
         from simpe.serve.app import create_app  # noqa: F401  the libraries the sessions use, before `before`
 
         with tempfile.TemporaryDirectory() as folder:
-            row = bench(args.one, args.translators, args.segments, args.port, Path(folder) / args.one)
+            row = bench(args.one, args.translators, args.segments, args.port, Path(folder) / args.one,
+                        lookups=args.lookups == "on")
         print(RESULT + json.dumps(row), flush=True)
         return 0
     rows = {}
+    modes = ["on", "off"] if args.lookups == "both" else [args.lookups]
     for method in args.methods:
-        command = [sys.executable, __file__, "--one", method, "--translators", str(args.translators), "--segments",
-                   str(args.segments), "--port", str(args.port), "--threads", str(args.threads)]
-        done = subprocess.run(command, capture_output=True, text=True)
-        lines = [line for line in done.stdout.splitlines() if line.startswith(RESULT)]
-        if done.returncode != 0 or not lines:
-            print(f"{method}: failed: {done.stderr[-500:]}", file=sys.stderr)
-            return 1
-        rows[method] = json.loads(lines[-1][len(RESULT):])
-        print(f"{method}: {rows[method]}", flush=True)
+        for mode in modes:  # the two of a method back to back: the same load on the machine, as far as it goes
+            command = [sys.executable, __file__, "--one", method, "--translators", str(args.translators), "--segments",
+                       str(args.segments), "--port", str(args.port), "--threads", str(args.threads), "--lookups", mode]
+            done = subprocess.run(command, capture_output=True, text=True)
+            lines = [line for line in done.stdout.splitlines() if line.startswith(RESULT)]
+            name = f"{method} ({'with' if mode == 'on' else 'without'} lookups)"
+            if done.returncode != 0 or not lines:
+                print(f"{name}: failed: {done.stderr[-500:]}", file=sys.stderr)
+                return 1
+            rows[name] = json.loads(lines[-1][len(RESULT):])
+            print(f"{name}: {rows[name]}", flush=True)
     cores = os.cpu_count() or 1
     print(f"\nbench-serve: {args.translators} translators x {args.segments} submissions, demo model, libreoffice stream, "
           f"{cores} cores, {args.threads} torch thread(s), load {os.getloadavg()[0]:.1f}")
-    print(f"{'method':10s} {'median s':>9s} {'p95 s':>7s} {'subm/s':>7s} {'MB/transl':>10s} {'MB/transl':>10s} {'serves':>7s}")
-    print(f"{'':10s} {'':>9s} {'':>7s} {'':>7s} {'(opened)':>10s} {'(end)':>10s} {'(est.)':>7s}")
+    print(f"{'method':30s} {'median s':>9s} {'p95 s':>7s} {'subm/s':>7s} {'MB/transl':>10s} {'MB/transl':>10s} {'serves':>7s}")
+    print(f"{'':30s} {'':>9s} {'':>7s} {'':>7s} {'(opened)':>10s} {'(end)':>10s} {'(est.)':>7s}")
     capacity = {}
     for method, row in rows.items():
         # the server's service rate is `throughput` submissions/s at full load; a person submits 1 every `pace` seconds
         capacity[method] = int(0.7 * row["throughput"] * args.pace)
-        print(f"{method:10s} {row['median']:9.3f} {row['p95']:7.3f} {row['throughput']:7.2f} {row['mb_open']:10.0f} "
+        print(f"{method:30s} {row['median']:9.3f} {row['p95']:7.3f} {row['throughput']:7.2f} {row['mb_open']:10.0f} "
               f"{row['mb_end']:10.0f} {capacity[method]:7d}")
     print(f"serves (est.): translators submitting one segment every {args.pace:.0f} s each, at most 70% of the measured "
           "throughput; memory is a fresh process's resident set grown per translator")
+    added = {}
+    if len(modes) == 2:  # what the lookups add, method by method
+        for method in args.methods:
+            on, off = rows[f"{method} (with lookups)"], rows[f"{method} (without lookups)"]
+            added[method] = (100 * (on["median"] / off["median"] - 1), 100 * (on["p95"] / off["p95"] - 1))
+            print(f"{method}: the workbench's lookups add {added[method][0]:+.1f} % to the median, {added[method][1]:+.1f} % "
+                  "to the p95 from submit to the next segment")
     if not args.no_record:
         record("bench-serve", {method: f"median {row['median']:.2f} s, p95 {row['p95']:.2f} s, {row['throughput']:.2f} "
                                f"submissions/s, {row['mb_end']:.0f} MB/translator, serves ~{capacity[method]} at 1 segment/"
-                               f"{args.pace:.0f} s" for method, row in rows.items()}, threads=args.threads)
+                               f"{args.pace:.0f} s"
+                               + (f"; lookups add {added[method.split(' ')[0]][1]:+.1f} % to the p95"
+                                  if method.endswith("(with lookups)") else "")
+                               for method, row in rows.items()}, threads=args.threads)
     return 0
 
 

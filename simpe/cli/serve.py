@@ -36,6 +36,9 @@ def add_serve(sub: argparse._SubParsersAction) -> None:
         q.add_argument("--allow-host", action="append", default=[], metavar="NAME",
                        help="a further host name the translators' browsers use for this server (repeatable)")
         q.add_argument("--threads", type=integer, default=1, help="torch threads the translators' models share (default: %(default)s)")
+        q.add_argument("--no-lookups", action="store_true",
+                       help="serve without the workbench's translation-memory matches and glossary hits (make bench-serve "
+                            "compares the two)")
 
     init = ssub.add_parser("init", help="create a project (a stream, a model, a preset, translators); prints each "
                                         "translator's link once (tokens are stored hashed)")
@@ -49,6 +52,12 @@ def add_serve(sub: argparse._SubParsersAction) -> None:
     init.add_argument("--protocol", choices=["post-edit", "interactive"],
                       help="post-edit (default), or interactive: the page completes what the translator types")
     init.add_argument("--reset", choices=["none", "document"], help="return to the base model at each document boundary")
+    init.add_argument("--glossary", type=Path, metavar="FILE",
+                      help="a glossary (TSV or TBX, docs/terms.md) whose terms the page highlights in the source; copied "
+                           "into the project")
+    init.add_argument("--xliff", type=Path, metavar="FILE",
+                      help="make the stream from a CAT tool's XLIFF file (1.2 or 2.x; its ids, inline tags and filled "
+                           "targets kept; docs/serve.md); copied into the project")
     init.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                       help="override any config key (repeatable), as simpe simulate")
     address_flags(init, init=True)
@@ -58,6 +67,12 @@ def add_serve(sub: argparse._SubParsersAction) -> None:
     token.add_argument("name", help="project name")
     token.add_argument("translators", nargs="+", metavar="TRANSLATOR")
     projects_dir(token)
+    export = ssub.add_parser("export", help="write a translator's post-edits (final versions, revisions included) as "
+                                            "the targets of the project's XLIFF file, state translated")
+    export.add_argument("name", help="project name (made with serve init --xliff)")
+    export.add_argument("translator", help="the translator whose post-edits become the targets")
+    export.add_argument("--xliff", type=Path, required=True, metavar="OUT", help="the XLIFF file to write")
+    projects_dir(export)
     run = ssub.add_parser("run", help="serve a project until Ctrl+C; every translator resumes at their next segment")
     run.add_argument("name", help="project name")
     projects_dir(run)
@@ -79,7 +94,8 @@ def cmd_serve(args: argparse.Namespace) -> None:
                  "protocol.name": args.protocol, "reset": args.reset}
         overrides = [f"{key}={value}" for key, value in flags.items() if value is not None] + args.overrides
         project, tokens = projects.create(args.projects_dir, args.name, args.preset, overrides, args.translators,
-                                          args.host or DEFAULT_HOST, DEFAULT_PORT if args.port is None else args.port)
+                                          args.host or DEFAULT_HOST, DEFAULT_PORT if args.port is None else args.port,
+                                          glossary=args.glossary, xliff=args.xliff)
         print(f"project {args.name}: {projects.project_dir(args.projects_dir, args.name)}; each link is shown only now:")
         for name, token in tokens.items():
             print(f"  {name}: {project.link(token)}")
@@ -94,6 +110,14 @@ def cmd_serve(args: argparse.Namespace) -> None:
         print(f"(links to {project.address}, where simpe serve run {args.name} listens unless --host/--port say "
               "otherwise; a running server takes the new tokens at once and refuses the old ones; a translator new "
               "to the project is served once the server is started again)")
+        return
+    if args.serve_command == "export":
+        from simpe.serve.export import export_xliff
+
+        written, total, path = export_xliff(projects.load(projects.project_dir(args.projects_dir, args.name)),
+                                            args.translator, args.xliff)
+        print(f"{args.xliff}: {written} of {total} segments with {args.translator}'s post-edits (state translated; "
+              f"the others as the project's file has them); from {path}")
         return
     if args.threads < 1:
         raise ConfigError(f"--threads must be >= 1, got {args.threads}")
@@ -119,4 +143,4 @@ def cmd_serve(args: argparse.Namespace) -> None:
     except BaseException:
         sock.close()
         raise
-    serve(folder, host, port, args.tls_cert, args.tls_key, args.allow_host, tokens, sock=sock)
+    serve(folder, host, port, args.tls_cert, args.tls_key, args.allow_host, tokens, sock=sock, lookups=not args.no_lookups)

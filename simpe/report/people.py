@@ -6,8 +6,11 @@ against the stream's reference (the record's ``stream`` part; the summary's ``st
 against the stream's references, so only the second can sit beside it, with differences and significance:
 ``stream_view`` gives the person's run scored as the simulated runs are (the figures against their post-edit kept
 under ``own``), ``stream_group`` a group with every person's run so read. Against their own
-post-edits a person's run carries HTER and the editing effort (``Effort``: time, keystrokes, clicks, per translator
-and per method), read from the records' ``human`` parts, never tested against the baseline.
+post-edits a person's run carries HTER and the editing effort (``Effort``: time without pauses, the pauses,
+keystrokes, clicks, revisions, translation-memory matches inserted, per translator and per method), read from the
+records' ``human`` parts and the run's workbench events (``events.jsonl``, ``simpe.rundir.events``: a revision's
+time and keys add to its segment's, and the final version, not the one the model learned from, is the reference
+of HTER), never tested against the baseline.
 
 A group without a person's run is returned as it is: simulated runs are compared exactly as before. This module reads
 runs only; it never translates and never writes.
@@ -21,6 +24,7 @@ from typing import Any
 from simpe.errors import RunDirError
 from simpe.metrics import metric_for
 from simpe.metrics.effort import EFFORT_METRICS
+from simpe.rundir.events import read_events, revisions_of
 from simpe.rundir.reader import Run, RunGroup
 from simpe.rundir.record import SegmentRecord
 
@@ -34,11 +38,13 @@ REFERENCE_NOTE = ("Every figure of this table is scored against the stream's ref
                   "effort, against their own post-edits, are in the translators' table: no difference to the baseline, "
                   "no †.")
 EFFORT_NOTE = ("Against each translator's own post-edits, not the stream's references: HTER is the TER of the "
-               "translation they were shown against their post-edit (not comparable with the table above: no "
-               "difference to the baseline, no †). Editing time: from the segment shown to its "
-               "submission, as the page measured it, pauses included (the page has no pause yet). Keystrokes: the "
-               "page's key log (clicks apart); actions per character: (keystrokes + clicks) / post-edit characters; "
-               "unchanged: segments submitted as shown. A method pools its translators' segments.")
+               "translation they were shown against their final post-edit (the latest revision, else the submission "
+               "the model learned from; not comparable with the table above: no difference to the baseline, no †). "
+               "Editing time: from the segment shown to its submission, and each revision's, as the page measured "
+               "it, pauses excluded (paused: the pauses' total). Keystrokes: the page's key log, revisions included "
+               "(clicks apart); actions per character: (keystrokes + clicks) / final post-edit characters; unchanged: "
+               "segments whose final post-edit is the translation shown; revisions: versions saved after the "
+               "submission; matches: translation-memory matches inserted. A method pools its translators' segments.")
 
 
 def is_person(run: Run) -> bool:
@@ -104,7 +110,7 @@ def stream_group(group: RunGroup) -> tuple[RunGroup, list[str]]:
     return dataclasses.replace(group, baseline=views[0], methods=views[1:]), notes
 
 
-COUNTS = ("segments", "seconds", "keystrokes", "mouse", "chars", "unchanged")
+COUNTS = ("segments", "seconds", "paused_seconds", "keystrokes", "mouse", "chars", "unchanged", "revisions", "matches")
 EFFORT_KEYS = ("name", "method", "translators", *COUNTS, "hter", "ksmr")  # an Effort's figures as the report embeds them
 
 
@@ -113,10 +119,12 @@ class Effort:
     """A translator's effort (or a method's: every translator of its preset), against their own post-edits.
 
     name: the run (per translator) or the preset (per method). seconds: editing time as the page measured it, summed
-    (pauses included: the page has no pause yet). keystrokes: the key log's editing events (clicks apart); mouse: clicks in the
-    editor. chars: the post-edits' characters. unchanged: segments submitted as shown. hter: TER of the shown
-    translations against the post-edits, in points, from the summed TER statistics (pooled over translators for a
-    method). ksmr: the person's own KSMR (interactive protocol), in percent, else None.
+    over submissions and revisions, pauses excluded; paused_seconds: the pauses. keystrokes: the key logs' editing
+    events (clicks apart); mouse: clicks in the editor. chars: the final post-edits' characters. unchanged: segments
+    whose final post-edit is the translation shown. revisions: versions saved after the submissions. matches:
+    translation-memory matches inserted. hter: TER of the shown translations against the final post-edits, in
+    points, from the summed TER statistics (pooled over translators for a method). ksmr: the person's own KSMR
+    (interactive protocol, first submissions), in percent, else None.
     """
 
     name: str
@@ -124,10 +132,13 @@ class Effort:
     translators: list[str]
     segments: int = 0
     seconds: float = 0.0
+    paused_seconds: float = 0.0
     keystrokes: int = 0
     mouse: int = 0
     chars: int = 0
     unchanged: int = 0
+    revisions: int = 0
+    matches: int = 0
     hter: float | None = None
     ksmr: float | None = None
     ter_stats: list[float] = field(default_factory=list, repr=False)
@@ -179,18 +190,35 @@ def own_part(record: dict[str, Any]) -> dict[str, Any]:
 
 
 def run_effort(run: Run, num_segments: int) -> Effort:
-    """A person's effort over the first ``num_segments`` records, against their own post-edits (``Effort``)."""
+    """A person's effort over the first ``num_segments`` records, against their own final post-edits (``Effort``):
+    each record's ``human`` part plus its revisions' from the run's ``events.jsonl``."""
+
     records = run.segments[:num_segments]
     humans = [record.get(HUMAN) or {} for record in records]
     own = [own_part(record) for record in records]
+    revisions = revisions_of(read_events(run.path)) if run.path is not None else {}
+    ter = metric_for("ter")
+    seconds = paused = 0.0
+    keystrokes = mouse = matches = revised = chars = unchanged = 0
+    ter_rows = []
+    for record, human, mine in zip(records, humans, own):
+        versions = revisions.get(record.get("index"), [])
+        parts = [human, *[v.get("human") or {} for v in versions]]
+        seconds += sum(_number(h.get("seconds")) for h in parts)
+        paused += sum(_number(h.get("paused_seconds")) for h in parts)
+        keystrokes += int(sum(_number(h.get("keystrokes")) for h in parts))
+        mouse += int(sum(_number(h.get("mouse")) for h in parts))
+        matches += int(sum(_number(h.get("matches")) for h in parts))
+        revised += len(versions)
+        final = str(versions[-1]["post_edit"]) if versions else str(mine[POST_EDIT] or "")
+        chars += len(final)
+        unchanged += final == record.get("hypothesis")
+        ter_rows.append(list(ter.segment_stats(str(record.get("hypothesis") or ""), final)) if versions
+                        else mine["stats"].get("ter"))
     translator = next((h.get("translator") for h in humans if h.get("translator")), run.name.rpartition("@")[2])
     return Effort(name=run.name, method=preset_of(run), translators=[str(translator)], segments=len(records),
-                  seconds=sum(_number(h.get("seconds")) for h in humans),
-                  keystrokes=int(sum(_number(h.get("keystrokes")) for h in humans)),
-                  mouse=int(sum(_number(h.get("mouse")) for h in humans)),
-                  chars=sum(len(str(o[POST_EDIT] or "")) for o in own),
-                  unchanged=sum(1 for o, r in zip(own, records) if o[POST_EDIT] == r.get("hypothesis")),
-                  ter_stats=_summed([o["stats"].get("ter") for o in own]),
+                  seconds=seconds, paused_seconds=paused, keystrokes=keystrokes, mouse=mouse, chars=chars,
+                  unchanged=unchanged, revisions=revised, matches=matches, ter_stats=_summed(ter_rows),
                   ksmr_stats=_summed([o["stats"].get("ksmr") for o in own])).score()
 
 

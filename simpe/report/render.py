@@ -71,16 +71,17 @@ def _legend(comp: Comparison) -> str:
                f"or {SIGNIFICANT_MARK}." if comp.people else ""))
 
 
-EFFORT_HEADERS = ["segments", "HTER ↓", "editing time", "s / segment", "keystrokes", "keys / segment", "clicks",
-                  "actions / char", "unchanged"]
+EFFORT_HEADERS = ["segments", "HTER ↓", "editing time", "s / segment", "paused", "keystrokes", "keys / segment", "clicks",
+                  "actions / char", "unchanged", "revisions", "matches"]
 
 
 
 def _effort_cells(effort: Effort, ksmr: bool) -> list[str]:
     """An effort row's cells after its name, as the Markdown and LaTeX tables show them."""
     cells = [str(effort.segments), _fmt(effort.hter, 1), _fmt_seconds(effort.seconds), _fmt(effort.seconds_per_segment, 1),
-             str(effort.keystrokes), _fmt(effort.keystrokes_per_segment, 1), str(effort.mouse),
-             _fmt(effort.actions_per_char, 2), str(effort.unchanged)]
+             _fmt_seconds(effort.paused_seconds), str(effort.keystrokes), _fmt(effort.keystrokes_per_segment, 1),
+             str(effort.mouse), _fmt(effort.actions_per_char, 2), str(effort.unchanged), str(effort.revisions),
+             str(effort.matches)]
     return cells + ([_fmt(effort.ksmr, 1)] if ksmr else [])
 
 
@@ -187,7 +188,7 @@ def to_csv(comp: Comparison) -> str:
     own = {e.name: e for e in comp.people}
     if own:
         header += ["reference", "translator", "own_hter", "own_seconds", "own_keystrokes", "own_clicks", "own_chars",
-                   "own_actions_per_char", "own_unchanged", "own_ksmr"]
+                   "own_actions_per_char", "own_unchanged", "own_ksmr", "own_paused_seconds", "own_revisions", "own_matches"]
     writer.writerow(header)
 
     def out(value: float | None) -> str:
@@ -203,9 +204,10 @@ def to_csv(comp: Comparison) -> str:
                   "" if row.store_bytes is None else row.store_bytes, str(row.run.path)]
         if own:
             e = own.get(row.run.name)
-            cells += ["stream"] + (["", "", "", "", "", "", "", "", ""] if e is None else
+            cells += ["stream"] + ([""] * 12 if e is None else
                                    [", ".join(e.translators), out(e.hter), out(e.seconds), e.keystrokes, e.mouse, e.chars,
-                                    out(e.actions_per_char), e.unchanged, out(e.ksmr)])
+                                    out(e.actions_per_char), e.unchanged, out(e.ksmr), out(e.paused_seconds), e.revisions,
+                                    e.matches])
         writer.writerow(cells)
     return buffer.getvalue()
 

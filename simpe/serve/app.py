@@ -1,8 +1,10 @@
 """The web application of ``simpe serve``: a Starlette ASGI app, its routes and its guards.
 
 Routes: ``GET /`` the page (static HTML; ``/static/page.js`` and ``/static/page.css`` beside it), ``GET
-/api/segment`` the translator's current segment, ``POST /api/submit`` a post-edit, ``POST /api/complete`` a
-completion of a typed prefix (interactive protocol). The page carries no data: it fetches JSON and sets every text
+/api/segment`` the translator's current segment (``?index=N``: a submitted one), ``GET /api/segments`` the segment
+list, ``POST /api/submit`` a post-edit, ``POST /api/revise`` a revision of a submitted segment, ``POST /api/note`` a
+comment or a flag, ``POST /api/check`` the glossary terms a draft leaves out, ``POST /api/complete`` a completion of
+a typed prefix (interactive protocol). The page carries no data: it fetches JSON and sets every text
 with ``textContent``, so no text of a segment, a post-edit or a name is ever parsed as HTML.
 
 Guards (``Guard``, in front of every route):
@@ -34,7 +36,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from simpe.errors import DataError, RunDirError
-from simpe.serve.keylog import check_index, check_submission, check_text
+from simpe.serve.keylog import check_index, check_note, check_submission, check_text
 from simpe.serve.project import Project
 from simpe.serve.session import TranslatorSession
 
@@ -166,7 +168,32 @@ def create_app(project: Project, sessions: dict[str, TranslatorSession], hosts: 
 
     async def segment(request: Request) -> dict[str, Any]:
         session = session_of(request)
-        return await run_in_threadpool(session.view)
+        index = request.query_params.get("index")
+        if index is not None and not (index.isascii() and index.isdigit() and len(index) < 10):
+            raise DataError("index must be a whole number >= 0")
+        return await run_in_threadpool(session.view, None if index is None else int(index))
+
+    async def segments(request: Request) -> dict[str, Any]:
+        session = session_of(request)
+        return await run_in_threadpool(session.segments)
+
+    async def revise(request: Request) -> dict[str, Any]:
+        session = session_of(request)
+        index, post_edit, human = check_submission(await body_of(request))
+        return await run_in_threadpool(session.revise, index, post_edit, human)
+
+    async def note(request: Request) -> dict[str, Any]:
+        session = session_of(request)
+        index, comment, flagged = check_note(await body_of(request))
+        return await run_in_threadpool(session.note, index, comment, flagged)
+
+    async def check(request: Request) -> dict[str, Any]:
+        session = session_of(request)
+        data = await body_of(request)
+        if not isinstance(data, dict) or set(data) != {"index", "text"}:
+            raise DataError("a check request holds index and text")
+        index, text = check_index(data["index"]), check_text(data["text"], "text", allow_empty=True)
+        return await run_in_threadpool(session.check, index, text)
 
     async def submit(request: Request) -> dict[str, Any]:
         session = session_of(request)
@@ -183,6 +210,10 @@ def create_app(project: Project, sessions: dict[str, TranslatorSession], hosts: 
 
     routes = [Route(path, static, methods=["GET", "HEAD"]) for path in files]
     routes += [Route("/api/segment", answer(segment), methods=["GET"]),
+               Route("/api/segments", answer(segments), methods=["GET"]),
                Route("/api/submit", answer(submit), methods=["POST"]),
+               Route("/api/revise", answer(revise), methods=["POST"]),
+               Route("/api/note", answer(note), methods=["POST"]),
+               Route("/api/check", answer(check), methods=["POST"]),
                Route("/api/complete", answer(complete), methods=["POST"])]
     return Guard(Starlette(routes=routes), hosts, origins)

@@ -1,7 +1,9 @@
 """What a submission from the page may hold, checked, and the effort counted from its key log.
 
-A submission is ``{"index": int, "post_edit": str, "seconds": number, "keys": [[ms, op, arg], ...]}``. The key log
-is compact: one short list per editing event, ``ms`` after the segment was shown, ``op`` one letter:
+A submission (or a revision) is ``{"index": int, "post_edit": str, "seconds": number, "keys": [[ms, op, arg], ...],
+"pauses": [[start_ms, end_ms], ...]}``: ``seconds`` is the editing time without the pauses, ``pauses`` the spans the
+translator paused the timer (milliseconds after the segment was shown). The key log is compact: one short list per
+editing event, ``ms`` after the segment was shown, ``op`` one letter:
 
 ====  =====================================================  ===========================
 op    event                                                  arg
@@ -14,9 +16,12 @@ n     the caret moved by keyboard (arrows, Home, End)        0
 m     a click in the editor (moves the caret or selects)     0
 c     a completion accepted (interactive protocol, Tab)      characters accepted
 u     undo or redo                                           0
+t     a translation-memory match inserted (Ctrl+1-3)         the match's rank, 1 to 3
+s     the source copied into the editor (Ctrl+I)             characters inserted
+r     the machine translation restored (Ctrl+M, the button)  characters inserted
 ====  =====================================================  ===========================
 
-Counted: ``keystrokes`` (every event but ``m``), ``mouse`` (``m``), ``pastes``, ``edits`` (runs of changes
+Counted: ``keystrokes`` (every event but ``m``), ``mouse`` (``m``), ``pastes``, ``matches`` (``t``), ``edits`` (runs of changes
 separated by a caret move or a click: how many places the translator corrected). Nothing here trusts the page: every
 value is checked for type and bounds, and a bad one is a ``DataError`` naming it.
 """
@@ -28,8 +33,9 @@ from typing import Any
 
 from simpe.errors import DataError
 
-OPS = {"i", "d", "p", "x", "n", "m", "c", "u"}
-CHANGES = {"i", "d", "p", "x", "c", "u"}
+OPS = {"i", "d", "p", "x", "n", "m", "c", "u", "t", "s", "r"}
+CHANGES = {"i", "d", "p", "x", "c", "u", "t", "s", "r"}
+MAX_PAUSES = 1000
 MAX_TEXT = 4000  # characters of a post-edit or a typed prefix (the stream's longest segments are ~1,500)
 MAX_EVENTS = 20000
 MAX_MS = 24 * 3600 * 1000  # a day
@@ -74,30 +80,72 @@ def check_keys(value: Any) -> list[list[Any]]:
         if op == "i":
             if not isinstance(arg, str) or len(arg) > MAX_TEXT:
                 raise DataError("a typed event's arg is the text typed")
+        elif op == "t":
+            if not isinstance(arg, int) or isinstance(arg, bool) or not 1 <= arg <= 3:
+                raise DataError("a match event's arg is the match's rank, 1 to 3")
         elif not isinstance(arg, int) or isinstance(arg, bool) or not 0 <= arg <= 10 * MAX_TEXT:
             raise DataError(f"key event {op!r} takes a count from 0 to {10 * MAX_TEXT}")
         out.append([ms, op, arg])
     return out
 
 
+def check_pauses(value: Any) -> list[list[int]]:
+    """The pauses, ``[[start_ms, end_ms], ...]``, each within a day and not ending before it starts."""
+    if not isinstance(value, list) or len(value) > MAX_PAUSES:
+        raise DataError(f"pauses must be a list of at most {MAX_PAUSES} [start_ms, end_ms] pairs")
+    out = []
+    for pause in value:
+        if not (isinstance(pause, list) and len(pause) == 2
+                and all(isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= MAX_MS for v in pause)
+                and pause[0] <= pause[1]):
+            raise DataError(f"each pause is [start_ms, end_ms], whole milliseconds from 0 to {MAX_MS}, start <= end")
+        out.append([pause[0], pause[1]])
+    return out
+
+
 def check_submission(data: Any) -> tuple[int, str, dict[str, Any]]:
-    """(index, post-edit, the human part of the record: seconds and keys) from a submission's JSON."""
+    """(index, post-edit, the human part of the record: seconds, keys and pauses) from a submission's JSON."""
     if not isinstance(data, dict):
         raise DataError("a submission is a JSON object")
-    unknown = sorted(set(data) - {"index", "post_edit", "seconds", "keys"})
+    unknown = sorted(set(data) - {"index", "post_edit", "seconds", "keys", "pauses"})
     if unknown:
-        raise DataError(f"unknown field {unknown[0][:40]!r}; a submission holds index, post_edit, seconds, keys")
+        raise DataError(f"unknown field {unknown[0][:40]!r}; a submission holds index, post_edit, seconds, keys, pauses")
     seconds = data.get("seconds", 0)
     if not isinstance(seconds, (int, float)) or isinstance(seconds, bool) or not math.isfinite(seconds) \
             or not 0 <= seconds <= MAX_MS / 1000:
         raise DataError("seconds must be a number from 0 to 86400")
     human = {"seconds": round(float(seconds), 3), "keys": check_keys(data.get("keys", []))}
+    pauses = check_pauses(data.get("pauses", []))
+    if pauses:  # recorded only when the translator paused (records of sessions without a pause stay as they were)
+        human["pauses"] = pauses
+        human["paused_seconds"] = round(sum(end - start for start, end in pauses) / 1000, 3)
     return check_index(data.get("index")), check_text(data.get("post_edit"), "post_edit"), human
 
 
+MAX_COMMENT = 2000  # characters of a comment
+
+
+def check_note(data: Any) -> tuple[int, str | None, bool | None]:
+    """(index, comment, flag) of a note: ``{"index": int, "comment": str}`` and/or ``{"index": int, "flagged": bool}``."""
+    if not isinstance(data, dict) or "index" not in data or not set(data) - {"index"} \
+            or set(data) - {"index", "comment", "flagged"}:
+        raise DataError("a note holds index and a comment, a flag (flagged: true or false) or both")
+    comment = data.get("comment")
+    if comment is not None:
+        if not isinstance(comment, str) or len(comment) > MAX_COMMENT:
+            raise DataError(f"a comment is a string of at most {MAX_COMMENT} characters")
+        if any(unicodedata.category(ch) in ("Cc", "Cs") and ch != "\n" for ch in comment) or not comment.strip():
+            raise DataError("a comment is text: not empty, no control characters but line breaks")
+    flagged = data.get("flagged")
+    if flagged is not None and not isinstance(flagged, bool):
+        raise DataError("flagged must be true or false")
+    return check_index(data["index"]), comment, flagged
+
+
 def counts(keys: list[list[Any]]) -> dict[str, int]:
-    """keystrokes, mouse actions, pastes and edits (runs of changes) of a checked key log."""
-    keystrokes = mouse = pastes = edits = 0
+    """keystrokes, mouse actions, pastes and edits (runs of changes) of a checked key log; ``matches``
+    (translation-memory matches inserted) when there are any."""
+    keystrokes = mouse = pastes = edits = matches = 0
     changing = False
     for _, op, _ in keys:
         if op == "m":
@@ -105,9 +153,13 @@ def counts(keys: list[list[Any]]) -> dict[str, int]:
         else:
             keystrokes += 1
         pastes += op == "p"
+        matches += op == "t"
         if op in CHANGES:
             edits += not changing
             changing = True
         else:
             changing = False
-    return {"keystrokes": keystrokes, "mouse": mouse, "pastes": pastes, "edits": edits}
+    out = {"keystrokes": keystrokes, "mouse": mouse, "pastes": pastes, "edits": edits}
+    if matches:
+        out["matches"] = matches
+    return out

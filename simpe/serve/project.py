@@ -3,7 +3,9 @@
 A project is a folder (``projects/<name>/`` by default) holding ``project.json``: the preset, the config overrides
 that pick the stream and the model (``--dataset``, ``--segments``, ``--set ...`` as ``simpe simulate`` takes them),
 the address the server listens on (``host``, ``port``: ``serve init --host/--port``, what ``serve run`` uses and
-what the printed links show) and each translator's name with the SHA-256 of their access token. The token itself is
+what the printed links show), the glossary the workbench highlights (``glossary``: ``serve init --glossary FILE``,
+copied into the project folder and checked there with ``simpe.terms.glossary.load_glossary``), and each
+translator's name with the SHA-256 of their access token. The token itself is
 printed once, when it is made, and never stored: a lost token is replaced (``simpe serve token``), not recovered. A
 token is 32 random bytes, so a plain hash is enough (a slow password hash protects guessable secrets; these are not).
 A running server reads the hashes again whenever ``project.json`` changes (``Project.translator_of``), so a replaced
@@ -35,6 +37,7 @@ from simpe.serve.bind import DEFAULT_HOST, DEFAULT_PORT, address, check_port, is
 logger = logging.getLogger(__name__)
 
 PROJECT_FILE = "project.json"
+XLIFF_FILE = "source.xlf"  # the CAT tool's file a project was made from (serve init --xliff), kept as given
 FORMAT = "simpe-serve-project/1"
 TRANSLATOR_NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,39}")  # also a part of a run folder's name
 # A person's run takes no ranking snapshots (an exact top-k search would stall the page for seconds) and saves its
@@ -71,6 +74,7 @@ class Project:
     translators: dict[str, str] = field(default_factory=dict)  # name -> sha256 of the token
     host: str = DEFAULT_HOST
     port: int = DEFAULT_PORT
+    glossary: str | None = None  # the glossary's file name inside the project folder
     folder: Path | None = field(default=None, compare=False, repr=False)
     _seen: Any = field(default=None, compare=False, repr=False)  # project.json's (inode, size, mtime) when read
     _lock: Any = field(default_factory=threading.Lock, compare=False, repr=False)
@@ -80,6 +84,10 @@ class Project:
         """Where the project is served and its links point: ``http://127.0.0.1:8765/`` (https beyond this machine,
         where the server requires TLS)."""
         return address(self.host, self.port, not is_loopback(self.host))
+
+    @property
+    def glossary_path(self) -> Path | None:
+        return None if self.glossary is None or self.folder is None else self.folder / self.glossary
 
     def link(self, token: str) -> str:
         return f"{self.address}#token={token}"
@@ -130,7 +138,8 @@ class Project:
 
     def to_dict(self) -> dict[str, Any]:
         return {"format": FORMAT, "name": self.name, "preset": self.preset, "overrides": list(self.overrides),
-                "host": self.host, "port": self.port, "translators": dict(self.translators)}
+                "host": self.host, "port": self.port, "translators": dict(self.translators),
+                **({"glossary": self.glossary} if self.glossary else {})}
 
 
 def project_dir(projects_dir: Path, name: str) -> Path:
@@ -139,13 +148,24 @@ def project_dir(projects_dir: Path, name: str) -> Path:
     return Path(projects_dir) / name
 
 
+def stream_languages(cfg: RunConfig) -> tuple[str, str]:
+    """The (source, target) languages of a run config's dataset (built, not loaded)."""
+    from simpe.datasets import DATASETS
+
+    dataset = DATASETS.build(cfg.data.name, **cfg.data.params)
+    return getattr(dataset, "src_lang", "en"), getattr(dataset, "tgt_lang", cfg.metrics.lang)
+
+
 def create(projects_dir: Path, name: str, preset: str, overrides: list[str], translators: list[str],
-           host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> tuple[Project, dict[str, str]]:
+           host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, glossary: Path | None = None,
+           xliff: Path | None = None) -> tuple[Project, dict[str, str]]:
     """Make project ``name``, served on ``host``:``port``, and a token per translator; return it and the tokens
     (shown once, stored hashed).
 
-    Every translator's run config is built here, so a bad preset, override or name is refused before anything is
-    written."""
+    Every translator's run config is built here, and the glossary read, so a bad preset, override, name or glossary
+    is refused before anything is written. ``glossary`` is copied into the project folder; so is ``xliff`` (a CAT
+    tool's file: the project's stream is its segments, ``simpe.datasets.xliff``, and ``simpe serve export`` writes
+    the translators' post-edits into a copy of it)."""
     folder = project_dir(projects_dir, name)
     if (folder / PROJECT_FILE).exists():
         raise ConfigError(f"project {name!r} exists ({folder / PROJECT_FILE}); serve it, or give new tokens with "
@@ -155,11 +175,36 @@ def create(projects_dir: Path, name: str, preset: str, overrides: list[str], tra
     if len(set(translators)) != len(translators):
         raise ConfigError(f"translator names repeat: {' '.join(translators)}")
     check_port(port)
+    xliff_text, xliff_languages = None, None
+    if xliff is not None:
+        from simpe.datasets.xliff import read_xliff
+
+        read_xliff(xliff)  # DataError naming the file
+        from simpe.datasets.xliff import XliffDataset
+
+        languages = XliffDataset(str(xliff), targets="optional")
+        xliff_languages = (languages.src_lang, languages.tgt_lang)
+        xliff_text = Path(xliff).read_bytes()
+        copied = (folder / XLIFF_FILE).resolve()
+        overrides = ["data.name=xliff", f"data.params.path={copied}", "data.params.targets=optional", *overrides]
     project = Project(name, preset, list(overrides), host=host, port=port)
     for translator in translators:
-        project.run_config(translator)  # checks the name, the preset and the overrides
+        cfg = project.run_config(translator)  # checks the name, the preset and the overrides
+    text = None
+    if glossary is not None:
+        from simpe.terms.glossary import glossary_format, load_glossary
+
+        load_glossary(glossary, *(xliff_languages or stream_languages(cfg)))  # DataError naming the file and the line
+        text = Path(glossary).read_bytes()
+        project.glossary = f"glossary.{glossary_format(glossary)}"
     tokens = {translator: new_token() for translator in translators}
     project.translators = {translator: token_hash(token) for translator, token in tokens.items()}
+    if text is not None:
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / project.glossary).write_bytes(text)
+    if xliff_text is not None:
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / XLIFF_FILE).write_bytes(xliff_text)
     save(folder, project)
     project.folder = folder
     return project, tokens
@@ -210,5 +255,9 @@ def load(folder: Path) -> Project:
     host, port = data.get("host", DEFAULT_HOST), data.get("port", DEFAULT_PORT)  # projects made before: the defaults
     if not isinstance(host, str) or not host or not isinstance(port, int) or isinstance(port, bool) or not 0 < port < 65536:
         raise ConfigError(f"{path}: host must be an address and port a number from 1 to 65535, got {host!r}, {port!r}")
-    return Project(data["name"], data["preset"], overrides, translators, host=host, port=port, folder=Path(folder),
+    glossary = data.get("glossary")
+    if glossary is not None and (not isinstance(glossary, str) or glossary not in ("glossary.tsv", "glossary.tbx")):
+        raise ConfigError(f"{path}: glossary must be glossary.tsv or glossary.tbx (a file in the project folder), got {glossary!r}")
+    return Project(data["name"], data["preset"], overrides, translators, host=host, port=port, glossary=glossary,
+                   folder=Path(folder),
                    _seen=(info.st_ino, info.st_size, info.st_mtime_ns))

@@ -19,9 +19,17 @@ from simpe.serve.session import TranslatorSession
 
 logger = logging.getLogger(__name__)
 
-def open_sessions(project: projects.Project) -> dict[str, TranslatorSession]:
-    """One opened session per translator (models loaded, runs resumed)."""
-    sessions = {name: TranslatorSession(project.run_config(name), name) for name in project.translators}
+def open_sessions(project: projects.Project, lookups: bool = True) -> dict[str, TranslatorSession]:
+    """One opened session per translator (models loaded, runs resumed), sharing the project's glossary.
+
+    ``lookups``: the workbench's matches and glossary hits in every view (False: ``serve run --no-lookups``)."""
+    configs = {name: project.run_config(name) for name in project.translators}
+    terms = None
+    if project.glossary_path is not None and configs:
+        from simpe.serve.lookup import Terms
+
+        terms = Terms(project.glossary_path, *projects.stream_languages(next(iter(configs.values()))))
+    sessions = {name: TranslatorSession(cfg, name, terms, lookups) for name, cfg in configs.items()}
     opened: dict[str, TranslatorSession] = {}
     try:
         for name, session in sessions.items():
@@ -44,7 +52,7 @@ def check_start(host: str, port: int, tls_cert: Path | None, tls_key: Path | Non
 
 def serve(folder: Path, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, tls_cert: Path | None = None,
           tls_key: Path | None = None, allow_hosts: list[str] | None = None, tokens: dict[str, str] | None = None,
-          sock: socket.socket | None = None) -> None:
+          sock: socket.socket | None = None, lookups: bool = True) -> None:
     """Serve the project in ``folder`` until interrupted; ``tokens`` (new ones) are printed as links once it listens.
 
     ``sock``: the socket ``check_start`` bound (the caller checked before making tokens); else it is bound here,
@@ -56,7 +64,7 @@ def serve(folder: Path, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, tls_
     try:
         tls = tls_cert is not None
         hosts, origins = allowed_names(host, port, tls, list(allow_hosts or []))
-        sessions = open_sessions(project)
+        sessions = open_sessions(project, lookups)
     except BaseException:
         sock.close()
         raise

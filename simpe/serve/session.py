@@ -13,6 +13,13 @@ part is the record's ``stream`` (``reference``, ``ref_tokens``, ``metrics``, ``s
 summary's ``stream`` (``corpus``, ``segment_comet``). ``simpe compare`` tables a person's run beside the simulated
 runs with ``stream`` and keeps HTER and the effort apart (``simpe.report.people``).
 
+The workbench. Besides the segment on screen (the loop's next), the translator may open any submitted segment and
+revise it: the revision is an event of ``simpe.serve.events`` (the model is neither rolled back nor taught again;
+the record keeps the version it learned from, ``human.version`` 1), and the latest version is the segment's final
+post-edit. Each view carries the lookups of ``simpe.serve.lookup`` (fuzzy matches from the warm-start memory and
+the translator's own final post-edits, glossary hits), unless the server runs without them (``lookups=False``:
+``serve run --no-lookups``, what ``make bench-serve`` compares); comments and flags are events too.
+
 Nothing submitted is lost. A submission is first written to ``state/pending.json`` and synced (fsync of the file
 and its folder); then the loop learns, the record is appended and synced, and the checkpoint (the state after the
 update) is written and synced; only then is the pending file removed and the answer sent. A process killed at any
@@ -31,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from simpe.config.tree import RunConfig
+from simpe.datasets.xliff import PLACEHOLDER, check_tags, placeholders, plain
 from simpe.errors import DataError, RunDirError
 from simpe.loop.interactive import Completer, Effort
 from simpe.loop.protocols import Correction
@@ -41,12 +49,19 @@ from simpe.rundir import layout
 from simpe.rundir.reader import read_jsonl
 from simpe.rundir.state import RunState, state
 from simpe.rundir.writer import RunDir, write_text_atomic
+from simpe.serve.events import Journal, final_versions
 from simpe.serve.keylog import counts
+from simpe.serve.lookup import Match, Terms, find_matches
 
 logger = logging.getLogger(__name__)
 
 PENDING_FILE = "pending.json"  # inside the run's state/ folder (removed with it when the run is complete)
 CONTEXT_BEFORE, CONTEXT_AFTER = 3, 2  # segments of the same document shown around the current one
+
+
+def blank_tags(text: str) -> str:
+    """``text`` with each inline tag's placeholder replaced by as many spaces (glossary matching, offsets kept)."""
+    return PLACEHOLDER.sub(lambda m: " " * len(m.group(0)), text)
 
 
 def fsync_path(path: Path) -> None:
@@ -82,7 +97,10 @@ class HumanLoop(Loop):
         keys = sum(h.get("keystrokes", 0) + h.get("mouse", 0) for h in human)
         out["human"] = {
             "translator": human[0].get("translator") if human else None,
-            "seconds": sum(h.get("seconds", 0.0) for h in human),  # editing time, as the page measured it
+            # editing time as the page measured it, pauses excluded (first submissions: revisions are events.jsonl's)
+            "seconds": sum(h.get("seconds", 0.0) for h in human),
+            "paused_seconds": sum(h.get("paused_seconds", 0.0) for h in human),
+            "matches": sum(h.get("matches", 0) for h in human),
             "keystrokes": sum(h.get("keystrokes", 0) for h in human), "mouse": sum(h.get("mouse", 0) for h in human),
             "pastes": sum(h.get("pastes", 0) for h in human),
             "actions_per_char": keys / chars if chars else None,  # KSMR-like: (keystrokes + clicks) / post-edit chars
@@ -96,8 +114,11 @@ class HumanLoop(Loop):
 class TranslatorSession:
     """One translator: the loop, its run folder, the segment on screen. Thread-safe (one lock per translator)."""
 
-    def __init__(self, cfg: RunConfig, translator: str) -> None:
+    def __init__(self, cfg: RunConfig, translator: str, terms: Terms | None = None, lookups: bool = True) -> None:
+        """``terms``: the project's glossary (shared by its translators); ``lookups``: offer matches and glossary hits."""
         self.translator = translator
+        self.terms, self.lookups = terms, lookups
+        self.offered: dict[int, list[Match]] = {}  # the matches each segment's last view offered (what Ctrl+1-3 inserts)
         self.loop = HumanLoop(cfg, progress=False)  # checks the settings, the stream and the run folder's name
         self.cfg = cfg
         self.lock = threading.Lock()
@@ -113,7 +134,10 @@ class TranslatorSession:
         # the same metrics as the loop's scorer (as Loop builds it), against the stream's references
         self.stream_scorer: OnlineScorer | None = OnlineScorer(
             cfg.metrics, model_folder(cfg.model.path), train_vocab=self.loop.dataset.train_vocab(cfg.metrics.lang))
+        if getattr(self.loop.dataset, "references", True) is False:  # an XLIFF file without every target: no stream
+            self.stream_scorer = None                                    # reference to score against
         self.loop.stream_scorer = self.stream_scorer
+        self.journal = Journal(self.path)
 
     @property
     def path(self) -> Path:
@@ -134,6 +158,7 @@ class TranslatorSession:
     # ------------------------------------------------------------ start and stop
     def open(self) -> None:
         """Load the model and resume the run where it stopped (a complete run: read its records)."""
+        self.journal.open()
         if state(self.path) is RunState.COMPLETE:
             self.records = read_jsonl(self.path / layout.SEGMENTS_FILE)
             self.next = len(self.records)
@@ -158,7 +183,8 @@ class TranslatorSession:
 
     def _restore_stream_scores(self) -> None:
         """The stream-reference scorer's running sums from the records kept (as ``Loop._restore`` replays its own)."""
-        assert self.stream_scorer is not None
+        if self.stream_scorer is None:  # a stream without references (XLIFF targets not all filled)
+            return
         for record in self.records:
             if STREAM not in record:  # recorded before simpe scored people's runs twice: none for this run
                 logger.warning("%s: segment %d has no scores against the stream's reference (recorded by an older "
@@ -208,31 +234,188 @@ class TranslatorSession:
         self.shown_at = time.monotonic()
         self.completer, self.completions = None, []
 
-    def view(self) -> dict[str, Any]:
-        """What the page shows: the segment, its translation, the document around it; or that the work is done."""
+    def view(self, index: int | None = None) -> dict[str, Any]:
+        """What the page shows: segment ``index`` (None: the one on screen, the loop's next), its translation, the
+        document around it and the workbench's lookups; or that the work is done."""
         with self.lock:
-            return self._view()
+            return self._view(index)
 
     def _check_intact(self) -> None:
         if self.broken is not None:
             raise RunDirError(f"{self.translator}'s session stopped ({self.broken}); restart the server: it resumes from "
                               "the disk, the last submission included")
 
-    def _view(self) -> dict[str, Any]:
+    def _check_open(self, index: int, current: bool) -> None:
+        """Refuse a segment that is not submitted (``current``: nor on screen)."""
+        if index >= self.total:
+            raise DataError(f"segment {index} does not exist: the project has {self.total} segments (0 to {self.total - 1})")
+        if index == self.next and not current:
+            raise DataError(f"segment {index} is on screen, not submitted yet: submit it (only submitted segments are "
+                            "revised)")
+        if index > self.next:
+            raise DataError(f"segment {index} is not translated yet: the model translates each segment after learning "
+                            f"from the one before; finish segment {self.next} first")
+
+    def tagged_source(self, index: int) -> str:
+        """Segment ``index``'s source as the page shows it: with its inline tags' placeholders (XLIFF), else as is."""
+        info = self.loop.segments[index].info or {}
+        return info.get("tagged_source") or self.loop.segments[index].source
+
+    def _texts(self, index: int, post_edit: str) -> tuple[str, str | None]:
+        """(the text the model learns and the metrics score, the tagged post-edit or None): a segment with inline
+        tags must keep each of them (DataError otherwise); the model's text is without them."""
+        source = self.tagged_source(index)
+        if not placeholders(source) and not placeholders(post_edit):
+            return post_edit, None
+        check_tags(source, post_edit)
+        text = plain(post_edit)
+        if not text:
+            raise DataError("the post-edit holds tags only; write its text")
+        return text, post_edit
+
+    def final_tagged(self, index: int) -> str:
+        """Segment ``index``'s final post-edit with its tags (what an XLIFF export writes)."""
+        versions = self.journal.versions(index)
+        latest = versions[-1] if versions else {"post_edit": self.records[index]["reference"],
+                                                 "human": self.records[index].get("human") or {}}
+        return latest["human"].get("tagged") or latest["post_edit"]
+
+    def final(self, index: int) -> str:
+        """Segment ``index``'s final post-edit: its latest revision, else the submission the model learned from."""
+        versions = self.journal.versions(index)
+        return versions[-1]["post_edit"] if versions else self.records[index]["reference"]
+
+    def languages(self) -> tuple[str, str]:
+        return self.loop.languages()
+
+    def _post_edits(self, leave_out: int | None) -> list[tuple[int, str, str]]:
+        finals = final_versions(self.journal.events)
+        return [(r["index"], r["source"], finals[r["index"]]["post_edit"] if r["index"] in finals else r["reference"])
+                for r in self.records if r["index"] != leave_out]
+
+    def _lookups(self, index: int, source: str) -> dict[str, Any]:
+        if not self.lookups:
+            return {"matches": [], "terms": []}
+        matches = find_matches(plain(source), self.loop.warm_pairs, self._post_edits(leave_out=index))
+        self.offered[index] = matches
+        return {"matches": [m.to_dict() for m in matches], "terms": self._hits(index) if self.terms else []}
+
+    def _view(self, index: int | None = None) -> dict[str, Any]:
         self._check_intact()
+        src_lang, tgt_lang = self.languages()
         base = {"translator": self.translator, "total": self.total, "done_segments": self.next,
-                "protocol": self.cfg.protocol.name}
-        if self.done:
-            return {**base, "done": True}
-        self._prepare()
-        assert self.draft is not None
-        segments, index = self.loop.segments, self.next
+                "protocol": self.cfg.protocol.name, "src_lang": src_lang, "tgt_lang": tgt_lang,
+                "lookups": self.lookups, "glossary": self.terms is not None}
+        if index is None or index == self.next:
+            if self.done:
+                return {**base, "done": True}
+            self._prepare()
+            assert self.draft is not None
+            index, hypothesis, status, learned = self.next, self.draft.hypothesis, "current", None
+            info = self.loop.segments[index].info or {}
+            post_edit = info.get("target") or hypothesis  # an XLIFF target already filled is the starting point
+            missing = [tag for tag in placeholders(self.tagged_source(index)) if tag not in post_edit]
+            post_edit = " ".join([post_edit, *missing]) if missing else post_edit  # the tags, for the translator to place
+        else:
+            self._check_open(index, current=False)
+            record = self.records[index]
+            hypothesis, post_edit, status, learned = record["hypothesis"], self.final_tagged(index), "done", record["reference"]
+        segments = self.loop.segments
         doc = segments[index].doc_id
-        before = [{"source": r["source"], "post_edit": r["reference"]} for r in self.records[max(0, index - CONTEXT_BEFORE):index]
-                  if r.get("doc_id") == doc]
+        before = [{"source": r["source"], "post_edit": self.final(r["index"])}
+                  for r in self.records[max(0, index - CONTEXT_BEFORE):index] if r.get("doc_id") == doc]
         after = [s.source for s in segments[index + 1:index + 1 + CONTEXT_AFTER] if s.doc_id == doc]
-        return {**base, "done": False, "index": index, "doc_id": doc, "source": segments[index].source,
-                "hypothesis": self.draft.hypothesis, "before": before, "after": after}
+        source = self.tagged_source(index)
+        return {**base, "done": False, "index": index, "status": status, "doc_id": doc, "source": source,
+                "tags": placeholders(source), "unit": segments[index].seg_id,
+                "hypothesis": hypothesis, "post_edit": post_edit, "learned": learned,
+                "versions": 1 + len(self.journal.versions(index)) if status == "done" else 0,
+                "comments": self.journal.comments(index), "flagged": self.journal.flagged(index),
+                "before": before, "after": after, **self._lookups(index, source)}
+
+    def segments(self) -> dict[str, Any]:
+        """The segment list: every segment's index, document, status (done, current, todo), versions, flag, comments."""
+        with self.lock:
+            self._check_intact()
+            versions: dict[int, int] = {}
+            flags: dict[int, bool] = {}
+            notes: dict[int, int] = {}
+            for event in self.journal.events:
+                i = event.get("index")
+                if event.get("event") == "revision":
+                    versions[i] = versions.get(i, 0) + 1
+                elif event.get("event") == "flag":
+                    flags[i] = bool(event.get("flagged"))
+                elif event.get("event") == "comment":
+                    notes[i] = notes.get(i, 0) + 1
+            rows = [{"index": i, "doc_id": seg.doc_id, "source": seg.source[:80],
+                     "status": "done" if i < self.next else "current" if i == self.next else "todo",
+                     "versions": 1 + versions.get(i, 0) if i < self.next else 0,
+                     "flagged": flags.get(i, False), "comments": notes.get(i, 0)}
+                    for i, seg in enumerate(self.loop.segments)]
+            return {"translator": self.translator, "current": None if self.done else self.next, "segments": rows}
+
+    def check(self, index: int, text: str) -> dict[str, Any]:
+        """The glossary's target terms that ``text``, a post-edit of segment ``index``, leaves out."""
+        with self.lock:
+            self._check_open(index, current=True)
+            return {"index": index, "missing": self._missing(index, text)}
+
+    def _missing(self, index: int, text: str) -> list[dict[str, str]]:
+        if self.terms is None or not self.lookups:
+            return []
+        return self.terms.missing(self._hits(index), blank_tags(text))
+
+    def _hits(self, index: int) -> list[dict[str, Any]]:
+        assert self.terms is not None
+        return self.terms.hits(blank_tags(self.tagged_source(index)))  # offsets of the shown source
+
+    def _workbench_part(self, index: int, post_edit: str, human: dict[str, Any]) -> dict[str, Any]:
+        """The human part of a submission or revision: its counts, the matches it inserted, the terms it left out."""
+        human = {"translator": self.translator, **human, **counts(human.get("keys", []))}
+        used = [arg for _, op, arg in human.get("keys", []) if op == "t"]
+        if used:
+            offered = self.offered.get(index, [])
+            human["matches_used"] = [offered[rank - 1].to_dict() if rank <= len(offered) else {"rank": rank}
+                                     for rank in used]
+        missing = self._missing(index, post_edit)
+        if self.terms is not None and self.lookups:
+            human["terms_missing"] = missing
+        return human
+
+    def revise(self, index: int, post_edit: str, human: dict[str, Any]) -> dict[str, Any]:
+        """Record a revision of submitted segment ``index`` (an event; the model is not touched) and return the view
+        of the segment after it."""
+        with self.lock:
+            self._check_intact()
+            self._check_open(index, current=False)
+            previous, versions = self.final(index), self.journal.versions(index)
+            human = self._workbench_part(index, post_edit, human)
+            post_edit, tagged = self._texts(index, post_edit)
+            if tagged is not None:
+                human["tagged"] = tagged
+            last = versions[-1] if versions else None
+            if last is not None and last["post_edit"] == post_edit and all(last["human"].get(k) == human.get(k)
+                                                                            for k in ("seconds", "keys", "pauses")):
+                # the page sent it again (the answer was lost, a restart between): recorded once
+                logger.info("%s: revision %d of segment %d was already recorded", self.translator, len(versions) + 1, index)
+                return self._view(index + 1 if index + 1 < self.next else None)
+            version = 2 + len(versions)
+            self.journal.append({"event": "revision", "index": index, "version": version, "post_edit": post_edit,
+                                 "previous": previous, "human": human})
+            logger.info("%s: segment %d revised (version %d)", self.translator, index, version)
+            return self._view(index + 1 if index + 1 < self.next else None)
+
+    def note(self, index: int, comment: str | None, flagged: bool | None) -> dict[str, Any]:
+        """Add a comment to segment ``index`` or set its flag (events); returns the segment's comments and flag."""
+        with self.lock:
+            self._check_intact()
+            self._check_open(index, current=True)
+            if comment is not None:
+                self.journal.append({"event": "comment", "index": index, "text": comment})
+            if flagged is not None:
+                self.journal.append({"event": "flag", "index": index, "flagged": flagged})
+            return {"index": index, "comments": self.journal.comments(index), "flagged": self.journal.flagged(index)}
 
     # ------------------------------------------------------------ submissions
     def submit(self, index: int, post_edit: str, human: dict[str, Any]) -> dict[str, Any]:
@@ -257,7 +440,11 @@ class TranslatorSession:
         self._check_intact()
         assert self.draft is not None and self.rundir is not None and self.draft.index == self.next
         index = self.next
-        human = {"translator": self.translator, **human, **counts(human.get("keys", []))}
+        if journal:  # a fresh submission (a pending one, learnt after a restart, was journalled complete)
+            human = {**self._workbench_part(index, post_edit, human), "version": 1}  # the version the model learns from
+            post_edit, tagged = self._texts(index, post_edit)
+            if tagged is not None:
+                human["tagged"] = tagged
         if journal:  # first on disk: the submission survives a kill during the update
             self.pending_file.parent.mkdir(exist_ok=True)
             write_text_atomic(self.pending_file, json.dumps({"index": index, "post_edit": post_edit, "human": human,

@@ -2,7 +2,8 @@
 
 ``SIMPE_TEST_STALL=update:K`` stops the server for good right after its K-th update of the model (the weights have
 moved, nothing of the segment is recorded yet); ``checkpoint:K`` at its K-th checkpoint, after the segment's
-record was appended and before the state after the update is saved. At the stall the server writes
+record was appended and before the state after the update is saved; ``journal:K`` right after its K-th workbench
+event (a revision, a comment, a flag) is written and synced, before it is answered. At the stall the server writes
 ``SIMPE_TEST_MARKER`` and sleeps until the test kills it (SIGKILL).
 """
 from __future__ import annotations
@@ -45,6 +46,10 @@ def main() -> int:
         from simpe.rundir.writer import RunDir
 
         RunDir.save_checkpoint = _stalling(RunDir.save_checkpoint, int(at))
+    elif where == "journal":
+        from simpe.serve.events import Journal
+
+        Journal.append = _stalling(Journal.append, int(at))
     from simpe.cli import main as cli
 
     return cli(sys.argv[1:])

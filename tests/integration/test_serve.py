@@ -129,7 +129,7 @@ def test_translators_adapt_apart_and_their_runs_sit_beside_simulated_runs(tmp_pa
     alice_records = _records(sessions["alice"].path)
     assert [r["reference"] for r in alice_records] == [r["hypothesis"] + " Quallenfisch" for r in alice_records]
     assert alice_records[0]["human"] == {"translator": "alice", "seconds": 2.0, "keys": [[5, "n", 0], [9, "i", " "]],
-                                         "keystrokes": 2, "mouse": 0, "pastes": 0, "edits": 1}
+                                         "keystrokes": 2, "mouse": 0, "pastes": 0, "edits": 1, "version": 1}
     summary = json.loads((sessions["alice"].path / layout.SUMMARY_FILE).read_text())
     assert summary["human"]["keystrokes"] == 6 and summary["human"]["hter"] == summary["corpus"]["ter"]
     # each record is scored twice: against the person's post-edit (HTER) and against the stream's reference, with the
@@ -169,13 +169,13 @@ def test_translators_adapt_apart_and_their_runs_sit_beside_simulated_runs(tmp_pa
 class Server:
     """``simpe serve run`` in a subprocess (through serve_stall.py), killed with SIGKILL."""
 
-    def __init__(self, root: Path, token: str, stall: str = "") -> None:
-        self.port, self.token, self.marker = _free_port(), token, root / f"stalled-{stall.replace(':', '-')}"
+    def __init__(self, root: Path, token: str, stall: str = "", port: int | None = None, args: tuple[str, ...] = ()) -> None:
+        self.port, self.token, self.marker = port or _free_port(), token, root / f"stalled-{stall.replace(':', '-')}"
         env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1", "SIMPE_TEST_STALL": stall,
                "SIMPE_TEST_MARKER": str(self.marker)}
         self.log = open(root / "server.log", "a")
         self.process = subprocess.Popen([sys.executable, str(STALL), "serve", "run", "study", "--projects-dir",
-                                         str(root / "projects"), "--port", str(self.port)],
+                                         str(root / "projects"), "--port", str(self.port), *args],
                                         cwd=REPO, env=env, stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 120
         while True:

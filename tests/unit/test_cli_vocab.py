@@ -94,7 +94,7 @@ def test_score_names_the_dataset_of_its_novel_vocabulary(tmp_path: Path, capsys)
     assert "(default: libreoffice," in " ".join(build_parser()._subparsers._group_actions[0].choices["score"].format_help().split())
     (tmp_path / "h").write_text("a\n")
     assert main(["score", "-i", str(tmp_path / "h"), "-r", str(tmp_path / "h"), "--dataset", "nope"]) == 2
-    assert capsys.readouterr().err.strip() == "simpe: error: unknown dataset 'nope'; known: autodesk, hf, libreoffice, text, tmx, tsv"
+    assert capsys.readouterr().err.strip() == "simpe: error: unknown dataset 'nope'; known: autodesk, hf, libreoffice, text, tmx, tsv, xliff"
 
 
 def test_docs_cli_md_is_the_parsers_flag_table():

@@ -137,7 +137,9 @@ def test_the_writers_say_which_reference_and_never_mark_effort(comparison) -> No
     assert "Reference: every column scores against the stream's references, translators' runs included" in table
     anna = next(e for e in comparison.people if e.name == "full@anna")
     line = next(line for line in rest.splitlines() if line.startswith("| anna |"))
-    assert line.startswith(f"| anna | full@anna | {N} | {anna.hter:.1f} | 2 min 00 s | 4.0 | {N * 7} | 7.0 | {N} | ")
+    # no pause, no revision, no match inserted in these records: 0.0 s paused, 0 revisions, 0 matches
+    assert line.startswith(f"| anna | full@anna | {N} | {anna.hter:.1f} | 2 min 00 s | 4.0 | 0.0 s | {N * 7} | 7.0 | {N} | ")
+    assert line.endswith(" | 0 | 0 |")
     assert not [line for line in rest.splitlines() if line.startswith("|") and SIGNIFICANT_MARK in line]
     assert "| full | anna, ben | 60 |" in rest
     rows = list(csv.DictReader(io.StringIO(to_csv(comparison))))

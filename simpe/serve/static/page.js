@@ -1,4 +1,4 @@
-// simpe serve: the translator's page. Plain JavaScript, no build step, nothing fetched from elsewhere.
+// simpe serve: the translator's workbench. Plain JavaScript, no build step, nothing fetched from elsewhere.
 // Every text from the server is set with textContent (never parsed as HTML). The access token comes in the link's
 // fragment (#token=...), which the browser never sends to a server; it is kept for this tab only (sessionStorage)
 // and sent in the Authorization header, never in a cookie. docs/serve.md describes the key log this page records.
@@ -13,7 +13,10 @@
     sessionStorage.setItem("simpe-token", token);
     history.replaceState(null, "", location.pathname);  // the token leaves the address bar and the history
   }
-  let view = null, shownAt = 0, keys = [], busy = false, timer = null, offered = null, asked = 0;
+  // view: the segment on the page (the current one or a submitted one being revised); current: the loop's next
+  let view = null, current = null, keys = [], busy = false, timer = null, checker = null, offered = null, asked = 0;
+  let shownAt = 0, pauses = [], pausedAt = null, lastValue = "", lastCaret = 0;
+  let unanswered = null;  // a submission the server did not answer: sent again as it was (the server records it once)
   const editor = $("post-edit");
 
   function status(text, error) {
@@ -36,55 +39,251 @@
     return data;
   }
 
+  function element(tag, text, className) {
+    const node = document.createElement(tag);
+    if (text !== undefined && text !== null) node.textContent = text;
+    if (className) node.className = className;
+    return node;
+  }
+
   function fill(list, items) {
     list.replaceChildren();
     for (const [source, postEdit] of items) {
-      const li = document.createElement("li");
-      li.textContent = source;
-      if (postEdit !== null) {
-        const pe = document.createElement("span");
-        pe.className = "pe";
-        pe.textContent = postEdit;
-        li.appendChild(pe);
-      }
+      const li = element("li", source);
+      if (postEdit !== null) li.appendChild(element("span", postEdit, "pe"));
       list.appendChild(li);
     }
   }
 
+  // ---- the timer: editing time of the segment on the page, pauses excluded (and recorded)
+  const elapsed = () => Math.max(0, Math.round(performance.now() - shownAt));
+  function pausedMs() {
+    let total = pauses.reduce((sum, [a, b]) => sum + (b - a), 0);
+    if (pausedAt !== null) total += elapsed() - pausedAt;
+    return total;
+  }
+  const activeSeconds = () => Math.max(0, (elapsed() - pausedMs()) / 1000);
+  function tick() {
+    const seconds = view && !view.done ? Math.floor(activeSeconds()) : 0;
+    $("timer").textContent = Math.floor(seconds / 60) + ":" + String(seconds % 60).padStart(2, "0");
+  }
+  setInterval(tick, 500);
+  function togglePause() {
+    if (!view || view.done) return;
+    if (pausedAt === null) {
+      pausedAt = elapsed();
+      $("paused").hidden = false;
+      $("work").hidden = true;
+      $("pause").textContent = "Resume";
+      $("resume").focus();
+    } else {
+      pauses.push([pausedAt, elapsed()]);
+      pausedAt = null;
+      $("paused").hidden = true;
+      $("work").hidden = false;
+      $("pause").textContent = "Pause";
+      editor.focus();
+    }
+    tick();
+  }
+  $("pause").addEventListener("click", togglePause);
+  $("resume").addEventListener("click", togglePause);
+
+  // ---- showing a segment
+  function showSource(source, terms) {
+    const spans = [];
+    for (const hit of terms) for (const [a, b] of hit.spans) spans.push([a, b, hit]);
+    spans.sort((x, y) => x[0] - y[0] || (y[1] - y[0]) - (x[1] - x[0]));
+    const p = $("source");
+    p.replaceChildren();
+    let at = 0;
+    for (const [a, b, hit] of spans) {
+      if (a < at) continue;  // overlapping terms: the longer one, which starts first, is marked
+      p.appendChild(document.createTextNode(source.slice(at, a)));
+      const mark = element("mark", source.slice(a, b));
+      mark.title = hit.source + " → " + hit.target;
+      p.appendChild(mark);
+      at = b;
+    }
+    p.appendChild(document.createTextNode(source.slice(at)));
+  }
+
   function show(next) {
     view = next;
+    unanswered = null;
     $("who").textContent = next.translator;
     $("progress").textContent = next.done_segments + " of " + next.total + " done";
+    current = next.done_segments < next.total ? next.done_segments : null;
     hideCompletion();
+    pauses = [];
+    pausedAt = null;
+    $("paused").hidden = true;
+    $("pause").textContent = "Pause";
+    keys = [];
+    shownAt = performance.now();
     if (next.done) {
       $("work").hidden = true;
       $("done").hidden = false;
+      $("document").textContent = "";
       status("");
+      refreshList();
       return;
     }
     $("done").hidden = true;
     $("work").hidden = false;
-    $("source").textContent = next.source;
+    $("document").textContent = "Document: " + next.doc_id;
+    $("segment-number").textContent = "(segment " + (next.index + 1) + " of " + next.total + ")";
+    $("source").lang = next.src_lang;
+    showSource(next.source, next.terms);
     $("hypothesis").textContent = next.hypothesis;
+    $("hypothesis").lang = next.tgt_lang;
+    editor.lang = next.tgt_lang;
+    editor.spellcheck = true;
     fill($("before"), next.before.map((s) => [s.source, s.post_edit]));
     fill($("after"), next.after.map((s) => [s, null]));
-    editor.value = next.hypothesis;
+    const terms = $("terms");
+    terms.replaceChildren(...next.terms.map((t) => element("li", t.source + " → " + t.target)));
+    $("terms-panel").hidden = next.terms.length === 0;
+    const matches = $("matches");
+    matches.replaceChildren(...next.matches.map((m) => {
+      const li = element("li");
+      li.appendChild(element("span", m.score + "%", "score"));
+      li.appendChild(element("span", "Ctrl+" + m.rank + " · " + (m.origin === "memory" ? "memory" : "your post-edit of segment " + (m.index + 1)), "origin"));
+      li.appendChild(element("span", m.target, "target"));
+      li.appendChild(element("span", m.source, "msource"));
+      return li;
+    }));
+    $("matches-panel").hidden = next.matches.length === 0;
+    const revising = next.status === "done";
+    $("editor-label").textContent = revising ? "Your post-edit (revising version " + next.versions + ")" : "Your post-edit";
+    $("submit").textContent = revising ? "Save the revision and next" : "Submit and next";
+    const note = $("revision-note");
+    note.hidden = !revising;
+    note.textContent = revising ? "You are revising a submitted segment. Saving records version " + (next.versions + 1) +
+      ". The model learned from the version you first submitted; it is not rolled back and does not learn again from " +
+      "this revision. Your latest version is the final post-edit (the study's figures and the XLIFF export use it)." : "";
+    $("comments").replaceChildren(...next.comments.map((c) => element("li", c)));
+    $("flag").setAttribute("aria-pressed", next.flagged ? "true" : "false");
+    $("flag").textContent = next.flagged ? "Flagged" : "Flag";
+    setEditor(next.post_edit);
+    $("missing").hidden = true;
     editor.dataset.index = String(next.index);
-    keys = [];
-    shownAt = performance.now();
     editor.focus();
     editor.setSelectionRange(editor.value.length, editor.value.length);
+    lastCaret = editor.value.length;
     status("");
+    showDiff();
+    checkTerms();
+    refreshList();
   }
 
-  const elapsed = () => Math.max(0, Math.round(performance.now() - shownAt));
+  function setEditor(text) {
+    editor.value = text;
+    lastValue = text;
+  }
+
+  async function refreshList() {
+    try {
+      const list = await api("/api/segments");
+      const ol = $("segment-list");
+      ol.replaceChildren(...list.segments.map((s) => {
+        const li = element("li");
+        const button = element("button");
+        button.type = "button";
+        button.dataset.index = String(s.index);
+        button.disabled = s.status === "todo";
+        if (view && !view.done && view.index === s.index) button.className = "open";
+        button.appendChild(element("span", s.status === "done" ? (s.versions > 1 ? "v" + s.versions : "done") : s.status, "st " + s.status));
+        button.appendChild(document.createTextNode((s.index + 1) + " " + s.doc_id + (s.flagged ? " ⚑" : "") + (s.comments ? " ✎" + s.comments : "")));
+        button.title = s.source;
+        button.addEventListener("click", () => open(s.index));
+        li.appendChild(button);
+        return li;
+      }));
+    } catch (err) {
+      status(err.message, true);
+    }
+  }
+
+  async function open(index) {
+    if (busy) return;
+    if (index < 0 || (current !== null && index > current) || (current === null && view && index >= view.total)) return;
+    try {
+      show(await api(current !== null && index === current ? "/api/segment" : "/api/segment?index=" + index));
+    } catch (err) {
+      status(err.message, true);
+    }
+  }
+
+  // ---- the live diff of the machine translation against the editor (words, longest common subsequence)
+  function words(text) { return text.match(/\s+|[^\s]+/g) || []; }
+  function showDiff() {
+    if (!view || view.done) return;
+    const a = words(view.hypothesis), b = words(editor.value);
+    const n = a.length, m = b.length;
+    const table = Array.from({ length: n + 1 }, () => new Uint16Array(m + 1));
+    for (let i = n - 1; i >= 0; i--) for (let j = m - 1; j >= 0; j--)
+      table[i][j] = a[i] === b[j] ? table[i + 1][j + 1] + 1 : Math.max(table[i + 1][j], table[i][j + 1]);
+    const out = $("diff");
+    out.replaceChildren();
+    let i = 0, j = 0;
+    const put = (tag, text) => out.appendChild(tag ? element(tag, text) : document.createTextNode(text));
+    while (i < n || j < m) {
+      if (i < n && j < m && a[i] === b[j]) { put(null, a[i]); i++; j++; }
+      else if (j < m && (i === n || table[i][j + 1] >= table[i + 1][j])) { put("ins", b[j]); j++; }
+      else { put("del", a[i]); i++; }
+    }
+  }
+
+  // ---- glossary terms the draft leaves out (the server applies the one matching rule)
+  function checkTerms() {
+    clearTimeout(checker);
+    if (!view || view.done || view.terms.length === 0) return;
+    checker = setTimeout(async () => {
+      const index = view.index, text = editor.value;
+      try {
+        const answer = await api("/api/check", { index: index, text: text });
+        if (!view || view.index !== index || editor.value !== text) return;
+        const note = $("missing");
+        note.hidden = answer.missing.length === 0;
+        note.textContent = answer.missing.length ? "Glossary terms not in your post-edit: " +
+          answer.missing.map((t) => t.target + " (" + t.source + ")").join(", ") : "";
+      } catch (err) {
+        status(err.message, true);
+      }
+    }, 250);
+  }
+
+  // ---- the key log
   function log(op, arg) {
     if (keys.length < MAX_EVENTS) keys.push([elapsed(), op, arg]);
   }
   const selected = () => editor.selectionEnd - editor.selectionStart;
+  const tags = () => (view && view.tags) || [];
+  const missingTag = (text) => tags().find((t) => !text.includes(t));
+
+  function withTags(text) {  // the source's tags a replacement lacks, appended for the translator to place
+    const lacking = tags().filter((t) => !text.includes(t));
+    return lacking.length ? [text, ...lacking].join(" ") : text;
+  }
+  function replaceAll(text, op) {  // a whole-text replacement by a shortcut or a button (one key event)
+    if (!view || view.done || pausedAt !== null) return;
+    log(op, op === "t" ? text.rank : text.length);
+    setEditor(withTags(op === "t" ? text.target : text));
+    editor.focus();
+    editor.setSelectionRange(editor.value.length, editor.value.length);
+    afterChange();
+  }
+  function afterChange() {
+    hideCompletion();
+    showDiff();
+    checkTerms();
+  }
 
   editor.addEventListener("beforeinput", (event) => {
     const kind = event.inputType || "";
+    lastValue = editor.value;
+    lastCaret = editor.selectionStart;
     if (kind === "insertLineBreak" || kind === "insertParagraph") {  // a segment is one line: Enter does nothing
       event.preventDefault();
       return;
@@ -102,24 +301,50 @@
       log("u", 0);
     }
   });
+  editor.addEventListener("input", (event) => {
+    const lost = missingTag(editor.value);
+    if (lost && (event.inputType || "") !== "deleteByCut" && !missingTag(lastValue)) {
+      // a tag of the source cannot be deleted (cut and paste moves it)
+      editor.value = lastValue;
+      editor.setSelectionRange(lastCaret, lastCaret);
+      status("The tag " + lost + " cannot be deleted; cut and paste it to move it.", true);
+      return;
+    }
+    lastValue = editor.value;
+    afterChange();
+    if (view && view.protocol === "interactive" && view.status === "current") {
+      clearTimeout(timer);
+      timer = setTimeout(askCompletion, 150);
+    }
+  });
   editor.addEventListener("keydown", (event) => {
-    if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
-      event.preventDefault();
-      submit();
-    } else if (event.key === "Tab" && offered !== null) {
+    if (event.key === "Tab" && offered !== null && !event.ctrlKey) {
       event.preventDefault();
       accept();
-    } else if (["ArrowLeft", "ArrowRight", "ArrowUp", "ArrowDown", "Home", "End", "PageUp", "PageDown"].includes(event.key)) {
+    } else if (!event.ctrlKey && !event.metaKey && ["ArrowLeft", "ArrowRight", "ArrowUp", "ArrowDown", "Home", "End", "PageUp", "PageDown"].includes(event.key)) {
       log("n", 0);
     }
   });
   editor.addEventListener("mousedown", () => log("m", 0));
-  editor.addEventListener("input", () => {
-    hideCompletion();
-    if (view && view.protocol === "interactive") {
-      clearTimeout(timer);
-      timer = setTimeout(askCompletion, 150);
-    }
+
+  // ---- shortcuts (listed on the page), wherever the focus is
+  document.addEventListener("keydown", (event) => {
+    const ctrl = event.ctrlKey || event.metaKey;
+    if (!ctrl || event.altKey) return;
+    const key = event.key.length === 1 ? event.key.toLowerCase() : event.key;
+    let handled = true;
+    if (key === "p") togglePause();
+    else if (pausedAt !== null) handled = false;
+    else if (key === "Enter") submit();
+    else if (key === "ArrowDown" && view && !view.done) open(view.index + 1);
+    else if (key === "ArrowUp") open(view && !view.done ? view.index - 1 : (current === null && view ? view.total - 1 : -1));
+    else if (key === "i" && view && !view.done) replaceAll(view.source, "s");
+    else if (key === "m" && view && !view.done) replaceAll(view.hypothesis, "r");
+    else if (["1", "2", "3"].includes(key) && view && !view.done) {
+      const match = view.matches[Number(key) - 1];
+      if (match) replaceAll(match, "t");
+    } else handled = false;
+    if (handled) event.preventDefault();
   });
 
   // ---- the interactive protocol: the system completes what is typed before the caret
@@ -128,7 +353,7 @@
     $("completion").hidden = true;
   }
   async function askCompletion() {
-    if (!view || view.done) return;
+    if (!view || view.done || view.status !== "current") return;
     const prefix = editor.value.slice(0, editor.selectionStart);
     const ticket = ++asked;
     try {
@@ -148,20 +373,29 @@
   function accept() {
     const prefix = editor.value.slice(0, editor.selectionStart);
     log("c", offered.length - prefix.length);
-    editor.value = offered;
+    setEditor(offered);
     editor.setSelectionRange(offered.length, offered.length);
     hideCompletion();
+    showDiff();
   }
 
-  // ---- submitting
+  // ---- submitting a post-edit, or saving a revision
   async function submit() {
-    if (busy || !view || view.done) return;
+    if (busy || !view || view.done || pausedAt !== null) return;
+    const lost = missingTag(editor.value);
+    if (lost) {
+      status("The tag " + lost + " of the source is missing: paste it back where it belongs.", true);
+      return;
+    }
     busy = true;
     $("submit").disabled = true;
     status("saving…");
-    const body = { index: view.index, post_edit: editor.value, seconds: (performance.now() - shownAt) / 1000, keys: keys };
+    const same = unanswered && unanswered.index === view.index && unanswered.post_edit === editor.value;
+    const body = same ? unanswered : { index: view.index, post_edit: editor.value, seconds: activeSeconds(), keys: keys, pauses: pauses };
+    unanswered = body;
     try {
-      show(await api("/api/submit", body));
+      show(await api(view.status === "done" ? "/api/revise" : "/api/submit", body));
+      unanswered = null;
     } catch (err) {
       status("Not saved: " + err.message + ". Your post-edit is still here; submit again.", true);
     } finally {
@@ -170,12 +404,36 @@
     }
   }
   $("submit").addEventListener("click", submit);
-  $("restore").addEventListener("click", () => {
+  $("restore").addEventListener("click", () => { if (view && !view.done) replaceAll(view.hypothesis, "r"); });
+  $("copy-source").addEventListener("click", () => { if (view && !view.done) replaceAll(view.source, "s"); });
+
+  // ---- comments and flags
+  async function note(body) {
     if (!view || view.done) return;
-    log("m", 0);
-    editor.value = view.hypothesis;
-    editor.focus();
+    try {
+      const answer = await api("/api/note", { index: view.index, ...body });
+      if (answer.index !== view.index) return;
+      view.comments = answer.comments;
+      view.flagged = answer.flagged;
+      $("comments").replaceChildren(...answer.comments.map((c) => element("li", c)));
+      $("flag").setAttribute("aria-pressed", answer.flagged ? "true" : "false");
+      $("flag").textContent = answer.flagged ? "Flagged" : "Flag";
+      refreshList();
+    } catch (err) {
+      status(err.message, true);
+    }
+  }
+  function addComment() {
+    const text = $("comment").value;
+    if (!text.trim()) return;
+    $("comment").value = "";
+    note({ comment: text });
+  }
+  $("add-comment").addEventListener("click", addComment);
+  $("comment").addEventListener("keydown", (event) => {
+    if (event.key === "Enter" && !event.ctrlKey) { event.preventDefault(); addComment(); }
   });
+  $("flag").addEventListener("click", () => note({ flagged: !(view && view.flagged) }));
 
   async function start() {
     if (!token) {
