@@ -86,10 +86,12 @@ class EwcModifier(Modifier):
     def penalty_gradient(self, grads: dict[str, torch.Tensor]) -> float | None:
         """λ·Σ F·(θ − θ₀)² at the weights as they are, its gradient 2λ·F·(θ − θ₀) added to ``grads`` (float32 sums).
 
-        Written out rather than differentiated by autograd: the graph of the penalty over every trainable tensor (a
-        cast, a difference, a square, a product and a sum per tensor, and their backward) cost 30 % of a full+ewc
-        segment on the demo model, outside the model; these are five foreach passes. The gradient is the one autograd
-        gives, summed with the loss's in float32 (autograd summed a bfloat16 model's in bfloat16)."""
+        Written out rather than differentiated by autograd: no graph of a cast, a difference, a square, a product and
+        a sum per trainable tensor to build and run backward, but five foreach passes (on a GPU a few launches for
+        all tensors). On the CPU both are bound by memory bandwidth: written out, a full+ewc segment of the demo model
+        took 7 % less time (2026-11-28, docs/changelog.md), and the penalty is still about a quarter of it. The
+        gradient is the one autograd gives, summed with the loss's in float32 (autograd summed a bfloat16 model's in
+        bfloat16)."""
         if not self.fisher or self.weight == 0.0:
             return None
         params = self.method.trainable()
