@@ -9,7 +9,8 @@ The model is one of ``simpe.models.shapes`` (random weights, built on the device
 variant (``default``: the settings as they are; ``no-masters``: ``update.master_copies=false``; ``no-clip``:
 ``update.clip_norm=0``; ``cudnn-sdp``: cuDNN's attention, which ``simpe.model.configure_cuda`` turns off, back on)
 it prints, after one warm-up segment: the seconds per update repetition, per backward pass,
-per beam step (the decoder's forward passes of one translation), and the torch profiler's top operators of one
+per beam step (the decoder's forward passes of one translation; each the median over the segments, one of which ran
+its update, and another its translation, under the profiler), and the torch profiler's top operators of one
 update (self device time on CUDA, self CPU time on the CPU), with the number of kernel launches and host
 synchronisations (``cudaStreamSynchronize``, ``cudaMemcpyAsync`` device to host, ``.item()``) in it. ``--tiny``: one
 narrow layer per stack, for a check of the script on the CPU (``make test`` does not run it).
@@ -63,7 +64,13 @@ def _profile_table(prof: Any, device: str, rows: int = 18) -> dict[str, Any]:
 
 
 def run_variant(args: argparse.Namespace, folder: Path, variant: str, runs: Path) -> dict[str, Any]:
+    """One variant: the loop on ``--segments`` + 1 segments (the first a warm-up), the second's update and the third's
+    translation under the torch profiler."""
+    import contextlib
+
     import torch
+    from torch.profiler import ProfilerActivity
+    from torch.profiler import profile as torch_profile
 
     from simpe.config.files import load_config
     from simpe.loop.run import Loop
@@ -83,13 +90,8 @@ def run_variant(args: argparse.Namespace, folder: Path, variant: str, runs: Path
     family_decoder.register_forward_pre_hook(lambda *a: decoder_forwards.__setitem__("n", decoder_forwards["n"] + 1))
     reps, backward, per_rep, steps, step_ms = [], [], [], [], []
     prof_table = translate_table = None
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if args.device == "cuda" else [])
     for i, seg in enumerate(segments):
-        import contextlib
-
-        from torch.profiler import ProfilerActivity
-        from torch.profiler import profile as torch_profile
-
-        activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if args.device == "cuda" else [])
         with (torch_profile(activities=activities) if i == 2 else contextlib.nullcontext()) as tprof:
             _sync(args.device)
             decoder_forwards["n"] = 0
