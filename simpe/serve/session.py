@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import threading
 import time
 from pathlib import Path
@@ -49,7 +48,7 @@ from simpe.rundir import layout
 from simpe.rundir.reader import read_jsonl
 from simpe.rundir.state import RunState, state
 from simpe.rundir.writer import RunDir, write_text_atomic
-from simpe.serve.events import Journal, final_versions
+from simpe.serve.events import Journal, final_versions, fsync_path
 from simpe.serve.keylog import counts
 from simpe.serve.lookup import Match, Terms, find_matches
 
@@ -62,15 +61,6 @@ CONTEXT_BEFORE, CONTEXT_AFTER = 3, 2  # segments of the same document shown arou
 def blank_tags(text: str) -> str:
     """``text`` with each inline tag's placeholder replaced by as many spaces (glossary matching, offsets kept)."""
     return PLACEHOLDER.sub(lambda m: " " * len(m.group(0)), text)
-
-
-def fsync_path(path: Path) -> None:
-    """Flush a file (or a folder's entries) to the disk."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 STREAM = "stream"  # the record's and the summary's part scored against the stream's reference
