@@ -55,7 +55,9 @@ def repeated_rate(summed: np.ndarray) -> np.ndarray:
         return 100.0 * summed[:, 0] / summed[:, 1]
 
 
-def _effect(base: Run, system: Run, key: str, n: int, relative: bool) -> Effect | None:
+def effect(base: Run, system: Run, key: str, n: int, relative: bool) -> Effect | None:
+    """``system`` minus ``base`` on metric ``key`` (or the repeated-error rate) over the first ``n`` segments, with its
+    paired-bootstrap interval; None when a run did not log it or the difference is undefined."""
     if key == "repeated":
         b, s = repeated_stats(base, n), repeated_stats(system, n)
         found = paired_effect(b, s, repeated_rate, False, POINTS)
@@ -127,10 +129,10 @@ def field_table(main: RunGroup, field: RunGroup, forgetting: RunGroup | None,
         spent = seconds.get("translate", 0.0) + seconds.get("update", 0.0)
         rows.append(FieldRow(
             method=name, parent=up,
-            bleu=_effect(base, run, "bleu", n, False),
-            bleu_parent=_effect(up_run, run, "bleu", n, False) if up_run is not None else None,
-            r0=_effect(base, run, "r0", n, True), r1=_effect(base, run, "r1", n, True),
-            repeated=_effect(base, run, "repeated", n, False),
+            bleu=effect(base, run, "bleu", n, False),
+            bleu_parent=effect(up_run, run, "bleu", n, False) if up_run is not None else None,
+            r0=effect(base, run, "r0", n, True), r1=effect(base, run, "r1", n, True),
+            repeated=effect(base, run, "repeated", n, False),
             forgetting=held_out_bleu(forgets.get(name), f_n or 0),
             forgetting_parent=held_out_bleu(forgets.get(up), f_n or 0) if up else None,
             seconds=spent / run.num_segments if spent and run.num_segments else None,

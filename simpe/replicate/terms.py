@@ -17,9 +17,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from simpe.replicate.field import parent, preset
-from simpe.replicate.papers import POINTS, RELATIVE
-from simpe.replicate.verdicts import Effect, metric_score, paired_effect
+from simpe.replicate.field import effect, parent, preset
+from simpe.replicate.verdicts import Effect, metric_score
 from simpe.report.compare import segment_stats
 from simpe.rundir.reader import Run, RunGroup
 
@@ -42,14 +41,6 @@ def _score(run: Run, key: str, n: int) -> float | None:
         return None
     value = float(metric_score(key)(stats.sum(0))[0])
     return None if math.isnan(value) else value
-
-
-def _effect(base: Run, system: Run, key: str, n: int, relative: bool) -> Effect | None:
-    b, s = segment_stats(base, key, n), segment_stats(system, key, n)
-    if b is None or s is None:
-        return None
-    found = paired_effect(b, s, metric_score(key), relative, RELATIVE if relative else POINTS)
-    return None if math.isnan(found.value) else found
 
 
 @dataclass
@@ -90,7 +81,7 @@ def terms_table(group: RunGroup) -> TermsTable:
         seconds = (run.summary or {}).get("seconds") or {}
         spent = seconds.get("translate", 0.0) + seconds.get("update", 0.0)
         return TermsRow(label, against_label, {col: _score(run, key, n) for col, key, _ in EFFECTS},
-                        {col: _effect(against, run, key, n, rel) if against is not None else None for col, key, rel in EFFECTS},
+                        {col: effect(against, run, key, n, rel) if against is not None else None for col, key, rel in EFFECTS},
                         spent / run.num_segments if spent and run.num_segments else None)
 
     for name in order:
