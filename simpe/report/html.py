@@ -34,7 +34,7 @@ import numpy as np
 from simpe.report.compare import SIGNIFICANCE_LEVEL, SIGNIFICANT_MARK, Comparison, compare_runs
 from simpe.report.marks import as_json, group_marks, one_shot_disagreement, repeated_error_stats
 from simpe.report.page import PAGE, SCRIPT
-from simpe.report.people import EFFORT_KEYS, EFFORT_NOTE, OWN, POST_EDIT, Effort, stream_group
+from simpe.report.people import EFFORT_KEYS, EFFORT_NOTE, OWN, POST_EDIT, Effort, is_person, revised_own, stream_group
 from simpe.report.plotting import (
     cumulative_deltas,
     delta_panels,
@@ -127,13 +127,15 @@ def report_data(group: RunGroup, comparison: Comparison) -> dict[str, Any]:
     MAX_CURVE_POINTS). ``snapshots``: logged series, random-kRG references, inexact ones.
     ``segments``: per segment ``[index, doc_id, seg_id, source, ref_tokens, ref_marks, r0, r1,
     hyps, disagree]`` with ``hyps`` per run ``[hyp_tokens, marks, sbleu, r0+1 num, r0+1 den]`` (a translator's run
-    adds ``own post-edit, its TER``; every figure before them is against the stream's reference) and ``disagree``
+    adds ``own post-edit, its TER``: the final version, and where it was revised after submitting a third item, the
+    version the model learned from; every figure before them is against the stream's reference) and ``disagree``
     the one-shot words methods disagree on. ``people``: true when translators' runs are in (only then). ``mismatches``: segments whose
     marks do not reproduce the logged R counts (run name -> indices).
     """
     group = stream_group(group)[0]  # translators' runs against the stream's references, as compare tables them
     colors = method_colors(group.runs)
     marks = group_marks(group)
+    revised = {run.name: revised_own(run) if is_person(run) else {} for run in group.runs}
     segments = []
     for index, seg_marks in enumerate(marks.segments):
         base = group.baseline.segments[index]
@@ -144,7 +146,11 @@ def report_data(group: RunGroup, comparison: Comparison) -> dict[str, Any]:
             hyps.append([record.get("hyp_tokens") or "", seg_marks.hyp_marks[run.name],
                          _segment_value(record, "sbleu"), int(r01[0]), int(r01[1])])
             if OWN in record:  # a translator's: their own post-edit and this segment's HTER against it
-                hyps[-1] += [record[OWN][POST_EDIT], _num((record[OWN].get("metrics") or {}).get("ter"), 2)]
+                if index in revised[run.name]:  # revised later: the final version, and the one the model learned from
+                    final, hter, learned = revised[run.name][index]
+                    hyps[-1] += [final, _num(hter, 2), learned]
+                else:
+                    hyps[-1] += [record[OWN][POST_EDIT], _num((record[OWN].get("metrics") or {}).get("ter"), 2)]
         segments.append([index, base.get("doc_id") or "", base.get("seg_id") or "", base.get("source") or "",
                          base.get("ref_tokens") or "", seg_marks.ref_marks, seg_marks.r0, seg_marks.r1, hyps,
                          one_shot_disagreement(seg_marks)])

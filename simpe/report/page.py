@@ -140,7 +140,8 @@ function row(i){
     h += "<tr><td class='m' style='color:" + RUNS[r].color + "'>" + esc(RUNS[r].label) + "</td><td>" + marked(hy[0], hy[1], HYP_CLASS);
     if (miss.r0.length || miss.r1.length) h += "<div class='miss'>" + (miss.r0.length ? "missed R0: " + miss.r0.map(esc).join(", ") + " " : "") + (miss.r1.length ? "missed R1: " + miss.r1.map(esc).join(", ") : "") + "</div>";
     // a translator's run: their own post-edit, and the HTER of the translation they were shown against it
-    if (hy.length > 5) h += "<div class='own'><b>own post-edit</b> " + esc(hy[5]) + " <span class='delta'>(HTER " + fmt(hy[6], 1) + ")</span></div>";
+    if (hy.length > 5) h += "<div class='own'><b>own post-edit</b> " + esc(hy[5]) + " <span class='delta'>(HTER " + fmt(hy[6], 1) + ")</span>" +
+      (hy.length > 7 ? " <span class='delta'>(revised after submitting; the model learned from: " + esc(hy[7]) + ")</span>" : "") + "</div>";
     h += "</td><td class='n'>sBLEU " + fmt(hy[2], 1) + sign(ds) + "<br>R0+1 " + hy[3] + "/" + hy[4] + sign(dr) + "</td></tr>";
   });
   div.innerHTML = h + "</table>";

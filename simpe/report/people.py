@@ -24,7 +24,7 @@ from typing import Any
 from simpe.errors import RunDirError
 from simpe.metrics import metric_for
 from simpe.metrics.effort import EFFORT_METRICS
-from simpe.rundir.events import read_events, revisions_of
+from simpe.rundir.events import final_versions, read_events, revisions_of
 from simpe.rundir.reader import Run, RunGroup
 from simpe.rundir.record import SegmentRecord
 
@@ -187,6 +187,24 @@ def own_part(record: dict[str, Any]) -> dict[str, Any]:
     if OWN in record:
         return record[OWN]
     return {POST_EDIT: record.get("reference"), "metrics": record.get("metrics") or {}, "stats": record.get("stats") or {}}
+
+
+def revised_own(run: Run) -> dict[int, tuple[str, float | None, str]]:
+    """A person's run's segments revised after the model learned from them (``events.jsonl``): index -> (the final
+    version, the HTER of the translation they were shown against it, the version the model learned from), the HTER
+    as ``run_effort`` scores it. Empty for a run without revisions (or without a folder)."""
+    if run.path is None:
+        return {}
+    finals = final_versions(read_events(run.path))
+    ter = metric_for("ter")
+    out = {}
+    for record in run.segments:
+        final = finals.get(record.get("index"))
+        if final is not None:
+            version = str(final["post_edit"])
+            hter = ter.score_from_stats(ter.segment_stats(str(record.get("hypothesis") or ""), version))
+            out[record["index"]] = (version, hter, str(own_part(record)[POST_EDIT] or ""))
+    return out
 
 
 def run_effort(run: Run, num_segments: int) -> Effort:

@@ -209,3 +209,30 @@ def test_the_browser_shows_a_translators_own_post_edit(group_dir: Path, tmp_path
     assert "<b>stream post-edit</b>" in row and f"<b>own post-edit</b> {own} " in row
     assert row.count("own post-edit") == 2  # anna and ben; the simulated runs have none
     assert '<table id="people" class="effort">' in dom
+
+
+def test_the_browser_shows_a_revised_segments_final_version(tmp_path: Path) -> None:
+    """A segment anna revised after submitting (events.jsonl, as simpe serve writes it): the browser shows the final
+    version with the HTER against it (sacreBLEU's TER, as the translators' table scores it) and the version the model
+    learned from; her other segments and the simulated runs are as before."""
+    _, references = stream(N)
+    group = write_group(tmp_path, num_segments=N, methods={k: GROUP_METHODS[k] for k in ("baseline", "full")})
+    shown = perturb(references, 0.15, seed=11)
+    run = write_person(group, "anna", shown)
+    own = post_edits_of(references, "anna")
+    final = "Ganz anders."
+    (run / "events.jsonl").write_text(json.dumps({"event": "revision", "index": 4, "version": 2, "post_edit": final,
+                                                  "previous": own[4], "human": {"seconds": 1.0}}) + "\n")
+    data = report_data(load_group([group]), compare_runs(load_group([group]), num_resamples=20))
+    anna = [r["name"] for r in data["runs"]].index("full@anna")
+    rows = {segment[0]: segment[8][anna] for segment in data["segments"]}
+    assert rows[4][5:] == [final, pytest.approx(TER().sentence_score(shown[4], [final]).score, abs=0.01), own[4]]
+    assert rows[4][6] != pytest.approx(TER().sentence_score(shown[4], [own[4]]).score, abs=0.01)
+    assert all(len(row) == 7 and row[5] == own[i] for i, row in rows.items() if i != 4)
+    from test_report import _browser, _dom
+
+    from simpe.report.html import write_report
+
+    dom = _dom(_browser(), write_report(load_group([group]), tmp_path / "report", num_resamples=20), "#seg=4")
+    row = dom[dom.index('id="seg-4"'):dom.index('id="seg-5"')]
+    assert f"<b>own post-edit</b> {final} " in row and f"the model learned from: {own[4]})" in row
