@@ -14,10 +14,11 @@ output as one of its *forms*, token sequences of the model's target vocabulary (
 
 A hypothesis *contains* a term when one of its forms occurs in it as consecutive tokens **and ends at a word
 boundary**: the token after the form's last one starts a new word (its text starts with a space, SentencePiece's ``▁``
-or byte-level BPE's ``Ġ``), is punctuation or a symbol, writes no text, or is the stop token; a form whose term ends
+or byte-level BPE's ``Ġ``), is punctuation or a symbol other than the ASCII hyphen (Moses keeps a hyphenated
+compound as one word), writes no text, or is the stop token; a form whose term ends
 in punctuation (``Summe (x)``) ends a word by itself. Without the rule a forced "Zeile" could go on as "Zeile" +
-"kopf", which the term metrics (whole Moses tokens) do not count. Which tokens *continue* a word (their text starts
-with a letter, a digit or a mark, or with a byte that is no whole character) is read once per tokenizer
+"kopf" or "Zeile" + "-Tabelle", which the term metrics (whole Moses tokens) do not count. Which tokens *continue* a
+word (their text starts with a letter, a digit, a mark or a hyphen, or with a byte that is no whole character) is read once per tokenizer
 (``continuing``); a constraint built without them (``glue=None``) counts a form wherever it ends.
 
 The state of a token prefix is the set of terms it contains (a form ended before the last token and a boundary
@@ -104,8 +105,11 @@ class Term:
 
 
 def _word_char(char: str) -> bool:
-    """Whether a character belongs to a word: anything but spaces, punctuation (Unicode P*) and symbols (S*)."""
-    return not char.isspace() and unicodedata.category(char)[0] not in "PSZ"
+    """Whether a character belongs to a word: anything but spaces, punctuation (Unicode P*) and symbols (S*), except
+    the ASCII hyphen, which belongs to the word it touches: the term metrics count Moses tokens, and Moses keeps a
+    hyphenated compound ("Kategorie-Tabelle", "Zeilen-") as one token (sacremoses' default, no aggressive dash
+    splits), so a term followed by a hyphen is not the term there."""
+    return char == "-" or (not char.isspace() and unicodedata.category(char)[0] not in "PSZ")
 
 
 def word_end(text: str) -> str:

@@ -443,13 +443,17 @@ def test_the_mask_drops_continuing_tokens_where_a_held_term_has_no_room_to_come_
 
 def test_continuing_tokens_of_a_real_tokenizer() -> None:
     """The demo model's SentencePiece pieces: a piece after ▁ starts a word, punctuation ends one, a bare subword
-    continues one; bytes that are no whole character continue one too."""
-    assert [lexical.continues_word(s) for s in (b" Zeile", b"kopf", b".", b"\xe2\x80\x93", b"3", b"\xc3", b"", None)] == [
-        False, True, False, False, True, True, False, False]
+    continues one; bytes that are no whole character continue one too, and so does an ASCII hyphen (Moses keeps
+    "Kategorie-Tabelle" one word), not an en dash or a hyphen after a space."""
+    assert [lexical.continues_word(s) for s in (b" Zeile", b"kopf", b".", b"\xe2\x80\x93", b"3", b"\xc3", b"", None, b"-",
+                                                b"-/", b" -")] == [
+        False, True, False, False, True, True, False, False, True, True, False]
+    assert lexical.word_end("Wählen Sie Zeilen-") == lexical.word_end("Wählen Sie Zeilen") == "Wählen Sie "
     tok = load_model(None, "cpu").tokenizer
     glue = lexical.continuing(tok)
-    pieces = {piece: tok.convert_tokens_to_ids(piece) for piece in ("▁Zeile", "kopf", "en", ".", ":", "▁–", "...", "▁")}
-    assert {p for p, t in pieces.items() if t in glue} == {"kopf", "en"}
+    pieces = {piece: tok.convert_tokens_to_ids(piece)
+              for piece in ("▁Zeile", "kopf", "en", ".", ":", "▁–", "...", "▁", "-", "-/", "▁-")}
+    assert {p for p, t in pieces.items() if t in glue} == {"kopf", "en", "-", "-/"}
     assert lexical.continuing(tok) is glue  # read once per tokenizer
 
 
@@ -499,3 +503,23 @@ def test_the_demo_model_no_longer_glues_a_term_to_a_subword(demo) -> None:
     assert matcher.targets_in(matcher.target_tokens(_text(demo, best)), ["Ansicht", "Spalte", "Zeile"]) == ["Ansicht", "Spalte", "Zeile"]
     assert full_scores(demo.model, ids, [best.tokens])[0] == pytest.approx(best.score, abs=1e-4)
     assert best.score <= glued.score + 1e-4  # a stricter constraint: never above the looser one's best
+
+
+def test_the_demo_model_no_longer_hyphenates_a_term_into_a_compound(demo) -> None:
+    """Segment 119 of the scalc stream: under the word-boundary rule without the hyphen the demo model wrote
+    "Fenster-Menü", one Moses token, which the term metrics do not count as "Fenster"; a hyphen now continues a word."""
+    source = "Window Menu"
+    decoder = ConstrainedBeamDecoder(beam_size=5).bind(demo.tokenizer).use_glossary([("Window", "Fenster")])
+    ids = demo.family.encode_source(demo.tokenizer, source, "cpu")[0]
+    terms = decoder.terms(demo.model, decoder.applicable(source))
+    without = frozenset(t for t in lexical.continuing(demo.tokenizer)  # the rule before: a hyphen ended a word
+                        if not demo.tokenizer.convert_ids_to_tokens(t).startswith("-"))
+    with decoding(demo.model):
+        old, _, _ = constrain_terms(encode(demo.model, ids, decoder.limit), terms, without)
+        hyphenated = decoder.decode_sources(demo.model, [old])[0].hypotheses[0]
+    assert _text(demo, hyphenated) == "Fenster-Menü"
+    best = decoder.decode(demo.model, ids, source=source).hypotheses[0]
+    assert _text(demo, best) == "Fenster"
+    matcher = decoder.matcher
+    assert matcher.targets_in(matcher.target_tokens(_text(demo, hyphenated)), ["Fenster"]) == []
+    assert matcher.targets_in(matcher.target_tokens(_text(demo, best)), ["Fenster"]) == ["Fenster"]
