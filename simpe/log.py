@@ -4,12 +4,17 @@ Only ``simpe.cli`` calls ``setup``; every module uses ``logging.getLogger(__name
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import logging
 import os
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 
 _FILE_HANDLER: logging.Handler | None = None
+_GROUP_HANDLERS: list[logging.Handler] = []  # a lockstep group's runs' log files (add_files)
+_RUN: contextvars.ContextVar[int | None] = contextvars.ContextVar("simpe_log_run", default=None)
 _VERBOSE = False
 
 
@@ -75,3 +80,31 @@ def remove_file() -> None:
         logging.getLogger().removeHandler(_FILE_HANDLER)
         _FILE_HANDLER.close()
         _FILE_HANDLER = None
+    for handler in _GROUP_HANDLERS:
+        logging.getLogger().removeHandler(handler)
+        handler.close()
+    _GROUP_HANDLERS.clear()
+
+
+def add_files(paths: list[Path]) -> None:
+    """A lockstep group's log files (replacing any earlier ones): a line logged inside ``for_run(i)`` goes to
+    ``paths[i]`` only, a line of the group's shared work to every file."""
+    remove_file()
+    root = logging.getLogger()
+    for number, path in enumerate(paths):
+        handler = _LogFile(path, encoding="utf-8")
+        handler.setLevel(logging.DEBUG)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        handler.addFilter(lambda record, number=number: _RUN.get() in (None, number))
+        root.addHandler(handler)
+        _GROUP_HANDLERS.append(handler)
+
+
+@contextlib.contextmanager
+def for_run(number: int) -> Iterator[None]:
+    """Lines logged inside go to the log file of the group's run ``number`` only (``add_files``)."""
+    token = _RUN.set(number)
+    try:
+        yield
+    finally:
+        _RUN.reset(token)

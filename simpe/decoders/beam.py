@@ -130,7 +130,7 @@ def _beam_step(logp: torch.Tensor, seqs: list[tuple[int, ...]], scores: list[flo
 
 
 def beam_search_many(model: Any, sources: list[Source], beam_size: int, heap: bool = False,
-                     on_step: StepHook | None = None) -> list[tuple[list[Hypothesis], int, int]]:
+                     on_step: StepHook | None = None, even: bool = False) -> list[tuple[list[Hypothesis], int, int]]:
     """Plain (``heap=False``) or min-heap beam search on several encoded sources in lockstep.
 
     The live beams of all sources share each forward pass (rows grouped by source; padded
@@ -144,6 +144,11 @@ def beam_search_many(model: Any, sources: list[Source], beam_size: int, heap: bo
             (rows, fed, layers, 2, heads, head_dim) self-attention states of the positions just fed (the
             whole target prefix at step 0, one position after), the cache); the exact top-k search
             reuses these expansions.
+        even: every source keeps ``beam_size`` rows after step 0, whatever its search needs (a run axis's passes
+            take equal blocks of rows: ``simpe.models.stacked``): a source with fewer live beams, or one whose
+            search has ended while others go on, fills its block with copies of one of its rows, whose outputs are
+            never read. A source's rows are then computed in blocks of one size in a group and alone, so its search
+            is the same bit for bit (``simpe.loop.group``).
     Returns:
         per source: (hypotheses best first, expansions = decoder rows run, steps).
     """
@@ -158,6 +163,7 @@ def beam_search_many(model: Any, sources: list[Source], beam_size: int, heap: bo
     scores: list[list[float]] = [[0.0] for _ in range(n)]
     finished: list[list[tuple[float, tuple[int, ...]]]] = [[] for _ in range(n)]  # best first
     expansions, steps = [0] * n, [0] * n
+    real = [1] * n  # (even) the live rows at the head of each source's block; 0 once its search has ended
     for position in range(max(s.max_len for s in sources)):
         rows = len(row_source)
         logp = rows_of.step(tokens_in)  # (rows, vocab)
@@ -171,6 +177,15 @@ def beam_search_many(model: Any, sources: list[Source], beam_size: int, heap: bo
             last_row = first
             while last_row + 1 < rows and row_source[last_row + 1] == i:
                 last_row += 1
+            if even:
+                end = last_row + 1  # the whole block, filler rows included
+                if not real[i]:  # ended: its block stays, all filler, while another source searches on
+                    keep += [first] * beam_size
+                    next_tokens += [special.eos] * beam_size
+                    next_source += [i] * beam_size
+                    first = end
+                    continue
+                last_row = first + real[i] - 1
             block = slice(first, last_row + 1)
             apply_typed(sources[i], logp[block], seqs[i])
             if on_step is not None:
@@ -186,8 +201,16 @@ def beam_search_many(model: Any, sources: list[Source], beam_size: int, heap: bo
                 next_source += [i] * len(live)
                 seqs[i] = [seqs[i][row] + (tok,) for row, tok, _ in live]
                 scores[i] = [value for _, _, value in live]
+            if even:
+                real[i] = 0 if done else len(live)
+                filler = beam_size - real[i]
+                keep += [first] * filler  # copies of the block's first row, fed EOS: never read
+                next_tokens += [special.eos] * filler
+                next_source += [i] * filler
+                first = end
+                continue
             first = last_row + 1
-        if not keep:
+        if not keep or (even and not any(real)):
             break
         rows_of.select(keep, next_source)
         tokens_in = torch.tensor(next_tokens, dtype=torch.long, device=device)  # (live rows,)

@@ -128,12 +128,14 @@ class Source:
     memo: Any = None  # rows of earlier decodes of this source to read, and to add to (simpe.decoders.reuse.PrefixMemo)
 
 
-def encode(model: Any, input_ids: Any, limit: LengthLimit) -> Source:
+def encode(model: Any, input_ids: Any, limit: LengthLimit, runs: int | None = None) -> Any:
     """Run the encoder once (a causal LM: keep the prompt as the target's prefix).
 
     Args:
         input_ids: (1, src_len) LongTensor (a 1-D tensor or a list of ids is accepted too): the source
             ids, or a causal LM's prompt.
+        runs: a stacked model's runs (``simpe.models.stacked``): one encoder pass over ``runs`` copies of the ids,
+            run ``r``'s row by its own weights, and a list of one ``Source`` per run. None: one model, one ``Source``.
     """
     family = family_of(model)
     device = next(model.parameters()).device
@@ -149,9 +151,11 @@ def encode(model: Any, input_ids: Any, limit: LengthLimit) -> Source:
     # 256 and its 2-token prefix would index past it): prefix and hypothesis together fit max_tokens
     room = max(1, family.max_tokens(model.config) - len(prefix))
     max_len = min(limit(src_len), room)
-    if family.encoder_decoder:
-        return Source(family.encode(model, ids), src_len, max_len, special, prefix, device, room)
-    return Source(None, src_len, max_len, special, prefix, device, room)
+    copies = 1 if runs is None else runs
+    hidden = family.encode(model, ids.expand(copies, -1)) if family.encoder_decoder else None  # (copies, src_len, d_model)
+    sources = [Source(None if hidden is None else hidden[r:r + 1], src_len, max_len, special, prefix, device, room)
+               for r in range(copies)]
+    return sources[0] if runs is None else sources
 
 
 def step_scores(logp: torch.Tensor, special: Special, last: bool, overwrite: bool = False) -> torch.Tensor:

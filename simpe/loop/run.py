@@ -36,6 +36,7 @@ from simpe.decoders import DECODERS
 from simpe.errors import ConfigError, ModelError, SimpeError
 from simpe.filehash import file_hash
 from simpe.fingerprint import run_code
+from simpe.loop.draft import Draft
 from simpe.loop.malloc import reuse_freed_memory
 from simpe.loop.phases import ModelTimer, Phases
 from simpe.loop.probes import Probes
@@ -119,24 +120,6 @@ def run_path(cfg: RunConfig, identity: dict[str, str | None] | None = None) -> P
         raise ConfigError(f"the run folder {path} would lie outside the runs folder {cfg.runs_dir}; check the names")
     return path
 
-
-@dataclasses.dataclass
-class Draft:
-    """A segment translated and not yet learnt from (``Loop.translate``): what ``Loop.learn`` needs."""
-
-    index: int
-    segment: Segment
-    examples: Any  # the in-context examples of the prompt (icl), else empty
-    pair: Any  # simpe.models.base.Pair: the source's ids and the segment reference's labels
-    result: Any  # the decoder's result
-    best: list[int]  # the best hypothesis's tokens
-    hypothesis: str  # detokenised
-    phases: Phases  # the segment's clock, from its first phase to its record
-    # the method's translating() context (tune-retrieve's tuned copy), entered by translate and closed by learn once
-    # the correction is in, before the update; and what it yielded
-    tuning: contextlib.ExitStack = dataclasses.field(default_factory=contextlib.ExitStack)
-    tuned: Any = None
-    terms: tuple[tuple[str, str], ...] = ()  # the glossary pairs its prompt says (data.glossary_prompt)
 
 class Loop:
     """One run: a model with a method attached, a decoder, a scorer and a run directory.
@@ -438,18 +421,19 @@ class Loop:
         in another environment (threads, kernel set, versions, device) and records the change."""
         cfg = self.cfg
         self.check_run_dir(resume or resume_anyway, overwrite, resume_anyway)
+        from simpe.loop.group import Group, steps_in_lockstep
+
+        if steps_in_lockstep(self):  # a group of one: the records of this run in any lockstep group
+            Group([self]).run(resume=resume, overwrite=overwrite, resume_anyway=resume_anyway, stop_after=stop_after)
+            return self.path
         resume = resume or resume_anyway
         self.load(resume=resume and (self.path / layout.STATE_DIR / layout.CHECKPOINT_FILE).exists())
         with RunDir(self.path) as rundir:
             rundir.open(resume=resume, overwrite=overwrite)
-            start, records = self._restore(rundir, resume)
+            start, records = self.restore(rundir, resume)
             log.add_file(rundir.log_file)
-            logger.info("run %s: method %s with %d trainable tensors (%d parameters), %d segments, decoder %s %s, device %s",
-                        cfg.adapter, cfg.method.name, len(self.method.trainable()),
-                        sum(p.numel() for p in self.method.trainable().values()), len(self.segments), cfg.decoder.name,
-                        cfg.decoder.params, self.loaded.device)
-            logger.debug("method facts: %s", self.method.describe())
-            bar = self._progress(start)
+            self.log_start()
+            bar = self.progress_bar(start)
             # What is alive now (the model, the tokenizer, the libraries' objects: ~400k on the demo model) lives
             # through the run: frozen, a full collection of the cyclic GC does not walk it (80-190 ms each time,
             # landing in whichever part of a segment allocated last). Thawed at the end, so nothing stays frozen.
@@ -472,7 +456,7 @@ class Loop:
                 if bar is not None:
                     bar.close()
                     bar = None
-                self._finish(rundir, records)
+                self.finish(rundir, records)
             finally:
                 if frozen:
                     gc.unfreeze()
@@ -481,7 +465,7 @@ class Loop:
                 log.remove_file()
         return self.path
 
-    def _restore(self, rundir: RunDir, resume: bool) -> tuple[int, list[dict[str, Any]]]:
+    def restore(self, rundir: RunDir, resume: bool) -> tuple[int, list[dict[str, Any]]]:
         """Where the run starts and the records logged before it: a resume restores the last checkpoint (the method's
         state, the RNG, the scorer's running sums) and cuts the logs back to it; a new run writes its config and env."""
         start, records = 0, []
@@ -513,6 +497,15 @@ class Loop:
                 rundir.write_json(layout.MANIFEST_FILE, manifest)
         return start, records
 
+    def log_start(self) -> None:
+        """The run's first lines in its log: method, trainable tensors, segments, decoder, device."""
+        cfg = self.cfg
+        logger.info("run %s: method %s with %d trainable tensors (%d parameters), %d segments, decoder %s %s, device %s",
+                    cfg.adapter, cfg.method.name, len(self.method.trainable()),
+                    sum(p.numel() for p in self.method.trainable().values()), len(self.segments), cfg.decoder.name,
+                    cfg.decoder.params, self.loaded.device)
+        logger.debug("method facts: %s", self.method.describe())
+
     def _check_checkpoint(self, rundir: RunDir, state: dict[str, Any]) -> None:
         """Refuse a checkpoint whose values this run could not have written (RunDir.load_checkpoint checked its
         structure): another method's, more segments than the stream, a method state of other tensors or NaNs."""
@@ -527,7 +520,7 @@ class Loop:
         except ModelError as err:
             raise rundir.bad_checkpoint(f"(method {self.cfg.method.name!r}) {err}") from None
 
-    def _finish(self, rundir: RunDir, records: list[dict[str, Any]]) -> None:
+    def finish(self, rundir: RunDir, records: list[dict[str, Any]]) -> None:
         """The end of a complete stream: the store, the summary, and DONE (``RunDir.finish``)."""
         if self.truncated:
             logger.warning("%d segments were cut to %d tokens (records with a 'truncated' key)", self.truncated,
@@ -541,12 +534,15 @@ class Loop:
         logger.info("%s: %s, %d adapted parameters (%.1f kB per user)", self.cfg.adapter, running_text(summary["corpus"], full=True),
                     summary["adapted_parameters"], summary["store_bytes"] / 1000)
 
-    def _progress(self, start: int):
+    def progress_bar(self, start: int, position: int | None = None):
+        """The run's progress bar from segment ``start`` (None without ``progress``); ``position``: its line among a
+        lockstep group's bars."""
         if not self.progress:
             return None
         from tqdm import tqdm
 
-        return tqdm(total=len(self.segments), initial=start, desc=self.cfg.adapter, unit="seg", dynamic_ncols=True, leave=True)
+        return tqdm(total=len(self.segments), initial=start, desc=self.cfg.adapter, unit="seg", dynamic_ncols=True, leave=True,
+                    position=position)
 
     def summary(self, records: list[dict[str, Any]]) -> dict[str, Any]:
         """The run's summary (``simpe.loop.summary.run_summary``; a served run adds the person's figures)."""

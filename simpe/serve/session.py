@@ -23,7 +23,7 @@ the translator's own final post-edits, glossary hits), unless the server runs wi
 Nothing submitted is lost. A submission is first written to ``state/pending.json`` and synced (fsync of the file
 and its folder); then the loop learns, the record is appended and synced, and the checkpoint (the state after the
 update) is written and synced; only then is the pending file removed and the answer sent. A process killed at any
-point restarts from the last checkpoint (``Loop._restore``: the logs are cut back to it) and, when the pending
+point restarts from the last checkpoint (``Loop.restore``: the logs are cut back to it) and, when the pending
 submission is for the segment after it, learns it again: every submitted segment is recorded exactly once, with the
 model state an uninterrupted session has. This module knows nothing of HTTP.
 """
@@ -158,7 +158,7 @@ class TranslatorSession:
         self.loop.load()
         self.rundir = RunDir(self.path)
         self.rundir.open(resume=True, overwrite=False)
-        start, self.records = self.loop._restore(self.rundir, resume=True)
+        start, self.records = self.loop.restore(self.rundir, resume=True)
         self.next = start
         self._restore_stream_scores()
         self._learn_pending()
@@ -172,7 +172,7 @@ class TranslatorSession:
             self.loop.timer.remove()
 
     def _restore_stream_scores(self) -> None:
-        """The stream-reference scorer's running sums from the records kept (as ``Loop._restore`` replays its own)."""
+        """The stream-reference scorer's running sums from the records kept (as ``Loop.restore`` replays its own)."""
         if self.stream_scorer is None:  # a stream without references (XLIFF targets not all filled)
             return
         for record in self.records:
@@ -463,7 +463,7 @@ class TranslatorSession:
                 fsync_path(self.rundir.checkpoint_file.parent)
                 self.pending_file.unlink(missing_ok=True)
             else:
-                self.loop._finish(self.rundir, self.records)  # store, summary, DONE; removes state/ (the pending file)
+                self.loop.finish(self.rundir, self.records)  # store, summary, DONE; removes state/ (the pending file)
                 fsync_path(self.path)
                 self.rundir.close()
                 self.rundir = None

@@ -1,0 +1,301 @@
+"""A lockstep group: runs of one model on one stream advancing through it together, one pass for all.
+
+The online loop cannot batch segments (segment i+1 is translated by the model that learned from segment i), but a
+comparison's runs can be batched: ``make simulate``'s presets, a sweep's settings. Their steps have the same shapes,
+so a group holds them as one ``StackedModel`` (``simpe.models.stacked``: each learnable tensor with a leading run
+axis) and, for every segment:
+
+* translates it for every run in one beam search over the stacked model (each run's beams a block of rows, each run's
+  search its own: ``beam_search_many(..., even=True)``);
+* takes each run's correction, score and record with the run's own ``Loop`` (its scorer, records, store, snapshots,
+  checkpoints, resume point and progress bar);
+* updates every run together (``simpe.loop.group_update``: one forward and one backward pass per repetition, each
+  run's perplexity rule, clipping, step and rollback its own).
+
+Which runs may go together (``lockstep_key``, ``why_alone``): the same model (folder, dtype, family settings, device),
+stream, decoder (a beam search) with its length rule, and protocol (post-edit); methods whose update is the shared
+one on the pair alone (``LOCKSTEP_METHODS``, with the ``ewc`` modifier): the others (knn, icl, tune-retrieve, lora,
+replay, prefer) and the interactive protocol run alone as before. A run alone of a method that may go together runs as
+a group of one, through the same code: its records are those of the same run in any group (bit for bit at one torch
+thread, where each run's block of a batched product is the product a run alone computes; tests/integration/
+test_lockstep.py compares the files).
+
+Each run keeps its own random state (swapped in around its own work: its snapshots' samples), and a run that fails
+leaves the group without stopping the others; the failures are raised together at the end.
+"""
+from __future__ import annotations
+
+import contextlib
+import gc
+import logging
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+
+from simpe import log
+from simpe.config.tree import RunConfig
+from simpe.decoders.beam import _BeamBase, beam_search_many
+from simpe.decoders.base import DecodeResult
+from simpe.decoders.incremental import decoding, encode
+from simpe.errors import SimpeError
+from simpe.loop.group_update import RunUpdate, update_group
+from simpe.loop.phases import ModelTimer, Phases
+from simpe.loop.draft import Draft
+from simpe.metrics.online import running_text
+from simpe.models.stacked import StackedModel, stackable
+from simpe.rundir import layout
+from simpe.rundir.writer import RunDir
+
+logger = logging.getLogger(__name__)
+
+LOCKSTEP_METHODS = ("baseline", "full", "bias", "fixed", "top", "norms", "lasso")  # the update on the pair alone
+LOCKSTEP_MODIFIERS = ("ewc",)  # a penalty's gradient added to the run's own: still the pair alone
+LOCKSTEP_DECODERS = ("beam", "heap_beam")
+
+
+def why_alone(cfg: RunConfig) -> str | None:
+    """Why the run ``cfg`` cannot go in a lockstep group (one line), or None."""
+    if cfg.method.name not in LOCKSTEP_METHODS:
+        return f"method {cfg.method.name} (lockstep: {', '.join(LOCKSTEP_METHODS)})"
+    extra = [m["name"] for m in cfg.method.modifiers if m["name"] not in LOCKSTEP_MODIFIERS]
+    if extra:
+        return f"modifier {extra[0]} (lockstep: {', '.join(LOCKSTEP_MODIFIERS)})"
+    if cfg.decoder.name not in LOCKSTEP_DECODERS:
+        return f"decoder {cfg.decoder.name} (lockstep: {', '.join(LOCKSTEP_DECODERS)})"
+    if cfg.protocol.name != "post-edit":
+        return f"protocol {cfg.protocol.name}"
+    if cfg.update.dropout > 0:
+        return "update.dropout > 0 (each run would draw its own dropout masks)"
+    if cfg.update.checkpointing:
+        return "update.checkpointing"
+    if cfg.data.glossary_prompt:
+        return "data.glossary_prompt"
+    return None
+
+
+def lockstep_key(cfg: RunConfig, identity: dict[str, Any]) -> str:
+    """What the runs of a group share: the model and how it is held, the stream, the decoder and its length rule."""
+    import json
+
+    return json.dumps([identity["stream"], identity["model"], cfg.model.path, cfg.model.dtype, cfg.model.family,
+                       cfg.model.family_settings(), cfg.device, cfg.decoder.name, cfg.decoder.params, cfg.protocol.name,
+                       cfg.data.segments], sort_keys=True, default=str)
+
+
+def plan_groups(loops: list[Any], lockstep: bool = True) -> list[list[Any]]:
+    """The loops in groups, in the order given: the runs that may go together in one group per key (``lockstep``),
+    each other run a group of its own (run alone by its ``Loop``)."""
+    groups: dict[str, list[Any]] = {}
+    order: list[list[Any]] = []
+    for loop in loops:
+        if not lockstep or why_alone(loop.cfg) is not None:
+            order.append([loop])
+            continue
+        key = lockstep_key(loop.cfg, loop.identity)
+        if key not in groups:
+            groups[key] = []
+            order.append(groups[key])
+        groups[key].append(loop)
+    return order
+
+
+def steps_in_lockstep(loop: Any) -> bool:
+    """Whether ``loop`` runs through the lockstep code (as a group of one when alone)."""
+    return why_alone(loop.cfg) is None
+
+
+class _RunSlot:
+    """One run of a group: its loop, run folder, records, start, progress bar and random state."""
+
+    def __init__(self, loop: Any, index: int) -> None:
+        self.loop, self.index = loop, index
+        self.rundir: RunDir | None = None
+        self.records: list[dict[str, Any]] = []
+        self.start = 0
+        self.bar: Any = None
+        self.rng: torch.Tensor | None = None
+        self.error: BaseException | None = None
+        self.done = False
+
+    @contextlib.contextmanager
+    def own_random_state(self):
+        """The run's own torch random state (its snapshots' samples) and log file for the duration; the state is kept
+        afterwards."""
+        torch.set_rng_state(self.rng)
+        try:
+            with log.for_run(self.index):
+                yield
+        finally:
+            self.rng = torch.get_rng_state()
+
+
+class Group:
+    """Runs in lockstep: ``run`` takes the loops (each checked already: ``check_runs``) through the stream together."""
+
+    def __init__(self, loops: list[Any]) -> None:
+        self.slots = [_RunSlot(loop, i) for i, loop in enumerate(loops)]
+        self.stack: StackedModel | None = None
+
+    @property
+    def names(self) -> list[str]:
+        return [slot.loop.cfg.adapter for slot in self.slots]
+
+    def load(self, resume: bool) -> None:
+        """Load every run's model (its method attached, prepared or restored), then stack their weights."""
+        for slot in self.slots:
+            loop = slot.loop
+            checkpoint = (loop.path / layout.STATE_DIR / layout.CHECKPOINT_FILE).exists()
+            loop.load(resume=resume and checkpoint)
+            slot.rng = torch.get_rng_state()
+        family = self.slots[0].loop.loaded.family
+        why = stackable(self.slots[0].loop.model, family.frozen_markers)
+        if why is not None:
+            raise SimpeError(f"runs {', '.join(self.names)} cannot share a pass: {why}; run them with --lockstep off")
+        self.stack = StackedModel([slot.loop.model for slot in self.slots], family.frozen_markers)
+        self.timer = ModelTimer(self.stack.model)
+
+    def write_all(self, slot: _RunSlot) -> None:
+        """The run's current weights into the stack (after a resume, a reset to the base state)."""
+        self.stack.write(slot.index, slot.loop.model)
+
+    def run(self, resume: bool = False, overwrite: bool = False, resume_anyway: bool = False,
+            progress_position: int = 0, stop_after: int | None = None,
+            on_done: Callable[[Path], None] | None = None) -> list[Path]:
+        """Run (or resume) every run of the group over the stream; return the run folders of the complete runs.
+        ``stop_after``: stop before that segment without DONE (tests)."""
+        resume = resume or resume_anyway
+        self.load(resume)
+        with contextlib.ExitStack() as stack:
+            for slot in self.slots:
+                slot.rundir = stack.enter_context(RunDir(slot.loop.path))
+                slot.rundir.open(resume=resume, overwrite=overwrite)
+                with slot.own_random_state():
+                    slot.start, slot.records = slot.loop.restore(slot.rundir, resume)
+                self.write_all(slot)
+                slot.bar = slot.loop.progress_bar(slot.start, position=progress_position + slot.index)
+            log.add_files([slot.rundir.log_file for slot in self.slots])
+            if len(self.slots) > 1:
+                logger.info("lockstep group of %d runs: %s (one pass for all)", len(self.slots), ", ".join(self.names))
+            for slot in self.slots:
+                with log.for_run(slot.index):
+                    slot.loop.log_start()
+            frozen = gc.get_freeze_count() == 0
+            if frozen:
+                gc.freeze()
+            try:
+                self._stream(stop_after)
+            finally:
+                if frozen:
+                    gc.unfreeze()
+                for slot in self.slots:
+                    if slot.bar is not None:
+                        slot.bar.close()
+                log.remove_file()
+        failed = [slot for slot in self.slots if slot.error is not None]
+        paths = [slot.loop.path for slot in self.slots if slot.done]
+        if on_done:
+            for path in paths:
+                on_done(path)
+        if failed:
+            first = failed[0].error
+            raise type(first)("; ".join(f"{slot.loop.cfg.adapter}: {slot.error}" for slot in failed)) from first
+        return paths
+
+    def _fail(self, slot: _RunSlot, err: BaseException) -> None:
+        logger.error("run %s failed at a segment and leaves the group: %s", slot.loop.cfg.adapter, err)
+        slot.error = err
+
+    def _stream(self, stop_after: int | None) -> None:
+        loops = [slot.loop for slot in self.slots]
+        first = loops[0]
+        total = len(first.segments)
+        for index in range(min(slot.start for slot in self.slots), total):
+            if stop_after is not None and index >= stop_after:
+                return
+            active = [slot for slot in self.slots if slot.error is None and slot.start <= index]
+            if not active:
+                break
+            self._segment(index, active)
+        for slot in self.slots:
+            if slot.error is None and not slot.done:
+                try:
+                    with slot.own_random_state():
+                        if slot.bar is not None:
+                            slot.bar.close()
+                            slot.bar = None
+                        slot.loop.finish(slot.rundir, slot.records)
+                    slot.done = True
+                except Exception as err:  # noqa: BLE001 - one run's failure must not stop the others
+                    self._fail(slot, err)
+
+    def _segment(self, index: int, active: list[_RunSlot]) -> None:
+        """One segment for the active runs: translate all, then each run's correction and score, then the update of
+        all, then each run's record, observers and checkpoint."""
+        first = active[0].loop
+        seg = first.segments[index]
+        shared = Phases(self.timer)  # the passes all runs share: their time is split evenly among the active runs
+        resets = {}
+        for slot in active:
+            resets[slot.index] = slot.loop.begin_segment(index)
+            if resets[slot.index]:
+                self.write_all(slot)
+        with shared("prepare"):
+            pair = first.loaded.family.encode_pair(first.tokenizer, seg.source, seg.reference, first.loaded.device)
+        with shared("translate"):
+            results = self._translate(pair, index)
+        drafts, corrections, scored = {}, {}, {}
+        for slot in active:
+            try:
+                with slot.own_random_state():
+                    loop = slot.loop
+                    result = results[slot.index]
+                    best = list(result.hypotheses[0].tokens) if result.hypotheses else []
+                    hypothesis = loop.tokenizer.decode(best, skip_special_tokens=True)
+                    draft = Draft(index, seg, [], pair, result, best, hypothesis, Phases(None))
+                    with draft.phases("interact"):
+                        correction = loop.protocol.correct(loop, draft)
+                    with draft.phases("score"):
+                        scored[slot.index] = loop.score(draft, correction)
+                    drafts[slot.index], corrections[slot.index] = draft, correction
+            except Exception as err:  # noqa: BLE001
+                self._fail(slot, err)
+        learning = [slot for slot in active if slot.index in drafts]
+        updates = [RunUpdate(slot.index, slot.loop.method, slot.loop.cfg.update, slot.loop.model) for slot in learning]
+        with shared("update"):
+            records = update_group(self.stack, updates, pair)
+        share = 1.0 / max(1, len(learning))
+        for slot, upd in zip(learning, records):
+            try:
+                with slot.own_random_state():
+                    loop = slot.loop
+                    draft = drafts[slot.index]
+                    for name, seconds in shared.seconds.items():
+                        draft.phases.seconds[name] = draft.phases.seconds.get(name, 0.0) + seconds * share
+                    loop.method.after_segment(draft.pair)
+                    record = loop.record(draft, corrections[slot.index], scored[slot.index], upd)
+                    if loop.cfg.reset != "none":
+                        record.reset = resets[slot.index]
+                    slot.records.append(slot.rundir.append_segment(record))
+                    loop.after_segment(slot.rundir, index + 1)
+                    if slot.bar is not None:
+                        slot.bar.set_postfix_str(running_text(record.cumulative), refresh=False)
+                        slot.bar.update(1)
+            except Exception as err:  # noqa: BLE001
+                self._fail(slot, err)
+
+    def _translate(self, pair: Any, index: int) -> list[DecodeResult]:
+        """Every run's translation of the pair's source: one beam search over the stacked model."""
+        import time
+
+        decoder = self.slots[0].loop.decoder
+        assert isinstance(decoder, _BeamBase), type(decoder)
+        model = self.stack.model
+        t0 = time.perf_counter()
+        with decoding(model):
+            sources = encode(model, pair.input_ids, decoder.limit, runs=self.stack.runs)
+            found = beam_search_many(model, sources, decoder.beam_size, heap=decoder.heap, even=True)
+        seconds = (time.perf_counter() - t0) / len(sources)
+        return [DecodeResult(hyps, exact=None, expansions=expansions, seconds=seconds,
+                             info={"steps": steps, "max_len": source.max_len})
+                for (hyps, expansions, steps), source in zip(found, sources)]
