@@ -56,8 +56,17 @@ def add_simulate(sub: argparse._SubParsersAction) -> None:
                    help="run the methods as N parallel tasks on a local Ray (simpe sweep's executor; default: 1, one after another)")
     p.add_argument("--threads", type=integer, metavar="T",
                    help="torch threads (CPUs) per run (default: cores / N with --workers N > 1, else torch's default)")
+    add_lockstep_flag(p)
     add_track_flags(p)
     p.set_defaults(func=cmd_simulate)
+
+
+def add_lockstep_flag(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--lockstep", choices=["on", "off"], default="on",
+                   help="on (default): the runs that may share their passes (same model, stream and beam search; methods "
+                        "baseline, full, bias, fixed, top, norms, lasso, +ewc) go through the stream as one group, one "
+                        "forward and backward pass for all, with the records each run alone writes (docs/lockstep.md); "
+                        "off: every run alone")
 
 
 def simulate_overrides(args: argparse.Namespace) -> list[str]:
@@ -103,7 +112,8 @@ def cmd_simulate(args: argparse.Namespace) -> None:
 
         torch.set_num_threads(args.threads)
     paths = simulate(configs, resume=args.resume, overwrite=args.overwrite, resume_anyway=args.resume_anyway,
-                     progress=not args.no_progress, on_done=tracking if tracking.trackers else None)
+                     progress=not args.no_progress, on_done=tracking if tracking.trackers else None,
+                     lockstep=args.lockstep == "on")
     for path in paths:
         print(f"complete: {path}")
     tracking.finish()
@@ -122,7 +132,7 @@ def simulate_parallel(args: argparse.Namespace, tracking: Tracking) -> None:
     # every preset's settings, inputs and the sentences its method reads, as a whole before the first task starts
     check_runs([spec.cfg for spec in specs], resume=args.resume, progress=False, folders=False)
     outcomes = execute(specs, workers=args.workers, threads=args.threads, progress=not args.no_progress,
-                       as_simulate=(args.resume, args.overwrite))
+                       as_simulate=(args.resume, args.overwrite), lockstep=args.lockstep == "on")
     tracking.outcomes(outcomes)
     report_outcomes(outcomes, "complete")
     tracking.finish()
@@ -154,6 +164,7 @@ def add_sweep(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--bootstrap", type=integer, default=1000, metavar="N", help="bootstrap resamples of the final tables (default: %(default)s)")
     p.add_argument("--dry-run", action="store_true", help="list the runs and what would become of each, run nothing")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_lockstep_flag(p)
     add_track_flags(p)
     p.set_defaults(func=cmd_sweep)
 
@@ -184,7 +195,8 @@ def cmd_sweep(args: argparse.Namespace) -> None:
         return
     check_address(args.address)
     outcomes = execute(specs, workers=args.workers, threads=args.threads, address=args.address,
-                       gpus_per_run=args.gpus_per_run, progress=not args.no_progress, return_results=args.return_results)
+                       gpus_per_run=args.gpus_per_run, progress=not args.no_progress, return_results=args.return_results,
+                       lockstep=args.lockstep == "on")
     if not args.no_baseline and data.get("baseline", True):
         for group_dir, text in compare_groups(specs, outcomes, args.bootstrap):
             print(f"\n## {group_dir}\n\n{text}")

@@ -445,12 +445,31 @@ def fix_hint(cfg: RunConfig, est: Estimate, budget: int, device: str) -> str:
     return f"no lighter setting fits: the lightest tried needs {_fmt(smallest)}"
 
 
+def group_bytes(estimates: list[Estimate]) -> int:
+    """Bytes a lockstep group of these runs holds (``simpe.loop.group``): each run's own model, gradients and method
+    state, and the stacked copies: every run's weights once more on the run axis (``simpe.models.stacked``), the
+    stacked gradients of the adapted tensors, and the batched passes' activations, beside one runtime."""
+    own = sum(est.weights + est.gradients + est.state for est in estimates)
+    stacked = sum(est.weights + est.gradients + est.activations for est in estimates)
+    return own + stacked + max(est.runtime for est in estimates)
+
+
+def group_parts(estimates: list[Estimate], budget: int) -> int:
+    """Into how many groups (of sizes as equal as may be) a lockstep group must split to fit ``budget`` bytes."""
+    for parts in range(1, len(estimates) + 1):
+        size = -(-len(estimates) // parts)
+        if all(group_bytes(estimates[i:i + size]) <= budget for i in range(0, len(estimates), size)):
+            return parts
+    return len(estimates)
+
+
 def report(configs: list[RunConfig], device: str, budget: int | None = None) -> list[str]:
     """The dry run's lines for ``configs`` on ``device``; raises ConfigError (one line) for the first run that does not
     fit ``budget`` bytes (default: what the device has available)."""
     budget = available(device) if budget is None else budget
     lines = [f"dry run on {device}: {_fmt(budget)} available; no weights are loaded, nothing is run"]
     refusal = None
+    estimates: list[tuple[RunConfig, Estimate]] = []
     for cfg in configs:
         est = estimate(cfg, device)
         timing = (f"{est.seconds_per_segment:.2f} s/segment = translate {est.translate_seconds:.2f} + update "
@@ -468,6 +487,31 @@ def report(configs: list[RunConfig], device: str, budget: int | None = None) -> 
         if est.peak > budget and refusal is None:
             refusal = (f"{est.name} needs about {_fmt(est.peak)} on {device}, more than the {_fmt(budget)} available; "
                        + fix_hint(cfg, est, budget, device))
+        estimates.append((cfg, est))
+    lines += _group_lines(estimates, budget)
     if refusal:
         raise ConfigError(refusal)
+    return lines
+
+
+def _group_lines(estimates: list[tuple[RunConfig, Estimate]], budget: int) -> list[str]:
+    """The dry run's lines for the lockstep groups the runs would form (``simpe.loop.group``): their stacked copies,
+    and where a group does not fit, how it splits."""
+    from simpe.loop.group import lockstep_key, why_alone
+    from simpe.loop.run import group_identity
+
+    groups: dict[str, list[Estimate]] = {}
+    for cfg, est in estimates:
+        if why_alone(cfg) is None:
+            groups.setdefault(lockstep_key(cfg, group_identity(cfg)), []).append(est)
+    lines = []
+    for members in groups.values():
+        if len(members) < 2:
+            continue
+        need = group_bytes(members)
+        stacked = sum(est.weights + est.gradients for est in members)
+        parts = group_parts(members, budget)
+        split = "" if parts == 1 else f"; more than the {_fmt(budget)} available: it splits into {parts} groups"
+        lines.append(f"lockstep group of {len(members)} ({', '.join(est.name for est in members)}): {_fmt(need)}, "
+                     f"of which {len(members)} stacked copies of the weights and gradients {_fmt(stacked)}{split}")
     return lines

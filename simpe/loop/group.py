@@ -100,6 +100,42 @@ def plan_groups(loops: list[Any], lockstep: bool = True) -> list[list[Any]]:
     return order
 
 
+def fit_groups(groups: list[list[Any]], budget: int | None = None) -> list[list[Any]]:
+    """``groups`` with each lockstep group too large for its device's memory (``budget`` bytes; default: what the
+    device has available) split into groups that fit (``simpe.loop.dryrun.group_parts``), saying so."""
+    from simpe.loop.dryrun import available, estimate, group_parts
+    from simpe.model import resolve_device
+
+    out: list[list[Any]] = []
+    for group in groups:
+        if len(group) < 2:
+            out.append(group)
+            continue
+        device = resolve_device(group[0].cfg.device).type
+        room = available(device) if budget is None else budget
+        parts = group_parts([estimate(loop.cfg, device) for loop in group], room)
+        size = -(-len(group) // parts)
+        if parts > 1:
+            logger.warning("the lockstep group of %d runs needs more than the %.1f GiB available on %s: split into %d "
+                           "groups of at most %d", len(group), room / 1024 ** 3, device, parts, size)
+        out += [group[i:i + size] for i in range(0, len(group), size)]
+    return out
+
+
+def describe_groups(groups: list[list[Any]], lockstep: bool = True) -> list[str]:
+    """Console lines saying which runs share their passes and which run alone, and why."""
+    lines = []
+    for group in groups:
+        if len(group) > 1:
+            lines.append(f"in lockstep (one pass for {len(group)} runs): {', '.join(loop.cfg.adapter for loop in group)}")
+        elif not lockstep:
+            lines.append(f"alone (--lockstep off): {group[0].cfg.adapter}")
+        else:
+            why = why_alone(group[0].cfg)
+            lines.append(f"alone: {group[0].cfg.adapter}" + (f" ({why})" if why else " (no other run to share its passes)"))
+    return lines
+
+
 def steps_in_lockstep(loop: Any) -> bool:
     """Whether ``loop`` runs through the lockstep code (as a group of one when alone)."""
     return why_alone(loop.cfg) is None
@@ -141,12 +177,12 @@ class Group:
     def names(self) -> list[str]:
         return [slot.loop.cfg.adapter for slot in self.slots]
 
-    def load(self, resume: bool) -> None:
+    def load(self, resume: list[bool]) -> None:
         """Load every run's model (its method attached, prepared or restored), then stack their weights."""
         for slot in self.slots:
             loop = slot.loop
             checkpoint = (loop.path / layout.STATE_DIR / layout.CHECKPOINT_FILE).exists()
-            loop.load(resume=resume and checkpoint)
+            loop.load(resume=resume[slot.index] and checkpoint)
             slot.rng = torch.get_rng_state()
         family = self.slots[0].loop.loaded.family
         why = stackable(self.slots[0].loop.model, family.frozen_markers)
@@ -159,19 +195,22 @@ class Group:
         """The run's current weights into the stack (after a resume, a reset to the base state)."""
         self.stack.write(slot.index, slot.loop.model)
 
-    def run(self, resume: bool = False, overwrite: bool = False, resume_anyway: bool = False,
+    def run(self, resume: bool | list[bool] = False, overwrite: bool | list[bool] = False, resume_anyway: bool = False,
             progress_position: int = 0, stop_after: int | None = None,
             on_done: Callable[[Path], None] | None = None) -> list[Path]:
         """Run (or resume) every run of the group over the stream; return the run folders of the complete runs.
-        ``stop_after``: stop before that segment without DONE (tests)."""
-        resume = resume or resume_anyway
-        self.load(resume)
+        ``resume``/``overwrite``: for all runs, or one each; ``stop_after``: stop before that segment without DONE
+        (tests)."""
+        count = len(self.slots)
+        resumes = [bool(r) or resume_anyway for r in (resume if isinstance(resume, list) else [resume] * count)]
+        overwrites = overwrite if isinstance(overwrite, list) else [overwrite] * count
+        self.load(resumes)
         with contextlib.ExitStack() as stack:
             for slot in self.slots:
                 slot.rundir = stack.enter_context(RunDir(slot.loop.path))
-                slot.rundir.open(resume=resume, overwrite=overwrite)
+                slot.rundir.open(resume=resumes[slot.index], overwrite=overwrites[slot.index])
                 with slot.own_random_state():
-                    slot.start, slot.records = slot.loop.restore(slot.rundir, resume)
+                    slot.start, slot.records = slot.loop.restore(slot.rundir, resumes[slot.index])
                 self.write_all(slot)
                 slot.bar = slot.loop.progress_bar(slot.start, position=progress_position + slot.index)
             log.add_files([slot.rundir.log_file for slot in self.slots])

@@ -572,16 +572,31 @@ def check_runs(configs: list[RunConfig], resume: bool = False, overwrite: bool =
 
 
 def simulate(configs: list[RunConfig], resume: bool = False, overwrite: bool = False, resume_anyway: bool = False,
-             progress: bool = True, on_done: Callable[[Path], None] | None = None) -> list[Path]:
-    """Run every config in turn (``simpe.config.files.run_configs``: the presets on the same stream); return the run
-    directories. Every config is checked (``check_runs``) before the first run starts."""
-    paths = []
+             progress: bool = True, on_done: Callable[[Path], None] | None = None, lockstep: bool = True) -> list[Path]:
+    """Run every config (``simpe.config.files.run_configs``: the presets on the same stream); return the run
+    directories. Every config is checked (``check_runs``) before the first run starts. With ``lockstep`` the runs that
+    may share their passes run as one group each (``simpe.loop.group``: the same records as each run alone), the
+    others one after another; the groups are said on the console."""
+    from simpe.loop.group import Group, describe_groups, fit_groups, plan_groups
+
     loops = check_runs(configs, resume=resume, overwrite=overwrite, resume_anyway=resume_anyway, progress=progress)
-    while loops:
-        loop = loops.pop(0)  # run, then let go of (its model is freed before the next one loads)
-        path = loop.run(resume=resume, overwrite=overwrite, resume_anyway=resume_anyway)
-        loop.timer.remove()
-        paths.append(path)
-        if on_done:
-            on_done(path)
+    groups = fit_groups(plan_groups(loops, lockstep))
+    for line in describe_groups(groups, lockstep):
+        logger.info("%s", line)
+    paths: list[Path] = []
+    while groups:
+        group = groups.pop(0)  # run, then let go of (their models are freed before the next group loads)
+        if len(group) == 1:
+            loop = group[0]
+            done = [loop.run(resume=resume, overwrite=overwrite, resume_anyway=resume_anyway)]
+        else:
+            done = Group(group).run(resume=resume, overwrite=overwrite, resume_anyway=resume_anyway)
+        for loop in group:
+            if getattr(loop, "timer", None) is not None:
+                loop.timer.remove()
+        for path in done:
+            paths.append(path)
+            if on_done:
+                on_done(path)
+        del group, done
     return paths

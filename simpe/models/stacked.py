@@ -8,10 +8,15 @@ per weight and treat the batch as ``runs`` equal blocks of rows, block ``r`` com
 * a linear layer is one batched matrix product (``baddbmm``) over the run axis, where each run alone would take one
   ``linear``: at one torch thread each block's product is the one ``linear`` computes, bit for bit (the same GEMM
   per block: tests/unit/test_stacked.py checks it);
-* an embedding reads row ``token + r * vocab`` of the weights flattened to ``(runs * vocab, dim)``; its padding row
-  gets no gradient, as ``padding_idx`` does;
+* an embedding reads row ``token + r * vocab`` of the weights flattened to ``(runs * vocab, dim)``, with
+  ``embedding``'s own backward, in which each run's padding row gets no gradient from the lookup, as ``padding_idx``
+  gives a run alone;
 * a layer norm normalises without an affine part, then multiplies and adds each run's own weight and bias
   (``addcmul``): one function for a group and a run alone, the same values whichever the group's size.
+
+A run's forward pass is its own model's bit for bit (at one thread). Its gradients are those of the same run in any
+group bit for bit, and its own model's up to the order of a few sums (a batched product's backward and the layer
+norm's affine part reduce in their own order: relative differences about 1e-7, tests/unit/test_stacked.py).
 
 Everything else in the model (attention, activations, the sinusoidal positions, Marian's ``final_logits_bias``)
 works row by row and is shared. A run alone in lockstep is a group of one, so its records are those of the same run
@@ -43,6 +48,23 @@ def _blocks(x: torch.Tensor, runs: int) -> torch.Tensor:
     if x.shape[0] % runs:
         raise ModelError(f"a stacked pass needs the same number of rows for each of its {runs} runs, got {x.shape[0]}")
     return x.reshape(runs, -1, x.shape[-1])
+
+
+class _Lookup(torch.autograd.Function):
+    """The lookup of rows of the (runs * vocab, dim) weights, with ``embedding``'s own backward: rows of ``padding``
+    positions (each run's padding row) get no gradient, as ``padding_idx`` gives a run alone."""
+
+    @staticmethod
+    def forward(ctx: Any, flat: torch.Tensor, weight: torch.Tensor, skipped: torch.Tensor, padding: int) -> torch.Tensor:
+        ctx.save_for_backward(skipped)
+        ctx.rows, ctx.padding = weight.shape[0], padding
+        return nn.functional.embedding(flat, weight)
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
+        (skipped,) = ctx.saved_tensors
+        weight = torch.ops.aten.embedding_dense_backward(grad, skipped, ctx.rows, ctx.padding, False)
+        return None, weight, None, None
 
 
 class StackedLinear(nn.Module):
@@ -79,10 +101,13 @@ class StackedEmbedding(nn.Module):
             raise ModelError(f"a stacked pass needs the same number of rows for each of its {runs} runs, got {ids.shape[0]}")
         offsets = torch.arange(runs, device=ids.device).repeat_interleave(ids.shape[0] // runs) * vocab  # (rows,)
         flat = ids + offsets.view(-1, *([1] * (ids.dim() - 1)))  # (rows, ...) rows of the flattened weights
-        out = nn.functional.embedding(flat, self.weight.view(runs * vocab, dim))  # (rows, ..., dim)
-        if self.padding_idx is not None and torch.is_grad_enabled() and self.weight.requires_grad:
-            # padding_idx: the padding row gets no gradient from this lookup (the same values, detached there)
-            out = torch.where((ids == self.padding_idx).unsqueeze(-1), out.detach(), out)
+        weight = self.weight.view(runs * vocab, dim)
+        if not (torch.is_grad_enabled() and self.weight.requires_grad):
+            out = nn.functional.embedding(flat, weight)  # (rows, ..., dim)
+        elif self.padding_idx is None:
+            out = _Lookup.apply(flat, weight, flat, -1)
+        else:  # every run's padding positions read as run 0's padding row in the backward, which skips it
+            out = _Lookup.apply(flat, weight, flat.masked_fill(ids == self.padding_idx, self.padding_idx), self.padding_idx)
         if self.scale is not None:
             out = out * self.scale
         return out

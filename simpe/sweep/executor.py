@@ -103,6 +103,85 @@ def run_task(adapter: str, overrides: list[str], threads: int, resume: bool, cwd
             shutil.rmtree(scratch, ignore_errors=True)
 
 
+def run_group_task(runs: list[dict[str, Any]], threads: int, cwd: str, return_results: bool = False) -> list[dict[str, Any]]:
+    """The runs of one lockstep group inside a worker (``simpe.loop.group``): each ``runs`` item holds ``run_task``'s
+    ``adapter``, ``overrides``, ``resume``, ``overwrite`` and ``returned``; one outcome per run, in order, never raises.
+    A group of one is ``run_task``."""
+    if len(runs) == 1:
+        one = runs[0]
+        return [run_task(one["adapter"], one["overrides"], threads, one["resume"], cwd, one["overwrite"], one["returned"],
+                         return_results)]
+    import torch
+
+    from simpe.loop.group import Group
+    from simpe.loop.run import Loop, run_path
+
+    start = time.perf_counter()
+    torch.set_num_threads(max(1, threads))
+    if cwd and Path(cwd).is_dir():
+        os.chdir(cwd)
+    scratch = Path(tempfile.mkdtemp(prefix="simpe-sweep-")) if return_results else None
+    loops: list[Any] = []
+    try:
+        for run in runs:
+            overrides = run["overrides"] if scratch is None else [*run["overrides"], f"runs_dir={scratch}"]
+            cfg = load_config(run["adapter"], overrides)
+            if scratch is not None and run["returned"] is not None:
+                unpack(run["returned"], run_path(cfg))
+            loop = Loop(cfg, progress=False)
+            loop.check_run_dir(run["resume"], run["overwrite"])
+            loops.append(loop)
+        group = Group(loops)
+        try:
+            group.run(resume=[run["resume"] for run in runs], overwrite=[run["overwrite"] for run in runs])
+        except Exception:  # noqa: BLE001 - each run's own outcome says whether it failed
+            pass
+        outcomes = []
+        seconds = time.perf_counter() - start
+        for run, slot in zip(runs, group.slots):
+            if slot.error is None and slot.done:
+                outcome = {"path": str(slot.loop.path), "status": "resumed" if run["resume"] else "done", "seconds": seconds}
+            else:
+                outcome = {"path": "", "status": "failed", "seconds": seconds,
+                           "error": f"{type(slot.error).__name__}: {slot.error}" if slot.error else "the group stopped"}
+            if scratch is not None and Path(slot.loop.path).is_dir():
+                outcome["archive"] = pack(Path(slot.loop.path))
+            outcomes.append(outcome)
+        return outcomes
+    except BaseException as err:  # noqa: B036 - the outcomes carry the error back to the driver
+        failed = {"path": "", "status": "failed", "seconds": time.perf_counter() - start,
+                  "error": f"{type(err).__name__}: {err}", "traceback": traceback.format_exc()}
+        return [dict(failed) for _ in runs]
+    finally:
+        for loop in loops:
+            if getattr(loop, "timer", None) is not None:
+                loop.timer.remove()
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)
+
+
+def lockstep_tasks(todo: list[tuple[RunSpec, bool]], workers: int) -> list[list[tuple[RunSpec, bool]]]:
+    """``todo`` as tasks: the runs that may share their passes (``simpe.loop.group``) in groups, each split into as
+    many equal parts as leave no worker idle; every other run a task of its own."""
+    from simpe.loop.group import lockstep_key, why_alone
+    from simpe.loop.run import group_identity
+
+    groups: dict[str, list[tuple[RunSpec, bool]]] = {}
+    tasks: list[list[tuple[RunSpec, bool]]] = []
+    for item in todo:
+        cfg = item[0].cfg
+        if why_alone(cfg) is not None:
+            tasks.append([item])
+            continue
+        groups.setdefault(lockstep_key(cfg, group_identity(cfg)), []).append(item)
+    spare = max(1, workers - len(tasks))
+    for members in groups.values():
+        parts = max(1, min(len(members), spare // max(1, len(groups))))
+        size = -(-len(members) // parts)
+        tasks += [members[i:i + size] for i in range(0, len(members), size)]
+    return tasks
+
+
 ADDRESS_TIMEOUT = 5.0  # seconds to wait for a Ray head to answer before the sweep is refused
 
 
@@ -284,7 +363,7 @@ def _start(address: str | None, workers: int | None, threads: int | None, runs: 
 
 def execute(specs: list[RunSpec], workers: int | None = None, threads: int | None = None, address: str | None = None,
             gpus_per_run: float = 0.0, progress: bool = True, as_simulate: tuple[bool, bool] | None = None,
-            return_results: bool = False, restart: Collection[Path] = ()) -> list[Outcome]:
+            return_results: bool = False, restart: Collection[Path] = (), lockstep: bool = True) -> list[Outcome]:
     """Run ``specs`` as Ray tasks, ``workers`` at a time with ``threads`` torch threads (CPUs) each.
 
     Complete runs are skipped, incomplete ones resumed; a failed run is an ``Outcome`` with
@@ -292,7 +371,8 @@ def execute(specs: list[RunSpec], workers: int | None = None, threads: int | Non
     ``as_simulate=(resume, overwrite)`` every run is started as ``simpe simulate`` would
     (the caller has checked the folders), nothing skipped. With ``return_results`` the runs
     come back to this machine's ``runs_dir`` as archives (see the module docstring). The runs whose folders are in
-    ``restart`` start again from nothing (their folders emptied, as ``--overwrite`` does), complete or not.
+    ``restart`` start again from nothing (their folders emptied, as ``--overwrite`` does), complete or not. With
+    ``lockstep`` a task runs a lockstep group (``lockstep_tasks``), else one run.
     """
     outcomes, todo = _triage(specs, as_simulate, restart)
     overwrite = bool(as_simulate and as_simulate[1])
@@ -303,42 +383,47 @@ def execute(specs: list[RunSpec], workers: int | None = None, threads: int | Non
             check_available(model or None)
     if todo:
         ray, workers, threads = _start(address, workers, threads, len(todo))
-        remote = ray.remote(run_task).options(num_cpus=threads, num_gpus=gpus_per_run or 0, max_retries=0)
+        remote = ray.remote(run_group_task).options(num_cpus=threads, num_gpus=gpus_per_run or 0, max_retries=0)
         cwd = os.getcwd()
         shown = Progress(len(specs), len(specs) - len(todo), "simulate" if as_simulate is not None else "sweep") if progress else None
-        pending: dict[Any, tuple[RunSpec, bool]] = {}
-        queue = sorted(todo, key=lambda item: -expected_cost(item[0]))  # the longest first; ties keep their order
+        pending: dict[Any, list[tuple[RunSpec, bool]]] = {}
+        ordered = sorted(todo, key=lambda item: -expected_cost(item[0]))  # the longest first; ties keep their order
+        queue = lockstep_tasks(ordered, workers) if lockstep else [[item] for item in ordered]
         try:
             while queue or pending:
                 while queue and len(pending) < workers:
-                    spec, resume = queue.pop(0)
-                    overrides = [*spec.overrides, f"adapter={spec.name}"]
-                    if gpus_per_run:
-                        overrides.append("device=cuda")
-                    returned = pack(spec.path) if return_results and resume else None
-                    pending[remote.remote(spec.adapter, overrides, threads, resume, cwd, overwrite or spec.path in restart, returned,
-                                          return_results)] = (spec, resume)
-                    if shown is not None:
-                        shown.start(spec)
+                    task = queue.pop(0)
+                    runs = []
+                    for spec, resume in task:
+                        overrides = [*spec.overrides, f"adapter={spec.name}"]
+                        if gpus_per_run:
+                            overrides.append("device=cuda")
+                        runs.append({"adapter": spec.adapter, "overrides": overrides, "resume": resume,
+                                     "overwrite": overwrite or spec.path in restart,
+                                     "returned": pack(spec.path) if return_results and resume else None})
+                        if shown is not None:
+                            shown.start(spec)
+                    pending[remote.remote(runs, threads, cwd, return_results)] = task
                 ready, _ = ray.wait(list(pending), num_returns=1, timeout=None if shown is None else 2.0)
                 if shown is not None:
                     shown.poll()
                 for ref in ready:
-                    spec, resume = pending.pop(ref)
+                    task = pending.pop(ref)
                     try:
-                        result = ray.get(ref)
+                        results = ray.get(ref)
                     except Exception as err:  # the worker died (killed, out of memory): report, go on
-                        result = {"status": "failed", "seconds": 0.0, "error": f"{type(err).__name__}: {err}"}
-                    if result.get("archive") is not None:
-                        unpack(result["archive"], spec.path)
-                    outcome = Outcome(spec.name, spec.path, result["status"], result["seconds"], result.get("error"))
-                    outcomes[spec.name] = outcome
-                    if outcome.status == "failed":
-                        logger.error("run %s failed: %s", spec.name, outcome.error)
-                        if result.get("traceback"):
-                            logger.debug("%s", result["traceback"])
-                    if shown is not None:
-                        shown.finish(outcome)
+                        results = [{"status": "failed", "seconds": 0.0, "error": f"{type(err).__name__}: {err}"}] * len(task)
+                    for (spec, resume), result in zip(task, results):
+                        if result.get("archive") is not None:
+                            unpack(result["archive"], spec.path)
+                        outcome = Outcome(spec.name, spec.path, result["status"], result["seconds"], result.get("error"))
+                        outcomes[spec.name] = outcome
+                        if outcome.status == "failed":
+                            logger.error("run %s failed: %s", spec.name, outcome.error)
+                            if result.get("traceback"):
+                                logger.debug("%s", result["traceback"])
+                        if shown is not None:
+                            shown.finish(outcome)
         finally:
             if shown is not None:
                 shown.close()

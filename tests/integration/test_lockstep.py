@@ -1,0 +1,125 @@
+"""Runs in lockstep (simpe.loop.group): a group's records are, file by file, those of each run alone.
+
+Three presets (full, fixed, lasso: the shared SGD, a fixed subset, a method with its own step and budget) on the demo
+model, with ranking snapshots (their Monte Carlo samples read each run's own random state) and a checkpoint, run as
+one group and each alone (a group of one, the path every lockstep method takes alone); then the same group killed
+mid-stream (SIGKILL) and resumed. At one torch thread each run's block of a batched product is the product a run
+alone computes, so the comparison is exact: every record field but the clock, the snapshots, the store's tensors and
+metadata, and the summary's figures.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors import safe_open
+
+from simpe.config.files import load_config
+from simpe.loop.group import Group, describe_groups, plan_groups, why_alone
+from simpe.loop.run import check_runs, simulate
+from simpe.rundir.reader import read_jsonl
+
+REPO = Path(__file__).resolve().parents[2]
+PRESETS = ["full", "fixed", "lasso"]
+SETTINGS = ["data.segments=6", "snapshots.every=3", "snapshots.probe=dev", "snapshots.probe_size=2", "ranking.k=3",
+            "ranking.samples=6", "ranking.max_expansions=1000", "checkpoint_every=2", "device=cpu"]
+CLOCK = {"seconds", "snapshot.seconds"}
+
+
+def _configs(runs: Path, presets: list[str] = PRESETS) -> list:
+    return [load_config(preset, [*SETTINGS, f"runs_dir={runs}"]) for preset in presets]
+
+
+def _records(path: Path, name: str) -> list[dict]:
+    out = []
+    for record in read_jsonl(path / name):
+        record = {k: v for k, v in record.items() if k not in CLOCK and not k.endswith(".seconds")}
+        if "update" in record:
+            record["update"] = {k: v for k, v in record["update"].items() if k != "seconds_backward"}
+        out.append(record)
+    return out
+
+
+def _store(path: Path) -> tuple[dict, dict]:
+    with safe_open(str(path / "store.safetensors"), "pt") as handle:  # metadata's byte order is safetensors' own
+        return handle.metadata(), {key: handle.get_tensor(key) for key in handle.keys()}
+
+
+def _summary(path: Path) -> dict:
+    summary = json.loads((path / "summary.json").read_text(encoding="utf-8"))
+    return {k: v for k, v in summary.items() if not k.startswith("seconds") and k not in ("phases", "wall_seconds")}
+
+
+def _assert_same_run(alone: Path, grouped: Path) -> None:
+    for name in ("segments.jsonl", "snapshots.jsonl"):
+        assert _records(grouped, name) == _records(alone, name), f"{alone.name}: {name}"
+    meta_a, tensors_a = _store(alone)
+    meta_g, tensors_g = _store(grouped)
+    assert meta_a == meta_g and tensors_a.keys() == tensors_g.keys()
+    assert all(torch.equal(tensors_a[k], tensors_g[k]) for k in tensors_a), alone.name
+    assert _summary(alone)["corpus"] == _summary(grouped)["corpus"]
+    assert (grouped / "DONE").exists()
+
+
+@pytest.fixture(scope="module")
+def alone(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        runs = tmp_path_factory.mktemp("alone")
+        paths = simulate(_configs(runs), progress=False, lockstep=False)
+    finally:
+        torch.set_num_threads(threads)
+    return {path.name: path for path in paths}
+
+
+def test_three_presets_as_a_group_write_the_records_of_each_alone(alone: dict[str, Path], tmp_path: Path,
+                                                                  one_torch_thread: None) -> None:
+    loops = check_runs(_configs(tmp_path), progress=False)
+    groups = plan_groups(loops)
+    assert [[loop.cfg.adapter for loop in group] for group in groups] == [PRESETS]
+    assert describe_groups(groups) == ["in lockstep (one pass for 3 runs): full, fixed, lasso"]
+    paths = Group(groups[0]).run()
+    assert [p.name for p in paths] == PRESETS
+    for path in paths:
+        _assert_same_run(alone[path.name], path)
+
+
+def test_which_runs_go_together(tmp_path: Path) -> None:
+    knn, full = load_config("knn", [f"runs_dir={tmp_path}"]), load_config("full", [f"runs_dir={tmp_path}"])
+    assert why_alone(full) is None
+    assert why_alone(knn) == "method knn (lockstep: baseline, full, bias, fixed, top, norms, lasso)"
+    assert why_alone(load_config("full+replay", [f"runs_dir={tmp_path}"])) == "modifier replay (lockstep: ewc)"
+    assert why_alone(load_config("full+ewc", [f"runs_dir={tmp_path}"])) is None
+    assert why_alone(load_config("full", [f"runs_dir={tmp_path}", "decoder.name=greedy", "decoder.params={}"])) == \
+        "decoder greedy (lockstep: beam, heap_beam)"
+    assert why_alone(load_config("full", [f"runs_dir={tmp_path}", "protocol.name=interactive"])) == "protocol interactive"
+
+
+def test_a_group_killed_mid_stream_resumes_without_losing_or_repeating_a_segment(alone: dict[str, Path],
+                                                                                 tmp_path: Path) -> None:
+    runs = tmp_path / "killed"
+    cmd = [sys.executable, "-m", "simpe", "simulate", "--preset", *PRESETS, "--runs-dir", str(runs), "--no-progress",
+           *[arg for setting in SETTINGS for arg in ("--set", setting)]]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 300
+    folders = {name: runs / path.parent.name / name for name, path in alone.items()}
+    while time.time() < deadline and len(read_jsonl(folders["lasso"] / "segments.jsonl", tolerate_torn_tail=True)
+                                         if (folders["lasso"] / "segments.jsonl").exists() else []) < 3:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert not any((folder / "DONE").exists() for folder in folders.values())
+    resumed = subprocess.run([*cmd, "--resume"], cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert "in lockstep (one pass for 3 runs): full, fixed, lasso" in resumed.stderr + resumed.stdout
+    for name, folder in folders.items():
+        _assert_same_run(alone[name], folder)
