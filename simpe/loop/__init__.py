@@ -2,9 +2,16 @@
 
 The files follow the loop's shape:
 
-* ``run``: ``Loop`` (settings checked before the model loads; the model loaded, the method attached; ``step`` =
-  ``translate`` then ``learn``: the correction, the score, the update, the record), the run over the stream
-  (checkpoints, resume, the end) and ``simulate`` (several presets in turn).
+The loop by lifetime:
+
+* ``plan``: what is checked before the model loads (``RunPlan``: settings, stream, method, decoder, glossary, probes,
+  scorer; ``group_identity`` and ``run_path``: a run's group and folder from its config alone).
+* ``segment``: one segment of one run, top to bottom (``SegmentSteps.step`` = ``translate`` then ``learn``: the
+  correction, the score, the update, the record); ``draft``: a segment translated and not yet learnt from.
+* ``run``: ``Loop`` (a plan, then the model loaded and the method attached), the run over the stream (checkpoints,
+  resume, the end: ``restore``, ``finish``, public for ``simpe serve``), ``check_runs`` and ``simulate``.
+* ``group``: runs in lockstep, one pass for all (``Group``: one segment for all of them in ``_segment``; which runs
+  go together); ``group_update``: their update's repetitions together (docs/lockstep.md).
 * ``phases``: the clock, a context manager per phase (``Phases``) and the time inside the model (``ModelTimer``).
 * ``protocols``: where a post-edit comes from: the simulated post-editor, the simulated interactive translator
   (``interactive``: its sessions and effort), or a person at ``simpe serve``; one interface, ``Protocol.correct``.

@@ -445,24 +445,6 @@ def fix_hint(cfg: RunConfig, est: Estimate, budget: int, device: str) -> str:
     return f"no lighter setting fits: the lightest tried needs {_fmt(smallest)}"
 
 
-def group_bytes(estimates: list[Estimate]) -> int:
-    """Bytes a lockstep group of these runs holds (``simpe.loop.group``): each run's own model, gradients and method
-    state, and the stacked copies: every run's weights once more on the run axis (``simpe.models.stacked``), the
-    stacked gradients of the adapted tensors, and the batched passes' activations, beside one runtime."""
-    own = sum(est.weights + est.gradients + est.state for est in estimates)
-    stacked = sum(est.weights + est.gradients + est.activations for est in estimates)
-    return own + stacked + max(est.runtime for est in estimates)
-
-
-def group_parts(estimates: list[Estimate], budget: int) -> int:
-    """Into how many groups (of sizes as equal as may be) a lockstep group must split to fit ``budget`` bytes."""
-    for parts in range(1, len(estimates) + 1):
-        size = -(-len(estimates) // parts)
-        if all(group_bytes(estimates[i:i + size]) <= budget for i in range(0, len(estimates), size)):
-            return parts
-    return len(estimates)
-
-
 def report(configs: list[RunConfig], device: str, budget: int | None = None) -> list[str]:
     """The dry run's lines for ``configs`` on ``device``; raises ConfigError (one line) for the first run that does not
     fit ``budget`` bytes (default: what the device has available)."""
@@ -497,8 +479,8 @@ def report(configs: list[RunConfig], device: str, budget: int | None = None) -> 
 def _group_lines(estimates: list[tuple[RunConfig, Estimate]], budget: int) -> list[str]:
     """The dry run's lines for the lockstep groups the runs would form (``simpe.loop.group``): their stacked copies,
     and where a group does not fit, how it splits."""
-    from simpe.loop.group import lockstep_key, why_alone
-    from simpe.loop.run import group_identity
+    from simpe.loop.lockstep import group_bytes, group_parts, lockstep_key, why_alone
+    from simpe.loop.plan import group_identity
 
     groups: dict[str, list[Estimate]] = {}
     for cfg, est in estimates:

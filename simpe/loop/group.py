@@ -34,54 +34,20 @@ from typing import Any, Callable
 import torch
 
 from simpe import log
-from simpe.config.tree import RunConfig
-from simpe.decoders.beam import _BeamBase, beam_search_many
 from simpe.decoders.base import DecodeResult
+from simpe.decoders.beam import _BeamBase, beam_search_many
 from simpe.decoders.incremental import decoding, encode
 from simpe.errors import SimpeError
-from simpe.loop.group_update import RunUpdate, update_group
-from simpe.loop.phases import ModelTimer, Phases
 from simpe.loop.draft import Draft
+from simpe.loop.group_update import RunUpdate, update_group
+from simpe.loop.lockstep import lockstep_key, why_alone
+from simpe.loop.phases import ModelTimer, Phases
 from simpe.metrics.online import running_text
 from simpe.models.stacked import StackedModel, stackable
 from simpe.rundir import layout
 from simpe.rundir.writer import RunDir
 
 logger = logging.getLogger(__name__)
-
-LOCKSTEP_METHODS = ("baseline", "full", "bias", "fixed", "top", "norms", "lasso")  # the update on the pair alone
-LOCKSTEP_MODIFIERS = ("ewc",)  # a penalty's gradient added to the run's own: still the pair alone
-LOCKSTEP_DECODERS = ("beam", "heap_beam")
-
-
-def why_alone(cfg: RunConfig) -> str | None:
-    """Why the run ``cfg`` cannot go in a lockstep group (one line), or None."""
-    if cfg.method.name not in LOCKSTEP_METHODS:
-        return f"method {cfg.method.name} (lockstep: {', '.join(LOCKSTEP_METHODS)})"
-    extra = [m["name"] for m in cfg.method.modifiers if m["name"] not in LOCKSTEP_MODIFIERS]
-    if extra:
-        return f"modifier {extra[0]} (lockstep: {', '.join(LOCKSTEP_MODIFIERS)})"
-    if cfg.decoder.name not in LOCKSTEP_DECODERS:
-        return f"decoder {cfg.decoder.name} (lockstep: {', '.join(LOCKSTEP_DECODERS)})"
-    if cfg.protocol.name != "post-edit":
-        return f"protocol {cfg.protocol.name}"
-    if cfg.update.dropout > 0:
-        return "update.dropout > 0 (each run would draw its own dropout masks)"
-    if cfg.update.checkpointing:
-        return "update.checkpointing"
-    if cfg.data.glossary_prompt:
-        return "data.glossary_prompt"
-    return None
-
-
-def lockstep_key(cfg: RunConfig, identity: dict[str, Any]) -> str:
-    """What the runs of a group share: the model and how it is held, the stream, the decoder and its length rule."""
-    import json
-
-    return json.dumps([identity["stream"], identity["model"], cfg.model.path, cfg.model.dtype, cfg.model.family,
-                       cfg.model.family_settings(), cfg.device, cfg.decoder.name, cfg.decoder.params, cfg.protocol.name,
-                       cfg.data.segments], sort_keys=True, default=str)
-
 
 def plan_groups(loops: list[Any], lockstep: bool = True) -> list[list[Any]]:
     """The loops in groups, in the order given: the runs that may go together in one group per key (``lockstep``),
@@ -103,7 +69,8 @@ def plan_groups(loops: list[Any], lockstep: bool = True) -> list[list[Any]]:
 def fit_groups(groups: list[list[Any]], budget: int | None = None) -> list[list[Any]]:
     """``groups`` with each lockstep group too large for its device's memory (``budget`` bytes; default: what the
     device has available) split into groups that fit (``simpe.loop.dryrun.group_parts``), saying so."""
-    from simpe.loop.dryrun import available, estimate, group_parts
+    from simpe.loop.dryrun import available, estimate
+    from simpe.loop.lockstep import group_parts
     from simpe.model import resolve_device
 
     out: list[list[Any]] = []

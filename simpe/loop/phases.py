@@ -29,6 +29,20 @@ import torch
 
 from simpe.models import family_of
 
+# The one list of a segment's phases, in order (a record's ``seconds``, the summary's sums, the benchmarks read it):
+# ``interact`` only under the interactive protocol; ``<phase>_model``: the part inside the model's forward passes
+# (``ModelTimer``); ``backward``: inside the update's autograd.
+PHASES = ("prepare", "translate", "interact", "score", "update")
+MODEL_PHASES = ("translate", "interact", "update")
+SEGMENT_PHASES = (*PHASES, *(f"{phase}_model" for phase in MODEL_PHASES), "backward")
+
+
+def record_seconds(seconds: dict[str, float], backward: float, interactive: bool) -> dict[str, float]:
+    """A segment record's ``seconds`` from its ``Phases.seconds``: every phase of ``SEGMENT_PHASES`` (the interactive
+    ones only with ``interactive``), 0.0 for one it did not enter."""
+    keep = [k for k in SEGMENT_PHASES if interactive or not k.startswith("interact")]
+    return {k: backward if k == "backward" else seconds.get(k, 0.0) for k in keep}
+
 
 class ModelTimer:
     """Seconds inside the model's outermost forward passes (``seconds``) and their number (``calls``)."""

@@ -24,7 +24,8 @@ from simpe.loop.interactive import COMPLETING_DECODERS, EFFORT_OF, Effort, run_s
 
 if TYPE_CHECKING:
     from simpe.config.tree import RunConfig
-    from simpe.loop.run import Draft, Loop
+    from simpe.loop.draft import Draft
+    from simpe.loop.segment import SegmentSteps as Loop  # a run's segment steps: its model, tokenizer and decoder
 
 
 @dataclasses.dataclass

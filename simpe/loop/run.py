@@ -1,28 +1,24 @@
-"""The online simulated post-editing loop: translate -> score -> adapt, segment by segment.
+"""A run over the stream: the model loaded, the method attached, each segment stepped, checkpoints, resume, the end.
 
 For segment i of the stream: translate the source with the current parameters θ(i-1),
 score the output against the reference (the post-edit), then update the model on
-(source_i, reference_i), then log. The hypothesis of segment i is always produced before
+(source_i, reference_i), then log (``simpe.loop.segment``). The hypothesis of segment i is always produced before
 the model sees reference i. Every N segments a ranking snapshot may be taken on a fixed
-probe set. Everything a user can get wrong (dataset, method, decoder, metric and ranking
-settings, the glossary) is checked before the model is loaded; then the method is attached with the update
-settings and the decoder is bound to the tokenizer. ``simpe.rundir`` writes the files.
-With ``reset: document`` the adapted state returns to the base model's before the first
+probe set. Everything a user can get wrong is checked before the model is loaded (``simpe.loop.plan``); then the
+method is attached with the update settings and the decoder is bound to the tokenizer. ``simpe.rundir`` writes the
+files. With ``reset: document`` the adapted state returns to the base model's before the first
 segment of every document (a change of ``doc_id``), as adaptive translation servers work
 per project. At the end the run writes its final adapted state as the method's per-user
 store (``store.safetensors``; ``simpe export-store`` hands it out, ``simpe translate
---store`` applies it).
+--store`` applies it). A run of a lockstep method goes through ``simpe.loop.group`` (a group of one alone).
 
 The loop sees methods, decoders and metrics only through their base classes.
 """
 from __future__ import annotations
 
-import contextlib
-import dataclasses
 import gc
 import json
 import logging
-import re
 from pathlib import Path
 from typing import Any, Callable
 
@@ -30,185 +26,35 @@ import torch
 
 from simpe import log
 from simpe.config.tree import RunConfig
-from simpe.datasets import DATASETS, Segment, stream_hash
-from simpe.datasets.base import pairs_hash
-from simpe.decoders import DECODERS
-from simpe.errors import ConfigError, ModelError, SimpeError
-from simpe.filehash import file_hash
+from simpe.datasets import stream_hash
+from simpe.errors import ModelError, SimpeError
 from simpe.fingerprint import run_code
-from simpe.loop.draft import Draft
+from simpe.loop.draft import Draft  # noqa: F401 - simpe.loop.run.Draft, as before
 from simpe.loop.malloc import reuse_freed_memory
-from simpe.loop.phases import ModelTimer, Phases
-from simpe.loop.probes import Probes
-from simpe.loop.protocols import Correction, Served, effort_of, protocol_for
-from simpe.loop.stream import forgetting_set, load_stream, method_sentences, probe_set
+from simpe.loop.phases import ModelTimer
+from simpe.loop.plan import RunPlan, group_identity, run_path  # noqa: F401 - as before
+from simpe.loop.segment import SegmentSteps
 from simpe.loop.summary import run_summary
-from simpe.loop.update import Tuner, set_dropout, update
-from simpe.loop.warmstart import check_warm_start, warm_preset, warm_start
+from simpe.loop.update import Tuner, set_dropout
+from simpe.loop.warmstart import warm_preset, warm_start
 from simpe.methods.base import Context
-from simpe.methods.compose import build_method
-from simpe.metrics.online import OnlineScorer, running_text
-from simpe.model import load_model, model_family, model_folder, model_name, resolve_device
-from simpe.paths import DEFAULT_MODEL
-from simpe.ranking import evaluate as ranking
+from simpe.metrics.online import running_text
+from simpe.model import load_model
 from simpe.rundir import layout
 from simpe.rundir.env import environment
-from simpe.rundir.record import SegmentRecord
-from simpe.rundir.resume import check_resumable
 from simpe.rundir.writer import RunDir
 from simpe.storefile import StoreMetadata
-from simpe.terms.glossary import Glossary, load_glossary, resolve_glossary
-from simpe.terms.score import TermCounter, glossary_counter
 
 logger = logging.getLogger(__name__)
 
 
-_STREAM_DIGESTS: dict[str, str] = {}  # the stream digests of this process's configs (a sweep's plan names many runs)
-
-
-def group_identity(cfg: RunConfig, segments: list[Segment] | None = None,
-                   warm_pairs: list[tuple[str, str]] | None = None,
-                   glossary_path: Path | None = None) -> dict[str, str | None]:
-    """What a run's group compares, hashed: the stream as loaded (``stream``: the first ``data.segments`` of the split,
-    sources and references), the model's files (``model``: ``simpe.fingerprint.model_digest``), the warm-start
-    memory's pairs (``memory``; None without --warm-start) and the glossary file's content (``glossary``:
-    ``simpe.filehash.file_hash``; None without ``data.glossary``), and their short ``digest`` in the group's name
-    (``simpe.rundir.layout.group_digest``): runs with another glossary, or none, land in another group (their term
-    figures are not comparable; a run without a glossary keeps the group it had before glossaries). A translator's
-    ``simpe serve`` run loads the same stream, so it lands beside the simulated runs of the same segments.
-    ``segments``/``warm_pairs``/``glossary_path``: as the loop has read them (else read here, the stream once per
-    process)."""
-    from simpe.fingerprint import model_digest
-
-    if segments is None:
-        key = json.dumps([cfg.data.name, cfg.data.params, cfg.data.split, cfg.data.segments, cfg.data.skip_empty],
-                         sort_keys=True, default=str)
-        if key not in _STREAM_DIGESTS:
-            _STREAM_DIGESTS[key] = stream_hash(load_stream(cfg)[1])[:16]
-        stream = _STREAM_DIGESTS[key]
-    else:
-        stream = stream_hash(segments)[:16]
-    memory = None
-    if cfg.warm_start.path:
-        if warm_pairs is None:
-            from simpe.datasets.parallel import read_memory
-
-            dataset = DATASETS.build(cfg.data.name, **DATASETS.resolve(cfg.data.name, cfg.data.params))
-            warm_pairs = read_memory(cfg.warm_start.path, getattr(dataset, "src_lang", "en"),
-                                     getattr(dataset, "tgt_lang", cfg.metrics.lang))
-        memory = pairs_hash(warm_pairs)[:16]
-    glossary = None
-    if cfg.data.glossary is not None:
-        if glossary_path is None:
-            dataset = DATASETS.build(cfg.data.name, **DATASETS.resolve(cfg.data.name, cfg.data.params))
-            glossary_path = resolve_glossary(cfg.data.glossary, dataset)
-        glossary = file_hash(Path(glossary_path))
-    model = model_digest(cfg.model.path)
-    return {"digest": layout.group_digest(stream, model, memory, glossary), "stream": stream, "model": model,
-            "memory": memory, "glossary": glossary}
-
-
-def run_path(cfg: RunConfig, identity: dict[str, str | None] | None = None) -> Path:
-    """The run's folder: ``<runs_dir>/<dataset>-<split>--<model>--<N>seg--<digest>/<adapter>`` (``identity``: the
-    run's ``group_identity`` where the caller has it, else computed here)."""
-    model = model_name(cfg.model.path) if cfg.model.path else DEFAULT_MODEL.name
-    warm = re.sub(r"[^A-Za-z0-9._=+,@-]", "_", Path(cfg.warm_start.path).stem).lstrip(".-") or "memory" if cfg.warm_start.path else None
-    digest = (identity or group_identity(cfg))["digest"]
-    path = layout.run_path(cfg.runs_dir, cfg.data.name, cfg.data.split, model, cfg.data.segments, cfg.adapter, cfg.protocol.name,
-                           warm, digest)
-    if not layout.inside(path, cfg.runs_dir) or Path(path).resolve() == Path(cfg.runs_dir).resolve():
-        raise ConfigError(f"the run folder {path} would lie outside the runs folder {cfg.runs_dir}; check the names")
-    return path
-
-
-class Loop:
+class Loop(RunPlan, SegmentSteps):
     """One run: a model with a method attached, a decoder, a scorer and a run directory.
 
-    The constructor checks every setting and input without loading the model; ``run``
+    The constructor checks every setting and input without loading the model (``RunPlan``); ``run``
     checks the run folder (writable, not locked, resumable with the same settings), then
-    loads the model, then writes.
+    loads the model, then writes. A segment's steps are ``SegmentSteps``'.
     """
-
-    def __init__(self, cfg: RunConfig, progress: bool = True) -> None:
-        self.cfg = cfg
-        self.progress = progress
-        # check everything a user can get wrong before the model is loaded
-        self.dataset, self.segments = load_stream(cfg)
-        self.method = build_method(cfg.method.name, cfg.method.params, cfg.method.modifiers)
-        self.warm_pairs, self.warm_method, self.warm_update = check_warm_start(cfg, self.languages())
-        self.decoder = DECODERS.build(cfg.decoder.name, **cfg.decoder.params)
-        self.glossary, terms = self.load_glossary()  # data.glossary: the term metrics, constrained_beam's terms
-        self.protocol = protocol_for(cfg)  # how each segment's post-edit arrives (simpe.loop.protocols)
-        # what the run's group compares
-        self.identity = group_identity(cfg, self.segments, self.warm_pairs, self.glossary.path if self.glossary else None)
-        self.path = run_path(cfg, self.identity)
-        self.probe = probe_set(cfg, self.dataset, self.segments) if cfg.snapshots.every and cfg.snapshots.ranking else []
-        self.forgetting = forgetting_set(cfg, self.dataset)
-        self.probes = Probes(cfg, self.probe, self.forgetting, len(self.segments))
-        self.observers = [self.probes] if cfg.snapshots.every else []  # called after each recorded segment
-        if cfg.snapshots.every and cfg.snapshots.ranking:
-            ranking.check(cfg.ranking)
-        # the model's family and its settings (None: a hub id not in the cache, checked when it loads)
-        self.family = model_family(cfg.model.path, cfg.model.family, cfg.model.family_settings())
-        if self.family is not None:
-            self.method.check_family(self.family)
-            self.check_glossary_prompt(self.family)
-        resolve_device(cfg.device)  # --device cuda without a GPU
-        # truecaser, stopwords, vocabularies (novel_vocab=train: the dataset's), SentencePiece model
-        self.scorer = OnlineScorer(cfg.metrics, model_folder(cfg.model.path), train_vocab=self.dataset.train_vocab(cfg.metrics.lang),
-                                   terms=terms)
-        self.comet = None
-        if cfg.comet:  # loaded now, not after the stream: a bad --comet must not cost a run
-            from simpe.metrics.comet import CometScorer
-
-            self.comet = CometScorer(cfg.comet, device=str(resolve_device(cfg.device)))
-        self.loaded: Any = None
-        self.truncated = 0  # segments cut to the model's maximum length
-        self.own_sentences: dict[tuple[str, int], list[tuple[str, str]]] = {}  # (split, n) -> pairs (sentences)
-
-    def load_glossary(self) -> tuple[Glossary | None, TermCounter | None]:
-        """The run's glossary (``data.glossary``: a file, or ``dataset`` for the dataset's own) checked against the
-        stream's languages, and its term counter; a decoder that places terms (``Decoder.takes_glossary``) gets its
-        pairs, and is refused without one. (None, None) without a glossary. Every refusal is one line, before the model
-        loads (``simpe.terms.glossary``)."""
-        cfg = self.cfg
-        if cfg.data.glossary is None:
-            if cfg.data.glossary_prompt:
-                raise ConfigError("data.glossary_prompt says a glossary's terms in a causal LM's prompt, but the run has no "
-                                  "glossary: give --glossary FILE, or --glossary dataset for the dataset's own")
-            if self.decoder.takes_glossary:
-                raise ConfigError(f"decoder {cfg.decoder.name!r} puts a glossary's terms into its output, but the run has no "
-                                  "glossary: give --glossary FILE, or --glossary dataset for the dataset's own")
-            return None, None
-        glossary = load_glossary(resolve_glossary(cfg.data.glossary, self.dataset), *self.languages())
-        if self.decoder.takes_glossary:
-            self.decoder.use_glossary(glossary.pairs(), glossary.source_lang, glossary.target_lang)
-        return glossary, glossary_counter(glossary, cfg.metrics.r_max_k, cfg.metrics.scope)
-
-    def check_glossary_prompt(self, family: Any) -> None:
-        """Refuse ``data.glossary_prompt`` for a family whose prompt cannot say the terms (one line): every family but
-        a causal LM, and a causal LM whose ``model.prompt_template`` has no ``{terms}`` field."""
-        if not self.cfg.data.glossary_prompt or family.takes_terms():
-            return
-        if family.name == "causal":
-            raise ConfigError("data.glossary_prompt: model.prompt_template has no {terms} field to say the glossary's terms "
-                              f"in ({self.cfg.model.prompt_template!r}); add one, or leave the template out")
-        raise ConfigError(f"data.glossary_prompt says the glossary's terms in a causal LM's prompt; the {family.name} "
-                          "family has no prompt (use --set decoder.name=constrained_beam to place the terms)")
-
-    def prompt_terms(self, source: str) -> tuple[tuple[str, str], ...]:
-        """The glossary pairs the prompt of ``source`` says (``data.glossary_prompt``): those constrained decoding would
-        place (``TermMatcher.to_constrain``); none without the setting."""
-        if not self.cfg.data.glossary_prompt:
-            return ()
-        matcher = self.scorer.terms.matcher
-        return tuple(matcher.pairs[i] for i in matcher.to_constrain(matcher.source_tokens(source)))
-
-    def check_run_dir(self, resume: bool, overwrite: bool, resume_anyway: bool = False) -> None:
-        """Refuse, before the model loads, a run folder that cannot be written or resumed with these settings, or
-        (without ``resume_anyway``) in another environment (``simpe.rundir.resume.check_resumable``)."""
-        self.env_changes = check_resumable(self.path, self.cfg, resume, overwrite, resume_anyway,
-                                           lambda: environment(resolve_device(self.cfg.device)))
 
     def load(self, resume: bool = False) -> None:
         """Load the model, attach the method, bind the decoder, build the scorer, prepare the method (once).
@@ -251,30 +97,6 @@ class Loop:
                        sentences=self.sentences, tune=Tuner(self.model, self.cfg.update, on_backward=self.timer.add).tune, lr=self.cfg.update.lr,
                        read_pairs=self.read_pairs)
 
-    def read_pairs(self, path: str) -> list[tuple[str, str]]:
-        """A translation memory file's pairs (``simpe.datasets.parallel.read_memory``) in the run's languages."""
-        from simpe.datasets.parallel import read_memory
-
-        return read_memory(path, *self.languages())
-
-    def languages(self) -> tuple[str, str]:
-        """The (source, target) language codes of a memory file: the dataset's where it names them, else en -> metrics.lang."""
-        return (getattr(self.dataset, "src_lang", "en"), getattr(self.dataset, "tgt_lang", self.cfg.metrics.lang))
-
-    def sentences(self, split: str, n: int) -> list[tuple[str, str]]:
-        """``simpe.loop.stream.method_sentences`` of this run (its stream and probes held out), read once."""
-        if (split, n) not in self.own_sentences:
-            held = {s.source for s in self.segments} | {s.source for s in self.forgetting} | {s.source for s in self.probe}
-            self.own_sentences[(split, n)] = method_sentences(self.cfg, self.dataset, held, split, n)
-        return self.own_sentences[(split, n)]
-
-    def check_sentences(self) -> None:
-        """Read, before the model loads, the sentences of the dataset the method's ``prepare`` will ask for on a new
-        run (``Method.sentences_needed``: ewc's Fisher pairs, replay's training pool): a split the dataset lacks is
-        refused now (DataError, one line), never replaced by another."""
-        for split, n in self.method.sentences_needed():
-            self.sentences(split, n)
-
     def begin_segment(self, index: int) -> bool:
         """Before segment ``index``: with ``reset: document``, at a document boundary return to the base state; True when it did."""
         if self.base_state is None or index == 0 or self.segments[index].doc_id == self.segments[index - 1].doc_id:
@@ -294,108 +116,6 @@ class Loop:
                              reset=self.cfg.reset, decoder=self.cfg.decoder.name, decoder_params=dict(self.cfg.decoder.params),
                              model_family=family.get("model_family"), model_config_sha256=family.get("model_config_sha256"),
                              model_settings=json.loads(family["model_settings"]) if "model_settings" in family else None)
-
-    # ------------------------------------------------------------ one segment
-    def step(self, index: int, seg: Segment, given: Correction | None = None) -> SegmentRecord:
-        """One segment: translate with θ(index-1), take the translator's correction, score, update, record.
-
-        ``given``: a person's correction (``simpe serve``), else the run's simulated protocol makes one. ``simpe serve``
-        calls the two halves itself (``translate`` shows the hypothesis, ``learn`` takes the submission).
-        """
-        return self.learn(self.translate(index, seg), given)
-
-    def translate(self, index: int, seg: Segment) -> Draft:
-        """The first half of ``step``: segment ``index``'s hypothesis with the current parameters θ(index-1).
-
-        ``seg.reference`` is tokenised here for the update but never reaches the decoder.
-        """
-        phases = Phases(self.timer)
-        with phases("prepare"):  # in-context methods: earlier post-edits only (reference i is not among them)
-            examples = self.method.examples(seg.source)
-            terms = self.prompt_terms(seg.source)
-            pair = self.loaded.family.encode_pair(self.tokenizer, seg.source, seg.reference, self.loaded.device, examples,
-                                                  terms=terms)
-        tuning = contextlib.ExitStack()  # tune-retrieve's tuned copy lives until the correction is in (Draft.tuning)
-        with phases("translate"), contextlib.ExitStack() as failing:
-            failing.callback(tuning.close)
-            tuned = tuning.enter_context(self.method.translating(seg.source))
-            with torch.inference_mode():
-                result = self.decoder.decode(self.model, pair.input_ids, index=index, source=seg.source)
-            failing.pop_all()  # decoded: the tuned copy stays open for learn
-        best = list(result.hypotheses[0].tokens) if result.hypotheses else []
-        hypothesis = self.tokenizer.decode(best, skip_special_tokens=True)
-        return Draft(index, seg, examples, pair, result, best, hypothesis, phases, tuning, tuned, terms)
-
-    def learn(self, draft: Draft, given: Correction | None = None) -> SegmentRecord:
-        """The second half of ``step``: correct, score, update, record (the parameters have not changed since
-        ``translate`` made ``draft``)."""
-        phases, protocol = draft.phases, self.protocol if given is None else Served(given)
-        with draft.tuning, phases("interact"):  # the tuned copy (tune-retrieve) completes the sessions, then resets
-            correction = protocol.correct(self, draft)
-        with phases("prepare"):
-            draft = self.corrected(draft, correction.post_edit)
-        with phases("score"):
-            scored = self.score(draft, correction)
-        with phases("update"):
-            # reference i is seen only here; the hypothesis it corrects, for a method that prefers one to the other
-            upd = update(self.model, self.method, draft.pair, self.cfg.update, hypothesis=draft.hypothesis)
-            self.method.after_segment(draft.pair)  # knn stores the post-edit, icl remembers the pair
-        return self.record(draft, correction, scored, upd)
-
-    def corrected(self, draft: Draft, post_edit: str) -> Draft:
-        """``draft`` with ``post_edit`` as its reference (a person's post-edit differs from the stream's)."""
-        if post_edit == draft.segment.reference:
-            return draft
-        seg = dataclasses.replace(draft.segment, reference=post_edit)
-        pair = self.loaded.family.encode_pair(self.tokenizer, seg.source, post_edit, self.loaded.device, draft.examples,
-                                              terms=draft.terms)
-        return dataclasses.replace(draft, segment=seg, pair=pair)
-
-    def pieces(self, ids: list[int]) -> list[str]:
-        """The subword pieces of ``ids`` without special tokens (``metrics.subword: all``)."""
-        special = set(self.tokenizer.all_special_ids)
-        return self.tokenizer.convert_ids_to_tokens([i for i in ids if i not in special])
-
-    def score(self, draft: Draft, correction: Correction) -> dict[str, Any]:
-        """The hypothesis scored against the post-edit by the run's streaming scorer (per segment and cumulative)."""
-        pieces = self.cfg.metrics.subword == "all"
-        return self.scorer.add(draft.hypothesis, draft.segment.reference, self.pieces(draft.best) if pieces else None,
-                               self.pieces(draft.pair.labels[0].tolist()) if pieces else None,
-                               doc_id=draft.segment.doc_id, effort=effort_of(correction), source=draft.segment.source)
-
-    def record(self, draft: Draft, correction: Correction, scored: dict[str, Any], upd: dict[str, Any]) -> SegmentRecord:
-        """The segment's record (one line of segments.jsonl)."""
-        index, seg, pair, examples, result = draft.index, draft.segment, draft.pair, draft.examples, draft.result
-        if upd["skipped"]:
-            logger.warning("segment %d: update skipped (%s)", index, upd["skipped"])
-        backward = upd.pop("seconds_backward")
-        if draft.tuned:
-            upd["tune"] = draft.tuned
-        seconds = draft.phases.seconds
-        record = SegmentRecord(
-            index=index, doc_id=seg.doc_id, seg_id=seg.seg_id, source=seg.source, reference=seg.reference,
-            hypothesis=draft.hypothesis, mt=seg.mt, examples=len(examples) if examples else None,
-            info=dict(seg.info) if seg.info else None, hyp_score=result.hypotheses[0].score if result.hypotheses else None,
-            **scored, update=upd,
-            # phases of the loop; *_model: time inside model forward passes (ModelTimer), backward: inside autograd
-            seconds={"prepare": seconds["prepare"], "translate": seconds["translate"], "score": seconds["score"],
-                     "update": seconds["update"], "translate_model": seconds["translate_model"],
-                     "update_model": seconds["update_model"], "backward": backward},
-        )
-        placed = result.info or {}
-        if "terms" in placed and "dropped" in placed:  # a decoder that places glossary terms (constrained_beam)
-            record.constrained = {"terms": list(placed["terms"]), "dropped": list(placed["dropped"])}
-        if correction.effort is not None:
-            record.seconds.update({"interact": seconds["interact"], "interact_model": seconds["interact_model"]})
-            record.effort = {level: e.to_dict() for level, e in correction.effort.items()}
-        if pair.truncated:
-            record.truncated = list(pair.truncated)
-            self.truncated += 1
-            if self.truncated == 1:
-                logger.warning("segment %d: the %s is longer than %d tokens and is cut to them for translation and update "
-                               "(the model's position limit); further cut segments are counted at the end",
-                               index, " and ".join(pair.truncated), self.loaded.family.max_tokens(self.model.config))
-        return record
 
     def checkpoint_state(self, segments_done: int) -> dict[str, Any]:
         """What a resume checkpoint holds after ``segments_done`` segments (``RunDir.save_checkpoint`` writes it)."""

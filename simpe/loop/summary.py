@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from simpe.datasets import stream_hash
+from simpe.loop.phases import SEGMENT_PHASES
 from simpe.metrics.online import metric_for
 from simpe.metrics.recall import repeated_errors
 from simpe.metrics.text import split_tokens
@@ -17,11 +18,9 @@ from simpe.rundir import layout
 from simpe.rundir.reader import read_jsonl
 from simpe.terms.glossary import glossary_label
 
-if TYPE_CHECKING:
-    from simpe.loop.run import Loop
+if TYPE_CHECKING:  # a complete run's plan, with its model loaded (simpe.loop.run.Loop, which imports this module)
+    from simpe.loop.plan import RunPlan as Loop
 
-# the phases of a segment's record that the summary adds up (records of runs begun by older versions may lack some)
-SEGMENT_PHASES = ("prepare", "translate", "score", "update", "translate_model", "update_model", "backward")
 
 
 def _preferences(records: list[dict[str, Any]]) -> dict[str, int]:
@@ -43,7 +42,10 @@ def run_summary(loop: Loop, records: list[dict[str, Any]]) -> dict[str, Any]:
         segment_comet = loop.comet.score(
             [r["source"] for r in records], [r["hypothesis"] for r in records], [r["reference"] for r in records])
         comet = sum(segment_comet) / len(segment_comet)
-    seconds = {k: sum(r["seconds"].get(k, 0.0) for r in records) for k in SEGMENT_PHASES}
+    # the phases the records hold (SEGMENT_PHASES: interact under the interactive protocol; records of runs begun by
+    # older versions may lack some)
+    seconds = {k: sum(r["seconds"].get(k, 0.0) for r in records) for k in SEGMENT_PHASES
+               if any(k in r["seconds"] for r in records) or k in ("prepare", "translate", "score", "update")}
     snapshots_file = loop.path / layout.SNAPSHOTS_FILE
     if snapshots_file.exists():  # the probes' phase: each snapshot's wall time (older snapshot records have none)
         seconds["snapshot"] = sum(s.get("snapshot.seconds", 0.0) for s in read_jsonl(snapshots_file))

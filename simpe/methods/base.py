@@ -242,7 +242,7 @@ class Method(ABC):
     # ---- what composition (simpe.methods.compose) and the methods beside those of Simianer et al. (2019) use; the defaults do nothing
     def sentences_needed(self) -> list[tuple[str, int]]:
         """The (split, n) of every ``Context.sentences`` call ``prepare`` makes on a new run: the loop reads them
-        before the model loads, so that a split the dataset lacks is refused first (``simpe.loop.run.check_runs``)."""
+        before the model loads, so that a split the dataset lacks is refused first (``simpe.loop.run.check_runs``, ``simpe.loop.plan``)."""
         return []
 
     def prepare(self, context: Context, resume: bool = False) -> None:

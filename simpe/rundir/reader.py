@@ -440,7 +440,7 @@ def load_group(paths: Iterable[Path], allow_incomplete: bool = False, baseline: 
 
 
 def _identity(run: Run) -> dict[str, Any]:
-    """What the run's group compares, as its env.json records it (``simpe.loop.run.group_identity``; {} before)."""
+    """What the run's group compares, as its env.json records it (``simpe.loop.plan.group_identity``; {} before)."""
     found = (run.env or {}).get("group")
     return found if isinstance(found, dict) else {}
 

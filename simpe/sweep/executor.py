@@ -78,7 +78,7 @@ def run_task(adapter: str, overrides: list[str], threads: int, resume: bool, cwd
             overrides = [*overrides, f"runs_dir={scratch}"]
         cfg = load_config(adapter, overrides)
         if scratch is not None and returned is not None:
-            from simpe.loop.run import run_path
+            from simpe.loop.plan import run_path
 
             unpack(returned, run_path(cfg))
         loop = Loop(cfg, progress=False)
@@ -163,8 +163,8 @@ def run_group_task(runs: list[dict[str, Any]], threads: int, cwd: str, return_re
 def lockstep_tasks(todo: list[tuple[RunSpec, bool]], workers: int) -> list[list[tuple[RunSpec, bool]]]:
     """``todo`` as tasks: the runs that may share their passes (``simpe.loop.group``) in groups, each split into as
     many equal parts as leave no worker idle; every other run a task of its own."""
-    from simpe.loop.group import lockstep_key, why_alone
-    from simpe.loop.run import group_identity
+    from simpe.loop.lockstep import lockstep_key, why_alone
+    from simpe.loop.plan import group_identity
 
     groups: dict[str, list[tuple[RunSpec, bool]]] = {}
     tasks: list[list[tuple[RunSpec, bool]]] = []
@@ -413,7 +413,7 @@ def execute(specs: list[RunSpec], workers: int | None = None, threads: int | Non
                         results = ray.get(ref)
                     except Exception as err:  # the worker died (killed, out of memory): report, go on
                         results = [{"status": "failed", "seconds": 0.0, "error": f"{type(err).__name__}: {err}"}] * len(task)
-                    for (spec, resume), result in zip(task, results):
+                    for (spec, _resume), result in zip(task, results):
                         if result.get("archive") is not None:
                             unpack(result["archive"], spec.path)
                         outcome = Outcome(spec.name, spec.path, result["status"], result["seconds"], result.get("error"))

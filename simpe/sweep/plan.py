@@ -99,7 +99,7 @@ def plan(methods: list[str], grid: dict[str, list[Any]] | None = None, seeds: li
             specs.append(RunSpec(adapter, [*base, *(f"{k}={v}" for k, v in zip(keys, values))], name))
     seen: dict[Path, str] = {}
     from simpe.decoders import DECODERS
-    from simpe.loop.run import run_path
+    from simpe.loop.plan import run_path
     from simpe.methods import METHODS
 
     for spec in specs:

@@ -22,7 +22,8 @@ import torch
 from safetensors import safe_open
 
 from simpe.config.files import load_config
-from simpe.loop.group import Group, describe_groups, plan_groups, why_alone
+from simpe.loop.group import Group, describe_groups, plan_groups
+from simpe.loop.lockstep import why_alone
 from simpe.loop.run import check_runs, simulate
 from simpe.rundir.reader import read_jsonl
 
