@@ -182,7 +182,7 @@ class Group:
                 slot.bar = slot.loop.progress_bar(slot.start, position=progress_position + slot.index)
             log.add_files([slot.rundir.log_file for slot in self.slots])
             if len(self.slots) > 1:
-                logger.info("lockstep group of %d runs: %s (one pass for all)", len(self.slots), ", ".join(self.names))
+                logger.debug("lockstep group of %d runs: %s (one pass for all)", len(self.slots), ", ".join(self.names))
             for slot in self.slots:
                 with log.for_run(slot.index):
                     slot.loop.log_start()

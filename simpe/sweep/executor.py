@@ -389,6 +389,9 @@ def execute(specs: list[RunSpec], workers: int | None = None, threads: int | Non
         pending: dict[Any, list[tuple[RunSpec, bool]]] = {}
         ordered = sorted(todo, key=lambda item: -expected_cost(item[0]))  # the longest first; ties keep their order
         queue = lockstep_tasks(ordered, workers) if lockstep else [[item] for item in ordered]
+        for task in queue:
+            if len(task) > 1:
+                logger.info("in lockstep (one pass for %d runs): %s", len(task), ", ".join(spec.name for spec, _ in task))
         try:
             while queue or pending:
                 while queue and len(pending) < workers:
