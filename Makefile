@@ -33,7 +33,7 @@ GRID ?=
 
 .DEFAULT_GOAL := help
 .PHONY: help venv comet-env test-compat simulate test check-generated lint test-slow docs write-docs corpus glossary demo-model demo-model-small baseline select-fixed compare plot report replicate stopwords \
-        bench-loop bench-interactive bench-constrained bench-metrics bench-topk bench-snapshot bench-simulate bench-train bench-scale bench-size fit-speed device-check device-wheels sweep clean-runs \
+        bench-loop check-lockstep bench-interactive bench-constrained bench-metrics bench-topk bench-snapshot bench-simulate bench-train bench-scale bench-size fit-speed device-check device-wheels sweep clean-runs \
         serve bench-serve serve-screenshot
 
 help: ## list every target with one line each
@@ -158,6 +158,9 @@ serve-screenshot: $(STAMP) ## refresh docs/img/serve-workbench.png, the workbenc
 
 bench-loop: $(STAMP) ## seconds per segment per method, the share outside the model and where it goes
 	$(PY) benchmarks/bench_loop.py $(ARGS)
+
+check-lockstep: $(STAMP) $(MODEL)/fixed-selection.json ## PRESETS as one lockstep group and alone (--lockstep off) on SEGMENTS segments under the native, default and avx2 CPU kernel sets: records compared file by file
+	$(PY) scripts/lockstep_check.py --presets $(PRESETS) --segments $(SEGMENTS) $(ARGS)
 
 bench-interactive: $(STAMP) ## the interactive protocol's cost per segment and per completion (mean, median, p95) by segment length, with and without reusing earlier completions' decoder states, side by side (ARGS="--segments 50 --threads 2")
 	$(PY) benchmarks/bench_interactive.py $(ARGS)

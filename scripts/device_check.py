@@ -180,6 +180,45 @@ def step_shared(device: str, processes: int, segments: int, runs: Path) -> dict[
             "aggregate_over_one": round(aggregate / one, 2)}
 
 
+def step_group(device: str, tiny: bool, runs_in_group: int, segments: int, runs: Path) -> dict[str, Any]:
+    """Lockstep (docs/lockstep.md): ``full`` under ``runs_in_group`` learning rates as one group against one run alone,
+    on the demo model (float32) and the NLLB-600M shape (bfloat16), ``segments`` segments each: segments per second of
+    all the group's runs over one run's (goal on a GPU: >= 6 with 8 runs), from the runs' own loop seconds (the model's
+    load left out; a group's shared phases are split evenly among its runs, so their sum is the group's)."""
+    from simpe.config.files import load_config
+    from simpe.loop.group import Group
+    from simpe.loop.run import check_runs
+    from simpe.models import shapes
+
+    def loop_seconds(configs: list[Any]) -> float:
+        loops = check_runs(configs, progress=False)
+        Group(loops).run(overwrite=True)
+        total = 0.0
+        for loop in loops:
+            summary = json.loads((loop.path / "summary.json").read_text(encoding="utf-8"))
+            total += sum(summary["seconds"][k] for k in ("prepare", "translate", "score", "update"))
+            loop.timer.remove()
+        return total
+
+    models = {"demo": ([], "float32")}
+    name = "nllb-600m"
+    folder = shapes.write(name, runs / f"group-shape-{name}", **(TINY[name] if tiny else {}))
+    models[name] = ([f"model.path={folder}", "metrics.truecaser=null", *TRANSLATION_LENGTH, *SHAPE_SETTINGS[name]],
+                    "float32" if tiny else "bfloat16")
+    out: dict[str, Any] = {}
+    for label, (settings, dtype) in models.items():
+        common = [*settings, f"device={device}", f"model.dtype={dtype}", f"data.segments={segments}", "snapshots.every=0"]
+        alone = loop_seconds([load_config("full", [*common, f"runs_dir={runs / f'group-{label}-alone'}"])])
+        grouped = loop_seconds([load_config("full", [*common, f"update.lr={0.01 * (1 + i / 10):.4f}",
+                                                     f"runs_dir={runs / f'group-{label}'}", f"adapter=full-lr{i}"])
+                                for i in range(runs_in_group)])
+        one, together = segments / alone, runs_in_group * segments / grouped
+        out[f"{label}-full-{dtype}"] = {"runs": runs_in_group, "segments": segments, "alone_s": round(alone, 2),
+                                        "group_s": round(grouped, 2), "segments_per_s_alone": round(one, 3),
+                                        "segments_per_s_group": round(together, 3), "group_over_one": round(together / one, 2)}
+    return out
+
+
 def markdown(result: dict[str, Any]) -> str:
     lines = [f"# Device check ({result['device']}, {result['machine']['gpu'] or 'no GPU'})", "",
              f"torch {result['machine']['torch']}, transformers {result['machine']['transformers']}, "
@@ -200,6 +239,10 @@ def markdown(result: dict[str, Any]) -> str:
     if "aggregate_over_one" in shared:
         lines.append(f"\n{shared['processes']} simpe simulate processes on one device: {shared['segments_per_s_aggregate']} "
                      f"segments/s in all against {shared['segments_per_s_alone']} alone ({shared['aggregate_over_one']}x)")
+    for key, row in (result["steps"].get("group") or {}).items():
+        if isinstance(row, dict) and "group_over_one" in row:
+            lines.append(f"\nlockstep, {key}: {row['runs']} runs as one group {row['segments_per_s_group']} segments/s in all "
+                         f"against {row['segments_per_s_alone']} for one run alone ({row['group_over_one']}x)")
     for step, row in result["steps"].items():
         if isinstance(row, dict) and "error" in row:
             lines.append(f"\n{step} failed: {row['error']}")
@@ -281,6 +324,7 @@ def main(argv: list[str] | None = None) -> int:
         runs = Path(scratch)
         steps = [("cuda_tests", lambda: step_cuda_tests(args.cpu)),
                  ("demo", lambda: step_demo(device, segments, ["baseline", "full"] if args.cpu else PRESETS, runs, args.make_reference)),
+                 ("group", lambda: step_group(device, args.cpu, 2 if args.cpu else 8, 2 if args.cpu else 20, runs)),
                  ("real_size", lambda: step_real_size(device, args.cpu, 2 if args.cpu else 11,
                                                       ["full"] if args.cpu else ["baseline", "full", "lora", "lasso"], runs)),
                  ("shared", lambda: step_shared(device, 2 if args.cpu else 4, 2 if args.cpu else 200, runs))]

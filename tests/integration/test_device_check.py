@@ -18,7 +18,7 @@ def test_the_device_check_runs_every_step_on_the_cpu(tmp_path: Path) -> None:
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     result = json.loads((tmp_path / "device-check.json").read_text())
-    assert result["device"] == "cpu" and set(result["steps"]) == {"cuda_tests", "demo", "real_size", "shared"}
+    assert result["device"] == "cpu" and set(result["steps"]) == {"cuda_tests", "demo", "group", "real_size", "shared"}
     assert result["steps"]["cuda_tests"]["ok"] and "skipped" in result["steps"]["cuda_tests"]["summary"]
     assert set(result["steps"]["demo"]) == {"baseline-float32", "full-float32", "baseline-bfloat16", "full-bfloat16"}
     assert all(row["segments"] == 2 and row["s_per_segment"] > 0 for row in result["steps"]["demo"].values())
@@ -30,8 +30,12 @@ def test_the_device_check_runs_every_step_on_the_cpu(tmp_path: Path) -> None:
     assert (shared["processes"], shared["segments"]) == (2, 2) and shared["segments_per_s_aggregate"] > 0
     assert shared["aggregate_over_one"] == pytest.approx(shared["segments_per_s_aggregate"] / shared["segments_per_s_alone"], abs=0.01)
     assert result["steps"]["demo"]["full-bfloat16"]["update_s"] > 0
+    group = result["steps"]["group"]  # lockstep: 2 runs of full as one group against one alone, per model
+    assert set(group) == {"demo-full-float32", "nllb-600m-full-float32"}
+    assert all((row["runs"], row["segments"]) == (2, 2) and row["group_over_one"] > 0 for row in group.values())
     table = (tmp_path / "device-check.md").read_text()
     assert "| demo | full-bfloat16 |" in table and "| real_size | nllb-600m-full-float32 |" in table
+    assert "lockstep, nllb-600m-full-float32: 2 runs as one group" in table
 
 
 def test_without_a_python_that_has_torch_it_says_so_in_one_line(tmp_path: Path) -> None:

@@ -9,7 +9,6 @@ metadata, and the summary's figures.
 """
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -19,53 +18,26 @@ from pathlib import Path
 
 import pytest
 import torch
-from safetensors import safe_open
 
 from simpe.config.files import load_config
 from simpe.loop.group import Group, describe_groups, plan_groups
 from simpe.loop.lockstep import why_alone
 from simpe.loop.run import check_runs, simulate
 from simpe.rundir.reader import read_jsonl
+from simpe.rundir.same import differences
 
 REPO = Path(__file__).resolve().parents[2]
 PRESETS = ["full", "fixed", "lasso"]
 SETTINGS = ["data.segments=6", "snapshots.every=3", "snapshots.probe=dev", "snapshots.probe_size=2", "ranking.k=3",
             "ranking.samples=6", "ranking.max_expansions=1000", "checkpoint_every=2", "device=cpu"]
-CLOCK = {"seconds", "snapshot.seconds"}
 
 
 def _configs(runs: Path, presets: list[str] = PRESETS) -> list:
     return [load_config(preset, [*SETTINGS, f"runs_dir={runs}"]) for preset in presets]
 
 
-def _records(path: Path, name: str) -> list[dict]:
-    out = []
-    for record in read_jsonl(path / name):
-        record = {k: v for k, v in record.items() if k not in CLOCK and not k.endswith(".seconds")}
-        if "update" in record:
-            record["update"] = {k: v for k, v in record["update"].items() if k != "seconds_backward"}
-        out.append(record)
-    return out
-
-
-def _store(path: Path) -> tuple[dict, dict]:
-    with safe_open(str(path / "store.safetensors"), "pt") as handle:  # metadata's byte order is safetensors' own
-        return handle.metadata(), {key: handle.get_tensor(key) for key in handle.keys()}
-
-
-def _summary(path: Path) -> dict:
-    summary = json.loads((path / "summary.json").read_text(encoding="utf-8"))
-    return {k: v for k, v in summary.items() if not k.startswith("seconds") and k not in ("phases", "wall_seconds")}
-
-
 def _assert_same_run(alone: Path, grouped: Path) -> None:
-    for name in ("segments.jsonl", "snapshots.jsonl"):
-        assert _records(grouped, name) == _records(alone, name), f"{alone.name}: {name}"
-    meta_a, tensors_a = _store(alone)
-    meta_g, tensors_g = _store(grouped)
-    assert meta_a == meta_g and tensors_a.keys() == tensors_g.keys()
-    assert all(torch.equal(tensors_a[k], tensors_g[k]) for k in tensors_a), alone.name
-    assert _summary(alone)["corpus"] == _summary(grouped)["corpus"]
+    assert differences(alone, grouped) == [], alone.name
     assert (grouped / "DONE").exists()
 
 
