@@ -56,6 +56,23 @@ def test_every_method_gives_the_cpu_records_on_cuda(method: str, tmp_path: Path,
     _close(_records(paths["cpu"]), _records(paths["cuda"]), method)
 
 
+def test_a_lockstep_group_on_cuda_gives_the_cpu_records(tmp_path: Path, one_torch_thread: None):
+    """Three presets as one lockstep group (simpe.loop.group) on CUDA against the same group on the CPU."""
+    from simpe.loop.group import Group
+    from simpe.loop.run import check_runs
+
+    paths: dict[str, list[Path]] = {}
+    for device in ("cpu", "cuda"):
+        configs = [load_config(preset, [f"runs_dir={tmp_path / device}", "data.segments=5", f"device={device}"])
+                   for preset in ("full", "fixed", "lasso")]
+        loops = check_runs(configs, progress=False)
+        paths[device] = Group(loops).run()
+        for loop in loops:
+            loop.timer.remove()
+    for cpu, gpu in zip(paths["cpu"], paths["cuda"]):
+        _close(_records(cpu), _records(gpu), cpu.name)
+
+
 def test_exact_topk_on_cuda_equals_brute_force():
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit"))
     from test_topk import LIMIT, SOURCE, assert_exact, brute_force, model_for

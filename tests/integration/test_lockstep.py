@@ -76,6 +76,7 @@ def test_which_runs_go_together(tmp_path: Path) -> None:
     assert why_alone(load_config("full", [f"runs_dir={tmp_path}", "protocol.name=interactive"])) == "protocol interactive"
 
 
+@pytest.mark.slow  # docs/tests.md: the group against alone in make test; a run alone killed and resumed there too
 def test_a_group_killed_mid_stream_resumes_without_losing_or_repeating_a_segment(alone: dict[str, Path],
                                                                                  tmp_path: Path) -> None:
     runs = tmp_path / "killed"
