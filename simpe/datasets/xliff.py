@@ -57,6 +57,7 @@ ESCAPED = "⟨⟨"
 MAX_BYTES = 64 * 1024**2  # an XLIFF file read whole (translate-toolkit's tree takes several times its size)
 MAX_DEPTH = 256  # lxml's own limit on element nesting (without XML_PARSE_HUGE), said in the error
 SEPARATOR = "::"
+_WARNED: set[tuple[str, int]] = set()  # (file, size) whose warnings were logged by this process
 STATE_DONE = {"1.2": "translated", "2": "translated"}  # the state a post-edited target gets
 
 
@@ -206,13 +207,15 @@ def read_xliff(path: str | Path) -> tuple[str, str, str | None, list[XliffSegmen
         raise DataError(f"{path} holds no translatable segment" + (
             f": its {len(empty)} segment{'s' if len(empty) != 1 else ''} hold{'s' if len(empty) == 1 else ''} no source "
             "text" if empty else ""))
-    if empty:
+    said = (str(path.resolve()), len(data)) in _WARNED  # the same file read again (serve init reads it twice): said once
+    _WARNED.add((str(path.resolve()), len(data)))
+    if empty and not said:
         logger.warning("%s: %d segments without source text (empty, or tags only) left out: %s", path, len(empty),
                        ", ".join(s.id or "(no id)" for s in empty[:5]) + (" ..." if len(empty) > 5 else ""))
     for position, segment in enumerate(segments):
         segment.position = position
     repeated = len(segments) - len({s.id for s in segments})
-    if repeated:
+    if repeated and not said:
         logger.warning("%s: %d segment ids repeat; each segment keeps its own place (the export writes by position)",
                        path, repeated)
     source_lang = store.getsourcelanguage() or "en"

@@ -17,6 +17,7 @@ its folder must exist. The file is written whole to a temporary file beside OUT,
 from __future__ import annotations
 
 import errno
+import logging
 import os
 import tempfile
 from pathlib import Path
@@ -105,7 +106,7 @@ def check_out(out: Path, project: Project, run_path: Path, overwrite: bool) -> P
     own = [project.folder / name for name in (PROJECT_FILE, XLIFF_FILE, *GLOSSARY_FILES)]
     if any(resolved == path.resolve() or (info is not None and path.exists() and os.path.samefile(out, path))
            for path in own) or resolved.is_relative_to(run_path.resolve()):
-        raise ConfigError(f"--xliff {out} is one of project {project.name!r}'s own files (its {XLIFF_FILE}, "
+        raise ConfigError(f"--xliff {out} is one of project {project.name}'s own files (its {XLIFF_FILE}, "
                           f"{PROJECT_FILE}, glossary or run folder), which the export never replaces; write elsewhere")
     if not resolved.parent.is_dir():
         raise ConfigError(f"--xliff {out}: the folder {out.parent} does not exist; create it first")
@@ -164,9 +165,15 @@ def export_xliff(project: Project, translator: str, out: Path, overwrite: bool =
     if translator not in project.translators:
         raise ConfigError(f"translator {translator!r} is not in project {project.name!r}; known: "
                           f"{', '.join(sorted(project.translators))}")
-    path = Loop(project.run_config(translator), progress=False).path
-    out = check_out(Path(out), project, path, overwrite)
-    version, _, _, segments, store = read_xliff(source)
+    reader = logging.getLogger("simpe.datasets.xliff")
+    level = reader.level
+    reader.setLevel(logging.ERROR)  # its warnings (ids that repeat, empty units) were said at serve init
+    try:
+        path = Loop(project.run_config(translator), progress=False).path
+        out = check_out(Path(out), project, path, overwrite)
+        version, _, _, segments, store = read_xliff(source)
+    finally:
+        reader.setLevel(level)
     targets = final_targets(path, segments)
     if not targets:
         raise DataError(f"{translator} has submitted no segment of project {project.name!r} yet ({path})")
