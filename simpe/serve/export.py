@@ -23,7 +23,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from simpe.errors import ConfigError, DataError, RunDirError
+from simpe.errors import ConfigError, DataError
 from simpe.rundir import layout
 from simpe.rundir.events import final_versions, read_events
 from simpe.rundir.reader import read_jsonl
