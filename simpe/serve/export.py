@@ -12,7 +12,8 @@ OUT follows the run folder's rules (``check_out``): an existing file is replaced
 never a symbolic link, a folder, a device or a path of a kernel file system (/proc, /sys, /dev), never one of the
 project's own files (``project.json``, ``source.xlf``, the glossary) nor inside the translator's run folder, and
 its folder must exist. The file is written whole to a temporary file beside OUT, synced, then renamed into place
-(``write_atomic``): a full disk or a kill leaves OUT as it was, and no temporary file behind.
+(``write_atomic``): a full disk leaves OUT as it was and no temporary file behind; a kill leaves OUT as it was (and
+perhaps the hidden temporary file, ``.OUT.*.tmp``), never half a file.
 """
 from __future__ import annotations
 
@@ -135,7 +136,11 @@ def write_atomic(out: Path, data: bytes, overwrite: bool) -> None:
                 os.link(tmp, out)  # fails if OUT appeared meanwhile: never replaced without --overwrite
             except FileExistsError:
                 raise ConfigError(f"--xliff {out} exists; give --overwrite to replace it") from None
-            tmp.unlink()
+            except OSError:  # a file system without hard links (FAT, some network mounts): checked, then renamed
+                if os.path.lexists(out):
+                    raise ConfigError(f"--xliff {out} exists; give --overwrite to replace it") from None
+                os.replace(tmp, out)
+            tmp.unlink(missing_ok=True)
         folder = os.open(out.parent, os.O_RDONLY)
         try:
             os.fsync(folder)
