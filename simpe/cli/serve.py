@@ -71,7 +71,10 @@ def add_serve(sub: argparse._SubParsersAction) -> None:
                                             "the targets of the project's XLIFF file, state translated")
     export.add_argument("name", help="project name (made with serve init --xliff)")
     export.add_argument("translator", help="the translator whose post-edits become the targets")
-    export.add_argument("--xliff", type=Path, required=True, metavar="OUT", help="the XLIFF file to write")
+    export.add_argument("--xliff", type=Path, required=True, metavar="OUT",
+                        help="the XLIFF file to write (a new file, in a folder that exists; never a link, nor one of the "
+                             "project's own files)")
+    export.add_argument("--overwrite", action="store_true", help="replace OUT when it exists")
     projects_dir(export)
     run = ssub.add_parser("run", help="serve a project until Ctrl+C; every translator resumes at their next segment")
     run.add_argument("name", help="project name")
@@ -115,7 +118,7 @@ def cmd_serve(args: argparse.Namespace) -> None:
         from simpe.serve.export import export_xliff
 
         written, total, path = export_xliff(projects.load(projects.project_dir(args.projects_dir, args.name)),
-                                            args.translator, args.xliff)
+                                            args.translator, args.xliff, overwrite=args.overwrite)
         print(f"{args.xliff}: {written} of {total} segments with {args.translator}'s post-edits (state translated; "
               f"the others as the project's file has them); from {path}")
         return

@@ -1,5 +1,5 @@
 """XLIFF, the file every CAT tool reads and writes: its segments as a stream (``--dataset xliff``), and its targets
-written back (``simpe serve export --xliff``).
+written back (``fill_targets``; ``simpe serve export --xliff``).
 
 Read with translate-toolkit (``translate.storage``: ``Xliff1File`` for XLIFF 1.2, ``Xliff2File`` for 2.x, the
 version taken from the file), which gives the files, units, segments, ids, languages and states; the inline content
@@ -15,8 +15,18 @@ source, ``⟨1⟩ … ⟨/1⟩`` for a tag with content (1.2 ``g``, 2.x ``pc``, 
 (1.2 ``x``, ``ph``, ``bx``, ``ex``, ``bpt``, ``ept``, ``it``; 2.x ``ph``, ``sc``, ``ec``, ``cp``: their native
 code is kept). The model reads and learns the text without them (``plain``: placeholders removed, spaces
 collapsed); ``simpe serve`` shows the tagged source, refuses a post-edit that loses, repeats or misnests a
-placeholder, and ``write_targets`` restores each placeholder as its original element. A target already in the
+placeholder, and ``fill_targets`` restores each placeholder as its original element. A target already in the
 file is read the same way, with the placeholders of its source's tags.
+A bracket the user wrote is never taken for a placeholder: in tagged text a literal ``⟨`` is written twice
+(``escape``: "Press ⟨1⟩" reads as ``Press ⟨⟨1⟩``), and ``plain`` and ``fill_targets`` give it back as one, so the
+model reads "Press ⟨1⟩ to open the file." and the exported target holds what the translator wrote.
+
+**What is refused** (``DataError``, one line naming the file): a file over ``MAX_BYTES`` (64 MiB) or nested deeper
+than the XML reader's 256 levels, a root element not in its version's namespace or an element of the other XLIFF
+version's namespace, a unit or segment without ``<source>``, a file with no segment holding source text (units
+whose source is empty or tags only are left out, counted in the log). Ids need not be unique: every segment has an
+internal key, its position in the file (``XliffSegment.position``, the records' ``info.position``), and the export
+writes each post-edit to the segment at its position.
 
 **Targets.** ``--dataset xliff`` takes the filled targets as the references (a segment without one is refused, or
 skipped with ``--skip-empty``; a file without any target: one line, exit 2). ``simpe serve init --xliff`` takes
@@ -42,8 +52,12 @@ logger = logging.getLogger(__name__)
 NS1, NS2 = "urn:oasis:names:tc:xliff:document:1.2", "urn:oasis:names:tc:xliff:document:2.0"
 PAIRED = {"g", "pc", "mrk"}  # inline tags with content: ⟨k⟩ … ⟨/k⟩
 STANDALONE = {"x", "ph", "bx", "ex", "bpt", "ept", "it", "sc", "ec", "cp", "sub"}  # ⟨k/⟩ (their content kept)
-PLACEHOLDER = re.compile(r"⟨(/?)(\d+)(/?)⟩")
+PLACEHOLDER = re.compile(r"⟨⟨|⟨(/?)(\d+)(/?)⟩")  # a placeholder, or an escaped literal ⟨ (group 2 None)
+ESCAPED = "⟨⟨"
+MAX_BYTES = 64 * 1024**2  # an XLIFF file read whole (translate-toolkit's tree takes several times its size)
+MAX_DEPTH = 256  # lxml's own limit on element nesting (without XML_PARSE_HUGE), said in the error
 SEPARATOR = "::"
+_WARNED: set[tuple[str, int]] = set()  # (file, size) whose warnings were logged by this process
 STATE_DONE = {"1.2": "translated", "2": "translated"}  # the state a post-edited target gets
 
 
@@ -51,14 +65,25 @@ def local(tag: Any) -> str:
     return tag.rsplit("}", 1)[-1] if isinstance(tag, str) else ""
 
 
+def escape(text: str) -> str:
+    """``text`` as tagged text: each literal ``⟨`` written twice, so none is read as a placeholder."""
+    return text.replace("⟨", ESCAPED)
+
+
 def plain(tagged: str) -> str:
-    """The text of a tagged segment without its placeholders, spaces collapsed (what the model reads and learns)."""
-    return " ".join(PLACEHOLDER.sub("", tagged).split())
+    """The text of a tagged segment without its placeholders, escaped brackets given back as written, spaces
+    collapsed (what the model reads and learns)."""
+    return " ".join(PLACEHOLDER.sub(lambda m: "" if m.group(2) else "⟨", tagged).split())
 
 
 def placeholders(tagged: str) -> list[str]:
-    """The placeholders of a tagged text, in order."""
-    return [m.group(0) for m in PLACEHOLDER.finditer(tagged)]
+    """The placeholders of a tagged text, in order (escaped brackets are text, not placeholders)."""
+    return [m.group(0) for m in PLACEHOLDER.finditer(tagged) if m.group(2)]
+
+
+def is_tagged(text: str) -> bool:
+    """Whether ``text`` holds a placeholder or an escaped bracket: tagged text that ``plain`` changes."""
+    return PLACEHOLDER.search(text) is not None
 
 
 @dataclass
@@ -75,6 +100,7 @@ class XliffSegment:
     inline: dict[int, Any]
     holder: Any  # 1.2: the trans-unit (or its seg mrk's id); 2.x: the segment element
     mid: str | None = None  # 1.2 seg-source: the mrk's mid
+    position: int = 0  # the internal key: its place among the file's segments (ids may repeat)
 
     @property
     def id(self) -> str:
@@ -84,7 +110,7 @@ class XliffSegment:
 def _tagged(element: Any, inline: dict[int, Any], numbering: dict[int, int] | None = None) -> str:
     """The text of ``element`` with its inline children as placeholders; ``inline`` collects number -> element
     (source side). ``numbering`` (target side): the source's element ids' numbers, to number a target's tags alike."""
-    out = [element.text or ""]
+    out = [escape(element.text or "")]
     for child in element:
         name = local(child.tag)
         if name in PAIRED | STANDALONE:
@@ -94,8 +120,8 @@ def _tagged(element: Any, inline: dict[int, Any], numbering: dict[int, int] | No
             else:
                 out.append(f"⟨{number}/⟩")
         elif name:  # an unknown element: its text only
-            out.append("".join(child.itertext()))
-        out.append(child.tail or "")
+            out.append(escape("".join(child.itertext())))
+        out.append(escape(child.tail or ""))
     return "".join(out)
 
 
@@ -117,18 +143,23 @@ def _key(element: Any) -> tuple[str, str | None]:
 
 def read_xliff(path: str | Path) -> tuple[str, str, str | None, list[XliffSegment], Any]:
     """(version "1.2" or "2", source language, target language, the segments in file order, the translate-toolkit
-    store) of an XLIFF file; DataError naming the file when it does not read as XLIFF 1.2 or 2.x."""
+    store) of an XLIFF file; DataError naming the file when it does not read as XLIFF 1.2 or 2.x, or breaks a rule of
+    the module docstring's "What is refused"."""
     from translate.storage import xliff, xliff2
 
+    from simpe.textfile import read_bytes
+
     path = Path(path)
-    if not path.is_file():
-        raise DataError(f"XLIFF file {path} does not exist")
-    data = path.read_bytes()
+    data = read_bytes(path, "XLIFF file", limit=MAX_BYTES)  # a folder, a device, a pipe or a file over the limit: one line
     version = "2" if re.search(rb"<xliff[^>]*version=[\"']2", data[:2000]) else "1.2"
     try:
         store = (xliff2.Xliff2File if version == "2" else xliff.xlifffile).parsestring(data)
     except Exception as err:  # noqa: BLE001 (translate-toolkit raises ValueError, lxml's errors, ...)
+        if "Excessive depth" in str(err):
+            raise DataError(f"{path} nests elements deeper than {MAX_DEPTH} levels (the XML reader's limit); no XLIFF "
+                            "file needs that many") from None
         raise DataError(f"{path} does not read as XLIFF {version} ({str(err)[:200]})") from None
+    _check_namespaces(path, version, store.document.getroot())
     segments: list[XliffSegment] = []
     seen_units: set[int] = set()
     for unit in store.units:
@@ -142,9 +173,9 @@ def read_xliff(path: str | Path) -> tuple[str, str, str | None, list[XliffSegmen
             seen_units.add(id(element))
             siblings = [s for s in owner if local(s.tag) == "segment"]
             doc = _original(owner)
-            source, target = _child(element, "source"), _child(element, "target")
+            source, target = _source(path, element, owner), _child(element, "target")
             inline: dict[int, Any] = {}
-            tagged = _tagged(source, inline) if source is not None else ""
+            tagged = _tagged(source, inline)
             segments.append(XliffSegment(doc, owner.get("id") or "", element.get("id") if len(siblings) > 1 else None,
                                          tagged, _target_text(target, inline), element.get("state"), inline, element))
             continue
@@ -152,12 +183,13 @@ def read_xliff(path: str | Path) -> tuple[str, str, str | None, list[XliffSegmen
         if element.get("translate") == "no":
             continue
         doc = _original(element)
+        source = _source(path, element, element)
         seg_source, target = _child(element, "seg-source"), _child(element, "target")
         marks = [m for m in seg_source.iter(f"{{{NS1}}}mrk") if m.get("mtype") == "seg"] if seg_source is not None else []
         state = target.get("state") if target is not None else None
         if not marks:
             inline = {}
-            tagged = _tagged(_child(element, "source"), inline)
+            tagged = _tagged(source, inline)
             segments.append(XliffSegment(doc, element.get("id") or "", None, tagged, _target_text(target, inline), state,
                                          inline, element))
             continue
@@ -169,11 +201,47 @@ def read_xliff(path: str | Path) -> tuple[str, str, str | None, list[XliffSegmen
             segments.append(XliffSegment(doc, element.get("id") or "", mark.get("mid"), tagged,
                                          _target_text(target_marks.get(mark.get("mid")), inline), state, inline, element,
                                          mid=mark.get("mid")))
+    empty = [s for s in segments if not plain(s.source)]
+    segments = [s for s in segments if plain(s.source)]
     if not segments:
-        raise DataError(f"{path} holds no translatable segment")
+        raise DataError(f"{path} holds no translatable segment" + (
+            f": its {len(empty)} segment{'s' if len(empty) != 1 else ''} hold{'s' if len(empty) == 1 else ''} no source "
+            "text" if empty else ""))
+    said = (str(path.resolve()), len(data)) in _WARNED  # the same file read again (serve init reads it twice): said once
+    _WARNED.add((str(path.resolve()), len(data)))
+    if empty and not said:
+        logger.warning("%s: %d segments without source text (empty, or tags only) left out: %s", path, len(empty),
+                       ", ".join(s.id or "(no id)" for s in empty[:5]) + (" ..." if len(empty) > 5 else ""))
+    for position, segment in enumerate(segments):
+        segment.position = position
+    repeated = len(segments) - len({s.id for s in segments})
+    if repeated and not said:
+        logger.warning("%s: %d segment ids repeat; each segment keeps its own place (the export writes by position)",
+                       path, repeated)
     source_lang = store.getsourcelanguage() or "en"
     target_lang = store.gettargetlanguage() or None
     return version, source_lang, target_lang, segments, store
+
+
+def _check_namespaces(path: Path, version: str, root: Any) -> None:
+    """Refuse a root that is not its version's ``<xliff>``, or any element in the other version's namespace."""
+    wanted, other = (NS2, NS1) if version == "2" else (NS1, NS2)
+    if root.tag != f"{{{wanted}}}xliff":
+        raise DataError(f"{path}: the root element is {root.tag!r}; an XLIFF {version} file's is <xliff> in the "
+                        f"namespace {wanted}")
+    stray = next((e for e in root.iter() if isinstance(e.tag, str) and e.tag.startswith(f"{{{other}}}")), None)
+    if stray is not None:
+        raise DataError(f"{path} line {stray.sourceline}: <{local(stray.tag)}> is in the XLIFF namespace {other}, but "
+                        f"the file is XLIFF {version} ({wanted}); one file, one namespace")
+
+
+def _source(path: Path, element: Any, unit: Any) -> Any:
+    """The ``<source>`` of a 1.2 trans-unit or a 2.x segment; DataError naming the unit when there is none."""
+    source = _child(element, "source")
+    if source is None:
+        raise DataError(f"{path} line {element.sourceline}: {local(element.tag)} {unit.get('id') or '(no id)'!r} has no "
+                        "<source>; every unit to translate needs one")
+    return source
 
 
 def _child(element: Any, name: str) -> Any:
@@ -204,11 +272,12 @@ def check_tags(source: str, post_edit: str) -> None:
                         f"(tags: {' '.join(wanted)})")
     extra = [p for p in got if got.count(p) > 1 or p not in wanted]
     if extra:
-        raise DataError(f"the post-edit holds the tag {extra[0]} {'twice' if extra[0] in wanted else 'that its source lacks'}")
+        raise DataError(f"the post-edit holds the tag {extra[0]} " + ("twice" if extra[0] in wanted else
+                        f"that its source lacks (a bracket of the text is written twice: {ESCAPED}{extra[0][1:]})"))
     stack: list[str] = []
     for match in PLACEHOLDER.finditer(post_edit):
         closing, number, alone = match.groups()
-        if alone:
+        if number is None or alone:  # an escaped bracket, a standalone tag
             continue
         if not closing:
             stack.append(number)
@@ -236,6 +305,9 @@ def fill(element: Any, tagged: str, inline: dict[int, Any]) -> None:
         put(tagged[position:match.start()])
         position = match.end()
         closing, number, alone = match.groups()
+        if number is None:  # an escaped bracket: the text's own
+            put("⟨")
+            continue
         original = inline[int(number)]
         if alone:
             node = copy.deepcopy(original)
@@ -252,15 +324,15 @@ def fill(element: Any, tagged: str, inline: dict[int, Any]) -> None:
     put(tagged[position:])
 
 
-def write_targets(store: Any, version: str, segments: list[XliffSegment], targets: dict[str, str], out: Path) -> int:
-    """Write ``store`` with the ``targets`` (segment id -> tagged text) of ``segments`` to ``out``; each written target
-    gets the state ``translated``. Returns how many were written. The segments must come from ``read_xliff`` of the
-    same store."""
+def fill_targets(store: Any, version: str, segments: list[XliffSegment], targets: dict[int, str]) -> int:
+    """Set the ``targets`` (segment position -> tagged text) of ``segments`` in ``store`` (``bytes(store)`` is the
+    file); each target set gets the state ``translated``. Returns how many were set. The segments must come from
+    ``read_xliff`` of the same store (``simpe.serve.export`` writes the file)."""
     written = 0
     for segment in segments:
-        if segment.id not in targets:
+        if segment.position not in targets:
             continue
-        text = targets[segment.id]
+        text = targets[segment.position]
         check_tags(segment.source, text)
         holder = segment.holder
         if version == "2":
@@ -293,9 +365,6 @@ def write_targets(store: Any, version: str, segments: list[XliffSegment], target
                 fill(mark, text, segment.inline)
             target.set("state", STATE_DONE["1.2"])
         written += 1
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_bytes(bytes(store))
     return written
 
 
@@ -329,7 +398,7 @@ class XliffDataset(Dataset):
                             "without them is for simpe serve init --xliff, where translators fill them)")
         out = []
         for unit in self.units:
-            info = {"unit": unit.id, "tagged_source": unit.source}
+            info = {"unit": unit.id, "tagged_source": unit.source, "position": unit.position}
             if unit.target is not None:
                 info["target"] = unit.target
             if unit.state:

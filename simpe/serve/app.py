@@ -15,7 +15,8 @@ Guards (``Guard``, in front of every route):
 * the token travels in the ``Authorization: Bearer`` header only (checked against ``project.json`` as it is now:
   ``simpe serve token`` on a running server takes effect at the next request) (no cookie: nothing another site can make the browser
   send), and the API answers no CORS preflight, so another site's script cannot send one;
-* request bodies are limited to ``MAX_BODY`` bytes, and must be JSON; every field is checked (``simpe.serve.keylog``);
+* request bodies are limited to ``MAX_BODY`` bytes and ``MAX_DEPTH`` levels of nesting, and must be JSON; every field
+  is checked (``simpe.serve.keylog``);
 * every answer carries a strict Content-Security-Policy (scripts and styles from this server only, no framing),
   ``nosniff``, ``no-referrer`` and ``no-store``.
 
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -44,6 +46,18 @@ logger = logging.getLogger(__name__)
 
 STATIC = Path(__file__).resolve().parent / "static"
 MAX_BODY = 512 * 1024  # bytes of a request body: a post-edit and a long key log fit many times over
+MAX_DEPTH = 16  # JSON nesting of a request body: a submission's key log is 3 deep ({"keys": [[ms, op, arg]]})
+JSON_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')
+
+
+def check_depth(body: bytes) -> None:
+    """Refuse (DataError) a body whose JSON nests deeper than ``MAX_DEPTH``, before parsing it: the parser recurses
+    once per level, and a body nested 100,000 deep ends in a RecursionError (brackets inside strings are text)."""
+    depth = 0
+    for bracket in re.findall(rb"[\[\]{}]", JSON_STRING.sub(b"", body)):
+        depth += 1 if bracket in b"[{" else -1
+        if depth > MAX_DEPTH:
+            raise DataError(f"the request body nests JSON deeper than {MAX_DEPTH} levels")
 HEADERS = [
     (b"content-security-policy", b"default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
                                  b"img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"),
@@ -144,8 +158,12 @@ def create_app(project: Project, sessions: dict[str, TranslatorSession], hosts: 
     async def body_of(request: Request) -> Any:
         if request.headers.get("content-type", "").split(";")[0].strip().lower() != "application/json":
             raise DataError("send JSON (Content-Type: application/json)")
+        body = await request.body()
+        check_depth(body)
         try:
-            return json.loads(await request.body())
+            return json.loads(body)
+        except RecursionError:  # check_depth counts brackets; this is its backstop
+            raise DataError(f"the request body nests JSON deeper than {MAX_DEPTH} levels") from None
         except ValueError:
             raise DataError("the request body is not JSON") from None
 

@@ -2,7 +2,8 @@
 
 A submission (or a revision) is ``{"index": int, "post_edit": str, "seconds": number, "keys": [[ms, op, arg], ...],
 "pauses": [[start_ms, end_ms], ...]}``: ``seconds`` is the editing time without the pauses, ``pauses`` the spans the
-translator paused the timer (milliseconds after the segment was shown). The key log is compact: one short list per
+translator paused the timer (milliseconds after the segment was shown; merged where they overlap, so
+``paused_seconds`` counts each paused moment once). The key log is compact: one short list per
 editing event, ``ms`` after the segment was shown, ``op`` one letter:
 
 ====  =====================================================  ===========================
@@ -90,16 +91,24 @@ def check_keys(value: Any) -> list[list[Any]]:
 
 
 def check_pauses(value: Any) -> list[list[int]]:
-    """The pauses, ``[[start_ms, end_ms], ...]``, each within a day and not ending before it starts."""
+    """The pauses, ``[[start_ms, end_ms], ...]``, each within a day and not ending before it starts, merged: sorted,
+    and overlapping or touching spans (a pause sent twice, a page that sent one inside another) joined into one, so
+    no paused millisecond is counted twice."""
     if not isinstance(value, list) or len(value) > MAX_PAUSES:
         raise DataError(f"pauses must be a list of at most {MAX_PAUSES} [start_ms, end_ms] pairs")
-    out = []
+    spans = []
     for pause in value:
         if not (isinstance(pause, list) and len(pause) == 2
                 and all(isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= MAX_MS for v in pause)
                 and pause[0] <= pause[1]):
             raise DataError(f"each pause is [start_ms, end_ms], whole milliseconds from 0 to {MAX_MS}, start <= end")
-        out.append([pause[0], pause[1]])
+        spans.append((pause[0], pause[1]))
+    out: list[list[int]] = []
+    for start, end in sorted(spans):
+        if out and start <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], end)
+        else:
+            out.append([start, end])
     return out
 
 

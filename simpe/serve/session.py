@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from simpe.config.tree import RunConfig
-from simpe.datasets.xliff import PLACEHOLDER, check_tags, placeholders, plain
+from simpe.datasets.xliff import PLACEHOLDER, check_tags, escape, is_tagged, placeholders, plain
 from simpe.errors import DataError, RunDirError
 from simpe.loop.interactive import Completer, Effort
 from simpe.loop.protocols import Correction
@@ -249,13 +249,13 @@ class TranslatorSession:
     def tagged_source(self, index: int) -> str:
         """Segment ``index``'s source as the page shows it: with its inline tags' placeholders (XLIFF), else as is."""
         info = self.loop.segments[index].info or {}
-        return info.get("tagged_source") or self.loop.segments[index].source
+        return info.get("tagged_source") or escape(self.loop.segments[index].source)  # a literal ⟨ is not a tag
 
     def _texts(self, index: int, post_edit: str) -> tuple[str, str | None]:
         """(the text the model learns and the metrics score, the tagged post-edit or None): a segment with inline
         tags must keep each of them (DataError otherwise); the model's text is without them."""
         source = self.tagged_source(index)
-        if not placeholders(source) and not placeholders(post_edit):
+        if not is_tagged(source) and not is_tagged(post_edit):  # no tag, no escaped bracket: the text as written
             return post_edit, None
         check_tags(source, post_edit)
         text = plain(post_edit)
@@ -303,8 +303,8 @@ class TranslatorSession:
             assert self.draft is not None
             index, hypothesis, status, learned = self.next, self.draft.hypothesis, "current", None
             info = self.loop.segments[index].info or {}
-            post_edit = info.get("target") or hypothesis  # an XLIFF target already filled is the starting point
-            missing = [tag for tag in placeholders(self.tagged_source(index)) if tag not in post_edit]
+            post_edit = info.get("target") or escape(hypothesis)  # an XLIFF target already filled is the starting point
+            missing = [tag for tag in placeholders(self.tagged_source(index)) if tag not in placeholders(post_edit)]
             post_edit = " ".join([post_edit, *missing]) if missing else post_edit  # the tags, for the translator to place
         else:
             self._check_open(index, current=False)

@@ -16,6 +16,9 @@ gives one entry, its first non-deprecated term (``tig``) in the ``langSet`` of t
 and its first one in the target language's. A ``termEntry`` without both languages is skipped (counted in the log);
 a ``langSet`` without ``xml:lang`` (on itself or the root) or a language with no term is malformed.
 
+A glossary holds at most ``MAX_ENTRIES`` (100,000) entries in at most ``MAX_BYTES`` (64 MiB); a longer one is
+refused at the first entry past the limit, before any term is tokenised (keep the entries of the job's domain).
+
 Languages compare by their primary subtag, case ignored (``en-US`` is ``en``; ``de_DE`` is ``de``). A source term
 given twice is refused (naming both lines): matching is exact on the source side (``simpe.terms.match``), so one
 source has one target.
@@ -38,6 +41,10 @@ DEFAULT_GLOSSARY = DATA_DIR / "libreoffice" / "glossary.tsv"  # the embedded def
 FORMATS = ("tsv", "tbx")
 LANGS_LINE = re.compile(r"#langs[ \t]+(\S+)[ \t]+(\S+)[ \t]*")
 MAX_TERM_CHARS = 200  # a term is a name, not a paragraph: a longer side is refused as malformed
+# A client's or a product's termbase holds thousands of entries; every entry is Moses-tokenised for matching (about
+# 0.1 ms a side), so 1,000,000 entries took minutes and 2 GB before the first segment. More are refused at once.
+MAX_ENTRIES = 100_000
+MAX_BYTES = 64 * 1024**2  # of the file: 100,000 TBX entries take about 40 MB
 
 
 @dataclass(frozen=True)
@@ -120,6 +127,9 @@ def load_glossary(path: str | Path, source_lang: str, target_lang: str) -> Gloss
     path = Path(path)
     src, tgt = primary_language(source_lang), primary_language(target_lang)
     kind = glossary_format(path)
+    if path.is_file() and path.stat().st_size > MAX_BYTES:
+        raise DataError(f"glossary {str(path)!r} is {path.stat().st_size:,} bytes; simpe takes glossaries of at most "
+                        f"{MAX_BYTES:,} bytes and {MAX_ENTRIES:,} entries (keep the terms of the job's domain)")
     entries = _read_tbx(path, src, tgt) if kind == "tbx" else _read_tsv(path, src, tgt)
     seen: dict[str, Entry] = {}
     for entry in entries:
@@ -137,6 +147,12 @@ def load_glossary(path: str | Path, source_lang: str, target_lang: str) -> Gloss
                         + ("'source<TAB>target' line" if kind == "tsv" else "termEntry with both languages"))
     logger.info("glossary %s: %d %s->%s entries (%s)", path, len(entries), src, tgt, kind)
     return Glossary(path, kind, src, tgt, tuple(entries))
+
+
+def _check_count(path: Path, count: int, line: int) -> None:
+    if count > MAX_ENTRIES:
+        raise DataError(f"glossary {str(path)!r} line {line}: more than {MAX_ENTRIES:,} entries; simpe takes glossaries "
+                        f"of at most {MAX_ENTRIES:,} (keep the terms of the job's domain)")
 
 
 def _check_languages(path: Path, where: str, found: tuple[str, str], stream: tuple[str, str]) -> None:
@@ -171,6 +187,7 @@ def _read_tsv(path: Path, src: str, tgt: str) -> list[Entry]:
             raise DataError(f"glossary {str(path)!r} line {number}: the {'source' if not source else 'target'} term "
                             f"is empty ({line[:60]!r})")
         entries.append(Entry(source, target, number))
+        _check_count(path, len(entries), number)
     return entries
 
 
@@ -208,6 +225,7 @@ def _read_tbx(path: Path, src: str, tgt: str) -> list[Entry]:
             terms.setdefault(lang, text)
         if src in terms and tgt in terms:
             entries.append(Entry(terms[src], terms[tgt], unit.xmlelement.sourceline))
+            _check_count(path, len(entries), unit.xmlelement.sourceline)
         else:
             skipped += 1
     if not entries and languages and not {src, tgt} <= languages:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from simpe.datasets.xliff import check_tags, plain, read_xliff, write_targets
+from simpe.datasets.xliff import check_tags, fill_targets, plain, read_xliff
 from simpe.errors import DataError
 from simpe.rundir import layout
 from simpe.serve import project as projects
@@ -52,7 +52,8 @@ def test_segments_placeholders_and_targets_read_and_written_back(tmp_path: Path,
     targets = {ids[0]: "Klicken Sie auf ⟨1⟩OK⟨/1⟩, um die Datei zu speichern.", ids[1]: "Drücken Sie ⟨1/⟩ jetzt.",
                ids[2]: "Öffnen Sie die Datei.", ids[3]: "Schließen Sie die Datei."}
     out = tmp_path / "out.xlf"
-    assert write_targets(store, version, segments, targets, out) == 4
+    assert fill_targets(store, version, segments, {ids.index(key): text for key, text in targets.items()}) == 4
+    out.write_bytes(bytes(store))
     text = out.read_text(encoding="utf-8")
     paired, alone = ("g", "x") if version == "1.2" else ("pc", "ph")
     assert f'<{paired} id="1">OK</{paired}>, um die Datei zu speichern.' in text and f'<{alone} id="2"/> jetzt.' in text

@@ -150,3 +150,15 @@ def test_a_glossary_is_named_without_this_machines_paths(tmp_path: Path, monkeyp
     outside = tmp_path / "job" / "terms.tsv"
     assert glossary_label(outside, str(outside), "text") == "terms.tsv"
     assert glossary_label(outside, "dataset", "tmx") == "dataset:tmx"
+
+
+def test_a_glossary_holds_at_most_100000_entries(tmp_path: Path) -> None:
+    from simpe.terms.glossary import MAX_ENTRIES
+
+    path = tmp_path / "big.tsv"
+    lines = ["#langs en de", *(f"term{i}\tZiel{i}" for i in range(MAX_ENTRIES))]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    assert len(load_glossary(path, "en", "de")) == 100_000  # the limit itself is taken
+    path.write_text("\n".join([*lines, "one\tmore"]) + "\n", encoding="utf-8")
+    with pytest.raises(DataError, match=r"line 100002: more than 100,000 entries; simpe takes glossaries of at most 100,000"):
+        load_glossary(path, "en", "de")

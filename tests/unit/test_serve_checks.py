@@ -16,9 +16,9 @@ from starlette.testclient import TestClient
 from simpe.cli import main
 from simpe.errors import ConfigError, DataError
 from simpe.serve import project as projects
-from simpe.serve.app import MAX_BODY, Guard
+from simpe.serve.app import MAX_BODY, Guard, check_depth
 from simpe.serve.bind import allowed_names, check_bind, link, listen
-from simpe.serve.keylog import check_keys, check_submission, check_text, counts
+from simpe.serve.keylog import check_keys, check_pauses, check_submission, check_text, counts
 
 
 def test_counts_of_a_key_log():
@@ -51,6 +51,26 @@ def test_submissions_are_checked():
         with pytest.raises(DataError, match=message):
             check_submission(bad)
     assert check_text("Wählen ", "prefix", allow_empty=True) == "Wählen "  # a typed prefix keeps its space
+
+
+@pytest.mark.parametrize("pauses, merged, seconds", [
+    ([[0, 5000], [0, 5000]], [[0, 5000]], 5.0),  # the same pause sent twice
+    ([[1000, 4000], [0, 2500], [4000, 5000], [0, 2500]], [[0, 5000]], 5.0),  # overlapping and touching: 9.0 s summed
+    ([[6000, 7000], [0, 1000], [500, 800]], [[0, 1000], [6000, 7000]], 2.0),  # one inside another, out of order
+    ([[10, 10]], [[10, 10]], 0.0),
+])
+def test_pauses_are_merged_so_none_is_counted_twice(pauses, merged, seconds):
+    assert check_pauses(pauses) == merged
+    human = check_submission({"index": 0, "post_edit": "a", "pauses": pauses})[2]
+    assert (human["pauses"], human["paused_seconds"]) == (merged, seconds)
+
+
+def test_a_body_nested_deeper_than_16_is_refused_before_it_is_parsed():
+    check_depth(b'{"keys": [[1, "i", "[[[[[[[[[[[[[[[[[[[[{{{{"]], "post_edit": "\\\"[[[[[[[[[[[[[[[[[["}')  # in strings
+    check_depth(b"[" * 16 + b"]" * 16)
+    for body in (b"[" * 17 + b"]" * 17, b"[" * 100_000, b'{"a":' * 20 + b"1" + b"}" * 20):
+        with pytest.raises(DataError, match="nests JSON deeper than 16 levels"):
+            check_depth(body)
 
 
 def test_a_wider_bind_needs_tls(tmp_path: Path):
