@@ -160,7 +160,7 @@ def export_xliff(project: Project, translator: str, out: Path, overwrite: bool =
     """Write ``translator``'s final post-edits into a copy of the project's XLIFF file at ``out`` (replacing a file
     there only when ``overwrite``); returns (segments written, segments in the file, the run folder read)."""
     from simpe.datasets.xliff import fill_targets, read_xliff
-    from simpe.loop.run import Loop
+    from simpe.loop.plan import run_path
 
     assert project.folder is not None
     source = project.folder / XLIFF_FILE
@@ -174,7 +174,7 @@ def export_xliff(project: Project, translator: str, out: Path, overwrite: bool =
     level = reader.level
     reader.setLevel(logging.ERROR)  # its warnings (ids that repeat, empty units) were said at serve init
     try:
-        path = Loop(project.run_config(translator), progress=False).path
+        path = run_path(project.run_config(translator))  # the plan's folder: no model, scorer or COMET built
         out = check_out(Path(out), project, path, overwrite)
         version, _, _, segments, store = read_xliff(source)
     finally:
