@@ -301,7 +301,7 @@ def simulate(configs: list[RunConfig], resume: bool = False, overwrite: bool = F
 
     loops = check_runs(configs, resume=resume, overwrite=overwrite, resume_anyway=resume_anyway, progress=progress)
     groups = fit_groups(plan_groups(loops, lockstep))
-    for line in describe_groups(groups, lockstep):
+    for line in describe_groups(groups, lockstep) if len(loops) > 1 else []:  # one run: nothing to say
         logger.info("%s", line)
     paths: list[Path] = []
     while groups:
