@@ -35,7 +35,7 @@ from simpe.replicate.judges import (
 )
 from simpe.replicate.papers import AMRHEIN2022, QUOTES, RELATIVE, SIMIANER2019, YAN2021, YAN2022, show
 from simpe.replicate.simianer import rel
-from simpe.replicate.verdicts import COUNTED, INCONCLUSIVE, MEASURED, NOT_REPRODUCED, NOT_TESTABLE, PARTLY, REPRODUCED, Band, band_around
+from simpe.replicate.verdicts import COUNTED, DIRECTION_ONLY, INCONCLUSIVE, MEASURED, NOT_REPRODUCED, NOT_TESTABLE, PARTLY, REPRODUCED, Band, band_around
 from simpe.rundir.reader import RunGroup
 
 __all__ = ["REPRODUCED", "PARTLY", "NOT_REPRODUCED", "INCONCLUSIVE", "NOT_TESTABLE", "MEASURED", "Verdict", "Evidence", "Claim",
@@ -451,11 +451,14 @@ def verdicts(ev: Evidence, only: list[str] | None = None) -> list[tuple[str, Ver
 
 
 def tally(rows: list[tuple[str, Verdict]]) -> dict[str, dict[str, int]]:
-    """The counted verdicts per paper (``PAPER_OF``) and in total: probes and linked rows are not counted."""
-    out: dict[str, dict[str, int]] = {key: {v: 0 for v in COUNTED} for key in [*dict.fromkeys(PAPER_OF.values()), "total"]}
+    """The counted verdicts per paper (``PAPER_OF``) and in total, and under ``DIRECTION_ONLY`` how many of the partly
+    rows rest on direction alone: probes and linked rows are not counted."""
+    out: dict[str, dict[str, int]] = {key: {**{v: 0 for v in COUNTED}, DIRECTION_ONLY: 0}
+                                      for key in [*dict.fromkeys(PAPER_OF.values()), "total"]}
     for cid, row in rows:
         if cid in PROBES or row.linked or cid not in PAPER_OF:
             continue
-        out[PAPER_OF[cid]][row.verdict] += 1
-        out["total"][row.verdict] += 1
+        for key in (PAPER_OF[cid], "total"):
+            out[key][row.verdict] += 1
+            out[key][DIRECTION_ONLY] += row.label == DIRECTION_ONLY
     return out

@@ -505,8 +505,8 @@ def total_seconds(records: Records) -> tuple[float, float]:
         figures = records.figures(part) or {}
         if part == "mbr-sensitivity":
             studies += sum(float(r.get("seconds") or 0.0) for r in figures.values() if isinstance(r, dict))
-        else:
-            studies += float(figures.get("seconds") or 0.0)
+        else:  # the studies' beam-size study times itself apart
+            studies += float(figures.get("seconds") or 0.0) + float((figures.get("beam_sizes") or {}).get("seconds") or 0.0)
     return runs, studies
 
 
