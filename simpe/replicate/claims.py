@@ -137,7 +137,7 @@ CLAIMS: tuple[Claim, ...] = (
           cite(SIMIANER2019, "Table 1; Table 5's Autodesk block (the same BLEU as relative changes)"),
           show("simianer2019.t1.bleu.baseline", "simianer2019.t1.bleu.full", "simianer2019.t5.bleu.full", "simianer2019.t5.bleu.lasso",
                "simianer2019.t5.bleu.fixed", "simianer2019.t5.bleu.bias"),
-          f"BLEU, relative % to the baseline; {FACTOR_RULE}; bias (optional: the claim is the raise): no effect, band ±2 relative %",
+          f"BLEU, relative % to the baseline; {FACTOR_RULE}; bias (optional: the claim is the raise): no effect, band ±2 relative % (the paper prints no spread: a judgement)",
           factor_parts(*(Part(n, "bleu", n, QUOTES[f"simianer2019.t5.bleu.{n}"].value or 0.0, required=n != "bias")
                          for n in ("full", "lasso", "fixed", "bias"))), SCALC),
     Claim("simianer2019-bleu-similar", "Full, lasso and fixed adaptation end at similar BLEU, sentence BLEU and TER.",
@@ -147,7 +147,8 @@ CLAIMS: tuple[Claim, ...] = (
                "simianer2019.t1.ter.lasso", "simianer2019.t1.ter.fixed"),
           "lasso and fixed against full, relative % to full (paper: " + "; ".join(
               f"{key.upper()} lasso {_SIMILAR[key]['lasso']:+g}, fixed {_SIMILAR[key]['fixed']:+g}" for key in _SIMILAR)
-          + "); no effect when the interval lies inside ±5 relative % (BLEU, SBLEU) or ±10 (TER: the paper's own fixed − full is "
+          + "); no effect when the interval lies inside ±5 relative % (BLEU, SBLEU: a judgement, wider than the paper's own "
+          "−2.9 to +0.2) or ±10 (TER: the paper's own fixed − full is "
           "−6.8 %); every part required",
           simianer.no_effect_against("full", ("lasso", "fixed"), {"bleu": 5.0, "sbleu": 5.0, "ter": 10.0},
                                      {"ter": f"{AWAITS}: the per-segment TER statistics [edits, ref_words] (the records' "
@@ -270,7 +271,7 @@ CLAIMS: tuple[Claim, ...] = (
           cite(YAN2021, "Table 4, '+ length normalization' row"), show("yan2021.t4.beam_ln", "yan2021.t4.heap_ln"),
           "corpus BLEU of min-heap beam's minus plain beam's best when each ranks its finished hypotheses by log P / length, "
           "at the smallest beam, points, paired bootstrap over the probe sentences (paper +0.01); no effect when the interval "
-          "lies inside ±1 point",
+          "lies inside ±1 point (the paper prints no spread: a judgement)",
           yan.heap_ln(1.0), yan.STUDIES),
     Claim("yan2021-t2-length-norm", "Reranking the exact top-k with length normalisation improves the model's ranking most.",
           cite(YAN2021, "Table 2 (exact top-100, ME_RANK)"), show("yan2021.t2.base", "yan2021.t2.ln", "yan2021.t2.max", "yan2021.t2.square",
@@ -297,18 +298,19 @@ CLAIMS: tuple[Claim, ...] = (
           show("yan2022.t2.exact_kqrg", "yan2022.t2.beam_kqrg", "yan2022.t2.lucky", "yan2022.t2.lucky_min", "yan2022.t2.lucky_max",
                "yan2022.lucky.text"),
           "beam's minus the exact top-10's kQRG, chrF points x 100, per sentence; the paper's +77 to +102 are absolute kQRG "
-          "points under COMET z-scores, a scale chrF does not share (no COMET model offline): a significant positive "
-          "difference is at most partly, a significant negative one not reproduced, else inconclusive",
+          "points under COMET z-scores, a scale chrF does not share (no COMET model offline): no size in simpe's unit, so "
+          f"{yan.ABOVE_ZERO}",
           yan.lucky_bias, yan.TOP10),
     Claim("yan2022-mbr", "Sampled kQRG correlates with MBR quality across systems.",
           cite(YAN2022, "Table 3 (ten WMT'14 en-de systems)"), show("yan2022.t3.ours"),
           f"Pearson's r of sampled kQRG with MBR quality across systems, Fisher-z 95 % interval (the unit: systems); paper "
-          f"0.977, band {_MBR_BAND.show('r')}; inconclusive names the systems at which r = {_MBR_BAND.low} would be significant",
+          f"0.977, band {_MBR_BAND.show('r')} (a strong correlation: a judgement); inconclusive names the systems at which r = {_MBR_BAND.low} would be significant",
           yan.correlation(0.977, _MBR_BAND), yan.SYSTEMS),
     Claim("yan2022-t3-baselines", "Across systems, the samples' mean quality also correlates with MBR quality; beam quality does not.",
           cite(YAN2022, "Table 3 (ten WMT'14 en-de systems)"), show("yan2022.t3.sampling", "yan2022.t3.beam"),
           f"Pearson's r across systems, Fisher-z 95 % interval: the samples' mean quality against the paper's 0.975, band "
-          f"{_MBR_BAND.show('r')}; beam quality (paper −0.143) no correlation when the interval lies inside ±0.5; both required",
+          f"{_MBR_BAND.show('r')}; beam quality (paper −0.143) no correlation when the interval lies inside ±0.5 (both bands "
+          f"a judgement); both required",
           yan.correlations((("sampling mean quality", "mc.mean_quality", 0.975), ("beam quality", "beam.quality", None)), _MBR_BAND, 0.5),
           yan.SYSTEMS),
     Claim("yan2022-sampling", "With Monte Carlo samples the model ranks well above the random line.",
