@@ -20,6 +20,7 @@ from simpe.replicate.beyond import field_evidence, terms_evidence
 from simpe.replicate.judges import (
     AWAITS,
     FACTOR_RULE,
+    ON_DOCUMENTS,
     Claim,
     Evidence,
     Lookup,
@@ -137,7 +138,8 @@ CLAIMS: tuple[Claim, ...] = (
           cite(SIMIANER2019, "Table 1; Table 5's Autodesk block (the same BLEU as relative changes)"),
           show("simianer2019.t1.bleu.baseline", "simianer2019.t1.bleu.full", "simianer2019.t5.bleu.full", "simianer2019.t5.bleu.lasso",
                "simianer2019.t5.bleu.fixed", "simianer2019.t5.bleu.bias"),
-          f"BLEU, relative % to the baseline; {FACTOR_RULE}; bias (optional: the claim is the raise): no effect, band ±2 relative % (the paper prints no spread: a judgement)",
+          f"BLEU, relative % to the baseline; {FACTOR_RULE}; bias (optional: the claim is the raise): no effect, band ±2 relative % "
+          "(the paper prints no spread: a judgement)",
           factor_parts(*(Part(n, "bleu", n, QUOTES[f"simianer2019.t5.bleu.{n}"].value or 0.0, required=n != "bias")
                          for n in ("full", "lasso", "fixed", "bias"))), SCALC),
     Claim("simianer2019-bleu-similar", "Full, lasso and fixed adaptation end at similar BLEU, sentence BLEU and TER.",
@@ -304,7 +306,8 @@ CLAIMS: tuple[Claim, ...] = (
     Claim("yan2022-mbr", "Sampled kQRG correlates with MBR quality across systems.",
           cite(YAN2022, "Table 3 (ten WMT'14 en-de systems)"), show("yan2022.t3.ours"),
           f"Pearson's r of sampled kQRG with MBR quality across systems, Fisher-z 95 % interval (the unit: systems); paper "
-          f"0.977, band {_MBR_BAND.show('r')} (a strong correlation: a judgement); inconclusive names the systems at which r = {_MBR_BAND.low} would be significant",
+          f"0.977, band {_MBR_BAND.show('r')} (a strong correlation: a judgement); inconclusive names the systems at which "
+          f"r = {_MBR_BAND.low} would be significant",
           yan.correlation(0.977, _MBR_BAND), yan.SYSTEMS),
     Claim("yan2022-t3-baselines", "Across systems, the samples' mean quality also correlates with MBR quality; beam quality does not.",
           cite(YAN2022, "Table 3 (ten WMT'14 en-de systems)"), show("yan2022.t3.sampling", "yan2022.t3.beam"),
@@ -425,6 +428,9 @@ CLAIMS: tuple[Claim, ...] = (
           _why_budget, groups("scalc", "why-budget", noted="why-budget"), probe=True),
 )
 
+# a stream row's rule says the unit it is judged on (docs/replicate.md, "Intervals over what was sampled")
+CLAIMS = tuple(dataclasses.replace(c, rule=f"{c.rule}; {ON_DOCUMENTS}")
+               if not c.probe and set(c.needs) & {"scalc", "sdatabase"} and "no interval" not in c.rule else c for c in CLAIMS)
 # probes beyond the papers (or of one model's level): measured, never counted in the headline, even when they could not run
 PROBES = frozenset(c.id for c in CLAIMS if c.probe)
 # what each claim's evidence comes from (simpe.replicate.plan.PARTS): a call with --only judges a claim anew when every

@@ -186,7 +186,8 @@ def test_probes_are_measured_and_missing_evidence_says_so():
     assert "80.42" not in rows["yan2022-random"].claim  # simpe's linear-gain figure is simpe's, not the paper's
     studies = _studies([0] * 10, [0] * 10, 0.0)
     assert dict(verdicts(Evidence({}, studies), only=["yan2021-empty-modes"]))["yan2021-empty-modes"].verdict == MEASURED
-    assert PROBES == {"sensitivity", "yan2021-empty-modes", "amrhein2022-beam-f1", "yan2022-t8-chrf", "beyond-forgetting", "beyond-repeated", "beyond-field", "beyond-terms",
+    assert PROBES == {"sensitivity", "yan2021-empty-modes", "amrhein2022-beam-f1",
+                      "yan2022-t8-chrf", "beyond-forgetting", "beyond-repeated", "beyond-field", "beyond-terms",
                       "why-model-size", "why-lasso-budget", "yan2022-random", "yan2021-heap-theorem"}
     assert all("seed 0" not in v.source + v.paper + v.claim for _, v in verdicts(Evidence({}, None)))
 
