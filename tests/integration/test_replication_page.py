@@ -58,7 +58,7 @@ def test_readmes_tally_is_the_committed_pages():
     text = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
     block = README_BEGIN + text.split(README_BEGIN, 1)[1].split(README_END, 1)[0] + README_END
     assert block == readme_block(json.loads(PAGE.with_suffix(".json").read_text(encoding="utf-8")), "docs/replication.md")
-    assert "claims; [per paper](docs/replication.md#the-tally))." in block
+    assert "rest on direction only; [per paper](docs/replication.md#the-tally))." in block
 
 
 @pytest.fixture(scope="module")
