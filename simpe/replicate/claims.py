@@ -284,7 +284,7 @@ CLAIMS: tuple[Claim, ...] = (
           "each of Table 2's four UID regularisers (Meister et al. (2020): max, square, variance, greedy), each at the lambda of "
           "0.1, 0.3, 1, 3, 10 that gives it the best mean kRG on these sentences (the paper prints none; the choice favours "
           "the other penalty), per sentence, each " + yan.ABOVE_ZERO + " (the paper: best of five, line 251)",
-          yan.length_norm_rerank, yan.STUDIES),
+          yan.length_norm_rerank, Lookup(lambda ev: ev if yan.exact_studies(ev) else None, ("studies", "penalties"), yan.PER_SENTENCE)),
     # ------------------------------------------------------------ Yan et al. (2022): the decoding studies and the systems
     Claim("yan2022-top-region", "In the top region the model ranks its hypotheses about as well as a random order.",
           cite(YAN2022, "Section 5.1 / Figure 1 (left); Table 9 and Table 2 on the linear-gain scale"),

@@ -88,6 +88,7 @@ class Evidence:
     notes: dict[str, str] = field(default_factory=dict)  # experiment -> why it is absent
     sensitivity: dict[str, Any] | None = None  # utility -> simpe.measure.sensitivity.analyse's result
     systems: dict[str, Any] | None = None  # Yan et al. (2022) Table 3: {"models": [...], "correlation": {...}, "settings": {...}}
+    penalties: dict[str, Any] | None = None  # Yan et al. (2021) Table 2 reduced: ``simpe.replicate.penalties.penalty_study``
 
 
 @dataclass(frozen=True)

@@ -96,9 +96,12 @@ def readme_block(page_json: dict[str, Any], link: str) -> str:
     rows = [(cid, Verdict(**{k: row.get(k) for k in ("claim", "source", "paper", "simpe", "verdict", "why", "rule", "linked")},
                           label=row.get("label") or ""))
             for cid, row in (page_json.get("rows") or {}).items()]
-    total = tally(rows)["total"]
-    line = (f"**{_counts(total)}** (of {sum(total[v] for v in COUNTED)} claims{_direction(total)}; "
-            f"[per paper]({link}#the-tally)).")
+    counts = tally(rows)
+    total = counts["total"]
+    papers = "; ".join(f"{PAPERS[key].cite} {' / '.join(str(c[v]) for v in COUNTED)} ({c[DIRECTION_ONLY]} {DIRECTION_ONLY})"
+                       for key, c in counts.items() if key != "total")
+    line = (f"**{_counts(total)}** (of {sum(total[v] for v in COUNTED)} claims{_direction(total)}). Per paper, "
+            f"{' / '.join(COUNTED)}: {papers} ([the tally]({link}#the-tally)).")
     return "\n".join([README_BEGIN, line, README_END])
 
 

@@ -42,7 +42,8 @@ logger = logging.getLogger(__name__)
 RECORD_VERSION = 1
 CALLS_FILE = "calls.json"
 CODE_FILE = "code.json"
-STUDY_FILES = {"studies": "studies.json", "mbr-sensitivity": "mbr-sensitivity.json", "systems": "systems.json"}
+STUDY_FILES = {"studies": "studies.json", "penalties": "penalties.json", "mbr-sensitivity": "mbr-sensitivity.json",
+               "systems": "systems.json"}
 EXPERIMENTS = ("scalc", "sdatabase", "forgetting", "sensitivity", "why-budget", "why-size", "field", "field-forgetting", "terms",
                "stream")
 # the claims' main stream is scalc; a researcher's own data (simpe replicate --model/--dataset) records it as "stream"
@@ -443,7 +444,8 @@ class Records:
             groups[experiment], note = self.group(experiment)
             if note:
                 notes[experiment] = note
-        return Evidence(groups, self.figures("studies"), notes, self.figures("mbr-sensitivity"), self.figures("systems"))
+        return Evidence(groups, self.figures("studies"), notes, self.figures("mbr-sensitivity"), self.figures("systems"),
+                        self.figures("penalties"))
 
     def part_records(self, part: str) -> list[tuple[str, str | None, str | None]]:
         """(name, code fingerprint, call) of every record behind a part of the plan."""

@@ -13,10 +13,8 @@ On a probe set (dev sentences of at most 20 words), per sentence:
   BLEU without length normalisation (Table 4), with paired intervals over sentences; the same of the hypothesis each
   search's finished list ranks first by length-normalised score, log P / length (``bleu_stats_ln``: Table 4's "+ length
   normalization" row), and each search's best raw score (``best_scores``: the min-heap theorem, Section 5);
-* the exact top-k's kRG (linear gain) when the list is reranked by length-normalised score (``krg_linear_ln``), and by
-  each of Table 2's four UID regularisers (Meister et al. (2020): max, square, variance, greedy; ``krg_linear_uid``,
-  one kRG per lambda of ``UID_LAMBDAS``, from each hypothesis's per-token surprisals, teacher-forced): a reduced form
-  of Yan et al. (2021)'s Table 2 (reranking the exact top-100 with each penalty);
+* the exact top-k's kRG (linear gain) when the list is reranked by length-normalised score (``krg_linear_ln``): a
+  reduced form of Yan et al. (2021)'s Table 2 (reranking the exact top-100 with length normalisation);
 * qualities are chrF (``metrics.utility``), as the loop's ranking snapshots use by default;
 * per sentence (``search_flags``, ``top_region[k]["per_sentence"]``): what the verdicts' intervals resample.
 
@@ -58,47 +56,6 @@ def _finite(value: float) -> float | None:
 def length_normalised(hypotheses: Sequence[Any]) -> list[Any]:
     """Hypotheses reranked by log P / length (tokens, EOS included), best first; ties keep their order."""
     return sorted(hypotheses, key=lambda h: -h.score / max(1, len(h.tokens)))
-
-
-# the UID regularisers of Meister et al. (2020), which Yan et al. (2021)'s Table 2 reranks the exact top-k by beside
-# length normalisation: a hypothesis's score log P(y) - lambda * R(y) over its per-token surprisals u_t = -log p(y_t | ...)
-UID_PENALTIES = ("max", "square", "variance", "greedy")
-UID_LAMBDAS = (0.1, 0.3, 1.0, 3.0, 10.0)  # no lambda is printed: each penalty at each, the row takes each penalty's best
-
-
-def surprisals(model: Any, ids: Any, hypotheses: Sequence[Any]) -> tuple[list[list[float]], list[list[float]]]:
-    """Per hypothesis, each token's surprisal -log p(y_t | y_<t, x) and the smallest surprisal any token had at that step
-    (the greedy choice's), teacher-forced in one batch: the decoders' raw log-softmax, forbidden tokens excluded."""
-    from simpe.decoders.incremental import special_ids
-
-    family = family_of(model)
-    width = max(len(h.tokens) for h in hypotheses)
-    labels = torch.full((len(hypotheses), width), -100, dtype=torch.long, device=ids.device)  # (hyps, width)
-    for row, h in enumerate(hypotheses):
-        labels[row, :len(h.tokens)] = torch.tensor(h.tokens, dtype=torch.long)
-    source = ids.reshape(1, -1).expand(len(hypotheses), -1)  # (hyps, src_len)
-    logp = torch.log_softmax(family.pair_logits(model, source, labels).float(), dim=-1)  # (hyps, width, vocab)
-    forbidden = list(special_ids(model).forbidden)
-    if forbidden:
-        logp[:, :, forbidden] = -math.inf
-    best = logp.max(dim=-1).values  # (hyps, width)
-    chosen = logp.gather(-1, labels.clamp(min=0).unsqueeze(-1)).squeeze(-1)  # (hyps, width)
-    return ([[-float(chosen[r, t]) for t in range(len(h.tokens))] for r, h in enumerate(hypotheses)],
-            [[-float(best[r, t]) for t in range(len(h.tokens))] for r, h in enumerate(hypotheses)])
-
-
-def uid_penalty(name: str, u: Sequence[float], floor: Sequence[float]) -> float:
-    """R(y) of one UID regulariser (Meister et al. (2020)): max, square, variance or greedy, from the surprisals ``u`` and
-    each step's smallest surprisal ``floor``."""
-    if name == "max":
-        return max(u)
-    if name == "square":
-        return sum(x * x for x in u)
-    if name == "variance":
-        mean = sum(u) / len(u)
-        return sum((x - mean) ** 2 for x in u) / len(u)
-    assert name == "greedy", name
-    return sum((x - f) ** 2 for x, f in zip(u, floor))
 
 
 def beam_size_study(model: Any, tokenizer: Any, sources: Sequence[str], references: Sequence[str], beam_sizes: Sequence[int],
@@ -185,11 +142,7 @@ def decoding_studies(model: Any, tokenizer: Any, sources: Sequence[str], referen
                 kqrgs[k]["beam"].append(kqrg(beam_q))
                 by_score = {id(h): j for j, h in enumerate(result.hypotheses)}
                 q_ln = [q[by_score[id(h)]] for h in length_normalised(result.hypotheses)]
-                u, floor = surprisals(model, ids, result.hypotheses)
-                uid = {name: [krg([q[j] for j in sorted(range(len(q)), key=lambda j: -(result.hypotheses[j].score - lam * uid_penalty(
-                    name, u[j], floor[j])))], "linear") for lam in UID_LAMBDAS] for name in UID_PENALTIES}
                 per_sentence[k].append({"krg": krgs[k][-1], "krg_linear": krg(q, "linear"), "krg_linear_ln": krg(q_ln, "linear"),
-                                        "krg_linear_uid": uid,
                                         "random_linear": random_krg_of(q, "linear"), "kqrg_exact": kqrgs[k]["exact"][-1],
                                         "kqrg_beam": kqrgs[k]["beam"][-1],
                                         "beam_krg_linear": krg(beam_q, "linear") if len(beam_q) >= 2 else None})
@@ -208,4 +161,4 @@ def decoding_studies(model: Any, tokenizer: Any, sources: Sequence[str], referen
             "empty_rate": empty / exact_sentences if exact_sentences else None, "search_errors": search,
             "search_flags": flags, "bleu_stats": bleu_stats, "bleu_stats_ln": bleu_ln, "best_scores": best_scores,
             "bleu_signature": bleu.signature(),
-            "top_region": region, "uid_lambdas": list(UID_LAMBDAS), "seconds": time.perf_counter() - t0}
+            "top_region": region, "seconds": time.perf_counter() - t0}

@@ -74,8 +74,9 @@ LN_AWAITS = (f"{AWAITS}: the studies record, per sentence, the BLEU statistics o
              "search rank first by log P / length (bleu_stats_ln; simpe/replicate/studies.py)")
 RERANK_AWAITS = (f"{AWAITS}: the studies record each sentence's exact top-10 kRG after reranking by log P / length "
                  "(krg_linear_ln; simpe/replicate/studies.py)")
-MOST_AWAITS = (f"{AWAITS}: the four UID regularisers (max, square, variance, greedy) rerank by each hypothesis's per-token "
-               "log-probabilities; the studies record each sentence's exact top-10 kRG after each (krg_linear_uid) since")
+MOST_AWAITS = ("the penalty study did not run: the four UID regularisers (max, square, variance, greedy) rerank by each "
+               "hypothesis's token log-probabilities, which the decoding studies do not keep (`simpe replicate --only "
+               "penalties` runs it, minutes on a CPU)")
 SAMPLED_AWAITS = (f"{AWAITS}: the systems study kept each system's mean sampled kRG only; the next call keeps, per sentence, "
                   "the sampled kRG and the random order's kRG at its number of distinct samples (simpe/replicate/run.py)")
 
@@ -316,25 +317,26 @@ def heap_ln(band: float) -> Judge:
     return judge_it
 
 
-def length_norm_rerank(c: Claim, studies: dict[str, Any]) -> Verdict | None:
+def length_norm_rerank(c: Claim, ev: Evidence) -> Verdict | None:
     """A reduced Table 2: the exact top-k's kRG (linear gain) reranked by log P / length minus by log P, per sentence
-    (improves); and minus reranked by each UID regulariser at its best lambda on these sentences (most: the best lambda
-    favours the other penalty, so the test is a strict one)."""
-    found = region(Evidence({}, studies), 10)
+    (improves: the studies); and minus reranked by each UID regulariser at its best lambda on these sentences (most: the
+    penalty study; the best lambda favours the other penalty, so the test is a strict one)."""
+    found = region(ev, 10)
     if found is None:
         return None
     k, rows = found
     if not all("krg_linear_ln" in r for r in rows):
         return c.missing(RERANK_AWAITS)
-    kept = [r for r in rows if r.get("krg_linear_ln") is not None and r["krg_linear"] is not None]
-    effect = mean_effect([r["krg_linear_ln"] - r["krg_linear"] for r in kept], POINTS, scale=100.0)
+    values = [r["krg_linear_ln"] - r["krg_linear"] for r in rows if r.get("krg_linear_ln") is not None and r["krg_linear"] is not None]
+    effect = mean_effect(values, POINTS, scale=100.0)
     verdict, why = _above_zero(effect)
     parts = [Judged(verdict, f"improves: simpe {why.replace(effect.show(), effect.show() + ' against the paper', 1)}", effect=effect)]
-    lambdas = studies.get("uid_lambdas")
     figures = [f"k={k}: kRG reranked by log P / length − by log P {effect.show()}"]
-    if not lambdas or not all(r.get("krg_linear_uid") for r in kept):
+    study = ev.penalties or {}
+    kept, lambdas = study.get("per_sentence") or [], study.get("lambdas") or []
+    if not kept or not lambdas:
         parts.append(Judged(NOT_TESTABLE, f"most (of Table 2's five penalties, line 251): {MOST_AWAITS}"))
-    for name in (kept[0].get("krg_linear_uid") or {}) if lambdas else ():
+    for name in study.get("penalties") or () if kept and lambdas else ():
         best = max(range(len(lambdas)), key=lambda j: float(np.mean([r["krg_linear_uid"][name][j] for r in kept])))
         gap = mean_effect([r["krg_linear_ln"] - r["krg_linear_uid"][name][best] for r in kept], POINTS, scale=100.0)
         verdict, why = _above_zero(gap)
@@ -342,8 +344,8 @@ def length_norm_rerank(c: Claim, studies: dict[str, Any]) -> Verdict | None:
         parts.append(Judged(verdict, f"{label}: simpe {why.replace(gap.show(), gap.show() + ' against the paper', 1)}", effect=gap))
         figures.append(f"− by {name} {gap.show()}")
     out = c.of_parts(parts)
-    out.simpe = "; ".join(figures)
-    out.evidence = digest([r["krg_linear_ln"] - r["krg_linear"] for r in kept])
+    out.simpe = "; ".join(figures) + (f" (penalties: exact top-{study.get('k')} of {len(kept)} sentences)" if kept else "")
+    out.evidence = digest(values)
     return out
 
 

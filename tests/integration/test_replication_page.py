@@ -58,7 +58,8 @@ def test_readmes_tally_is_the_committed_pages():
     text = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
     block = README_BEGIN + text.split(README_BEGIN, 1)[1].split(README_END, 1)[0] + README_END
     assert block == readme_block(json.loads(PAGE.with_suffix(".json").read_text(encoding="utf-8")), "docs/replication.md")
-    assert "rest on direction only; [per paper](docs/replication.md#the-tally))." in block
+    assert "rest on direction only). Per paper, reproduced / partly / not reproduced / inconclusive / not testable here: " in block
+    assert "([the tally](docs/replication.md#the-tally))." in block
 
 
 @pytest.fixture(scope="module")
@@ -153,3 +154,13 @@ def test_the_tally_agrees_on_the_page_in_its_json_and_in_readme():
     direction = f"{total[DIRECTION_ONLY]} of the partly rest on direction only"
     assert f"- **in total**: {line} (of " in page and direction in page.split("## The tally", 1)[1].split("\n\n", 2)[1]
     assert f"**{line}** (of " in readme and direction in readme
+    from simpe.replicate.papers import PAPERS
+    from simpe.replicate.verdicts import COUNTED
+
+    for key, counts in data["tally"].items():
+        if key == "total":
+            continue
+        per_paper = f"{sum(counts[v] for v in COUNTED)}; {counts[DIRECTION_ONLY]} of the partly"
+        assert f"- **{PAPERS[key].cite}**: " in page and per_paper in page.split(f"- **{PAPERS[key].cite}**: ", 1)[1].split("\n", 1)[0]
+        slashed = f"{PAPERS[key].cite} {' / '.join(str(counts[v]) for v in COUNTED)} ({counts[DIRECTION_ONLY]} {DIRECTION_ONLY})"
+        assert slashed in readme, slashed

@@ -378,3 +378,28 @@ def test_the_new_study_figures_judge_their_rows_once_recorded():
     assert rows["yan2021-heap-theorem"].verdict == MEASURED and rows["yan2021-heap-theorem"].simpe.startswith("B=5: 1 of 30")
     assert rows["yan2022-sampling"].verdict == PARTLY and "+11.0 points" in rows["yan2022-sampling"].simpe  # 0.70 - 0.59
     assert rows["yan2022-sampling"].label == "direction only"
+
+
+def test_the_uid_regularisers_from_token_surprisals():
+    """Surprisals u = [1, 2, 3], the greedy choice's [0.5, 2, 1] (Meister et al. (2020)): max 3; square 1 + 4 + 9 = 14;
+    variance around the mean 2: (1 + 0 + 1) / 3; greedy (1 - 0.5)^2 + 0 + (3 - 1)^2 = 4.25."""
+    from simpe.replicate.penalties import uid_penalty
+
+    u, floor = [1.0, 2.0, 3.0], [0.5, 2.0, 1.0]
+    assert uid_penalty("max", u, floor) == 3.0 and uid_penalty("square", u, floor) == 14.0
+    assert uid_penalty("variance", u, floor) == pytest.approx(2 / 3) and uid_penalty("greedy", u, floor) == 4.25
+
+
+def test_length_normalisation_most_against_each_uid_regulariser_at_its_best_lambda():
+    """30 sentences: log P / length gives kRG 0.85, log P 0.80; max regularisation gives 0.70 at every lambda, variance
+    0.80 at its first lambda and 0.90 at its second (its best): length normalisation above max (+15 points: partly,
+    direction only), below variance at variance's best lambda (-5 points: significant, opposite), so "most" is refuted."""
+    studies = _studies([0] * 30, [0] * 30, 0.0)
+    studies["top_region"][10]["per_sentence"] = [dict(r, krg_linear_ln=0.85) for r in studies["top_region"][10]["per_sentence"]]
+    uid = {"max": [0.70, 0.70], "variance": [0.80, 0.90]}
+    penalties = {"k": 10, "lambdas": [0.1, 1.0], "penalties": ["max", "variance"],
+                 "per_sentence": [{"krg_linear": 0.80, "krg_linear_ln": 0.85, "krg_linear_uid": uid}] * 30}
+    (_, row), = verdicts(Evidence({}, studies, penalties=penalties), only=["yan2021-t2-length-norm"])
+    assert "**partly** most, vs max (λ 0.1, its best of 0.1, 1): simpe +15.0 points" in row.why
+    assert "**not reproduced** most, vs variance (λ 1, its best of 0.1, 1): simpe -5.0 points" in row.why
+    assert row.verdict == NOT_REPRODUCED and "− by variance -5.0 points" in row.simpe
