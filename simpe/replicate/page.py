@@ -96,12 +96,9 @@ def readme_block(page_json: dict[str, Any], link: str) -> str:
     rows = [(cid, Verdict(**{k: row.get(k) for k in ("claim", "source", "paper", "simpe", "verdict", "why", "rule", "linked")},
                           label=row.get("label") or ""))
             for cid, row in (page_json.get("rows") or {}).items()]
-    counts = tally(rows)
-    total = counts["total"]
-    papers = "; ".join(f"{PAPERS[key].cite} {' / '.join(str(c[v]) for v in COUNTED)} ({c[DIRECTION_ONLY]} {DIRECTION_ONLY})"
-                       for key, c in counts.items() if key != "total")
-    line = (f"**{_counts(total)}** (of {sum(total[v] for v in COUNTED)} claims{_direction(total)}). Per paper, "
-            f"{' / '.join(COUNTED)}: {papers} ([the tally]({link}#the-tally)).")
+    total = tally(rows)["total"]  # README is at its word budget (tests/integration/test_docs.py): the total, few words
+    shown = [f"{total[v]} {v}" + (f" ({total[DIRECTION_ONLY]} direction-only)" if v == PARTLY else "") for v in COUNTED]
+    line = f"**{', '.join(shown).replace(NOT_TESTABLE, 'not testable')}** (of {sum(total[v] for v in COUNTED)}; [per paper]({link}#the-tally))."
     return "\n".join([README_BEGIN, line, README_END])
 
 
