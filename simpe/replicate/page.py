@@ -252,10 +252,34 @@ def _data_fact(records: rec.Records) -> str:
             + (f" (not recorded: {', '.join(missing)})" if missing else ""))
 
 
+def total_seconds(records: rec.Records) -> tuple[float, float]:
+    """(seconds of the loop runs, summed from their summaries; seconds of the studies) behind the records."""
+    runs = 0.0
+    for items in records.runs.values():
+        for item in items:
+            seconds = (item.run.summary or {}).get("seconds") or {}
+            runs += sum(float(v) for k, v in seconds.items() if k in ("prepare", "translate", "score", "update"))
+    studies = 0.0
+    for part in rec.STUDY_FILES:
+        figures = records.figures(part) or {}
+        if part == "mbr-sensitivity":
+            studies += sum(float(r.get("seconds") or 0.0) for r in figures.values() if isinstance(r, dict))
+        else:  # the studies' beam-size study times itself apart
+            studies += float(figures.get("seconds") or 0.0) + float((figures.get("beam_sizes") or {}).get("seconds") or 0.0)
+    return runs, studies
+
+
+def describe_call(call: dict[str, Any]) -> str:
+    """One call for the page's header: the command, commit, start, wall time and machine."""
+    wall = call.get("wall_seconds")
+    took = "cut off before it finished (no wall time)" if wall is None else f"{float(wall) / 3600:.2f} h of wall time"
+    return f"`{call.get('call')}` at commit {call.get('commit')}, started {call['id']}, {took}, on {call.get('machine')}"
+
+
 def _facts(records: rec.Records, rows: list[tuple[str, Verdict]], measured: dict[str, list[str]], where: str) -> dict[str, Any]:
     used = sorted({c for calls in measured.values() for c in calls})
     calls = {c["id"]: c for c in records.calls}
-    runs, studies = rec.total_seconds(records)
+    runs, studies = total_seconds(records)
     counts = ", ".join(f"{name}: {len(items)}" for name, items in records.runs.items())
     facts = {
         "model": _model_fact(records),
@@ -264,7 +288,7 @@ def _facts(records: rec.Records, rows: list[tuple[str, Verdict]], measured: dict
                     f"{'study' if len(records.studies) == 1 else 'studies'}, {records.size() / 1e6:.2f} MB in {where}/ "
                     "(`simpe replicate --report-only` rebuilds this page from them; `--status` lists the rows the code has "
                     "left behind)"),
-        "calls": "; ".join(rec.describe_call(calls[c]) if c in calls else f"{c} (not in calls.json)" for c in used) or "none",
+        "calls": "; ".join(describe_call(calls[c]) if c in calls else f"{c} (not in calls.json)" for c in used) or "none",
         "total time": f"{runs / 3600:.1f} h of loop runs summed over the runs' own timings, {studies / 3600:.1f} h of studies",
     }
     by_call: dict[str, list[str]] = {}
