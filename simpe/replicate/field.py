@@ -162,7 +162,10 @@ def to_markdown(table: FieldTable) -> list[str]:
            f"held-out BLEU {base_f} after {table.forgetting_segments or '–'} segments) on the first {table.segments} scalc "
            "segments, with 95 % intervals (paired bootstrap over segments; n.s.: the interval holds 0). *vs parent*: against "
            "the method a composition modifies. Held-out BLEU: the forgetting runs' last snapshot (no interval). Seconds: "
-           "translate + update per segment as each run timed itself (runs two at a time; ratios, not absolute speed).", "",
+           "translate + update per segment as each run timed itself (runs two at a time; ratios, not absolute speed)."
+           + (" tune-retrieve's held-out BLEU is the baseline's by construction: it resets the model after every segment, "
+              "and the forgetting probe decodes without retrieval or tuning." if any(r.method == "tune-retrieve" for r in table.rows)
+              else ""), "",
            "| method | BLEU (points) | BLEU vs parent | R0 (rel %) | R1 (rel %) | repeated errors (points) | held-out BLEU "
            "(vs baseline; vs parent) | s / segment | store |",
            "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]

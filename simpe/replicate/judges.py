@@ -19,6 +19,7 @@ from typing import Any
 
 from simpe.replicate.papers import PAPERS, POINTS, RELATIVE
 from simpe.replicate.verdicts import (
+    DIRECTION_ONLY,
     MEASURED,
     NOT_TESTABLE,
     Band,
@@ -27,9 +28,11 @@ from simpe.replicate.verdicts import (
     band_around,
     block_sums,
     combine,
+    direction_only,
     judge,
     judge_not_above,
     judge_null,
+    leave_one_out,
     metric_score,
     paired_effect,
 )
@@ -50,13 +53,14 @@ class Verdict:
     why: str  # the rule's numbers, or the reason it cannot be tested
     rule: str  # how the verdict follows from the figures
     linked: str | None = None  # the claim whose per-sentence evidence this row's is (counted once, there)
+    label: str = ""  # beside the verdict: "direction only" (partly on direction alone, the size not established)
     # not on the page: the parts the verdict combines, and a digest of the per-unit evidence it judged (for linking)
     parts: list[Judged] = field(default_factory=list, repr=False, compare=False)
     evidence: str | None = field(default=None, repr=False, compare=False)
 
     def shown(self) -> dict[str, Any]:
         """What the page's json keeps of the row (not the parts, not the digest)."""
-        return {k: getattr(self, k) for k in ("claim", "source", "paper", "simpe", "verdict", "why", "rule", "linked")}
+        return {k: getattr(self, k) for k in ("claim", "source", "paper", "simpe", "verdict", "label", "why", "rule", "linked")}
 
 
 AWAITS = "awaits the next from-scratch call (`make replicate`)"
@@ -84,6 +88,7 @@ class Evidence:
     notes: dict[str, str] = field(default_factory=dict)  # experiment -> why it is absent
     sensitivity: dict[str, Any] | None = None  # utility -> simpe.measure.sensitivity.analyse's result
     systems: dict[str, Any] | None = None  # Yan et al. (2022) Table 3: {"models": [...], "correlation": {...}, "settings": {...}}
+    penalties: dict[str, Any] | None = None  # Yan et al. (2021) Table 2 reduced: ``simpe.replicate.penalties.penalty_study``
 
 
 @dataclass(frozen=True)
@@ -164,8 +169,17 @@ class Claim:
         figure of each."""
         simpe = "; ".join(f"{p.why.split(':')[0]} {p.why.split('simpe ', 1)[1].split(' against')[0]}" for p in parts
                           if p.verdict != NOT_TESTABLE and "simpe " in p.why)
-        out = self.row(simpe or "–", combine(parts), " | ".join(p.show() for p in parts))
+        verdict = combine(parts)
+        out = self.row(simpe or "–", verdict, " | ".join(p.show() for p in parts))
         out.parts = list(parts)
+        out.label = DIRECTION_ONLY if direction_only(parts, verdict) else ""
+        return out
+
+    def judged(self, simpe: str, one: Judged, label: str = "") -> Verdict:
+        """A row of one part: its verdict and why, and the part kept for the page's tests (its effect and band)."""
+        out = self.row(simpe, one.verdict, one.why)
+        out.parts = [one]
+        out.label = label or (DIRECTION_ONLY if one.direction_only else "")
         return out
 
 
@@ -191,11 +205,41 @@ def documents(group: RunGroup) -> list[str] | None:
 
 DOCUMENTS_AWAITED = ("document blocks: the records hold no document ids (each run's segments.jsonl has them; the export "
                      "keeps them since, so the next from-scratch call gives this bootstrap)")
+# how a stream row's interval resamples (the rule of docs/replicate.md, "Intervals over what was sampled")
+ON_DOCUMENTS = ("judged on the bootstrap over document blocks (R1 counts a word's second occurrence, often in the same "
+                "document: segments cluster), the bootstrap over segments beside it, and the figure without the document "
+                "that moves it most; a stream whose records hold no document ids is judged over segments, and the row says so")
 
 
-def effect(group: RunGroup, key: str, name: str, against: str | None = None, relative: bool = True) -> Effect | None:
-    """Run ``name``'s ``key`` against ``against`` (default: the baseline), relative % or points, with its interval over
-    segments; beside it, where the runs recorded document ids, the interval of a bootstrap over document blocks."""
+def _without(ids: list[str], base: Any, system: Any, score: Any, relative: bool) -> str:
+    """The effect without the document block whose absence moves it most: 'without document D (segments a-b): x'."""
+    import numpy as np
+
+    starts = [i for i in range(len(ids)) if i == 0 or ids[i] != ids[i - 1]]
+    if len(starts) < 2:
+        return ""
+    whole_effect = paired_value(base, system, score, relative)
+    values = leave_one_out(block_sums(base, ids), block_sums(system, ids), score, relative)  # (blocks,)
+    moved = np.where(np.isfinite(values), np.abs(values - whole_effect), -1.0)
+    j = int(np.argmax(moved))
+    end = starts[j + 1] if j + 1 < len(starts) else len(ids)
+    return f"without document {ids[starts[j]].rsplit('/', 1)[-1]} (segments {starts[j] + 1}-{end}): {values[j]:+.1f}"
+
+
+def paired_value(base: Any, system: Any, score: Any, relative: bool) -> float:
+    """system minus base from summed statistics, points or relative % (no interval)."""
+    b, s = float(score(base.sum(0))[0]), float(score(system.sum(0))[0])
+    if not relative:
+        return s - b
+    return 100.0 * (s / b - 1.0) if b else float("nan")
+
+
+def effect(group: RunGroup, key: str, name: str, against: str | None = None, relative: bool = True,
+           blocks: bool = True) -> Effect | None:
+    """Run ``name``'s ``key`` against ``against`` (default: the baseline), relative % or points. Where the runs
+    recorded document ids (and ``blocks``), the interval is the bootstrap over document blocks, with the segment
+    bootstrap's interval beside it and the effect without the document that moves it most (``ON_DOCUMENTS``); else the
+    interval is over segments."""
     found, n = runs(group), group.num_segments
     if name not in found or (against is not None and against not in found):
         return None
@@ -207,11 +251,13 @@ def effect(group: RunGroup, key: str, name: str, against: str | None = None, rel
     out = paired_effect(base, system, score, relative, unit)
     if math.isnan(out.value):
         return None
-    ids = documents(group)
+    ids = documents(group) if blocks else None
     if ids is not None:
-        blocks = paired_effect(block_sums(base, ids), block_sums(system, ids), score, relative, unit, of="documents")
-        if not math.isnan(blocks.low):
-            out = dataclasses.replace(out, beside=f"over {blocks.n} document blocks: {blocks.low:+.1f} to {blocks.high:+.1f}")
+        over = paired_effect(block_sums(base, ids), block_sums(system, ids), score, relative, unit, of="document blocks")
+        if not math.isnan(over.low):
+            beside = f"over {out.n} segments: {out.low:+.1f} to {out.high:+.1f}"
+            alone = _without(ids, base, system, score, relative)
+            out = dataclasses.replace(over, beside=beside + (f"; {alone}" if alone else ""))
     return out
 
 
@@ -220,8 +266,9 @@ def part(label: str, found: Effect | None, paper: float, band: Band | None = Non
     paper's effect is 0 (no effect), inside a null band of ±2."""
     if found is None:
         return Judged(NOT_TESTABLE, f"{label}: not measured", required)
-    verdict, why = judge(found, paper, band or band_around(paper)) if paper else judge_null(found, 2.0)
-    return Judged(verdict, f"{label}: {why}", required)
+    band = (band or band_around(paper)) if paper else Band(-2.0, 2.0)
+    verdict, why = judge(found, paper, band) if paper else judge_null(found, 2.0)
+    return Judged(verdict, f"{label}: {why}", required, found, band)
 
 
 def not_above(label: str, found: Effect | None, margin: float, required: bool = True) -> Judged:
@@ -229,7 +276,7 @@ def not_above(label: str, found: Effect | None, margin: float, required: bool = 
     if found is None:
         return Judged(NOT_TESTABLE, f"{label}: not measured", required)
     verdict, why = judge_not_above(found, margin)
-    return Judged(verdict, f"{label}: {why}", required)
+    return Judged(verdict, f"{label}: {why}", required, found, Band(-math.inf, margin))
 
 
 @dataclass(frozen=True)

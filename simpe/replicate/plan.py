@@ -95,8 +95,8 @@ class Scale:
 
 # the parts of the plan, each runnable alone (simpe replicate --only): the four run experiments and the three studies;
 # the systems study ranks the forgetting runs' final states, so it needs those runs
-PARTS = ("scalc", "sdatabase", "forgetting", "sensitivity", "studies", "mbr-sensitivity", "systems", "why-budget", "why-size",
-         "field", "field-forgetting", "terms")
+PARTS = ("scalc", "sdatabase", "forgetting", "sensitivity", "studies", "penalties", "mbr-sensitivity", "systems", "why-budget",
+         "why-size", "field", "field-forgetting", "terms")
 OWN_PARTS = ("stream", "forgetting", "studies")  # what needs only a model and a stream (--model, --dataset)
 # lasso's budgets are judged against the scalc runs, the field's methods against the scalc and forgetting runs
 DEPENDS = {"systems": ("forgetting",), "why-budget": ("scalc",), "field": ("scalc",), "field-forgetting": ("forgetting",)}
@@ -328,6 +328,9 @@ def describe(p: Plan, workers: int, parts: set[str] | frozenset[str] = frozenset
         lines.append(f"  {'studies':<12} {s.probe} dev sentences: exact top-1/top-k (k {', '.join(map(str, s.ks))}), "
                      f"beam and min-heap beam at {', '.join(map(str, s.beam_sizes))}; plain beam alone at the same sizes on "
                      f"{s.beam_probe} dev sentences")
+    if "penalties" in parts and p.source is None:
+        lines.append(f"  {'penalties':<12} the exact top-{max(s.ks)} of the {s.probe} studies' sentences reranked by each search "
+                     "penalty of Yan et al. (2021)'s Table 2")
     if "mbr-sensitivity" in parts:
         lines.append(f"  {'mbr-sens.':<12} MBR sensitivity of {', '.join(s.utilities)} on {s.sensitivity_sentences} dev sentences "
                      f"({s.sensitivity_samples} samples each)")

@@ -21,6 +21,7 @@ from simpe.replicate.records import STUDY_FILES, Records, read_records, records_
 
 STUDY_ROOTS = {
     "studies": ("simpe.replicate.studies", "simpe.datasets.libreoffice"),
+    "penalties": ("simpe.replicate.penalties", "simpe.datasets.libreoffice"),
     "mbr-sensitivity": ("simpe.measure.sensitivity", "simpe.datasets.libreoffice"),
     "systems": ("simpe.measure.rank", "simpe.store.user", "simpe.datasets.libreoffice"),
 }

@@ -42,7 +42,8 @@ logger = logging.getLogger(__name__)
 RECORD_VERSION = 1
 CALLS_FILE = "calls.json"
 CODE_FILE = "code.json"
-STUDY_FILES = {"studies": "studies.json", "mbr-sensitivity": "mbr-sensitivity.json", "systems": "systems.json"}
+STUDY_FILES = {"studies": "studies.json", "penalties": "penalties.json", "mbr-sensitivity": "mbr-sensitivity.json",
+               "systems": "systems.json"}
 EXPERIMENTS = ("scalc", "sdatabase", "forgetting", "sensitivity", "why-budget", "why-size", "field", "field-forgetting", "terms",
                "stream")
 # the claims' main stream is scalc; a researcher's own data (simpe replicate --model/--dataset) records it as "stream"
@@ -443,7 +444,8 @@ class Records:
             groups[experiment], note = self.group(experiment)
             if note:
                 notes[experiment] = note
-        return Evidence(groups, self.figures("studies"), notes, self.figures("mbr-sensitivity"), self.figures("systems"))
+        return Evidence(groups, self.figures("studies"), notes, self.figures("mbr-sensitivity"), self.figures("systems"),
+                        self.figures("penalties"))
 
     def part_records(self, part: str) -> list[tuple[str, str | None, str | None]]:
         """(name, code fingerprint, call) of every record behind a part of the plan."""
@@ -491,27 +493,3 @@ def read_records(folder: Path) -> Records:
                 raise RecordError(f"{path} is not a study record of version {RECORD_VERSION}")
             out.studies[part] = data
     return out
-
-
-def total_seconds(records: Records) -> tuple[float, float]:
-    """(seconds of the loop runs, summed from their summaries; seconds of the studies) behind the records."""
-    runs = 0.0
-    for items in records.runs.values():
-        for item in items:
-            seconds = (item.run.summary or {}).get("seconds") or {}
-            runs += sum(float(v) for k, v in seconds.items() if k in ("prepare", "translate", "score", "update"))
-    studies = 0.0
-    for part in STUDY_FILES:
-        figures = records.figures(part) or {}
-        if part == "mbr-sensitivity":
-            studies += sum(float(r.get("seconds") or 0.0) for r in figures.values() if isinstance(r, dict))
-        else:
-            studies += float(figures.get("seconds") or 0.0)
-    return runs, studies
-
-
-def describe_call(call: dict[str, Any]) -> str:
-    """One call for the page's header: the command, commit, start, wall time and machine."""
-    wall = call.get("wall_seconds")
-    took = "cut off before it finished (no wall time)" if wall is None else f"{float(wall) / 3600:.2f} h of wall time"
-    return f"`{call.get('call')}` at commit {call.get('commit')}, started {call['id']}, {took}, on {call.get('machine')}"

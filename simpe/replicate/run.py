@@ -27,6 +27,7 @@ from simpe.replicate.provenance import study_code
 logger = logging.getLogger(__name__)
 STUDIES_FILE = "studies.json"  # the studies' caches in the runs folder (the records keep what the page reads)
 SENSITIVITY_FILE = "sensitivity.json"
+PENALTIES_FILE = "penalties.json"
 SYSTEMS_FILE = "systems.json"
 DEFAULT_OUT = REPO_ROOT / "docs" / "replication.md"
 
@@ -74,6 +75,25 @@ def _model_and_dev(p: Plan, device: str) -> tuple[Any, list[Any]]:
     loaded = load_model(cfg.model.path, device, family, cfg.model.dtype, family_name=cfg.model.family,
                         settings=cfg.model.family_settings())
     return loaded, dev
+
+
+def _penalties(p: Plan, device: str, progress: bool, call: str) -> dict[str, Any]:
+    """The penalty study on the studies' probe sentences (Yan et al. (2021), Table 2 reduced), cached in
+    ``<runs_dir>/penalties.json`` for the same settings and code."""
+    from simpe.replicate.penalties import penalty_study
+
+    s = p.scale
+    settings = {"probe": s.probe, "k": max(s.ks), "max_expansions": s.max_expansions}
+    code = study_code("penalties", s.model, dataset=s.dataset)
+    cached = _cache(p.runs_dir / PENALTIES_FILE, settings, code)
+    if cached is not None:
+        return cached
+    loaded, dev_split = _model_and_dev(p, device)
+    dev = [seg for seg in dev_split if len(seg.source.split()) <= 20][: s.probe]
+    report = (lambda text: logger.info("%s", text)) if progress else None
+    figures = penalty_study(loaded.model, loaded.tokenizer, [x.source for x in dev], [x.reference for x in dev], max(s.ks),
+                            s.max_expansions, progress=report)
+    return _save(p.runs_dir / PENALTIES_FILE, settings, figures, code, call)
 
 
 def _studies(p: Plan, device: str, progress: bool, call: str) -> dict[str, Any]:
@@ -215,7 +235,7 @@ def replicate(scale: Scale, runs_dir: Path, out: Path, workers: int | None = Non
     p.experiments = {name: specs for name, specs in p.experiments.items() if name in parts}
     stale = stale_runs(p)
     at_once = workers or max(1, cpu_count() // (threads or 1))
-    text = describe(p, at_once, parts if studies else parts - {"studies", "mbr-sensitivity", "systems"}, stale)
+    text = describe(p, at_once, parts if studies else parts - {"studies", "penalties", "mbr-sensitivity", "systems"}, stale)
     if dry_run:
         return text
     print(text, flush=True)
@@ -233,6 +253,8 @@ def replicate(scale: Scale, runs_dir: Path, out: Path, workers: int | None = Non
     if studies:
         if "studies" in parts:
             rec.export_study(folder, "studies", _studies(p, device, progress, ident))
+        if "penalties" in parts and not p.scale.own:
+            rec.export_study(folder, "penalties", _penalties(p, device, progress, ident))
         if "mbr-sensitivity" in parts:
             rec.export_study(folder, "mbr-sensitivity", _mbr_sensitivity(p, device, ident))
         if p.scale.systems and "systems" in parts:

@@ -119,7 +119,10 @@ def to_markdown(table: TermsTable) -> list[str]:
            "that the references use. Each cell: the run's figure, and below it the difference to the run named in "
            "*against* with a 95 % interval (paired bootstrap over segments; n.s.: the interval holds 0). Term accuracy, "
            "T0, T1 and repeated term errors in % of terms (differences in points); nonterm R0+1 in % (difference "
-           "relative, %). Seconds: translate + update per segment as each run timed itself (runs two at a time).", "",
+           "relative, %). Seconds: translate + update per segment as each run timed itself (runs two at a time). The "
+           "glossary is selected from these very references (an entry is kept when the German help uses it, "
+           "[terms](terms.md)), and the runs are scored against them: term accuracy under the constraint is an oracle "
+           "bound, what a glossary that always matches the reference gives, not what a client's glossary would.", "",
            "| run | against | BLEU | term acc. | T0 | T1 | repeated term errors | nonterm R0+1 | s / segment |",
            "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for row in table.rows:
@@ -141,4 +144,6 @@ def summary(table: TermsTable) -> str:
                          f"term acc. {_cell(row.effects['term'])}")
     base = next((r for r in table.rows if r.label == "baseline"), None)
     head = f"baseline term acc. {_value(base.values['term'])} %; " if base is not None else ""
-    return head + "; ".join(parts) + " (points; the table 'Terms and preferences' below has T0/T1, repeated term errors, nonterm R and cost)"
+    return (head + "; ".join(parts) + " (points; term accuracy under the constraint is an oracle bound: the glossary is "
+            "selected from the references the runs are scored against; the table 'Terms and preferences' below has T0/T1, "
+            "repeated term errors, nonterm R and cost)")

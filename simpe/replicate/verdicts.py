@@ -1,9 +1,11 @@
 """The five verdicts of the replication page, and the rules that give them from an effect, its interval and the paper's size.
 
-* **reproduced**: the effect has the paper's direction, its 95 % interval excludes zero, and the
-  effect lies within the stated band of the paper's effect, in the paper's unit;
-* **partly**: the direction is reproduced (significant) but the size is outside the band; a claim of
-  several parts: its required parts right in direction but not all in size, or an optional part refuted;
+* **reproduced**: the effect has the paper's direction, its 95 % interval excludes zero, and the whole
+  interval lies inside the stated band of the paper's effect, in the paper's unit (a size test);
+* **partly**: the direction is reproduced (significant) but the size is outside the band, or not established (the
+  interval reaches outside the band: *direction only*); a claim of several parts: its required parts right in
+  direction but not all in size, or an optional part refuted. A claim whose paper prints no size in a unit simpe
+  measures passes on direction alone, so it is at most partly, labelled *direction only*;
 * **not reproduced**: a significant effect of the opposite sign, or no significant effect while the
   interval rules out the paper's size (it lies wholly on zero's side of the band);
 * **inconclusive**: the interval holds both zero and the paper's size; the rule says how many
@@ -33,6 +35,7 @@ from simpe.stats import DEFAULT_RESAMPLES, DEFAULT_SEED, bootstrap_scores, resam
 REPRODUCED, PARTLY, NOT_REPRODUCED, INCONCLUSIVE, NOT_TESTABLE = (
     "reproduced", "partly", "not reproduced", "inconclusive", "not testable here")
 MEASURED = "measured"  # a probe beyond the papers: reported, not counted
+DIRECTION_ONLY = "direction only"  # a part or row right in direction whose size is not established (at most partly)
 COUNTED = (REPRODUCED, PARTLY, NOT_REPRODUCED, INCONCLUSIVE, NOT_TESTABLE)
 Z95 = 1.959963984540054
 
@@ -93,15 +96,33 @@ def judge(effect: Effect, paper: float, band: Band) -> tuple[str, str]:
     if effect.significant and effect.value * sign < 0:
         return NOT_REPRODUCED, f"{said}: significant, opposite sign"
     if effect.significant:
-        if band.low <= effect.value <= band.high:
-            return REPRODUCED, f"{said}: significant, within the band"
-        return PARTLY, f"{said}: significant, the size is outside the band"
+        if band.low <= effect.low and effect.high <= band.high:
+            return REPRODUCED, f"{said}: significant, the interval inside the band"
+        if effect.high < band.low or effect.low > band.high:
+            return PARTLY, f"{said}: significant, the size is outside the band"
+        return PARTLY, f"{said}: significant, but the interval reaches outside the band: {DIRECTION_ONLY}"
     edge = band.low if sign > 0 else band.high  # the paper-size edge nearest zero
     if (sign > 0 and effect.high < edge) or (sign < 0 and effect.low > edge):
         return NOT_REPRODUCED, f"{said}: not significant, and the interval rules out the paper's size"
     need = n_to_decide(effect, abs(edge))
     return INCONCLUSIVE, f"{said}: not significant, the interval holds both 0 and the band" + (
         f"; about {need} {effect.of} would decide it" if need else "")
+
+
+def judge_size(effect: Effect, paper: float, band: Band) -> tuple[str, str]:
+    """The verdict of a claim whose direction a theorem guarantees (a check, not evidence): only its size is tested.
+    Reproduced when the interval lies inside ``band``, not reproduced when it lies wholly outside it, else inconclusive."""
+    said = f"simpe {effect.show()} against the paper's {paper:+g}, band {band.show(effect.unit)}"
+    if band.low <= effect.low and effect.high <= band.high:
+        return REPRODUCED, f"{said}: the interval inside the band"
+    if effect.high < band.low or effect.low > band.high:
+        return NOT_REPRODUCED, f"{said}: the interval rules out the paper's size"
+    return INCONCLUSIVE, f"{said}: the interval crosses the band's edge"
+
+
+def cap(verdict: str, at: str = PARTLY) -> str:
+    """``verdict`` lowered to ``at`` when it is reproduced (a cap: a verdict below it stays)."""
+    return at if verdict == REPRODUCED else verdict
 
 
 def judge_null(effect: Effect, band: float) -> tuple[str, str]:
@@ -139,6 +160,13 @@ class Judged:
     verdict: str
     why: str
     required: bool = True
+    effect: Effect | None = None  # what was judged (None: not measured, or a verdict of no interval)
+    band: Band | None = None  # where the effect counts as the paper's size (a null band: [-b, b]; a margin: [-inf, m])
+
+    @property
+    def direction_only(self) -> bool:
+        """Right in direction, the size not established: at most partly."""
+        return self.verdict == PARTLY and DIRECTION_ONLY in self.why
 
     def show(self) -> str:
         return f"**{self.verdict}**{'' if self.required else ' (optional)'} {self.why}"
@@ -165,6 +193,15 @@ def combine(parts: Sequence[Judged]) -> str:
     if all(v == REPRODUCED for v in required):
         return PARTLY if NOT_REPRODUCED in optional else REPRODUCED
     return PARTLY
+
+
+def direction_only(parts: Sequence[Judged], verdict: str) -> bool:
+    """A row of ``parts`` is *direction only* when it is partly because some required part's size is not established
+    (``Judged.direction_only``), none being outside its band (the others reproduced or not measured here): it passes on
+    direction alone."""
+    required = [p for p in parts if p.required]
+    return (verdict == PARTLY and any(p.direction_only for p in required)
+            and all(p.verdict in (REPRODUCED, NOT_TESTABLE) or p.direction_only for p in required))
 
 
 # ---------------------------------------------------------------------------------------- intervals
@@ -200,6 +237,15 @@ def block_sums(stats: np.ndarray, blocks: Sequence[str]) -> np.ndarray:
     documents, whose segments cluster (R1 counts a word's second occurrence, often in the same document)."""
     starts = [i for i in range(len(blocks)) if i == 0 or blocks[i] != blocks[i - 1]]
     return np.add.reduceat(np.asarray(stats, dtype=np.float64), starts, axis=0)  # (blocks, d)
+
+
+def leave_one_out(base: np.ndarray, system: np.ndarray, score: Callable[[np.ndarray], np.ndarray], relative: bool) -> np.ndarray:
+    """system minus base (points, or relative %) with each unit (a row of (n, d) statistics: a document block) left
+    out in turn: (n,). The unit whose absence moves the effect most is what one document contributes."""
+    base, system = np.asarray(base, dtype=np.float64), np.asarray(system, dtype=np.float64)  # (n, d)
+    b, s = score(base.sum(0) - base), score(system.sum(0) - system)  # (n,)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return 100.0 * (s / b - 1.0) if relative else s - b
 
 
 def clustered_difference(a: Sequence[tuple[float, int]], b: Sequence[tuple[float, int]], unit: str, of: str,

@@ -14,6 +14,7 @@ import numpy as np
 from simpe.replicate.judges import AWAITS, Claim, Evidence, Judge, Lookup, Verdict, digest
 from simpe.replicate.papers import POINTS
 from simpe.replicate.verdicts import (
+    DIRECTION_ONLY,
     INCONCLUSIVE,
     NOT_REPRODUCED,
     NOT_TESTABLE,
@@ -23,8 +24,10 @@ from simpe.replicate.verdicts import (
     Effect,
     Judged,
     band_around,
+    cap,
     judge,
     judge_null,
+    judge_size,
     mean_effect,
     metric_score,
     n_to_decide,
@@ -71,6 +74,9 @@ LN_AWAITS = (f"{AWAITS}: the studies record, per sentence, the BLEU statistics o
              "search rank first by log P / length (bleu_stats_ln; simpe/replicate/studies.py)")
 RERANK_AWAITS = (f"{AWAITS}: the studies record each sentence's exact top-10 kRG after reranking by log P / length "
                  "(krg_linear_ln; simpe/replicate/studies.py)")
+MOST_AWAITS = ("the penalty study did not run: the four UID regularisers (max, square, variance, greedy) rerank by each "
+               "hypothesis's token log-probabilities, which the decoding studies do not keep (`simpe replicate --only "
+               "penalties` runs it, minutes on a CPU)")
 SAMPLED_AWAITS = (f"{AWAITS}: the systems study kept each system's mean sampled kRG only; the next call keeps, per sentence, "
                   "the sampled kRG and the random order's kRG at its number of distinct samples (simpe/replicate/run.py)")
 
@@ -98,10 +104,13 @@ def sentence_bleu(stats: np.ndarray) -> np.ndarray:
     return np.array([nakov_bleu_plus_one(row) for row in stats], dtype=np.float64)
 
 
-def _above_zero(found: Effect) -> tuple[str, str]:
-    """A rise whose size the paper does not print in simpe's unit (``ABOVE_ZERO``), and why."""
+def _above_zero(found: Effect, sign: float = 1.0) -> tuple[str, str]:
+    """A rise (``sign`` -1: a fall) whose size the paper does not print in simpe's unit (``ABOVE_ZERO``): right in
+    direction and significant is at most partly, labelled direction only; and why."""
     if found.significant:
-        return (REPRODUCED if found.value > 0 else NOT_REPRODUCED), found.show()
+        if found.value * sign > 0:
+            return PARTLY, f"{found.show()}: significant, {DIRECTION_ONLY} (the paper prints no size in this unit)"
+        return NOT_REPRODUCED, f"{found.show()}: significant, opposite sign"
     need = n_to_decide(found, abs(found.value)) if found.value else None
     return INCONCLUSIVE, found.show() + (f"; about {need} {found.of} would decide it" if need else "")
 
@@ -116,13 +125,8 @@ def _paired(rows: list[dict[str, Any]], a: str, b: str) -> Effect:
     return mean_effect([r[a] - r[b] for r in rows if r[a] is not None and r[b] is not None], POINTS, scale=100.0)
 
 
-BELOW_ZERO = ("reproduced when significantly below zero (the paper prints no size), not reproduced when significantly above, "
-              "else inconclusive")
-
-
-def _below_zero(found: Effect) -> str:
-    """A decrease whose size the paper does not print (``BELOW_ZERO``)."""
-    return (REPRODUCED if found.value < 0 else NOT_REPRODUCED) if found.significant else INCONCLUSIVE
+BELOW_ZERO = (f"a stated direction, no size: at most partly ({DIRECTION_ONLY}) when significantly below zero (the paper prints "
+              "no size), not reproduced when significantly above, else inconclusive")
 
 
 def _bleu_of(studies: dict[str, Any], b: int, name: str) -> np.ndarray | None:
@@ -130,8 +134,8 @@ def _bleu_of(studies: dict[str, Any], b: int, name: str) -> np.ndarray | None:
     return np.asarray(rows, dtype=np.float64) if rows else None
 
 
-ABOVE_ZERO = ("reproduced when significantly above zero (the paper's size is in another unit), not reproduced when "
-              "significantly below, else inconclusive")
+ABOVE_ZERO = (f"a stated direction, no size in this unit: at most partly ({DIRECTION_ONLY}) when significantly above zero, "
+              "not reproduced when significantly below, else inconclusive")
 
 
 # ---------------------------------------------------------------------------------------- Yan et al. (2021)
@@ -147,13 +151,18 @@ def search_errors(gap: float) -> Judge:
         first = min(studies["search_flags"])
         flags = studies["search_flags"][first]
         diffs = [x - y for x, y in zip(flags["heap_beam"], flags["beam"])]
-        verdict, why = judge(_differences(flags["heap_beam"], flags["beam"]), gap, band_around(gap))
+        found, band = _differences(flags["heap_beam"], flags["beam"]), band_around(gap)
+        verdict, why = judge_size(found, gap, band)
         rates = studies["search_errors"]
         figures = ("; ".join(f"B={b}: beam {100 * r['beam']:.1f}%, min-heap {100 * r['heap_beam']:.1f}%" for b, r in sorted(rates.items()))
                    + f"; exact 0% by construction; empty modes {100 * studies['empty_rate']:.1f}%")
-        if studies["empty_rate"] < EMPTY_REGIME and verdict == REPRODUCED:
-            verdict, why = PARTLY, why + f"; but the demo model has {100 * studies['empty_rate']:.1f}% empty modes (paper 64.70%): another regime"
-        out = c.row(figures, verdict, f"B={first}: {why}")
+        worse = sum(1 for d in diffs if d > 0)
+        why += (f"; the direction is a theorem's (min-heap keeps every hypothesis plain beam keeps, Section 5: it never errs "
+                f"where plain beam does not), a check, not counted: {worse} of {len(diffs)} sentences break it")
+        if studies["empty_rate"] < EMPTY_REGIME:
+            verdict = cap(verdict)
+            why += f"; the demo model has {100 * studies['empty_rate']:.1f}% empty modes (paper 64.70%): another regime, at most partly"
+        out = c.judged(figures, Judged(verdict, f"B={first}: {why}", effect=found, band=band))
         out.evidence = digest(diffs)
         return out
 
@@ -166,46 +175,71 @@ def beam_sizes(c: Claim, studies: dict[str, Any]) -> Verdict:
     diffs = [x - y for x, y in zip(flags[wide]["beam"], flags[small]["beam"])]
     found = _differences(flags[wide]["beam"], flags[small]["beam"])
     figures = ", ".join(f"B={b}: {100 * r['beam']:.1f}%" for b, r in sorted(studies["search_errors"].items()))
-    out = c.row(figures, _below_zero(found), f"B={wide} − B={small}: {found.show()}")
+    verdict, why = _above_zero(found, -1.0)
+    out = c.judged(figures, Judged(verdict, f"B={wide} − B={small}: {why}", effect=found))
     out.evidence = digest(diffs)
     return out
 
 
+def _without_penalty(score: Any) -> Any:
+    """Corpus BLEU without its brevity penalty (the n-gram precisions alone): the reference length set to the
+    hypothesis length in the summed statistics (the last two columns), so the penalty is 1."""
+    def precision(summed: np.ndarray) -> np.ndarray:
+        rows = np.array(np.atleast_2d(summed), dtype=np.float64)  # (B, d)
+        rows[:, -1] = rows[:, -2]
+        return score(rows)
+
+    return precision
+
+
 def beam_curse(c: Claim, studies: dict[str, Any]) -> Verdict:
-    """Figure 1b in its own unit, corpus BLEU, with beside it what explains a rise: the hypothesis/reference length ratio
-    (corpus BLEU's brevity penalty fires only below 1) and the mean sentence BLEU, whose penalty is each sentence's own."""
+    """Figure 1b in its own unit, corpus BLEU, split into its two parts: the precision part (BLEU without the brevity
+    penalty) and the length part (BLEU minus that: what the penalty takes), each B=widest − B=smallest with its paired
+    bootstrap interval. The curse is the length part (Yan et al. (2021) cite it from Yang et al. (2018), who trace it to
+    short outputs): required; the precision part says whether the outputs also got worse word by word: optional."""
     beam, where = _beam_stats(studies)
     small, wide = min(beam), max(beam)
     score = metric_score("bleu")
+    precision = _without_penalty(score)
     ratios = {b: stats.sum(0)[-2] / stats.sum(0)[-1] for b, stats in beam.items()}  # hypothesis / reference length
-    parts = []
+    shown = []
     for b, stats in beam.items():
         ratio = ratios[b]
-        parts.append(f"B={b}: {float(score(stats.sum(0))[0]):.1f} (length ratio {ratio:.2f}, brevity penalty "
-                     f"{min(1.0, math.exp(1 - 1 / ratio)) if ratio > 0 else 0.0:.2f}; mean sentence BLEU {sentence_bleu(stats).mean():.1f})")
+        shown.append(f"B={b}: {float(score(stats.sum(0))[0]):.1f} (without the brevity penalty "
+                     f"{float(precision(stats.sum(0))[0]):.1f}; length ratio {ratio:.3f}, brevity penalty "
+                     f"{min(1.0, math.exp(1 - 1 / ratio)) if ratio > 0 else 0.0:.3f}; mean sentence BLEU {sentence_bleu(stats).mean():.1f})")
     changed = _changed(beam[small], beam[wide])
     shorter = (beam[wide][changed, -2].sum() / beam[small][changed, -2].sum()) if changed.any() else 1.0
-    found = paired_effect(beam[small], beam[wide], score, False, POINTS, of="sentences")
+    total = paired_effect(beam[small], beam[wide], score, False, POINTS, of="sentences")
+    words = paired_effect(beam[small], beam[wide], precision, False, POINTS, of="sentences")
+    length = paired_effect(beam[small], beam[wide], lambda x: score(x) - precision(x), False, POINTS, of="sentences")
+    parts = []
+    for label, found, required in (("length part (BLEU − BLEU without the brevity penalty)", length, True),
+                                   ("precision part (BLEU without the brevity penalty)", words, False)):
+        verdict, why = _above_zero(found, -1.0)
+        said = why.replace(found.show(), found.show() + " against the paper's fall", 1)
+        parts.append(Judged(verdict, f"{label}: simpe {said}", required, found))
     sentence = mean_effect(list(sentence_bleu(beam[wide]) - sentence_bleu(beam[small])), POINTS)
-    if ratios[wide] >= 1:  # the penalty never fires: shorter outputs lose nothing to length and gain precision
-        penalty = (f"the length ratio stays at or above 1 ({ratios[small]:.2f} to {ratios[wide]:.2f}), so the brevity "
-                   "penalty never fires: shorter outputs lose no corpus BLEU to length and gain n-gram precision")
-    else:  # the penalty fires at the wide beam: part of the fall is the length
-        penalty = (f"the length ratio falls from {ratios[small]:.2f} to {ratios[wide]:.2f}, below 1, so the brevity "
-                   "penalty fires and part of the fall is the outputs' length")
-    why = (f"B={wide} − B={small}: {found.show()}; {int(changed.sum())} of {len(changed)} sentences change between them, their "
-           f"outputs {shorter:.2f} times as long at B={wide}. Corpus BLEU's brevity penalty fires only when the whole output is "
-           f"shorter than the references (ratio below 1); here {penalty}. Sentence BLEU penalises each short sentence on its "
-           f"own: its mean moves {sentence.show()}")
-    out = c.row(f"corpus BLEU {'; '.join(parts)} ({where})", _below_zero(found), why)
+    out = c.of_parts(parts)
+    out.simpe = f"corpus BLEU {'; '.join(shown)} ({where})"
+    out.why += (f". B={wide} − B={small} in corpus BLEU {total.show()}: {int(changed.sum())} of {len(changed)} sentences change, "
+                f"their outputs {shorter:.2f} times as long at B={wide}; the length ratio moves {ratios[small]:.3f} → "
+                f"{ratios[wide]:.3f}" + (", below 1, so the brevity penalty takes more" if ratios[wide] < 1 else
+                                         ", never below 1, so the brevity penalty never fires")
+                + (f"; the precision part {'rises' if words.value > 0 else 'falls'}: "
+                   + ("all of the fall is the outputs' length" if words.value > 0 and total.value < 0 else
+                      "the outputs also lose n-gram precision"))
+                + f". Mean sentence BLEU (BLEU+1, each sentence's own penalty) moves {sentence.show()}")
     out.evidence = digest(beam[small], beam[wide])
     return out
 
 
 def sentence_changes(band: float) -> Judge:
-    """Figure 1c: against the smallest beam, how many sentences' sentence BLEU rises and falls at each wider beam; the
-    direction is random when the share of rises among the sentences that change at the widest beam lies within 50 ±
-    ``band`` points (an equivalence test over the changed sentences)."""
+    """Figure 1c: against the smallest beam, how many sentences' sentence BLEU rises and falls at each wider beam. The
+    paper's word is "random" (a sentence gets better or worse "randomly", line 76): a fair coin, as many rises as falls.
+    Not reproduced when the share of rises among the sentences that change at the widest beam differs significantly
+    from 50 % (its Wilson interval excludes 50: a direction dominates); reproduced when the interval holds 50 and lies
+    within 50 ± ``band`` points (a judgement: the smallest lean called a direction); else inconclusive."""
     def judge_it(c: Claim, studies: dict[str, Any]) -> Verdict:
         beam, where = _beam_stats(studies)
         small = min(beam)
@@ -221,9 +255,15 @@ def sentence_changes(band: float) -> Judge:
         if share.n == 0:
             return c.row("; ".join(counts) + f" ({where})", INCONCLUSIVE, f"no sentence's sentence BLEU changes between B={small} "
                          f"and B={max(beam)}: nothing to judge; more sentences would decide it")
-        verdict, why = judge_null(share, band)
-        why = why.replace("simpe ", "simpe share of rises − 50 ", 1)
-        out = c.row("; ".join(counts) + f" (sentence BLEU against B={small}; {where})", verdict, f"B={max(beam)}: {why}")
+        said = f"simpe share of rises − 50 {share.show()} against the paper's random (a fair coin: 0), band ±{band:g} points"
+        if share.significant:
+            verdict, why = NOT_REPRODUCED, f"{said}: the interval excludes an even split, a direction dominates"
+        elif -band <= share.low and share.high <= band:
+            verdict, why = REPRODUCED, f"{said}: the interval holds an even split and lies inside the band"
+        else:
+            verdict, why = INCONCLUSIVE, f"{said}: the interval holds an even split but crosses the band's edge"
+        out = c.judged("; ".join(counts) + f" (sentence BLEU against B={small}; {where})",
+                       Judged(verdict, f"B={max(beam)}: {why}", effect=share, band=Band(-band, band)))
         out.evidence = digest(rises)
         return out
 
@@ -231,8 +271,9 @@ def sentence_changes(band: float) -> Judge:
 
 
 def heap_bleu(gap: float) -> Judge:
-    """Min-heap beam's corpus BLEU minus plain beam's at the smallest beam against the paper's ``gap`` (points); not
-    testable here where the model has (almost) no empty modes, the collapse's precondition."""
+    """Min-heap beam's corpus BLEU minus plain beam's at the smallest beam against the paper's ``gap`` (points); where
+    the model has (almost) no empty modes, the collapse's precondition, the regime differs and the verdict is at most
+    partly (the cap of ``search_errors``)."""
     def judge_it(c: Claim, studies: dict[str, Any]) -> Verdict:
         b = min(studies["bleu_stats"])
         score = metric_score("bleu")
@@ -241,16 +282,15 @@ def heap_bleu(gap: float) -> Judge:
         rate = studies.get("empty_rate") or 0.0
         figures = (f"B={b}: beam {float(score(beam.sum(0))[0]):.1f}, min-heap {float(score(heap.sum(0))[0]):.1f} "
                    f"({len(beam)} dev sentences; empty modes {100 * rate:.1f}%)")
+        found, band = paired_effect(beam, heap, score, False, POINTS, of="sentences"), band_around(gap)
+        verdict, why = judge(found, gap, band)
         if rate < EMPTY_REGIME:
-            out = c.row(figures, NOT_TESTABLE,
-                        f"the collapse is min-heap beam finding the empty modes (Table 1: 64.70 % of sentences), and the demo model "
-                        f"has {100 * rate:.1f}% (yan2021-empty-modes): there is no empty mode to find. A model whose exact top-1 is "
-                        "often empty fills it (the paper's Transformer-base with label smoothing; `simpe replicate --model PATH` "
-                        "runs the studies on it)")
-        else:
-            found = paired_effect(beam, heap, score, False, POINTS, of="sentences")
-            verdict, why = judge(found, gap, band_around(gap))
-            out = c.row(figures, verdict, f"B={b}: {why}")
+            verdict = cap(verdict)
+            why += (f"; the collapse is min-heap beam finding the empty modes (Table 1: 64.70 % of sentences) and the demo "
+                    f"model has {100 * rate:.1f}% (yan2021-empty-modes): another regime, at most partly (as "
+                    "yan2021-t3-search-errors); a model whose exact top-1 is often empty (`simpe replicate --model PATH`) "
+                    "tests the collapse itself")
+        out = c.judged(figures, Judged(verdict, f"B={b}: {why}", effect=found, band=band))
         out.evidence = digest(beam, heap)
         return out
 
@@ -269,23 +309,42 @@ def heap_ln(band: float) -> Judge:
         score = metric_score("bleu")
         found = paired_effect(beam, heap, score, False, POINTS, of="sentences")
         verdict, why = judge_null(found, band)
-        out = c.row(f"B={b}, length-normalised: beam {float(score(beam.sum(0))[0]):.1f}, min-heap {float(score(heap.sum(0))[0]):.1f} "
-                    f"({len(beam)} dev sentences)", verdict, f"B={b}: {why}")
+        out = c.judged(f"B={b}, length-normalised: beam {float(score(beam.sum(0))[0]):.1f}, min-heap {float(score(heap.sum(0))[0]):.1f} "
+                       f"({len(beam)} dev sentences)", Judged(verdict, f"B={b}: {why}", effect=found, band=Band(-band, band)))
         out.evidence = digest(beam, heap)
         return out
 
     return judge_it
 
 
-def length_norm_rerank(c: Claim, found: tuple[int, list[dict[str, Any]]]) -> Verdict:
-    """A reduced Table 2: the exact top-k's kRG (linear gain) reranked by log P / length minus by log P, per sentence."""
+def length_norm_rerank(c: Claim, ev: Evidence) -> Verdict | None:
+    """A reduced Table 2: the exact top-k's kRG (linear gain) reranked by log P / length minus by log P, per sentence
+    (improves: the studies); and minus reranked by each UID regulariser at its best lambda on these sentences (most: the
+    penalty study; the best lambda favours the other penalty, so the test is a strict one)."""
+    found = region(ev, 10)
+    if found is None:
+        return None
     k, rows = found
     if not all("krg_linear_ln" in r for r in rows):
         return c.missing(RERANK_AWAITS)
     values = [r["krg_linear_ln"] - r["krg_linear"] for r in rows if r.get("krg_linear_ln") is not None and r["krg_linear"] is not None]
     effect = mean_effect(values, POINTS, scale=100.0)
     verdict, why = _above_zero(effect)
-    out = c.row(f"k={k}: kRG reranked by log P / length − by log P {effect.show()}", verdict, f"k={k}: {why}")
+    parts = [Judged(verdict, f"improves: simpe {why.replace(effect.show(), effect.show() + ' against the paper', 1)}", effect=effect)]
+    figures = [f"k={k}: kRG reranked by log P / length − by log P {effect.show()}"]
+    study = ev.penalties or {}
+    kept, lambdas = study.get("per_sentence") or [], study.get("lambdas") or []
+    if not kept or not lambdas:
+        parts.append(Judged(NOT_TESTABLE, f"most (of Table 2's five penalties, line 251): {MOST_AWAITS}"))
+    for name in study.get("penalties") or () if kept and lambdas else ():
+        best = max(range(len(lambdas)), key=lambda j: float(np.mean([r["krg_linear_uid"][name][j] for r in kept])))
+        gap = mean_effect([r["krg_linear_ln"] - r["krg_linear_uid"][name][best] for r in kept], POINTS, scale=100.0)
+        verdict, why = _above_zero(gap)
+        label = f"most, vs {name} (λ {lambdas[best]:g}, its best of {', '.join(f'{x:g}' for x in lambdas)})"
+        parts.append(Judged(verdict, f"{label}: simpe {why.replace(gap.show(), gap.show() + ' against the paper', 1)}", effect=gap))
+        figures.append(f"− by {name} {gap.show()}")
+    out = c.of_parts(parts)
+    out.simpe = "; ".join(figures) + (f" (penalties: exact top-{study.get('k')} of {len(kept)} sentences)" if kept else "")
     out.evidence = digest(values)
     return out
 
@@ -328,8 +387,8 @@ def sampling(c: Claim, systems: dict[str, Any]) -> Verdict:
     values = [r["krg"] - r["random_krg"] for r in rows if r.get("krg") is not None and r.get("random_krg") is not None]
     effect = mean_effect(values, POINTS, scale=100.0)
     verdict, why = _above_zero(effect)
-    out = c.row(f"{first['name']}: sampled kRG − random {effect.show()} ({systems['settings']['samples']} samples a sentence)",
-                verdict, why)
+    out = c.judged(f"{first['name']}: sampled kRG − random {effect.show()} ({systems['settings']['samples']} samples a sentence)",
+                   Judged(verdict, why, effect=effect))
     out.evidence = digest(values)
     return out
 
@@ -349,7 +408,7 @@ def correlations(parts: tuple[tuple[str, str, float | None], ...], band: Band, n
             verdict, why = judge(found, paper, band) if paper is not None else judge_null(found, null)
             if verdict == INCONCLUSIVE:
                 why = why.split("; about")[0] + f"; about {systems_to_decide(band.low)} systems would decide it"
-            judged.append(Judged(verdict, f"{label}: {why}"))
+            judged.append(Judged(verdict, f"{label}: {why}", True, found, band if paper is not None else Band(-null, null)))
         return c.of_parts(judged)
 
     return judge_it
@@ -360,23 +419,43 @@ def top_region(c: Claim, found: tuple[int, list[dict[str, Any]]]) -> Verdict:
     effect = _paired(rows, "krg_linear", "random_linear")
     verdict, why = judge_null(effect, 3.0)
     exp = [r["krg"] for r in rows if r["krg"] is not None]
-    return c.row(f"k={k}: kRG − random {effect.show()}; exponential gain: mean kRG {100 * float(np.mean(exp)):.1f} against 58.72",
-                 verdict, why)
+    return c.judged(f"k={k}: kRG − random {effect.show()}; exponential gain: mean kRG {100 * float(np.mean(exp)):.1f} against 58.72",
+                    Judged(verdict, why, effect=effect, band=Band(-3.0, 3.0)))
+
+
+def k_insensitive(band: float) -> Judge:
+    """A reduced Figure 4 of Yan et al. (2022): each sentence's kRG minus the random order's (linear gain) at the
+    largest k the studies searched minus at the smallest (5 and 10; the paper: 10 to 100), points; no effect within
+    ±``band``."""
+    def judge_it(c: Claim, ev: Evidence) -> Verdict | None:
+        studies = exact_studies(ev)
+        found = {int(k): r["per_sentence"] for k, r in ((studies or {}).get("top_region") or {}).items() if r.get("per_sentence")}
+        if len(found) < 2:
+            return None
+        small, wide = min(found), max(found)
+        gaps = [(w["krg_linear"] - w["random_linear"]) - (s["krg_linear"] - s["random_linear"])
+                for s, w in zip(found[small], found[wide]) if None not in (s["krg_linear"], w["krg_linear"])]
+        effect = mean_effect(gaps, POINTS, scale=100.0)
+        verdict, why = judge_null(effect, band)
+        return c.judged(f"kRG − random at k={wide} minus at k={small} {effect.show()}",
+                        Judged(verdict, f"k={small} → {wide}: {why}", effect=effect, band=Band(-band, band)))
+
+    return judge_it
 
 
 def lucky_bias(c: Claim, found: tuple[int, list[dict[str, Any]]]) -> Verdict:
     """Beam's minus the exact top-k's kQRG: a significant positive difference is at most partly (the scales differ)."""
     k, rows = found
     effect = _paired(rows, "kqrg_beam", "kqrg_exact")
-    verdict = (PARTLY if effect.value > 0 else NOT_REPRODUCED) if effect.significant else INCONCLUSIVE
-    return c.row(f"k={k}: {effect.show()} (chrF)", verdict, f"k={k}: {effect.show()}")
+    verdict, why = _above_zero(effect)
+    return c.judged(f"k={k}: {effect.show()} (chrF)", Judged(verdict, f"k={k}: {why}", effect=effect))
 
 
 def beam_krg(c: Claim, found: tuple[int, list[dict[str, Any]]]) -> Verdict:
     k, rows = found
     effect = _paired(rows, "beam_krg_linear", "krg_linear")
     verdict, why = judge_null(effect, 2.0)
-    return c.row(f"k={k}: {effect.show()}", verdict, why)
+    return c.judged(f"k={k}: {effect.show()}", Judged(verdict, why, effect=effect, band=Band(-2.0, 2.0)))
 
 
 def chrf_kqrg(c: Claim, found: tuple[int, list[dict[str, Any]]]) -> Verdict:
@@ -397,9 +476,10 @@ def correlation(paper: float, band: Band) -> Judge:
         verdict, why = judge(found, paper, band)
         if verdict == INCONCLUSIVE:
             why = why.split("; about")[0] + f"; about {systems_to_decide(band.low)} systems would decide it"
+        one = Judged(verdict, why, effect=found, band=band)
         figures = (f"{len(rows)} systems (the demo model and its adapted states after {settings.get('segments', '?')} scalc segments "
                    f"of each method): sampled kQRG {found.show(3)}; beam quality r = {'–' if beam is None else f'{beam:.3f}'} "
                    f"({settings['probe']} dev sentences, {settings['samples']} samples, MBR over {settings['mbr_samples']} samples, chrF)")
-        return c.row(figures, verdict, why)
+        return c.judged(figures, one)
 
     return judge_it

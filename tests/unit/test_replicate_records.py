@@ -157,8 +157,10 @@ def test_a_run_belongs_to_the_call_that_was_running_when_it_finished(tmp_path: P
     rec.finish_call(tmp_path, first, 3600.0)
     saved = {c["id"]: c for c in rec.read_calls(tmp_path)}
     assert first != second and saved[first]["wall_seconds"] == 3600.0 and saved[second]["wall_seconds"] is None
-    assert "cut off before it finished" in rec.describe_call(saved[second])
-    assert rec.describe_call(saved[first]).startswith("`simpe replicate` at commit ") and "1.00 h of wall time" in rec.describe_call(saved[first])
+    from simpe.replicate.page import describe_call
+
+    assert "cut off before it finished" in describe_call(saved[second])
+    assert describe_call(saved[first]).startswith("`simpe replicate` at commit ") and "1.00 h of wall time" in describe_call(saved[first])
 
 
 def test_a_bad_records_folder_is_one_error(tmp_path: Path):

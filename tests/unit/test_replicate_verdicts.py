@@ -37,7 +37,9 @@ def test_the_band_is_a_factor_of_two_of_the_papers_effect():
 
 
 @pytest.mark.parametrize("effect, verdict, says", [
-    (Effect(-8.0, -11.0, -5.0, 2000, "relative %"), REPRODUCED, "significant, within the band"),
+    (Effect(-8.0, -11.0, -5.0, 2000, "relative %"), REPRODUCED, "significant, the interval inside the band"),
+    # the estimate inside the band, the interval reaching past its edge -4.5: the size is not established, direction only
+    (Effect(-8.0, -15.0, -3.0, 2000, "relative %"), PARTLY, "the interval reaches outside the band: direction only"),
     (Effect(-2.0, -3.0, -1.0, 2000, "relative %"), PARTLY, "the size is outside the band"),
     (Effect(-30.0, -40.0, -20.0, 2000, "relative %"), PARTLY, "the size is outside the band"),
     (Effect(3.0, 1.0, 5.0, 2000, "relative %"), NOT_REPRODUCED, "opposite sign"),
@@ -184,7 +186,8 @@ def test_probes_are_measured_and_missing_evidence_says_so():
     assert "80.42" not in rows["yan2022-random"].claim  # simpe's linear-gain figure is simpe's, not the paper's
     studies = _studies([0] * 10, [0] * 10, 0.0)
     assert dict(verdicts(Evidence({}, studies), only=["yan2021-empty-modes"]))["yan2021-empty-modes"].verdict == MEASURED
-    assert PROBES == {"sensitivity", "yan2021-empty-modes", "yan2022-t8-chrf", "beyond-forgetting", "beyond-repeated", "beyond-field", "beyond-terms",
+    assert PROBES == {"sensitivity", "yan2021-empty-modes", "amrhein2022-beam-f1",
+                      "yan2022-t8-chrf", "beyond-forgetting", "beyond-repeated", "beyond-field", "beyond-terms",
                       "why-model-size", "why-lasso-budget", "yan2022-random", "yan2021-heap-theorem"}
     assert all("seed 0" not in v.source + v.paper + v.claim for _, v in verdicts(Evidence({}, None)))
 
@@ -216,17 +219,25 @@ def test_the_beam_curse_and_min_heaps_bleu_from_the_studies_bleu_statistics():
     rows = dict(verdicts(Evidence({}, _bleu_studies({5: REFS, 100: cut}, [""] * 30, REFS, empty_rate=0.64)),
                          only=["yan2021-fig1b-bleu", "yan2021-t4-heap-bleu", "yan2021-fig1c"]))
     curse, heap, changes = rows["yan2021-fig1b-bleu"], rows["yan2021-t4-heap-bleu"], rows["yan2021-fig1c"]
-    assert curse.verdict == REPRODUCED and "B=5: 100.0 (length ratio 1.00" in curse.simpe and "B=100 − B=5: -" in curse.why
-    # 10 of 6 words: the length ratio 0.60 and brevity penalty exp(1 - 1 / 0.6) = 0.51 at beam 100
-    assert "B=100: " in curse.simpe and "(length ratio 0.60, brevity penalty 0.51;" in curse.simpe
-    assert "30 of 30 sentences change between them, their outputs 0.60 times as long at B=100" in curse.why
+    # the fall is all length: the length part falls (direction only: the paper prints no size), the precision part does
+    # not move (every kept word is the reference's: BLEU without the brevity penalty is 100 at both beams)
+    assert curse.verdict == PARTLY and curse.label == "direction only" and "B=100 − B=5 in corpus BLEU -" in curse.why
+    assert "B=5: 100.0 (without the brevity penalty 100.0; length ratio 1.000" in curse.simpe
+    # 10 of 6 words: the length ratio 0.60 and brevity penalty exp(1 - 1 / 0.6) = 0.513 at beam 100
+    assert "B=100: " in curse.simpe and "without the brevity penalty 100.0; length ratio 0.600, brevity penalty 0.513;" in curse.simpe
+    assert "**partly** length part (BLEU − BLEU without the brevity penalty): simpe -" in curse.why
+    assert "**inconclusive** (optional) precision part (BLEU without the brevity penalty): simpe +0.0 points" in curse.why
+    assert "30 of 30 sentences change, their outputs 0.60 times as long at B=100" in curse.why
     # -100 points against the paper's -26.82: outside the factor-of-2 band [-53.64, -13.41]
     assert heap.verdict == PARTLY and "beam 100.0, min-heap 0.0" in heap.simpe and "-100.0 points" in heap.why
-    # every sentence falls: 0 of 30, Wilson [0, 11.35 %]: the share minus 50 lies outside ±25: not random
+    # every sentence falls: 0 of 30, Wilson [0, 11.35 %]: the interval excludes an even split, not random
     assert changes.verdict == NOT_REPRODUCED and changes.simpe.startswith("B=100: 0 up, 30 down")
+    assert "the interval excludes an even split, a direction dominates" in changes.why
     same = dict(verdicts(Evidence({}, _bleu_studies({5: REFS, 100: REFS}, REFS, REFS)), only=["yan2021-t4-heap-bleu"]))
-    row = same["yan2021-t4-heap-bleu"]  # no empty modes: the collapse's precondition is absent, what fills it is named
-    assert row.verdict == NOT_TESTABLE and "the demo model has 0.0%" in row.why and "--model PATH" in row.why
+    row = same["yan2021-t4-heap-bleu"]  # no empty modes: another regime, judged and capped at partly; what tests it is named
+    # +0.0 points [0, 0] against -26.82: the interval rules out the paper's size (not reproduced, below the cap)
+    assert row.verdict == NOT_REPRODUCED and "simpe +0.0 points" in row.why and "the demo model has 0.0%" in row.why
+    assert "at most partly" in row.why and "--model PATH" in row.why
 
 
 def test_a_row_with_another_rows_per_sentence_evidence_is_linked_and_counted_once():
@@ -240,7 +251,9 @@ def test_a_row_with_another_rows_per_sentence_evidence_is_linked_and_counted_onc
     found = dict(rows)
     assert found["yan2021-fig1b-bleu"].linked is None and found["yan2021-t4-heap-bleu"].linked == "yan2021-fig1b-bleu"
     assert "counted once, there" in found["yan2021-t4-heap-bleu"].why
-    assert sum(tally(rows)["total"].values()) == 1 and sum(tally(rows)["yan2021"].values()) == 1
+    from simpe.replicate.verdicts import COUNTED
+
+    assert sum(tally(rows)["total"][v] for v in COUNTED) == 1 and sum(tally(rows)["yan2021"][v] for v in COUNTED) == 1
 
 
 def test_number_f1_of_mbr_against_beam_from_the_sensitivity_counts():
@@ -262,8 +275,9 @@ def test_number_f1_of_mbr_against_beam_from_the_sensitivity_counts():
     assert "n=30 sentences" in row.why
 
 
-def test_a_streams_effect_has_a_document_block_interval_beside_it_when_the_runs_recorded_documents():
-    """Four segments in two documents: the segment bootstrap's interval, and beside it one over the 2 document blocks."""
+def test_a_streams_effect_is_judged_on_document_blocks_when_the_runs_recorded_documents():
+    """Four segments in two documents: the interval is the bootstrap over the 2 document blocks, the segment bootstrap's
+    beside it, and the figure without the document that moves it most; without document ids, over segments."""
     from pathlib import Path
 
     from simpe.replicate.judges import documents, effect
@@ -278,9 +292,14 @@ def test_a_streams_effect_has_a_document_block_interval_beside_it_when_the_runs_
         group = RunGroup(baseline=run("baseline", [1, 1, 1, 1], docs), methods=[run("full", [2, 2, 1, 2], docs)],
                          num_segments=4, stream_segments=4, group_dir=Path("g"))
         found = effect(group, "bleu", "full", relative=False)
-        assert found is not None and found.n == 4 and found.of == "segments"
-        assert (documents(group) is not None) == (docs is not None)
-        assert ("over 2 document blocks: " in found.show()) == (docs is not None)
+        assert found is not None and (documents(group) is not None) == (docs is not None)
+        if docs is None:
+            assert found.n == 4 and found.of == "segments" and found.beside == ""
+            continue
+        assert found.n == 2 and found.of == "document blocks" and "over 4 segments: " in found.show()
+        # unigram matches: baseline 1 of 2 words a segment, full 2, 2, 1, 2: only BLEU's first precision moves. d1 holds
+        # the two segments where full gains +1 each, d2 one gain; leaving out d1 moves the effect more than d2
+        assert "without document d1 (segments 1-2): " in found.beside
 
 
 def _sensitivity(values: dict[str, list[tuple[float, int]]], refs: bool = True) -> dict:
@@ -353,6 +372,34 @@ def test_the_new_study_figures_judge_their_rows_once_recorded():
     assert "20 of 30 sentences change" in rows["yan2021-fig1b-bleu"].why
     assert rows["yan2021-fig1c"].simpe.startswith("B=100: 0 up, 20 down") and rows["yan2021-fig1c"].verdict == NOT_REPRODUCED
     assert rows["yan2021-t4-heap-ln"].verdict == REPRODUCED and "+0.0 points" in rows["yan2021-t4-heap-ln"].why  # no difference
-    assert rows["yan2021-t2-length-norm"].verdict == REPRODUCED and "+5.0 points" in rows["yan2021-t2-length-norm"].simpe  # 0.85 - 0.80
+    t2 = rows["yan2021-t2-length-norm"]  # 0.85 - 0.80: the direction; "most" needs the other penalties, not recorded
+    assert t2.verdict == PARTLY and t2.label == "direction only" and "+5.0 points" in t2.simpe
+    assert "**not testable here** most (of Table 2's five penalties, line 251)" in t2.why
     assert rows["yan2021-heap-theorem"].verdict == MEASURED and rows["yan2021-heap-theorem"].simpe.startswith("B=5: 1 of 30")
-    assert rows["yan2022-sampling"].verdict == REPRODUCED and "+11.0 points" in rows["yan2022-sampling"].simpe  # 0.70 - 0.59
+    assert rows["yan2022-sampling"].verdict == PARTLY and "+11.0 points" in rows["yan2022-sampling"].simpe  # 0.70 - 0.59
+    assert rows["yan2022-sampling"].label == "direction only"
+
+
+def test_the_uid_regularisers_from_token_surprisals():
+    """Surprisals u = [1, 2, 3], the greedy choice's [0.5, 2, 1] (Meister et al. (2020)): max 3; square 1 + 4 + 9 = 14;
+    variance around the mean 2: (1 + 0 + 1) / 3; greedy (1 - 0.5)^2 + 0 + (3 - 1)^2 = 4.25."""
+    from simpe.replicate.penalties import uid_penalty
+
+    u, floor = [1.0, 2.0, 3.0], [0.5, 2.0, 1.0]
+    assert uid_penalty("max", u, floor) == 3.0 and uid_penalty("square", u, floor) == 14.0
+    assert uid_penalty("variance", u, floor) == pytest.approx(2 / 3) and uid_penalty("greedy", u, floor) == 4.25
+
+
+def test_length_normalisation_most_against_each_uid_regulariser_at_its_best_lambda():
+    """30 sentences: log P / length gives kRG 0.85, log P 0.80; max regularisation gives 0.70 at every lambda, variance
+    0.80 at its first lambda and 0.90 at its second (its best): length normalisation above max (+15 points: partly,
+    direction only), below variance at variance's best lambda (-5 points: significant, opposite), so "most" is refuted."""
+    studies = _studies([0] * 30, [0] * 30, 0.0)
+    studies["top_region"][10]["per_sentence"] = [dict(r, krg_linear_ln=0.85) for r in studies["top_region"][10]["per_sentence"]]
+    uid = {"max": [0.70, 0.70], "variance": [0.80, 0.90]}
+    penalties = {"k": 10, "lambdas": [0.1, 1.0], "penalties": ["max", "variance"],
+                 "per_sentence": [{"krg_linear": 0.80, "krg_linear_ln": 0.85, "krg_linear_uid": uid}] * 30}
+    (_, row), = verdicts(Evidence({}, studies, penalties=penalties), only=["yan2021-t2-length-norm"])
+    assert "**partly** most, vs max (λ 0.1, its best of 0.1, 1): simpe +15.0 points" in row.why
+    assert "**not reproduced** most, vs variance (λ 1, its best of 0.1, 1): simpe -5.0 points" in row.why
+    assert row.verdict == NOT_REPRODUCED and "− by variance -5.0 points" in row.simpe
