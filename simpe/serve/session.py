@@ -52,7 +52,7 @@ from simpe.serve.events import Journal, final_versions, fsync_path
 from simpe.serve.human import STREAM, HumanLoop
 from simpe.serve.keylog import counts
 from simpe.serve.lookup import Match, Terms, find_matches
-from simpe.serve.workbench import latest_draft, qa_warnings, start_of, xliff_notes
+from simpe.serve.workbench import latest_draft, qa_warnings, start_from_keys, start_of, xliff_notes
 
 logger = logging.getLogger(__name__)
 
@@ -351,7 +351,7 @@ class TranslatorSession:
         if first:
             assert self.draft is not None
             segment = self.loop.segments[index]
-            human["start"] = start_of(start, self.draft.hypothesis, (segment.info or {}).get("target"),
+            human["start"] = start_of(start or start_from_keys(human.get("keys", [])), self.draft.hypothesis, (segment.info or {}).get("target"),
                                       self.tagged_source(index), self.offered.get(index, []))
             human["matches"] = int(human["start"]["origin"] == "match")
         warnings = qa_warnings(self.tagged_source(index), post_edit, self._missing(index, post_edit))

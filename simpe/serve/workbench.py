@@ -8,7 +8,8 @@
   the segment.
 * ``latest_draft``: a segment's unsubmitted text as the page saved it (a ``draft`` event of ``simpe.serve.events``),
   when it is a draft of the version the segment is at now.
-* ``start_of``: the text the editor started from (``simpe.serve.keylog.check_start``), resolved by the server.
+* ``start_of``: the text the editor started from (``simpe.serve.keylog.check_start``; without one, the key log's last
+  whole-text replacement, ``start_from_keys``), resolved by the server.
 """
 from __future__ import annotations
 
@@ -84,6 +85,15 @@ def latest_draft(events: list[dict[str, Any]], index: int, version: int) -> dict
             return None  # saved since
         if event.get("event") == "draft" and event.get("version") == version:
             return event
+    return None
+
+
+def start_from_keys(keys: list[list[Any]]) -> dict[str, Any] | None:
+    """The start a key log shows: its last whole-text replacement (t: a match, s: the source, r: the MT), else None
+    (a page that does not send ``start``)."""
+    for _, op, arg in reversed(keys):
+        if op in ("t", "s", "r"):
+            return {"origin": "match", "rank": arg} if op == "t" else {"origin": "source" if op == "s" else "mt"}
     return None
 
 
