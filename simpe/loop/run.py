@@ -32,6 +32,7 @@ from simpe import log
 from simpe.config.tree import RunConfig
 from simpe.datasets import DATASETS, Segment, stream_hash
 from simpe.datasets.base import pairs_hash
+from simpe.datasets.languages import check_languages, pair_text, stream_pair
 from simpe.decoders import DECODERS
 from simpe.errors import ConfigError, ModelError, SimpeError
 from simpe.filehash import file_hash
@@ -48,7 +49,6 @@ from simpe.methods.base import Context
 from simpe.methods.compose import build_method
 from simpe.metrics.online import OnlineScorer, running_text
 from simpe.model import load_model, model_family, model_folder, model_name, resolve_device
-from simpe.models.languages import check_languages, pair_text, stream_pair
 from simpe.paths import DEFAULT_MODEL
 from simpe.ranking import evaluate as ranking
 from simpe.rundir import layout
@@ -104,7 +104,7 @@ def group_identity(cfg: RunConfig, segments: list[Segment] | None = None,
             glossary_path = resolve_glossary(cfg.data.glossary, dataset)
         glossary = file_hash(Path(glossary_path))
     model = model_digest(cfg.model.path)
-    languages = pair_text(stream_pair(cfg))  # None for en -> de (simpe.models.languages)
+    languages = pair_text(stream_pair(cfg))  # None for en -> de (simpe.datasets.languages)
     return {"digest": layout.group_digest(stream, model, memory, glossary, languages), "stream": stream, "model": model,
             "memory": memory, "glossary": glossary, "languages": languages}
 
@@ -153,7 +153,7 @@ class Loop:
         self.progress = progress
         # check everything a user can get wrong before the model is loaded
         self.dataset, self.segments = load_stream(cfg)
-        check_languages(cfg, self.dataset)  # the stream's languages are the model's (simpe.models.languages)
+        check_languages(cfg, self.dataset)  # the stream's languages are the model's (simpe.datasets.languages)
         self.method = build_method(cfg.method.name, cfg.method.params, cfg.method.modifiers)
         self.warm_pairs, self.warm_method, self.warm_update = check_warm_start(cfg, self.languages())
         self.decoder = DECODERS.build(cfg.decoder.name, **cfg.decoder.params)

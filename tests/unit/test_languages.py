@@ -2,15 +2,14 @@
 tokenizer_config.json (source_lang en, target_lang de) and the families' code tables."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
 from simpe.config.files import load_config
 from simpe.datasets import DATASETS
+from simpe.datasets.languages import base, check_languages, family_codes, model_pair, pair_text, stream_pair
 from simpe.errors import ConfigError
-from simpe.models.languages import base, check_languages, family_codes, model_pair, pair_text, stream_pair
 from simpe.paths import DEFAULT_MODEL
 from simpe.rundir.layout import group_digest
 

@@ -139,3 +139,10 @@ def test_qa_names_a_missing_term_and_drafts_are_found_per_version():
     assert latest_draft(events, 1, 2) is None  # saved since
     assert latest_draft(events, 1, 3) is None and latest_draft(events, 2, 1)["post_edit"] == "c"
     assert latest_draft(events + [{"event": "draft", "index": 1, "version": 3, "post_edit": "d"}], 1, 3)["post_edit"] == "d"
+
+
+def test_the_tables_key_kinds_are_the_key_logs_categories():
+    from simpe.report.people import KEY_KINDS
+    from simpe.serve.keylog import CATEGORIES
+
+    assert KEY_KINDS == tuple(CATEGORIES)

@@ -21,6 +21,8 @@
   // server (a draft event, after a pause in typing, on leaving the segment or the page); the view gives it back
   let start = null, dirty = false, drafter = null, replacing = false, warnings = [], overridden = null;
   const drafts = new Map();  // "index:version" -> the draft body (if the server did not take it)
+  // the starts of the replacements, so that Ctrl+Z of a replacement gives back the start before it (and Ctrl+Y redoes)
+  let undoStarts = [], redoStarts = [];
   const editor = $("post-edit");
 
   function status(text, error) {
@@ -181,6 +183,8 @@
     $("flag").setAttribute("aria-pressed", next.flagged ? "true" : "false");
     $("flag").textContent = next.flagged ? "Flagged" : "Flag";
     start = next.status === "done" ? null : { origin: next.target ? "target" : "mt" };
+    undoStarts = [];
+    redoStarts = [];
     setEditor(next.post_edit);
     const draft = drafts.get(draftKey(next)) || (next.draft && { post_edit: next.draft.post_edit, ...next.draft.human });
     if (draft) {  // back where the translator left it: text, key log, pauses and the clock
@@ -196,7 +200,6 @@
     const notes = $("notes");
     notes.replaceChildren(...(next.notes || []).map((n) => element("li", n)));
     notes.hidden = !(next.notes || []).length;
-    $("missing").hidden = true;
     $("qa-panel").hidden = true;
     editor.dataset.index = String(next.index);
     editor.focus();
@@ -353,8 +356,11 @@
   function replaceAll(text, op) {  // a whole-text replacement by a shortcut or a button (one key event), undoable
     if (!view || view.done || pausedAt !== null) return;
     log(op, op === "t" ? text.rank : text.length);
+    const before = editor.value, was = start;
     if (view.status !== "done") start = op === "t" ? { origin: "match", rank: text.rank } : { origin: op === "s" ? "source" : "mt" };
     typeIn(withTags(op === "t" ? text.target : text), true);
+    undoStarts.push({ before: before, after: editor.value, start: was, then: start });
+    redoStarts = [];
     editor.setSelectionRange(editor.value.length, editor.value.length);
   }
   function insertAtCaret(text, op) {  // a glossary term or a tag at the caret (one key event), undoable
@@ -401,6 +407,16 @@
       return;
     }
     lastValue = editor.value;
+    const kind = event.inputType || "";
+    if (kind === "historyUndo" && undoStarts.length && undoStarts[undoStarts.length - 1].before === editor.value) {
+      const undone = undoStarts.pop();  // a replacement undone: its start too
+      start = undone.start;
+      redoStarts.push(undone);
+    } else if (kind === "historyRedo" && redoStarts.length && redoStarts[redoStarts.length - 1].after === editor.value) {
+      const redone = redoStarts.pop();
+      start = redone.then;
+      undoStarts.push(redone);
+    }
     afterChange();
     if (view && view.protocol === "interactive" && view.status === "current") {
       clearTimeout(timer);

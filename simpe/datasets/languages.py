@@ -14,7 +14,7 @@ are checked against the stream, and the stream against the model here:
 * ``metrics.lang`` (the Moses tokenizer, the stopwords, the truecaser) must be the stream's target language.
 
 A mismatch is a ``ConfigError`` of one line naming both pairs (``cli`` prints it and exits 2). ``stream_pair``
-gives the pair ``simpe.loop.run.group_identity`` hashes. This module loads no model and no tokenizer.
+gives the pair ``simpe.loop.run.group_identity`` hashes. This module loads no model and no tokenizer (it reads their JSON files).
 """
 from __future__ import annotations
 
@@ -25,6 +25,7 @@ from typing import Any
 
 from simpe.config.tree import RunConfig
 from simpe.errors import ConfigError
+from simpe.paths import DEFAULT_MODEL
 
 # ISO 639-1 -> NLLB-200 (FLORES-200) codes, mBART-50 codes and language names (a causal LM's prompt), for the
 # languages a study is likely to use; a code not listed is given as it is
@@ -39,6 +40,7 @@ NAMES = {"en": "English", "de": "German", "fr": "French", "es": "Spanish", "it":
          "pt": "Portuguese", "pl": "Polish", "ru": "Russian", "uk": "Ukrainian", "cs": "Czech", "sv": "Swedish",
          "da": "Danish", "fi": "Finnish", "tr": "Turkish", "ja": "Japanese", "ko": "Korean", "zh": "Chinese",
          "ar": "Arabic"}
+TYPES = {"marian": "marian", "m2m_100": "m2m100", "mbart": "mbart", "t5": "t5", "mt5": "t5"}  # config.json's model_type
 MULTILINGUAL = ("m2m100", "mbart", "causal")  # families that take any pair of their languages (t5 only a target)
 NAMED_PAIR = re.compile(r"(?:opus-mt|demo)-([a-z]{2,3})-([a-z]{2,3})$")
 OLD_PAIR = ("en", "de")  # the pair of every run before languages were checked: hashed as before (same groups)
@@ -69,22 +71,39 @@ def pair_text(pair: tuple[str, str]) -> str | None:
     return None if tuple(pair) == OLD_PAIR else f"{pair[0]}-{pair[1]}"
 
 
-def _tokenizer_config(source: str) -> dict[str, Any]:
-    """A model's tokenizer_config.json (a local folder, or a hub id in the local cache), {} when there is none."""
-    path = Path(source).expanduser() / "tokenizer_config.json"
-    if not path.is_file():
+def _model_json(source: str, name: str) -> dict[str, Any]:
+    """A model's JSON file ``name`` (a local folder, or a hub id in the local cache), {} when there is none."""
+    path = Path(source).expanduser() / name
+    if not path.is_file() and not Path(source).expanduser().is_dir():
         try:
             from huggingface_hub import try_to_load_from_cache
 
-            cached = try_to_load_from_cache(source, "tokenizer_config.json")
+            cached = try_to_load_from_cache(source, name)
         except Exception:  # noqa: BLE001 (not a hub id: nothing to read)
             cached = None
         path = Path(cached) if isinstance(cached, str) else path
     try:
         data = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
     except (OSError, ValueError):
-        data = {}  # a damaged file is refused when the tokenizer loads
+        data = {}  # a damaged file is refused when the model loads
     return data if isinstance(data, dict) else {}
+
+
+def _tokenizer_config(source: str) -> dict[str, Any]:
+    return _model_json(source, "tokenizer_config.json")
+
+
+def family_name(source: str, family: str) -> str | None:
+    """The model's family: ``model.family``, else the one its config.json's ``model_type`` names (``TYPES``, a causal
+    LM by its architecture; None: no config here, or another type, which ``simpe.model`` checks in its own words)."""
+    if family != "auto":
+        return family
+    config = _model_json(source, "config.json")
+    kind = config.get("model_type")
+    if kind in TYPES:
+        return TYPES[kind]
+    causal = any(str(a).endswith("ForCausalLM") for a in config.get("architectures") or [])
+    return "causal" if causal else None
 
 
 def model_pair(source: str, family: str | None, settings: dict[str, Any]) -> tuple[str | None, str | None]:
@@ -116,13 +135,11 @@ def family_codes(family: str, source: str, pair: tuple[str, str]) -> tuple[str, 
 def check_languages(cfg: RunConfig, dataset: Any) -> None:
     """Refuse a stream whose languages are not the model's or ``metrics.lang`` (ConfigError, one line naming both);
     give a multilingual model the stream's languages where ``model.src_lang`` / ``model.tgt_lang`` are not set."""
-    from simpe.model import DEFAULT_MODEL, check_model
-
     pair = stream_pair(cfg, dataset)
     where = f"{cfg.data.name} {Path(str(getattr(dataset, 'path', ''))).name}".strip() if getattr(dataset, "path", None) \
         else cfg.data.name
     source = str(cfg.model.path) if cfg.model.path else str(DEFAULT_MODEL)
-    family = check_model(cfg.model.path, cfg.model.family)  # None: a hub id not in the cache (checked when it loads)
+    family = family_name(source, cfg.model.family)  # None: a hub id not in the cache (checked when it loads)
     unset = cfg.model.src_lang is None and cfg.model.tgt_lang is None
     if family in MULTILINGUAL and unset and not (family == "causal" and pair == OLD_PAIR):  # a causal LM's default
         cfg.model.src_lang, cfg.model.tgt_lang = family_codes(family, source, pair)       # prompt says en -> de
