@@ -298,18 +298,26 @@ class ConstrainedBeamDecoder(LockstepDecoder):
         """Decode one source under the given (source term, target term) pairs, all applicable (``applicable``).
 
         ``info``: ``terms`` (the target terms constrained), ``dropped`` (those that cannot fit the length limit, or
-        that the model's tokens cannot write: one warning for the segment names them)."""
+        that the model's tokens cannot write), ``unwritable`` (the latter): one warning for the segment names those
+        that do not fit, and one of its own those the vocabulary cannot write."""
         t0 = time.perf_counter()
         with decoding(model):
             encoded = encode(model, input_ids, self.limit)
             glue = continuing(self.tokenizer) if pairs else None
             constrained, kept, dropped = constrain_terms(encoded, self.terms(model, pairs), glue)
-            if dropped:
+            unwritable = [t for t in dropped if t.usable(encoded.special) is None]  # not the length limit's fault
+            too_long = [t for t in dropped if all(t is not u for u in unwritable)]
+            if unwritable:
+                logger.warning("segment %d: %d glossary term(s) cannot be written with the model's target vocabulary "
+                               "(%s: a character its tokens do not have); decoded without them", index, len(unwritable),
+                               ", ".join(repr(t.target) for t in unwritable))
+            if too_long:
                 logger.warning("segment %d: %d glossary term(s) cannot be placed within the length limit of %d tokens "
-                               "(%s); decoded with the %d that fit", index, len(dropped), encoded.max_len,
-                               ", ".join(repr(t.target) for t in dropped), len(kept))
+                               "(%s); decoded with the %d that fit", index, len(too_long), encoded.max_len,
+                               ", ".join(repr(t.target) for t in too_long), len(kept))
             result = self.decode_sources(model, [constrained], start=index, t0=t0)[0]
-        result.info = {**(result.info or {}), "terms": [t.target for t in kept], "dropped": [t.target for t in dropped]}
+        result.info = {**(result.info or {}), "terms": [t.target for t in kept], "dropped": [t.target for t in dropped],
+                       "unwritable": [t.target for t in unwritable]}
         return result
 
     def decode_sources(self, model: Any, sources: list[Source], *, start: int = 0, t0: float | None = None) -> list[DecodeResult]:

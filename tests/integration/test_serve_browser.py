@@ -186,7 +186,7 @@ def test_two_translators_work_with_the_keyboard_only(tmp_path: Path, one_torch_t
     assert people["bias@bob"].hter_mt == pytest.approx(TER().corpus_score(shown, [REFERENCES]).score)
     # against what his editor started from (the file's targets, accepted as they were): no edit at all
     assert (people["bias@bob"].hter, people["bias@bob"].unchanged) == (0.0, 5)
-    assert people["bias@bob"].unchanged == sum(h == r for h, r in zip(shown, REFERENCES))
+    assert people["bias@bob"].unchanged_mt == sum(h == r for h, r in zip(shown, REFERENCES))
     assert "## Translators, against their own post-edits" in to_markdown(comparison)
 
 

@@ -523,3 +523,17 @@ def test_the_demo_model_no_longer_hyphenates_a_term_into_a_compound(demo) -> Non
     matcher = decoder.matcher
     assert matcher.targets_in(matcher.target_tokens(_text(demo, hyphenated)), ["Fenster"]) == []
     assert matcher.targets_in(matcher.target_tokens(_text(demo, best)), ["Fenster"]) == ["Fenster"]
+
+
+def test_a_term_the_vocabulary_cannot_write_gets_its_own_warning(demo, caplog: pytest.LogCaptureFixture) -> None:
+    """"表格" has characters the demo model's SentencePiece vocabulary lacks (no form writes it): its own warning,
+    not the length limit's; "Zellen" is placed."""
+    source = "Format Cells"
+    ids = demo.family.encode_source(demo.tokenizer, source, "cpu")[0]
+    decoder = ConstrainedBeamDecoder(beam_size=3).bind(demo.tokenizer)
+    with caplog.at_level(logging.WARNING, logger="simpe.decoders.constrained"):
+        result = decoder.decode_terms(demo.model, ids, [("Format", "表格"), ("Cells", "Zellen")], index=7)
+    assert (result.info["terms"], result.info["dropped"], result.info["unwritable"]) == (["Zellen"], ["表格"], ["表格"])
+    messages = [r.getMessage() for r in caplog.records]
+    assert messages == ["segment 7: 1 glossary term(s) cannot be written with the model's target vocabulary ('表格': a "
+                        "character its tokens do not have); decoded without them"]

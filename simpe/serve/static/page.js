@@ -289,7 +289,7 @@
     clearTimeout(checker);
     if (!view || view.done) return;
     checker = setTimeout(async () => {
-      try { await runCheck(); } catch (err) { status(err.message, true); }
+      try { await runCheck(); } catch (err) { /* a check that fails says nothing: submitting says what matters */ }
     }, 250);
   }
 
@@ -519,10 +519,11 @@
     if (view.status === "done" && editor.value === view.post_edit) {  // nothing changed: no revision, back to work
       dirty = false;
       drafts.delete(draftKey(view));
+      if (current !== null) await open(current);
       status("Unchanged: no revision recorded.");
-      if (current !== null || view.total) await open(current !== null ? current : view.index);
       return;
     }
+    clearTimeout(checker);
     busy = true;
     $("submit").disabled = true;
     try {  // QA warnings first: a second Ctrl+Enter on the same text submits anyway (the record keeps them)
