@@ -131,7 +131,11 @@ def test_revisions_matches_glossary_pauses_and_notes(tmp_path: Path, one_torch_t
     assert (effort.segments, effort.seconds, effort.paused_seconds, effort.revisions, effort.matches) == (4, 6.5, 2.0, 2, 1)
     assert effort.keystrokes == 2 + 1 + 0  # segment 0's two events, its revision's deletion; the revision of 3 sent none
     assert effort.chars == sum(len(f) for f in finals)
-    assert effort.hter == pytest.approx(TER().corpus_score([r["hypothesis"] for r in saved], [finals]).score)
+    assert effort.hter_mt == pytest.approx(TER().corpus_score([r["hypothesis"] for r in saved], [finals]).score)
+    # against the starts: segment 0 started from the memory's match (Ctrl+1, t in its key log), the others from the MT
+    assert [r["human"]["start"]["origin"] for r in saved] == ["match", "mt", "mt", "mt"] and effort.matches == 1
+    starts = ["Öffnen Sie eine Datei."] + [r["hypothesis"] for r in saved[1:]]
+    assert effort.hter == pytest.approx(TER().corpus_score(starts, [finals]).score)
     assert effort.hter != pytest.approx(summary["human"]["hter"])  # the records' HTER is against the learned versions
 
 
