@@ -56,9 +56,9 @@ def main() -> int:
             deadline = time.monotonic() + 120
             while True:
                 try:
-                    urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5).close()
+                    urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=30).close()
                     break
-                except (urllib.error.URLError, ConnectionError):
+                except (urllib.error.URLError, ConnectionError, TimeoutError):  # a busy machine answers late
                     if server.poll() is not None or time.monotonic() > deadline:
                         print("serve_screenshot: the server did not start", file=sys.stderr)
                         return 1
