@@ -135,7 +135,7 @@ def family_codes(family: str, source: str, pair: tuple[str, str]) -> tuple[str, 
 def check_languages(cfg: RunConfig, dataset: Any) -> None:
     """Refuse a stream whose languages are not the model's or ``metrics.lang`` (ConfigError, one line naming both);
     give a multilingual model the stream's languages where ``model.src_lang`` / ``model.tgt_lang`` are not set."""
-    pair = stream_pair(cfg, dataset)
+    pair = stream_pair(cfg, dataset)  # dataset None: built from cfg.data
     where = f"{cfg.data.name} {Path(str(getattr(dataset, 'path', ''))).name}".strip() if getattr(dataset, "path", None) \
         else cfg.data.name
     source = str(cfg.model.path) if cfg.model.path else str(DEFAULT_MODEL)

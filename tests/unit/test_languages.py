@@ -65,3 +65,23 @@ def test_the_languages_enter_the_digest_and_en_de_keeps_its_own():
     old = group_digest("s", "m", None)
     assert group_digest("s", "m", None, None, None) == old
     assert group_digest("s", "m", None, None, "en-fr") != old
+
+
+@pytest.mark.parametrize("command", [["simulate", "--dataset", "xliff", "--set", "data.params.path={path}", "--runs-dir", "{runs}"],
+                                     ["serve", "init", "fr", "--xliff", "{path}", "--translators", "anna",
+                                      "--projects-dir", "{runs}"]])
+def test_the_cli_refuses_an_en_fr_file_with_the_en_de_model_in_one_line(tmp_path: Path, command: list[str]):
+    import os
+    import subprocess
+    import sys
+
+    from simpe.paths import REPO_ROOT
+
+    path, runs = _xliff(tmp_path, "fr", "Ouvrez le fichier."), tmp_path / "out"
+    done = subprocess.run([sys.executable, "-m", "simpe", *[c.format(path=path, runs=runs) for c in command]],
+                          capture_output=True, text=True, cwd=REPO_ROOT,
+                          env={**os.environ, "PYTHONPATH": str(REPO_ROOT), "OMP_NUM_THREADS": "1"})
+    assert done.returncode == 2 and done.stderr.strip().splitlines() == [
+        "simpe: error: the stream (xliff fr.xlf) is en->fr but the model demo-en-de translates en->de; give a model "
+        "that translates en->fr (--model) or a stream in en->de"]
+    assert not runs.exists()  # refused before anything was written (or the model loaded)
