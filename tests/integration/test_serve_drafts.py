@@ -5,8 +5,8 @@ alice: inserts the memory's match (Ctrl+1) and undoes it (Ctrl+Z), accepts the f
 segment 2, moves away (Ctrl+Up), saves the submitted segment unchanged (no revision recorded, back to the current
 one), finds her draft, reloads the page, finds it again, and again after the server is killed (SIGKILL) and restarted;
 submits it (its QA warning overridden with a second Ctrl+Enter); accepts segment 3's target. bob: accepts segment 1's
-target, starts segment 2 from the best match (Ctrl+1: his own post-edit of segment 1), and edits segment 3 with a word-wise selection
-(Ctrl+Shift+Left) and typing. The effort tables of compare are checked against a count by hand; the XLIFF export
+target, starts segment 2 from the best match (Ctrl+1: his own post-edit of segment 1), comments on segment 3 (Ctrl+Enter
+in the comment box adds it, and submits nothing) and edits it with a word-wise selection (Ctrl+Shift+Left) and typing. The effort tables of compare are checked against a count by hand; the XLIFF export
 carries the final versions. Skips without Chromium."""
 from __future__ import annotations
 
@@ -116,6 +116,12 @@ def test_drafts_survive_and_effort_is_counted_from_the_start(tmp_path: Path, one
             bob.keyboard.press("Control+1")  # the best match: his own post-edit of segment 1 (93 %), before the memory's
             assert bob.input_value("#post-edit") == TARGETS[0]
             _submit(playwright, bob, 2, 3)
+            bob.focus("#comment")  # Ctrl+Enter in the comment box adds the comment; the segment stays unsubmitted
+            bob.keyboard.type("Akte or Datei?")
+            bob.keyboard.press("Control+Enter")
+            expect(bob.locator("#comments li")).to_have_text(["Akte or Datei?"])
+            expect(bob.locator("#progress")).to_have_text("2 of 3 done")
+            bob.focus("#post-edit")
             bob.keyboard.press("End")
             bob.keyboard.press("Control+Shift+ArrowLeft")
             bob.keyboard.type("Akte.")
