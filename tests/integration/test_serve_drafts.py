@@ -5,8 +5,9 @@ alice: inserts the memory's match (Ctrl+1) and undoes it (Ctrl+Z), accepts the f
 segment 2, moves away (Ctrl+Up), saves the submitted segment unchanged (no revision recorded, back to the current
 one), finds her draft, reloads the page, finds it again, and again after the server is killed (SIGKILL) and restarted;
 submits it (its QA warning overridden with a second Ctrl+Enter); accepts segment 3's target. bob: accepts segment 1's
-target, starts segment 2 from the best match (Ctrl+1: his own post-edit of segment 1), comments on segment 3 (Ctrl+Enter
-in the comment box adds it, and submits nothing) and edits it with a word-wise selection (Ctrl+Shift+Left) and typing. The effort tables of compare are checked against a count by hand; the XLIFF export
+target, starts segment 2 from the best match (Ctrl+1: his own post-edit of segment 1), comments on segment 3
+(Ctrl+Enter in the comment box adds it, and submits nothing) and edits it with a word-wise selection
+(Ctrl+Shift+Left) and typing. The effort tables of compare are checked against a count by hand; the XLIFF export
 carries the final versions. Skips without Chromium."""
 from __future__ import annotations
 
