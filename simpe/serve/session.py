@@ -294,15 +294,19 @@ class TranslatorSession:
                 "before": before, "after": after, **self._lookups(index, source)}
 
     def segments(self) -> dict[str, Any]:
-        """The segment list: every segment's index, document, status (done, current, todo), versions, flag, comments."""
+        """The segment list: every segment's index, document, status (done, current, todo), versions, flag, comments,
+        and ``draft``: whether it holds unsaved text (a draft of the version it would become)."""
         with self.lock:
             self._check_intact()
             versions: dict[int, int] = {}
             flags: dict[int, bool] = {}
             notes: dict[int, int] = {}
+            drafted: dict[int, int] = {}  # index -> the version its latest draft is of
             for event in self.journal.events:
                 i = event.get("index")
-                if event.get("event") == "revision":
+                if event.get("event") == "draft":
+                    drafted[i] = event.get("version", 0)
+                elif event.get("event") == "revision":
                     versions[i] = versions.get(i, 0) + 1
                 elif event.get("event") == "flag":
                     flags[i] = bool(event.get("flagged"))
@@ -311,7 +315,8 @@ class TranslatorSession:
             rows = [{"index": i, "doc_id": seg.doc_id, "source": seg.source[:120],
                      "status": "done" if i < self.next else "current" if i == self.next else "todo",
                      "versions": 1 + versions.get(i, 0) if i < self.next else 0,
-                     "flagged": flags.get(i, False), "comments": notes.get(i, 0)}
+                     "flagged": flags.get(i, False), "comments": notes.get(i, 0),
+                     "draft": drafted.get(i) == (2 + versions.get(i, 0) if i < self.next else 1)}
                     for i, seg in enumerate(self.loop.segments)]
             return {"translator": self.translator, "current": None if self.done else self.next, "segments": rows}
 

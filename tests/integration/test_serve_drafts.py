@@ -83,6 +83,7 @@ def test_drafts_survive_and_effort_is_counted_from_the_start(tmp_path: Path, one
             _draft_saved(playwright, alice)
             alice.keyboard.press("Control+ArrowUp")
             expect(alice.locator("#segment-number")).to_have_text("(segment 1 of 3)")
+            expect(alice.locator("#segment-list button[data-index='1'] .text")).to_contain_text("• ")  # a draft there
             assert alice.input_value("#post-edit") == TARGETS[0]
             alice.keyboard.press("Control+Enter")  # unchanged: no revision, back to the segment on screen
             expect(alice.locator("#segment-number")).to_have_text("(segment 2 of 3)")

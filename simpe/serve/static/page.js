@@ -229,8 +229,9 @@
         if (view && !view.done && view.index === s.index) button.className = "open";
         button.appendChild(element("span", s.status === "done" ? (s.versions > 1 ? "v" + s.versions : "done") : s.status, "st " + s.status));
         button.appendChild(element("span", String(s.index + 1), "num"));
-        button.appendChild(element("span", (s.flagged ? "⚑ " : "") + (s.comments ? "✎" + s.comments + " " : "") + s.source, "text"));
-        button.title = s.doc_id + ": " + s.source;
+        button.appendChild(element("span", (s.draft ? "• " : "") + (s.flagged ? "⚑ " : "") + (s.comments ? "✎" + s.comments + " " : "") + s.source, "text"));
+        if (s.draft) button.title = "unsaved draft · ";
+        button.title = (button.title || "") + s.doc_id + ": " + s.source;
         button.addEventListener("click", () => open(s.index));
         li.appendChild(button);
         return li;
