@@ -24,8 +24,8 @@ PROTOCOL_SUFFIX := $(if $(findstring interactive,$(PROTOCOL) $(ARGS)),--interact
 # (simpe.rundir.layout.group_digest), and simpe compare, plot and report take the readable name for the one folder it
 # names; where it names several (other data, models or memories of these names), pass the folder: GROUP=runs/...--<digest>
 GROUP ?= $(RUNS)/$(DATASET)-$(SPLIT)--$(MODEL_NAME)--$(SEGMENTS)seg$(PROTOCOL_SUFFIX)
-# the hints make simulate prints name RUNS only when it is not the default
-RUNS_ARG := $(if $(filter runs,$(RUNS)),, RUNS=$(RUNS))
+# the hints make simulate prints name RUNS only when it is not the default, and the protocol when interactive
+RUNS_ARG := $(if $(filter runs,$(RUNS)),, RUNS=$(RUNS))$(if $(PROTOCOL_SUFFIX), PROTOCOL=interactive,)
 ARGS ?=
 WORKERS ?= $(shell nproc 2>/dev/null || echo 1)
 SWEEP ?=

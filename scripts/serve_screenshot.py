@@ -3,7 +3,7 @@
 the list, the context and a match show), served on a free port, photographed by headless Chromium (playwright
 driving the system's browser).
 
-    .venv/bin/python scripts/serve_screenshot.py [--out docs/img/serve-workbench.png] [--size 1280,1000]
+    .venv/bin/python scripts/serve_screenshot.py [--out docs/img/serve-workbench.png] [--size 1366,768]
 
 ``make serve-screenshot`` runs it. Needs Chromium (`apt-get install chromium`). Writes nothing but the PNG (the project
 and its runs go to a temporary folder). Tests never call it: they never write into docs/.
@@ -28,7 +28,7 @@ REPO = Path(__file__).resolve().parents[1]
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=REPO / "docs" / "img" / "serve-workbench.png")
-    parser.add_argument("--size", default="1280,1000", help="window width,height in pixels (default: 1280,1000)")
+    parser.add_argument("--size", default="1366,768", help="window width,height in pixels (default: 1366,768, a laptop)")
     args = parser.parse_args()
     browser = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
     if browser is None:
@@ -56,9 +56,9 @@ def main() -> int:
             deadline = time.monotonic() + 120
             while True:
                 try:
-                    urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5).close()
+                    urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=30).close()
                     break
-                except (urllib.error.URLError, ConnectionError):
+                except (urllib.error.URLError, ConnectionError, TimeoutError):  # a busy machine answers late
                     if server.poll() is not None or time.monotonic() > deadline:
                         print("serve_screenshot: the server did not start", file=sys.stderr)
                         return 1
@@ -73,6 +73,10 @@ def main() -> int:
                     page.keyboard.type(" ")
                     page.keyboard.press("Backspace")
                     page.keyboard.press("Control+Enter")
+                    page.wait_for_function("() => document.querySelector('#progress').textContent.startsWith('%d of') || "
+                                           "document.querySelector('#status').textContent.startsWith('QA:')" % done)
+                    if page.inner_text("#status").startswith("QA:"):  # submitted anyway
+                        page.keyboard.press("Control+Enter")
                     page.wait_for_selector(f"#progress:text('{done} of 6 done')")
                 page.keyboard.press("End")
                 page.keyboard.type(" (Beispiel)")

@@ -17,6 +17,9 @@ def add_compare(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", dest="bootstrap_seed", type=seed, action=DeprecatedFlag, new="--bootstrap-seed")
     p.add_argument("--bootstrap", type=integer, default=DEFAULT_RESAMPLES, metavar="N",
                    help="bootstrap resamples (default: %(default)s)")
+    p.add_argument("--time-outliers", choices=("none", "matecat"), default="none",
+                   help="translators' editing time: matecat counts a segment's time only within 0.25-30 s per source "
+                        "word, as Matecat does (default: %(default)s: every segment's)")
     p.set_defaults(func=cmd_compare)
 
 
@@ -30,7 +33,7 @@ def cmd_compare(args: argparse.Namespace) -> None:
     if args.bootstrap < 1:
         raise ConfigError(f"--bootstrap must be at least 1, got {args.bootstrap}")
     group = load_group(args.runs, allow_incomplete=args.allow_incomplete, baseline=args.baseline)
-    comparison = compare_runs(group, seed=args.bootstrap_seed, num_resamples=args.bootstrap)
+    comparison = compare_runs(group, seed=args.bootstrap_seed, num_resamples=args.bootstrap, time_rule=args.time_outliers)
     paths = write_comparison(comparison, args.out or compare_dir(group.group_dir))
     print(to_markdown(comparison))
     print("wrote " + ", ".join(str(path) for path in paths.values()))

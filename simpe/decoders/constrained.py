@@ -208,7 +208,10 @@ class ConstrainedBeamDecoder(LockstepDecoder):
     2018; Hu et al. 2019), see the module docstring.
 
     Params: beam_size; attached_forms (a term also counts written right after an opening quote or bracket, without a
-    space: ``simpe.decoders.lexical``); max_len_a/b/cap. The glossary is given once built (``use_glossary``: its
+    space: ``simpe.decoders.lexical``); cased_forms (a term also counts in the case its position calls for: a
+    capitalised UI label lowercase mid-sentence, a lowercase term capitalised first; ``lexical.target_forms``; off by
+    default: it changes constrained runs, whose published figures were made without it);
+    max_len_a/b/cap. The glossary is given once built (``use_glossary``: its
     (source term, target term) pairs; the loop gives ``data.glossary``'s and refuses the decoder without one);
     ``decode`` then takes the terms whose source term occurs in ``source`` (``simpe.terms.match``: whole Moses tokens,
     case exact; ``TermMatcher.to_constrain``). Without a glossary it is plain beam search.
@@ -217,9 +220,11 @@ class ConstrainedBeamDecoder(LockstepDecoder):
     takes_glossary = True
 
     def __init__(self, beam_size: int = 5, attached_forms: bool = True, max_len_a: float = 2.0, max_len_b: int = 10,
-                 max_len_cap: int = 256) -> None:
+                 max_len_cap: int = 256, cased_forms: bool = False) -> None:
         check_int("beam_size", beam_size, 1)
-        self.beam_size, self.attached_forms = beam_size, attached_forms
+        if not isinstance(cased_forms, bool):
+            raise ConfigError(f"decoder.params.cased_forms must be true or false, got {cased_forms!r}")
+        self.beam_size, self.attached_forms, self.cased_forms = beam_size, attached_forms, cased_forms
         self.limit = LengthLimit(max_len_a, max_len_b, max_len_cap)
         self.glossary: list[tuple[str, str]] = []
         self.matcher: TermMatcher | None = None  # the glossary's source terms, as the term metrics find them
@@ -257,7 +262,8 @@ class ConstrainedBeamDecoder(LockstepDecoder):
         for src, tgt in pairs:
             term = self._terms.get(tgt)
             if term is None:
-                term = self._terms[tgt] = Term(tgt, target_forms(self.tokenizer, family, tgt, self.attached_forms))
+                term = self._terms[tgt] = Term(tgt, target_forms(self.tokenizer, family, tgt, self.attached_forms,
+                                                                  self.cased_forms))
             out.append(dataclasses.replace(term, source=src))
         return out
 
@@ -298,18 +304,26 @@ class ConstrainedBeamDecoder(LockstepDecoder):
         """Decode one source under the given (source term, target term) pairs, all applicable (``applicable``).
 
         ``info``: ``terms`` (the target terms constrained), ``dropped`` (those that cannot fit the length limit, or
-        that the model's tokens cannot write: one warning for the segment names them)."""
+        that the model's tokens cannot write), ``unwritable`` (the latter): one warning for the segment names those
+        that do not fit, and one of its own those the vocabulary cannot write."""
         t0 = time.perf_counter()
         with decoding(model):
             encoded = encode(model, input_ids, self.limit)
             glue = continuing(self.tokenizer) if pairs else None
             constrained, kept, dropped = constrain_terms(encoded, self.terms(model, pairs), glue)
-            if dropped:
+            unwritable = [t for t in dropped if t.usable(encoded.special) is None]  # not the length limit's fault
+            too_long = [t for t in dropped if all(t is not u for u in unwritable)]
+            if unwritable:
+                logger.warning("segment %d: %d glossary term(s) cannot be written with the model's target vocabulary "
+                               "(%s: a character its tokens do not have); decoded without them", index, len(unwritable),
+                               ", ".join(repr(t.target) for t in unwritable))
+            if too_long:
                 logger.warning("segment %d: %d glossary term(s) cannot be placed within the length limit of %d tokens "
-                               "(%s); decoded with the %d that fit", index, len(dropped), encoded.max_len,
-                               ", ".join(repr(t.target) for t in dropped), len(kept))
+                               "(%s); decoded with the %d that fit", index, len(too_long), encoded.max_len,
+                               ", ".join(repr(t.target) for t in too_long), len(kept))
             result = self.decode_sources(model, [constrained], start=index, t0=t0)[0]
-        result.info = {**(result.info or {}), "terms": [t.target for t in kept], "dropped": [t.target for t in dropped]}
+        result.info = {**(result.info or {}), "terms": [t.target for t in kept], "dropped": [t.target for t in dropped],
+                       "unwritable": [t.target for t in unwritable]}
         return result
 
     def decode_sources(self, model: Any, sources: list[Source], *, start: int = 0, t0: float | None = None) -> list[DecodeResult]:
@@ -325,4 +339,5 @@ class ConstrainedBeamDecoder(LockstepDecoder):
                 for (hyps, expansions, steps), source in zip(found, sources)]
 
     def params(self) -> dict[str, Any]:
-        return {"beam_size": self.beam_size, "attached_forms": self.attached_forms, **self.limit.params()}
+        cased = {"cased_forms": True} if self.cased_forms else {}  # off: the parameters as they were before it
+        return {"beam_size": self.beam_size, "attached_forms": self.attached_forms, **cased, **self.limit.params()}

@@ -10,7 +10,9 @@ output as one of its *forms*, token sequences of the model's target vocabulary (
   it counts only as the hypothesis' first tokens (an *anchored* form; SentencePiece writes ``▁`` there too, so it is
   the word-initial form);
 * with ``attached``, the forms after an opening quote or bracket (``„Zellen``: German help text quotes dialog names),
-  written without a space.
+  written without a space;
+* the case the position calls for (``target_forms``' ``cased``): a capitalised term also lowercase-initial, a
+  lowercase one also capitalised as the text's first word.
 
 A hypothesis *contains* a term when one of its forms occurs in it as consecutive tokens **and ends at a word
 boundary**: the token after the form's last one starts a new word (its text starts with a space, SentencePiece's ``▁``
@@ -177,7 +179,20 @@ def _after(surfaces: Surfaces, encode: Any, probe: str, text: str) -> tuple[int,
     return None
 
 
-def target_forms(tokenizer: Any, family: Any, target: str, attached: bool = True) -> tuple[Form, ...]:
+def target_forms(tokenizer: Any, family: Any, target: str, attached: bool = True, cased: bool = False) -> tuple[Form, ...]:
+    """The forms of one target term (``_forms``); with ``cased``, also those of the case its position calls for: a
+    capitalised term (a UI label, "Löschen") lowercase-initial anywhere (mid-sentence: "Tabelle löschen"; the model's
+    probabilities choose), a lowercase term capitalised at the text's start (anchored). The term metrics ignore case."""
+    forms = _forms(tokenizer, family, target, attached)
+    flipped = target[:1].swapcase() + target[1:]
+    if not cased or not forms or not target[:1].isalpha() or flipped == target or len(flipped) != len(target):
+        return forms
+    seen, upper = {form.tokens for form in forms}, target[:1].isupper()
+    return forms + tuple(Form(f.tokens, f.anchored or not upper, f.closed)
+                         for f in _forms(tokenizer, family, flipped, attached) if f.tokens not in seen)
+
+
+def _forms(tokenizer: Any, family: Any, target: str, attached: bool = True) -> tuple[Form, ...]:
     """The forms of one target term in a model's target tokens (see the module docstring), found by tokenising the
     term after a probe word and checking, token by token, what the tokens write (``simpe.decoders.prefix.Surfaces``).
     Where no form can be checked (a tokenizer that normalises the text), the term's own tokens; () when they hold a

@@ -16,6 +16,7 @@ from typing import Any
 from simpe.config.tree import RunConfig
 from simpe.datasets import DATASETS, Segment, stream_hash
 from simpe.datasets.base import pairs_hash
+from simpe.datasets.languages import check_languages, pair_text, stream_pair
 from simpe.decoders import DECODERS
 from simpe.errors import ConfigError
 from simpe.filehash import file_hash
@@ -78,8 +79,9 @@ def group_identity(cfg: RunConfig, segments: list[Segment] | None = None,
             glossary_path = resolve_glossary(cfg.data.glossary, dataset)
         glossary = file_hash(Path(glossary_path))
     model = model_digest(cfg.model.path)
-    return {"digest": layout.group_digest(stream, model, memory, glossary), "stream": stream, "model": model,
-            "memory": memory, "glossary": glossary}
+    languages = pair_text(stream_pair(cfg))  # None for en -> de (simpe.datasets.languages)
+    return {"digest": layout.group_digest(stream, model, memory, glossary, languages), "stream": stream, "model": model,
+            "memory": memory, "glossary": glossary, "languages": languages}
 
 
 def run_path(cfg: RunConfig, identity: dict[str, str | None] | None = None) -> Path:
@@ -105,6 +107,7 @@ class RunPlan:
         self.progress = progress
         # check everything a user can get wrong before the model is loaded
         self.dataset, self.segments = load_stream(cfg)
+        check_languages(cfg, self.dataset)  # the stream's languages are the model's (simpe.datasets.languages)
         self.method = build_method(cfg.method.name, cfg.method.params, cfg.method.modifiers)
         self.warm_pairs, self.warm_method, self.warm_update = check_warm_start(cfg, self.languages())
         self.decoder = DECODERS.build(cfg.decoder.name, **cfg.decoder.params)

@@ -30,7 +30,7 @@ from simpe.metrics.effort import EFFORT_METRICS
 from simpe.metrics.online import signature_label
 from simpe.metrics.terms import TERM_SIGNATURE
 from simpe.metrics.utility import COMET
-from simpe.report.people import Effort, group_effort, is_person, stream_group
+from simpe.report.people import TIME_RULE_NOTE, TIME_RULES, Effort, group_effort, is_person, stream_group
 from simpe.rundir.reader import Run, RunGroup
 from simpe.stats import DEFAULT_RESAMPLES, DEFAULT_SEED, bootstrap_scores, paired_test, resample_counts
 
@@ -251,18 +251,23 @@ def _without_version(signature: str) -> str:
 
 
 # ------------------------------------------------------------------ building
-def compare_runs(group: RunGroup, seed: int | None = DEFAULT_SEED, num_resamples: int = DEFAULT_RESAMPLES) -> Comparison:
+def compare_runs(group: RunGroup, seed: int | None = DEFAULT_SEED, num_resamples: int = DEFAULT_RESAMPLES,
+                 time_rule: str = "none") -> Comparison:
     """The comparison table of a checked run group, with paired bootstrap p-values.
 
     seed, num_resamples: the bootstrap's numpy seed and resample count (p-values repeat
     exactly for the same seed). Every figure is in display units (R metrics in percent). A translator's run is
-    compared through its scores against the stream's references (``Comparison.group`` holds that view).
+    compared through its scores against the stream's references (``Comparison.group`` holds that view); its effort
+    with ``time_rule`` (``simpe.report.people.TIME_RULES``: ``matecat`` leaves out times outside 0.25-30 s a word).
     """
-    people, method_effort = group_effort(group)
+    people, method_effort = group_effort(group, time_rule)
     group, reference_notes = stream_group(group)
     num_segments = group.num_segments
     signatures, notes = _signatures(group)
     notes = reference_notes + notes
+    if TIME_RULES.get(time_rule) and people:
+        low, high = TIME_RULES[time_rule]
+        notes.append(TIME_RULE_NOTE.format(low=low, high=high, count=sum(e.outliers for e in people)))
     columns = [column(key) for key in TABLE_COLUMNS]
     if all(_corpus_value(run, COMET, group) is not None for run in group.runs):
         columns.append(column(COMET))

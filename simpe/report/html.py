@@ -225,16 +225,18 @@ def _people_html(table: dict[str, Any]) -> str:
     """The translators' tables: HTER and effort against their own post-edits, per translator and per method."""
     ksmr = any(e["ksmr"] is not None for e in table["people"])
     head = ("<th>segments</th><th>HTER ↓</th><th>editing time</th><th>s / segment</th><th>paused</th><th>keystrokes</th>"
-            "<th>keys / segment</th><th>clicks</th><th>actions / char</th><th>unchanged</th><th>revisions</th>"
-            "<th>matches</th>"
+            "<th>keys / segment</th><th>clicks</th><th>actions / char</th><th>unchanged (MT)</th><th>time unchanged</th>"
+            "<th>revisions</th><th>matches (inserted)</th>"
             + ("<th>own KSMR ↓</th>" if ksmr else ""))
 
     def cells(e: dict[str, Any]) -> str:
         fmt = lambda v, d: "–" if v is None else f"{v:.{d}f}"  # noqa: E731
-        out = [str(e["segments"]), fmt(e["hter"], 1), f"{e['seconds']:.1f} s", fmt(e["seconds_per_segment"], 1),
+        out = [str(e["segments"]), f"{fmt(e['hter'], 1)} ({fmt(e.get('hter_mt'), 1)})", f"{e['seconds']:.1f} s",
+               fmt(e["seconds_per_segment"], 1),
                f"{e.get('paused_seconds', 0.0):.1f} s", str(e["keystrokes"]), fmt(e["keystrokes_per_segment"], 1),
-               str(e["mouse"]), fmt(e["actions_per_char"], 2), str(e["unchanged"]), str(e.get("revisions", 0)),
-               str(e.get("matches", 0))] + ([fmt(e["ksmr"], 1) + "%"] if ksmr else [])
+               str(e["mouse"]), fmt(e["actions_per_char"], 2), f"{e['unchanged']} ({e.get('unchanged_mt', '–')})",
+               f"{e.get('unchanged_seconds', 0.0):.1f} s", str(e.get("revisions", 0)),
+               f"{e.get('matches', 0)} ({e.get('inserts', 0)})"] + ([fmt(e["ksmr"], 1) + "%"] if ksmr else [])
         return "".join(f"<td>{html.escape(c)}</td>" for c in out)
 
     lines = ["<h3>Translators, against their own post-edits</h3>",

@@ -13,7 +13,7 @@ from typing import Any
 
 from simpe.metrics.online import signature_label
 from simpe.report.compare import SIGNIFICANCE_LEVEL, SIGNIFICANT_MARK, Column, Comparison, Row
-from simpe.report.people import EFFORT_NOTE, Effort
+from simpe.report.people import EFFORT_NOTE, KEY_KINDS, Effort
 from simpe.rundir.output import OutputDir
 
 COMPARE_FILES = {"markdown": "compare.md", "csv": "compare.csv", "latex": "compare.tex"}
@@ -71,17 +71,18 @@ def _legend(comp: Comparison) -> str:
                f"or {SIGNIFICANT_MARK}." if comp.people else ""))
 
 
-EFFORT_HEADERS = ["segments", "HTER ↓", "editing time", "s / segment", "paused", "keystrokes", "keys / segment", "clicks",
-                  "actions / char", "unchanged", "revisions", "matches"]
+EFFORT_HEADERS = ["segments", "HTER ↓ (MT)", "editing time", "s / segment", "paused", "keystrokes", "keys / segment", "clicks",
+                  "actions / char", "unchanged (MT)", "time unchanged", "revisions", "matches (inserted)"]
 
 
 
 def _effort_cells(effort: Effort, ksmr: bool) -> list[str]:
     """An effort row's cells after its name, as the Markdown and LaTeX tables show them."""
-    cells = [str(effort.segments), _fmt(effort.hter, 1), _fmt_seconds(effort.seconds), _fmt(effort.seconds_per_segment, 1),
-             _fmt_seconds(effort.paused_seconds), str(effort.keystrokes), _fmt(effort.keystrokes_per_segment, 1),
-             str(effort.mouse), _fmt(effort.actions_per_char, 2), str(effort.unchanged), str(effort.revisions),
-             str(effort.matches)]
+    cells = [str(effort.segments), f"{_fmt(effort.hter, 1)} ({_fmt(effort.hter_mt, 1)})", _fmt_seconds(effort.seconds),
+             _fmt(effort.seconds_per_segment, 1), _fmt_seconds(effort.paused_seconds), str(effort.keystrokes),
+             _fmt(effort.keystrokes_per_segment, 1), str(effort.mouse), _fmt(effort.actions_per_char, 2),
+             f"{effort.unchanged} ({effort.unchanged_mt})", _fmt_seconds(effort.unchanged_seconds), str(effort.revisions),
+             f"{effort.matches} ({effort.inserts})"]
     return cells + ([_fmt(effort.ksmr, 1)] if ksmr else [])
 
 
@@ -103,6 +104,12 @@ def _effort_markdown(comp: Comparison) -> list[str]:
     lines += ["", "### Per method", "", "| method | translators | " + " | ".join(headers) + " |", rule]
     lines += [f"| {e.name} | {', '.join(e.translators)} | " + " | ".join(_effort_cells(e, ksmr)) + " |"
               for e in comp.method_effort]
+    kinds = [name for name in KEY_KINDS if any(name in e.keys_by for e in comp.people)]
+    if kinds:  # the key log by kind (simpe.serve.keylog.CATEGORIES), revisions included
+        lines += ["", "### Keystrokes by kind", "", "| translator | run | " + " | ".join(kinds) + " |",
+                  "|:--|:--" + "|--:" * len(kinds) + "|"]
+        lines += [f"| {', '.join(e.translators)} | {e.name} | " + " | ".join(str(e.keys_by.get(k, 0)) for k in kinds) + " |"
+                  for e in comp.people]
     return [*lines, ""]
 
 
@@ -188,7 +195,8 @@ def to_csv(comp: Comparison) -> str:
     own = {e.name: e for e in comp.people}
     if own:
         header += ["reference", "translator", "own_hter", "own_seconds", "own_keystrokes", "own_clicks", "own_chars",
-                   "own_actions_per_char", "own_unchanged", "own_ksmr", "own_paused_seconds", "own_revisions", "own_matches"]
+                   "own_actions_per_char", "own_unchanged", "own_ksmr", "own_paused_seconds", "own_revisions", "own_matches",
+                   "own_hter_mt", "own_unchanged_mt", "own_unchanged_seconds", "own_inserts", "own_time_outliers"]
     writer.writerow(header)
 
     def out(value: float | None) -> str:
@@ -204,10 +212,11 @@ def to_csv(comp: Comparison) -> str:
                   "" if row.store_bytes is None else row.store_bytes, str(row.run.path)]
         if own:
             e = own.get(row.run.name)
-            cells += ["stream"] + ([""] * 12 if e is None else
+            cells += ["stream"] + ([""] * 17 if e is None else
                                    [", ".join(e.translators), out(e.hter), out(e.seconds), e.keystrokes, e.mouse, e.chars,
                                     out(e.actions_per_char), e.unchanged, out(e.ksmr), out(e.paused_seconds), e.revisions,
-                                    e.matches])
+                                    e.matches, out(e.hter_mt), e.unchanged_mt, out(e.unchanged_seconds), e.inserts,
+                                    e.outliers])
         writer.writerow(cells)
     return buffer.getvalue()
 

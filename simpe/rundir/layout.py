@@ -74,12 +74,15 @@ def inside(path: Path, root: Path) -> bool:
 DIGEST_CHARS = 8  # hex digits of a group's digest in its folder name
 
 
-def group_digest(stream: str, model: str, memory: str | None, glossary: str | None = None) -> str:
+def group_digest(stream: str, model: str, memory: str | None, glossary: str | None = None,
+                 languages: str | None = None) -> str:
     """The short digest of what a group's runs compare: the stream as loaded (``simpe.datasets.stream_hash``), the
     model's files (``simpe.fingerprint.model_digest``), the warm-start memory's pairs (None: no warm start) and the
     glossary file's content hash (``simpe.filehash.file_hash``; None: no glossary, and then the text hashed is what it
-    was before glossaries, so a run without one keeps its group)."""
+    was before glossaries, so a run without one keeps its group) and the stream's language pair (``xx-yy``; None for
+    en -> de, the pair of every run before languages were checked, which keeps its group)."""
     text = f"stream {stream}\nmodel {model}\nmemory {memory or '-'}\n" + (f"glossary {glossary}\n" if glossary else "")
+    text += f"languages {languages}\n" if languages else ""
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:DIGEST_CHARS]
 
 

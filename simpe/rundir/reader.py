@@ -384,7 +384,8 @@ def load_group(paths: Iterable[Path], allow_incomplete: bool = False, baseline: 
     paths: run directories and/or group folders (a group folder means every run in it).
     allow_incomplete: include runs without DONE (marked ``(incomplete)``); every output
     then covers the segments all runs have logged. Raises RunDirError otherwise.
-    baseline: the name of the run the others are compared with (default: the one run of method ``baseline``); any
+    baseline: the name of the run the others are compared with (default: the one run of method ``baseline``;
+    among translators' runs only, the first); any
     other run of method ``baseline`` is then compared like a method (a baseline decoding under a glossary's constraints).
     """
     paths = [resolve_group(Path(path)) for path in paths]
@@ -410,6 +411,8 @@ def load_group(paths: Iterable[Path], allow_incomplete: bool = False, baseline: 
         baselines = [names[baseline]]
     else:
         baselines = [run for run in runs if run.method == BASELINE]
+        if not baselines and runs and all(run.segments and "human" in run.segments[0] for run in runs):
+            baselines = [runs[0]]  # translators' runs only (simpe serve; e.g. a project of a partly filled XLIFF file)
     if len(baselines) != 1:
         given = ", ".join(f"{run.name} (method {run.method}, {run.path})" for run in runs)
         how_many = "no run" if not baselines else f"{len(baselines)} runs"

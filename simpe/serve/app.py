@@ -3,7 +3,8 @@
 Routes: ``GET /`` the page (static HTML; ``/static/page.js`` and ``/static/page.css`` beside it), ``GET
 /api/segment`` the translator's current segment (``?index=N``: a submitted one), ``GET /api/segments`` the segment
 list, ``POST /api/submit`` a post-edit, ``POST /api/revise`` a revision of a submitted segment, ``POST /api/note`` a
-comment or a flag, ``POST /api/check`` the glossary terms a draft leaves out, ``POST /api/complete`` a completion of
+comment or a flag, ``POST /api/check`` the glossary terms a draft leaves out and its QA warnings, ``POST /api/draft``
+what the translator typed and has not saved (kept as a draft event), ``POST /api/complete`` a completion of
 a typed prefix (interactive protocol). The page carries no data: it fetches JSON and sets every text
 with ``textContent``, so no text of a segment, a post-edit or a name is ever parsed as HTML.
 
@@ -38,7 +39,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from simpe.errors import DataError, RunDirError
-from simpe.serve.keylog import check_index, check_note, check_submission, check_text
+from simpe.serve.keylog import check_draft, check_index, check_note, check_submission, check_text
 from simpe.serve.project import Project
 from simpe.serve.session import TranslatorSession
 
@@ -218,6 +219,11 @@ def create_app(project: Project, sessions: dict[str, TranslatorSession], hosts: 
         index, post_edit, human = check_submission(await body_of(request))
         return await run_in_threadpool(session.submit, index, post_edit, human)
 
+    async def draft(request: Request) -> dict[str, Any]:
+        session = session_of(request)
+        index, text, human = check_draft(await body_of(request))
+        return await run_in_threadpool(session.save_draft, index, text, human)
+
     async def complete(request: Request) -> dict[str, Any]:
         session = session_of(request)
         data = await body_of(request)
@@ -233,5 +239,6 @@ def create_app(project: Project, sessions: dict[str, TranslatorSession], hosts: 
                Route("/api/revise", answer(revise), methods=["POST"]),
                Route("/api/note", answer(note), methods=["POST"]),
                Route("/api/check", answer(check), methods=["POST"]),
+               Route("/api/draft", answer(draft), methods=["POST"]),
                Route("/api/complete", answer(complete), methods=["POST"])]
     return Guard(Starlette(routes=routes), hosts, origins)

@@ -10,6 +10,12 @@ from (the record's ``reference``; its ``human.version`` is 1). What the translat
   latest version is the segment's final post-edit, the reference of HTER and effort (``simpe.report.people``) and
   the target of an XLIFF export.
 * ``{"event": "comment", "index": 3, "text": "..."}`` and ``{"event": "flag", "index": 3, "flagged": true}``.
+* ``{"event": "draft", "index": 3, "version": 2, "post_edit": "...", "human": {...}}``: what the translator typed in
+  a segment and has not saved yet (``version``: the version it would become, 1 for the segment on screen), with its
+  editing time, key log, pauses and ``elapsed_ms`` (the time since the segment was first shown, pauses included), as
+  the page last sent it (after a pause in typing, on leaving the segment, on leaving the page). The segment's view
+  gives back the latest draft of its next version, so a reload or a killed server loses nothing typed; drafts are
+  never figures (the report reads revisions only).
 
 Every event is appended and synced (fsync of the file and its folder) before the server answers, so an answered
 event survives a kill. A line torn by a kill while it was written (never answered: the page still holds it) is cut
@@ -33,7 +39,7 @@ __all__ = ["Journal", "final_versions", "read_events", "revisions_of"]  # the re
 
 logger = logging.getLogger(__name__)
 
-KINDS = ("revision", "comment", "flag")
+KINDS = ("revision", "comment", "flag", "draft")
 
 
 def fsync_path(path: Path) -> None:

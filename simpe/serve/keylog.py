@@ -13,18 +13,31 @@ i     text typed (one key; an input method may insert more)  the text inserted
 d     a deletion (Backspace, Delete, a word deleted)         characters removed
 p     a paste                                                characters pasted
 x     a cut                                                  characters cut
-n     the caret moved by keyboard (arrows, Home, End)        0
+n     the caret moved by keyboard (arrows, Home, End, Page   0
+      Up/Down, with or without Ctrl: a word at a time)
+v     a selection by keyboard (Shift with a move, Ctrl+     0
+      Shift+arrows, Ctrl+A)
 m     a click in the editor (moves the caret or selects)     0
 c     a completion accepted (interactive protocol, Tab)      characters accepted
 u     undo or redo                                           0
 t     a translation-memory match inserted (Ctrl+1-3)         the match's rank, 1 to 3
 s     the source copied into the editor (Ctrl+I)             characters inserted
 r     the machine translation restored (Ctrl+M, the button)  characters inserted
+g     a glossary term inserted at the caret (Alt+1-9)        characters inserted
+k     a missing tag inserted at the caret (Alt+T)            characters inserted
 ====  =====================================================  ===========================
 
-Counted: ``keystrokes`` (every event but ``m``), ``mouse`` (``m``), ``pastes``, ``matches`` (``t``), ``edits`` (runs of changes
-separated by a caret move or a click: how many places the translator corrected). Nothing here trusts the page: every
-value is checked for type and bounds, and a bad one is a ``DataError`` naming it.
+Counted (``counts``): ``keystrokes`` (every event but ``m``), ``mouse`` (``m``), ``pastes``, ``edits`` (runs of changes
+separated by a caret move or a click: how many places the translator corrected), and the categories the effort tables
+report (``CATEGORIES``: typing, deleting, moving, selecting, pasting and cutting, whole-text replacements, inserts of a
+term or a tag, undo, completions), which add up to ``keystrokes``. ``inserts`` counts translation-memory matches
+inserted (``t``); whether the post-edit *started* from a match is the submission's ``start`` (``check_start``).
+Nothing here trusts the page: every value is checked for type and bounds, and a bad one is a ``DataError`` naming it.
+
+A submission also says what the editor started from (``start``: ``{"origin": "mt"}``, ``"target"`` (the XLIFF file's
+filled target), ``"source"`` (Ctrl+I) or ``{"origin": "match", "rank": 1-3}``): the last whole-text replacement, else
+the text the segment opened with. The server turns it into the text itself (``simpe.serve.session``), so the page
+cannot claim a start it did not have; HTER and "unchanged" are measured against it (``simpe.report.people``).
 """
 from __future__ import annotations
 
@@ -34,8 +47,12 @@ from typing import Any
 
 from simpe.errors import DataError
 
-OPS = {"i", "d", "p", "x", "n", "m", "c", "u", "t", "s", "r"}
-CHANGES = {"i", "d", "p", "x", "c", "u", "t", "s", "r"}
+OPS = {"i", "d", "p", "x", "n", "v", "m", "c", "u", "t", "s", "r", "g", "k"}
+CHANGES = {"i", "d", "p", "x", "c", "u", "t", "s", "r", "g", "k"}
+# the key log's categories, as the effort tables report them (every op but m in exactly one)
+CATEGORIES = {"typing": "i", "deleting": "d", "moving": "n", "selecting": "v", "pasting": "px", "replacing": "tsr",
+              "inserting": "gk", "undoing": "u", "completing": "c"}
+ORIGINS = ("mt", "target", "source", "match")
 MAX_PAUSES = 1000
 MAX_TEXT = 4000  # characters of a post-edit or a typed prefix (the stream's longest segments are ~1,500)
 MAX_EVENTS = 20000
@@ -116,9 +133,10 @@ def check_submission(data: Any) -> tuple[int, str, dict[str, Any]]:
     """(index, post-edit, the human part of the record: seconds, keys and pauses) from a submission's JSON."""
     if not isinstance(data, dict):
         raise DataError("a submission is a JSON object")
-    unknown = sorted(set(data) - {"index", "post_edit", "seconds", "keys", "pauses"})
+    unknown = sorted(set(data) - {"index", "post_edit", "seconds", "keys", "pauses", "start"})
     if unknown:
-        raise DataError(f"unknown field {unknown[0][:40]!r}; a submission holds index, post_edit, seconds, keys, pauses")
+        raise DataError(f"unknown field {unknown[0][:40]!r}; a submission holds index, post_edit, seconds, keys, pauses, "
+                        "start")
     seconds = data.get("seconds", 0)
     if not isinstance(seconds, (int, float)) or isinstance(seconds, bool) or not math.isfinite(seconds) \
             or not 0 <= seconds <= MAX_MS / 1000:
@@ -128,7 +146,37 @@ def check_submission(data: Any) -> tuple[int, str, dict[str, Any]]:
     if pauses:  # recorded only when the translator paused (records of sessions without a pause stay as they were)
         human["pauses"] = pauses
         human["paused_seconds"] = round(sum(end - start for start, end in pauses) / 1000, 3)
+    if "start" in data:
+        human["start"] = check_start(data["start"])
     return check_index(data.get("index")), check_text(data.get("post_edit"), "post_edit"), human
+
+
+def check_start(value: Any) -> dict[str, Any]:
+    """What the editor started from: ``{"origin": one of ORIGINS}``, a match with its ``rank`` (1 to 3)."""
+    if not isinstance(value, dict) or value.get("origin") not in ORIGINS or set(value) - {"origin", "rank"}:
+        raise DataError(f"start is {{\"origin\": ...}}, the origin one of {', '.join(ORIGINS)} (a match with its rank)")
+    if value["origin"] == "match":
+        rank = value.get("rank")
+        if not isinstance(rank, int) or isinstance(rank, bool) or not 1 <= rank <= 3:
+            raise DataError("a match start's rank is 1 to 3")
+        return {"origin": "match", "rank": rank}
+    if "rank" in value:
+        raise DataError("only a match start has a rank")
+    return {"origin": value["origin"]}
+
+
+def check_draft(data: Any) -> tuple[int, str, dict[str, Any]]:
+    """(index, text, the draft's human part) of a draft: a submission's fields (the text may be empty) and
+    ``elapsed_ms``, the time since the segment was first shown, pauses included (the page's timer resumes from it)."""
+    if not isinstance(data, dict):
+        raise DataError("a draft is a JSON object")
+    rest = {k: v for k, v in data.items() if k not in ("elapsed_ms", "post_edit")}
+    index, _, human = check_submission({**rest, "post_edit": "x"})
+    elapsed = data.get("elapsed_ms", 0)
+    if not isinstance(elapsed, int) or isinstance(elapsed, bool) or not 0 <= elapsed <= MAX_MS:
+        raise DataError(f"elapsed_ms must be whole milliseconds from 0 to {MAX_MS}")
+    human["elapsed_ms"] = elapsed
+    return index, check_text(data.get("post_edit"), "post_edit", allow_empty=True), human
 
 
 MAX_COMMENT = 2000  # characters of a comment
@@ -151,24 +199,30 @@ def check_note(data: Any) -> tuple[int, str | None, bool | None]:
     return check_index(data["index"]), comment, flagged
 
 
-def counts(keys: list[list[Any]]) -> dict[str, int]:
-    """keystrokes, mouse actions, pastes and edits (runs of changes) of a checked key log; ``matches``
-    (translation-memory matches inserted) when there are any."""
-    keystrokes = mouse = pastes = edits = matches = 0
+def counts(keys: list[list[Any]]) -> dict[str, Any]:
+    """keystrokes, mouse actions, pastes and edits (runs of changes) of a checked key log, ``keys_by`` (the
+    keystrokes per category of ``CATEGORIES``, those with any) and ``inserts`` (translation-memory matches inserted)
+    when there are any."""
+    keystrokes = mouse = pastes = edits = inserts = 0
+    by: dict[str, int] = {}
     changing = False
     for _, op, _ in keys:
         if op == "m":
             mouse += 1
         else:
             keystrokes += 1
+            name = next(name for name, ops in CATEGORIES.items() if op in ops)
+            by[name] = by.get(name, 0) + 1
         pastes += op == "p"
-        matches += op == "t"
+        inserts += op == "t"
         if op in CHANGES:
             edits += not changing
             changing = True
         else:
             changing = False
-    out = {"keystrokes": keystrokes, "mouse": mouse, "pastes": pastes, "edits": edits}
-    if matches:
-        out["matches"] = matches
+    out: dict[str, Any] = {"keystrokes": keystrokes, "mouse": mouse, "pastes": pastes, "edits": edits}
+    if by:
+        out["keys_by"] = {name: by[name] for name in CATEGORIES if name in by}
+    if inserts:
+        out["inserts"] = inserts
     return out

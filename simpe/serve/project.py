@@ -190,6 +190,9 @@ def create(projects_dir: Path, name: str, preset: str, overrides: list[str], tra
     project = Project(name, preset, list(overrides), host=host, port=port)
     for translator in translators:
         cfg = project.run_config(translator)  # checks the name, the preset and the overrides
+    from simpe.datasets.languages import check_languages
+
+    check_languages(cfg, languages if xliff is not None else None)  # the stream's languages are the model's
     text = None
     if glossary is not None:
         from simpe.terms.glossary import glossary_format, load_glossary

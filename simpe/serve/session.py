@@ -41,7 +41,7 @@ from simpe.datasets.xliff import PLACEHOLDER, check_tags, escape, is_tagged, pla
 from simpe.errors import DataError, RunDirError
 from simpe.loop.interactive import Completer, Effort
 from simpe.loop.protocols import Correction
-from simpe.loop.run import Draft, Loop
+from simpe.loop.run import Draft
 from simpe.metrics.online import OnlineScorer
 from simpe.model import model_folder
 from simpe.rundir import layout
@@ -49,8 +49,10 @@ from simpe.rundir.reader import read_jsonl
 from simpe.rundir.state import RunState, state
 from simpe.rundir.writer import RunDir, write_text_atomic
 from simpe.serve.events import Journal, final_versions, fsync_path
+from simpe.serve.human import STREAM, HumanLoop
 from simpe.serve.keylog import counts
 from simpe.serve.lookup import Match, Terms, find_matches
+from simpe.serve.workbench import latest_draft, qa_warnings, start_from_keys, start_of, xliff_notes
 
 logger = logging.getLogger(__name__)
 
@@ -61,44 +63,6 @@ CONTEXT_BEFORE, CONTEXT_AFTER = 3, 2  # segments of the same document shown arou
 def blank_tags(text: str) -> str:
     """``text`` with each inline tag's placeholder replaced by as many spaces (glossary matching, offsets kept)."""
     return PLACEHOLDER.sub(lambda m: " " * len(m.group(0)), text)
-
-
-STREAM = "stream"  # the record's and the summary's part scored against the stream's reference
-
-
-class HumanLoop(Loop):
-    """The loop of a person's run: its summary adds ``human``, the totals of the records' ``human`` parts, and
-    ``stream``, the figures against the stream's references (when every record has its ``stream`` part)."""
-
-    stream_scorer: OnlineScorer | None = None  # set by TranslatorSession
-
-    def summary(self, records: list[dict[str, Any]]) -> dict[str, Any]:
-        out = super().summary(records)
-        if self.stream_scorer is not None and records and all(STREAM in r for r in records):
-            comet = None
-            if self.comet is not None:
-                comet = self.comet.score([r["source"] for r in records], [r["hypothesis"] for r in records],
-                                         [r[STREAM]["reference"] for r in records])
-            out[STREAM] = {"corpus": {**self.stream_scorer.summary()["corpus"],
-                                      "comet": sum(comet) / len(comet) if comet else None},
-                           "segment_comet": comet}
-        human = [r.get("human") or {} for r in records]
-        chars = sum(len(r["reference"]) for r in records)
-        keys = sum(h.get("keystrokes", 0) + h.get("mouse", 0) for h in human)
-        out["human"] = {
-            "translator": human[0].get("translator") if human else None,
-            # editing time as the page measured it, pauses excluded (first submissions: revisions are events.jsonl's)
-            "seconds": sum(h.get("seconds", 0.0) for h in human),
-            "paused_seconds": sum(h.get("paused_seconds", 0.0) for h in human),
-            "matches": sum(h.get("matches", 0) for h in human),
-            "keystrokes": sum(h.get("keystrokes", 0) for h in human), "mouse": sum(h.get("mouse", 0) for h in human),
-            "pastes": sum(h.get("pastes", 0) for h in human),
-            "actions_per_char": keys / chars if chars else None,  # KSMR-like: (keystrokes + clicks) / post-edit chars
-            "unchanged": sum(1 for r in records if r["reference"] == r["hypothesis"]),
-            # HTER: TER of the shown translations against the person's own post-edits (corpus.ter of this run)
-            "hter": out["corpus"].get("ter"),
-        }
-        return out
 
 
 class TranslatorSession:
@@ -128,6 +92,7 @@ class TranslatorSession:
             self.stream_scorer = None                                    # reference to score against
         self.loop.stream_scorer = self.stream_scorer
         self.journal = Journal(self.path)
+        self.notes = xliff_notes(self.loop.dataset)  # an XLIFF file's notes, by unit id
 
     @property
     def path(self) -> Path:
@@ -302,6 +267,7 @@ class TranslatorSession:
             self._prepare()
             assert self.draft is not None
             index, hypothesis, status, learned = self.next, self.draft.hypothesis, "current", None
+            version = 1
             info = self.loop.segments[index].info or {}
             post_edit = info.get("target") or escape(hypothesis)  # an XLIFF target already filled is the starting point
             missing = [tag for tag in placeholders(self.tagged_source(index)) if tag not in placeholders(post_edit)]
@@ -310,6 +276,8 @@ class TranslatorSession:
             self._check_open(index, current=False)
             record = self.records[index]
             hypothesis, post_edit, status, learned = record["hypothesis"], self.final_tagged(index), "done", record["reference"]
+            version = 2 + len(self.journal.versions(index))
+        draft = latest_draft(self.journal.events, index, version)  # what the translator typed and did not save
         segments = self.loop.segments
         doc = segments[index].doc_id
         before = [{"source": r["source"], "post_edit": self.final(r["index"])}
@@ -317,39 +285,58 @@ class TranslatorSession:
         after = [s.source for s in segments[index + 1:index + 1 + CONTEXT_AFTER] if s.doc_id == doc]
         source = self.tagged_source(index)
         return {**base, "done": False, "index": index, "status": status, "doc_id": doc, "source": source,
-                "tags": placeholders(source), "unit": segments[index].seg_id,
+                "tags": placeholders(source), "unit": segments[index].seg_id, "notes": self.notes.get(segments[index].seg_id, []),
+                "target": (segments[index].info or {}).get("target"),
+                "draft": None if draft is None else {"post_edit": draft["post_edit"], "human": draft["human"]},
                 "hypothesis": hypothesis, "post_edit": post_edit, "learned": learned,
                 "versions": 1 + len(self.journal.versions(index)) if status == "done" else 0,
                 "comments": self.journal.comments(index), "flagged": self.journal.flagged(index),
                 "before": before, "after": after, **self._lookups(index, source)}
 
     def segments(self) -> dict[str, Any]:
-        """The segment list: every segment's index, document, status (done, current, todo), versions, flag, comments."""
+        """The segment list: every segment's index, document, status (done, current, todo), versions, flag, comments,
+        and ``draft``: whether it holds unsaved text (a draft of the version it would become)."""
         with self.lock:
             self._check_intact()
             versions: dict[int, int] = {}
             flags: dict[int, bool] = {}
             notes: dict[int, int] = {}
+            drafted: dict[int, int] = {}  # index -> the version its latest draft is of
             for event in self.journal.events:
                 i = event.get("index")
-                if event.get("event") == "revision":
+                if event.get("event") == "draft":
+                    drafted[i] = event.get("version", 0)
+                elif event.get("event") == "revision":
                     versions[i] = versions.get(i, 0) + 1
                 elif event.get("event") == "flag":
                     flags[i] = bool(event.get("flagged"))
                 elif event.get("event") == "comment":
                     notes[i] = notes.get(i, 0) + 1
-            rows = [{"index": i, "doc_id": seg.doc_id, "source": seg.source[:80],
+            rows = [{"index": i, "doc_id": seg.doc_id, "source": seg.source[:120],
                      "status": "done" if i < self.next else "current" if i == self.next else "todo",
                      "versions": 1 + versions.get(i, 0) if i < self.next else 0,
-                     "flagged": flags.get(i, False), "comments": notes.get(i, 0)}
+                     "flagged": flags.get(i, False), "comments": notes.get(i, 0),
+                     "draft": drafted.get(i) == (2 + versions.get(i, 0) if i < self.next else 1)}
                     for i, seg in enumerate(self.loop.segments)]
             return {"translator": self.translator, "current": None if self.done else self.next, "segments": rows}
 
     def check(self, index: int, text: str) -> dict[str, Any]:
-        """The glossary's target terms that ``text``, a post-edit of segment ``index``, leaves out."""
+        """The glossary's target terms that ``text``, a post-edit of segment ``index``, leaves out, and its QA warnings
+        (``simpe.serve.workbench.qa_warnings``)."""
         with self.lock:
             self._check_open(index, current=True)
-            return {"index": index, "missing": self._missing(index, text)}
+            missing = self._missing(index, text)
+            return {"index": index, "missing": missing, "warnings": qa_warnings(self.tagged_source(index), text, missing)}
+
+    def save_draft(self, index: int, text: str, human: dict[str, Any]) -> dict[str, Any]:
+        """Keep what the translator typed in segment ``index`` and not yet saved, with its timer and key log (a
+        ``draft`` event, synced: it survives a reload and a kill); the segment's view gives it back."""
+        with self.lock:
+            self._check_intact()
+            self._check_open(index, current=True)
+            version = 1 if index == self.next else 2 + len(self.journal.versions(index))
+            self.journal.append({"event": "draft", "index": index, "version": version, "post_edit": text, "human": human})
+            return {"index": index, "version": version}
 
     def _missing(self, index: int, text: str) -> list[dict[str, str]]:
         if self.terms is None or not self.lookups:
@@ -360,9 +347,21 @@ class TranslatorSession:
         assert self.terms is not None
         return self.terms.hits(blank_tags(self.tagged_source(index)))  # offsets of the shown source
 
-    def _workbench_part(self, index: int, post_edit: str, human: dict[str, Any]) -> dict[str, Any]:
-        """The human part of a submission or revision: its counts, the matches it inserted, the terms it left out."""
+    def _workbench_part(self, index: int, post_edit: str, human: dict[str, Any], first: bool) -> dict[str, Any]:
+        """The human part of a submission (``first``) or revision: its counts, the matches it inserted, the terms it
+        left out, the QA warnings it was saved with; a submission's start (what the editor started from, as text) and
+        ``matches`` (1 when that was a translation-memory match)."""
         human = {"translator": self.translator, **human, **counts(human.get("keys", []))}
+        start = human.pop("start", None)
+        if first:
+            assert self.draft is not None
+            segment = self.loop.segments[index]
+            human["start"] = start_of(start or start_from_keys(human.get("keys", [])), self.draft.hypothesis, (segment.info or {}).get("target"),
+                                      self.tagged_source(index), self.offered.get(index, []))
+            human["matches"] = int(human["start"]["origin"] == "match")
+        warnings = qa_warnings(self.tagged_source(index), post_edit, self._missing(index, post_edit))
+        if warnings:  # shown before the translator saved: submitted anyway
+            human["qa"] = warnings
         used = [arg for _, op, arg in human.get("keys", []) if op == "t"]
         if used:
             offered = self.offered.get(index, [])
@@ -380,21 +379,24 @@ class TranslatorSession:
             self._check_intact()
             self._check_open(index, current=False)
             previous, versions = self.final(index), self.journal.versions(index)
-            human = self._workbench_part(index, post_edit, human)
+            human = self._workbench_part(index, post_edit, human, first=False)
             post_edit, tagged = self._texts(index, post_edit)
             if tagged is not None:
                 human["tagged"] = tagged
+            if post_edit == previous and (tagged or post_edit) == self.final_tagged(index):
+                logger.info("%s: segment %d saved unchanged: no revision recorded", self.translator, index)
+                return {**self._view(), "unchanged": index}  # back to the segment on screen
             last = versions[-1] if versions else None
             if last is not None and last["post_edit"] == post_edit and all(last["human"].get(k) == human.get(k)
                                                                             for k in ("seconds", "keys", "pauses")):
                 # the page sent it again (the answer was lost, a restart between): recorded once
                 logger.info("%s: revision %d of segment %d was already recorded", self.translator, len(versions) + 1, index)
-                return self._view(index + 1 if index + 1 < self.next else None)
+                return self._view()
             version = 2 + len(versions)
             self.journal.append({"event": "revision", "index": index, "version": version, "post_edit": post_edit,
                                  "previous": previous, "human": human})
             logger.info("%s: segment %d revised (version %d)", self.translator, index, version)
-            return self._view(index + 1 if index + 1 < self.next else None)
+            return self._view()  # back to the segment on screen
 
     def note(self, index: int, comment: str | None, flagged: bool | None) -> dict[str, Any]:
         """Add a comment to segment ``index`` or set its flag (events); returns the segment's comments and flag."""
@@ -431,7 +433,7 @@ class TranslatorSession:
         assert self.draft is not None and self.rundir is not None and self.draft.index == self.next
         index = self.next
         if journal:  # a fresh submission (a pending one, learnt after a restart, was journalled complete)
-            human = {**self._workbench_part(index, post_edit, human), "version": 1}  # the version the model learns from
+            human = {**self._workbench_part(index, post_edit, human, first=True), "version": 1}  # the version the model learns from
             post_edit, tagged = self._texts(index, post_edit)
             if tagged is not None:
                 human["tagged"] = tagged

@@ -129,7 +129,11 @@ def test_translators_adapt_apart_and_their_runs_sit_beside_simulated_runs(tmp_pa
     alice_records = _records(sessions["alice"].path)
     assert [r["reference"] for r in alice_records] == [r["hypothesis"] + " Quallenfisch" for r in alice_records]
     assert alice_records[0]["human"] == {"translator": "alice", "seconds": 2.0, "keys": [[5, "n", 0], [9, "i", " "]],
-                                         "keystrokes": 2, "mouse": 0, "pastes": 0, "edits": 1, "version": 1}
+                                         "keystrokes": 2, "mouse": 0, "pastes": 0, "edits": 1, "version": 1,
+                                         "keys_by": {"typing": 1, "moving": 1}, "matches": 0,
+                                         # no start sent, no replacement in the key log: the MT
+                                         "start": {"origin": "mt", "text": alice_records[0]["hypothesis"]},
+                                         "qa": [{"kind": "punctuation", "text": "ends with no punctuation, the source with ."}]}
     summary = json.loads((sessions["alice"].path / layout.SUMMARY_FILE).read_text())
     assert summary["human"]["keystrokes"] == 6 and summary["human"]["hter"] == summary["corpus"]["ter"]
     # each record is scored twice: against the person's post-edit (HTER) and against the stream's reference, with the
@@ -343,12 +347,17 @@ def test_a_translator_post_edits_in_chromium(tmp_path: Path, one_torch_thread):
             page.keyboard.press("Control+A")
             page.keyboard.press("Backspace")
             page.keyboard.type("Klicken  Sie auf OK.")  # two spaces, kept in the record and on the page
+            page.click("#submit")  # QA warnings (the doubled space, the source's 1): a second click submits anyway
+            playwright.expect(page.locator("#status")).to_contain_text("QA: 2 warnings")
+            assert page.inner_text("#qa").splitlines() == ["numbers of the source missing: 1", "a doubled space"]
             page.click("#submit")
             # (the page's Content-Security-Policy forbids evaluating strings: wait through selectors, not scripts)
             playwright.expect(page.locator("#progress")).to_have_text("1 of 3 done")
             assert page.inner_text("#source") == "Click Cancel."
             assert page.inner_text("#before").startswith(HOSTILE) and "Klicken  Sie auf OK." in page.inner_text("#before")
             page.keyboard.type(" gut")
+            page.keyboard.press("Control+Enter")  # no end punctuation: a QA warning, overridden
+            playwright.expect(page.locator("#status")).to_contain_text("QA:")
             page.keyboard.press("Control+Enter")
             playwright.expect(page.locator("#progress")).to_have_text("2 of 3 done")
             browser.close()
@@ -357,8 +366,11 @@ def test_a_translator_post_edits_in_chromium(tmp_path: Path, one_torch_thread):
     records = _records(next((tmp_path / "runs").glob("*/bias@alice")))
     assert [r["reference"] for r in records] == ["Klicken  Sie auf OK.", records[1]["hypothesis"] + " gut"]
     first = records[0]["human"]
-    assert first["keystrokes"] == len("Klicken  Sie auf OK.") + 1 and first["mouse"] == 1  # typed, one deletion, a click
-    assert first["seconds"] > 0 and [op for _, op, _ in first["keys"]][:2] == ["m", "d"]
+    # typed, Ctrl+A (a selection), one deletion, a click; the QA warning it was submitted with
+    assert first["keystrokes"] == len("Klicken  Sie auf OK.") + 2 and first["mouse"] == 1
+    assert first["seconds"] > 0 and [op for _, op, _ in first["keys"]][:3] == ["m", "v", "d"]
+    assert first["qa"] == [{"kind": "numbers", "text": "numbers of the source missing: 1"},
+                           {"kind": "spaces", "text": "a doubled space"}]
 
 
 # ---------------------------------------------------------------- the interactive protocol

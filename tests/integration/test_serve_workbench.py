@@ -87,7 +87,16 @@ def test_revisions_matches_glossary_pauses_and_notes(tmp_path: Path, one_torch_t
         assert listing["current"] == 1
         assert [(s["status"], s["versions"], s["flagged"], s["comments"]) for s in listing["segments"]] == \
             [("done", 2, False, 0), ("current", 0, True, 1), ("todo", 0, False, 0), ("todo", 0, False, 0)]
+        # a draft of the segment on screen: synced, listed, given back with the view; a later segment takes none
+        draft = client.post("/api/draft", headers=alice, json={"index": 1, "post_edit": "Öffnen Sie die Dat", "seconds": 1.5,
+                                                               "keys": [[10, "d", 4]], "elapsed_ms": 2000})
+        assert draft.json() == {"index": 1, "version": 1}
+        assert [s["draft"] for s in client.get("/api/segments", headers=alice).json()["segments"]] == [False, True, False, False]
+        assert client.get("/api/segment", headers=alice).json()["draft"] == {
+            "post_edit": "Öffnen Sie die Dat", "human": {"seconds": 1.5, "keys": [[10, "d", 4]], "elapsed_ms": 2000}}
+        assert client.post("/api/draft", headers=alice, json={"index": 2, "post_edit": ""}).status_code == 400
         view = client.post("/api/submit", headers=alice, json={"index": 1, "post_edit": "Öffnen Sie die Dateien."}).json()
+        assert view["draft"] is None and not client.get("/api/segments", headers=alice).json()["segments"][1]["draft"]
         # segment 2: the glossary's terms, highlighted where they stand; a draft without Zellschutz misses it
         assert [(t["source"], t["target"], t["spans"]) for t in view["terms"]] == \
             [("Sheet", "Tabelle", [[7, 12]]), ("Cell Protection", "Zellschutz", [[15, 30]])]
@@ -115,7 +124,7 @@ def test_revisions_matches_glossary_pauses_and_notes(tmp_path: Path, one_torch_t
     assert saved[1]["human"]["terms_missing"] == []
     events = read_events(path)
     assert [(e["event"], e["index"], e.get("version")) for e in events] == \
-        [("revision", 0, 2), ("comment", 1, None), ("flag", 1, None), ("revision", 3, 2)]
+        [("revision", 0, 2), ("comment", 1, None), ("flag", 1, None), ("draft", 1, 1), ("revision", 3, 2)]
     assert (events[0]["previous"], events[0]["human"]["keystrokes"], events[0]["human"]["seconds"]) == \
         ("Öffnen Sie eine Datei.", 1, 2.5)
     summary = json.loads((path / layout.SUMMARY_FILE).read_text())
@@ -131,7 +140,11 @@ def test_revisions_matches_glossary_pauses_and_notes(tmp_path: Path, one_torch_t
     assert (effort.segments, effort.seconds, effort.paused_seconds, effort.revisions, effort.matches) == (4, 6.5, 2.0, 2, 1)
     assert effort.keystrokes == 2 + 1 + 0  # segment 0's two events, its revision's deletion; the revision of 3 sent none
     assert effort.chars == sum(len(f) for f in finals)
-    assert effort.hter == pytest.approx(TER().corpus_score([r["hypothesis"] for r in saved], [finals]).score)
+    assert effort.hter_mt == pytest.approx(TER().corpus_score([r["hypothesis"] for r in saved], [finals]).score)
+    # against the starts: segment 0 started from the memory's match (Ctrl+1, t in its key log), the others from the MT
+    assert [r["human"]["start"]["origin"] for r in saved] == ["match", "mt", "mt", "mt"] and effort.matches == 1
+    starts = ["Öffnen Sie eine Datei."] + [r["hypothesis"] for r in saved[1:]]
+    assert effort.hter == pytest.approx(TER().corpus_score(starts, [finals]).score)
     assert effort.hter != pytest.approx(summary["human"]["hter"])  # the records' HTER is against the learned versions
 
 

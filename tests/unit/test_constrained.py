@@ -523,3 +523,42 @@ def test_the_demo_model_no_longer_hyphenates_a_term_into_a_compound(demo) -> Non
     matcher = decoder.matcher
     assert matcher.targets_in(matcher.target_tokens(_text(demo, hyphenated)), ["Fenster"]) == []
     assert matcher.targets_in(matcher.target_tokens(_text(demo, best)), ["Fenster"]) == ["Fenster"]
+
+
+def test_a_term_the_vocabulary_cannot_write_gets_its_own_warning(demo, caplog: pytest.LogCaptureFixture) -> None:
+    """"表格" has characters the demo model's SentencePiece vocabulary lacks (no form writes it): its own warning,
+    not the length limit's; "Zellen" is placed."""
+    source = "Format Cells"
+    ids = demo.family.encode_source(demo.tokenizer, source, "cpu")[0]
+    decoder = ConstrainedBeamDecoder(beam_size=3).bind(demo.tokenizer)
+    with caplog.at_level(logging.WARNING, logger="simpe.decoders.constrained"):
+        result = decoder.decode_terms(demo.model, ids, [("Format", "表格"), ("Cells", "Zellen")], index=7)
+    assert (result.info["terms"], result.info["dropped"], result.info["unwritable"]) == (["Zellen"], ["表格"], ["表格"])
+    messages = [r.getMessage() for r in caplog.records]
+    assert messages == ["segment 7: 1 glossary term(s) cannot be written with the model's target vocabulary ('表格': a "
+                        "character its tokens do not have); decoded without them"]
+
+
+def test_the_constraint_keeps_the_case_the_position_calls_for(demo) -> None:
+    """"Delete" -> "Löschen" is a UI label's case; mid-sentence the verb is "löschen". With the cased forms
+    (``cased_forms: true``) the constrained output is the free one (which holds both terms, case ignored as the term
+    metrics read them); without them (the default) the capital is forced into the sentence."""
+    source = "Choose Sheet - Delete Sheet."
+    ids = demo.family.encode_source(demo.tokenizer, source, "cpu")[0]
+    glossary = [("Sheet", "Tabelle"), ("Delete", "Löschen")]
+    free = _text(demo, BeamDecoder(beam_size=5).decode(demo.model, ids).hypotheses[0])
+    cased = DECODERS.build("constrained_beam", beam_size=5, cased_forms=True).bind(demo.tokenizer).use_glossary(glossary)
+    forced = DECODERS.build("constrained_beam", beam_size=5).bind(demo.tokenizer).use_glossary(glossary)  # the default
+    assert free == "Wählen Sie Tabelle – Tabelle löschen."
+    assert _text(demo, cased.decode(demo.model, ids, source=source).hypotheses[0]) == free
+    assert "Löschen" in _text(demo, forced.decode(demo.model, ids, source=source).hypotheses[0])
+    # the forms: the capitalised term's own first, then its lowercase-initial ones (anywhere); a lowercase term gets
+    # its capitalised forms at the text's start only (anchored)
+    tok, family = demo.tokenizer, demo.family
+    pieces = [(tok.convert_ids_to_tokens(list(f.tokens)), f.anchored) for f in target_forms(tok, family, "Zellen", attached=False,
+                                                                                     cased=True)]
+    assert pieces[0] == (["▁Zellen"], False) and all(not anchored for _, anchored in pieces)
+    assert "".join(pieces[-1][0]).replace("▁", "") == "zellen"
+    lower = target_forms(tok, family, "löschen", attached=False, cased=True)
+    assert [f.anchored for f in lower][0] is False and all(f.anchored for f in lower[1:]) and len(lower) > 1
+    assert tok.convert_ids_to_tokens(list(lower[1].tokens))[0].startswith("▁L")

@@ -138,8 +138,10 @@ def test_the_writers_say_which_reference_and_never_mark_effort(comparison) -> No
     anna = next(e for e in comparison.people if e.name == "full@anna")
     line = next(line for line in rest.splitlines() if line.startswith("| anna |"))
     # no pause, no revision, no match inserted in these records: 0.0 s paused, 0 revisions, 0 matches
-    assert line.startswith(f"| anna | full@anna | {N} | {anna.hter:.1f} | 2 min 00 s | 4.0 | 0.0 s | {N * 7} | 7.0 | {N} | ")
-    assert line.endswith(" | 0 | 0 |")
+    assert line.startswith(f"| anna | full@anna | {N} | {anna.hter:.1f} ({anna.hter_mt:.1f}) | 2 min 00 s | 4.0 | 0.0 s | "
+                           f"{N * 7} | 7.0 | {N} | ")
+    assert anna.hter == anna.hter_mt  # records without a start: the MT is the start
+    assert line.endswith(" | 0 | 0 (0) |")  # no revision, no match started from or inserted
     assert not [line for line in rest.splitlines() if line.startswith("|") and SIGNIFICANT_MARK in line]
     assert "| full | anna, ben | 60 |" in rest
     rows = list(csv.DictReader(io.StringIO(to_csv(comparison))))
@@ -236,3 +238,30 @@ def test_the_browser_shows_a_revised_segments_final_version(tmp_path: Path) -> N
     dom = _dom(_browser(), write_report(load_group([group]), tmp_path / "report", num_resamples=20), "#seg=4")
     row = dom[dom.index('id="seg-4"'):dom.index('id="seg-5"')]
     assert f"<b>own post-edit</b> {final} " in row and f"the model learned from: {own[4]})" in row
+
+
+def test_the_matecat_time_rule_leaves_out_segments_beyond_its_band(group_dir: Path, tmp_path: Path) -> None:
+    """Matecat's band is 0.25-30 s per source word. ben's copy spends 1.0 s on the even segments (sources of 4 to 9
+    words: 0.11-0.25 s a word, so every even segment of more than 4 words is out) and 300 s on segment 1 (9 words: 33
+    s a word, out); the other odd segments keep 2.5 s (0.28-0.63 s a word, in). Keystrokes are kept whatever the time."""
+    import shutil
+
+    group = shutil.copytree(group_dir, tmp_path / "group")
+    sources, _ = stream(N)
+    words = [len(source.split()) for source in sources]
+    ben = group / "full@ben" / "segments.jsonl"
+    records = [json.loads(line) for line in ben.read_text().splitlines()]
+    times = [1.0 if i % 2 == 0 else 300.0 if i == 1 else 2.5 for i in range(N)]
+    for record, seconds in zip(records, times):
+        record["human"]["seconds"] = seconds
+    ben.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
+    plain = {e.name: e for e in compare_runs(load_group([group]), num_resamples=20).people}["full@ben"]
+    ruled = compare_runs(load_group([group]), num_resamples=20, time_rule="matecat")
+    effort = {e.name: e for e in ruled.people}["full@ben"]
+    out = [i for i in range(N) if (i % 2 == 0 and words[i] > 4) or i == 1]
+    assert words[1] == 9 and out and (effort.outliers, effort.timed_segments) == (len(out), N - len(out))
+    assert effort.seconds == pytest.approx(sum(t for i, t in enumerate(times) if i not in out))
+    assert (plain.outliers, plain.seconds) == (0, pytest.approx(sum(times)))
+    assert effort.keystrokes == plain.keystrokes == N * 3
+    assert any(note.startswith(f"Time outliers left out (Matecat's rule): a segment's editing time counts only when it "
+                               f"lies within 0.25-30.0 s per source word; {len(out)} segment(s)") for note in ruled.notes)

@@ -24,7 +24,8 @@ from simpe.serve.keylog import check_keys, check_pauses, check_submission, check
 def test_counts_of_a_key_log():
     # typed "ab", a backspace, a click elsewhere, an arrow, a paste, typed "c": two runs of changes (edits)
     keys = [[10, "i", "a"], [20, "i", "b"], [30, "d", 1], [40, "m", 0], [50, "n", 0], [60, "p", 5], [70, "i", "c"]]
-    assert counts(check_keys(keys)) == {"keystrokes": 6, "mouse": 1, "pastes": 1, "edits": 2}
+    assert counts(check_keys(keys)) == {"keystrokes": 6, "mouse": 1, "pastes": 1, "edits": 2,
+                                        "keys_by": {"typing": 3, "deleting": 1, "moving": 1, "pasting": 1}}
 
 
 @pytest.mark.parametrize("keys, message", [

@@ -8,8 +8,9 @@ import pytest
 
 from simpe.errors import DataError
 from simpe.serve.events import Journal, final_versions, read_events
-from simpe.serve.keylog import check_note, check_submission, counts
+from simpe.serve.keylog import check_draft, check_note, check_submission, counts
 from simpe.serve.lookup import MEMORY, POST_EDIT, Terms, find_matches, fuzzy_score
+from simpe.serve.workbench import latest_draft, qa_warnings
 
 
 @pytest.mark.parametrize("a, b, expected", [
@@ -78,7 +79,8 @@ def test_submissions_take_pauses_and_the_workbench_events():
                                            "pauses": [[100, 1100], [2000, 2500]]})
     assert (index, text, human["paused_seconds"], human["pauses"]) == (2, "Text", 1.5, [[100, 1100], [2000, 2500]])
     # t, s, r are changes of one run; the caret move ends it; the typed x starts another
-    assert counts(human["keys"]) == {"keystrokes": 5, "mouse": 0, "pastes": 0, "edits": 2, "matches": 1}
+    assert counts(human["keys"]) == {"keystrokes": 5, "mouse": 0, "pastes": 0, "edits": 2, "inserts": 1,
+                                     "keys_by": {"typing": 1, "moving": 1, "replacing": 3}}
     assert "pauses" not in check_submission({"index": 0, "post_edit": "x"})[2]
     for bad, message in [({"index": 0, "post_edit": "x", "pauses": [[5, 1]]}, "start <= end"),
                          ({"index": 0, "post_edit": "x", "keys": [[1, "t", 4]]}, "rank, 1 to 3"),
@@ -90,3 +92,57 @@ def test_submissions_take_pauses_and_the_workbench_events():
     for bad in ({"index": 3}, {"index": 3, "flagged": "yes"}, {"index": 3, "comment": " "}, {"index": 3, "x": 1}):
         with pytest.raises(DataError):
             check_note(bad)
+
+
+def test_every_editing_key_and_selection_has_its_category():
+    # a hand-made log: typed "ab", Backspace, Ctrl+Shift+Left (a selection), Ctrl+Left (a move), Ctrl+V, Ctrl+X,
+    # Ctrl+Z, a term (Alt+1) and a tag (Alt+T) inserted, a click, Ctrl+1
+    keys = [[1, "i", "a"], [2, "i", "b"], [3, "d", 1], [4, "v", 0], [5, "n", 0], [6, "p", 4], [7, "x", 2], [8, "u", 0],
+            [9, "g", 5], [10, "k", 3], [11, "m", 0], [12, "t", 1]]
+    index, _, human = check_submission({"index": 0, "post_edit": "x", "keys": keys, "start": {"origin": "match", "rank": 1}})
+    assert human["start"] == {"origin": "match", "rank": 1}
+    assert counts(human["keys"]) == {
+        "keystrokes": 11, "mouse": 1, "pastes": 1, "edits": 3, "inserts": 1,
+        "keys_by": {"typing": 2, "deleting": 1, "moving": 1, "selecting": 1, "pasting": 2, "replacing": 1, "inserting": 2,
+                    "undoing": 1}}
+    for bad, message in [({"origin": "match"}, "rank is 1 to 3"), ({"origin": "memory"}, "one of mt, target, source, match"),
+                         ({"origin": "mt", "rank": 1}, "only a match start")]:
+        with pytest.raises(DataError, match=message):
+            check_submission({"index": 0, "post_edit": "x", "start": bad})
+    index, text, human = check_draft({"index": 4, "post_edit": "", "seconds": 2.5, "keys": [[3, "i", "x"]],
+                                      "elapsed_ms": 4100})
+    assert (index, text, human) == (4, "", {"seconds": 2.5, "keys": [[3, "i", "x"]], "elapsed_ms": 4100})
+    with pytest.raises(DataError, match="elapsed_ms"):
+        check_draft({"index": 4, "post_edit": "", "elapsed_ms": -1})
+
+
+@pytest.mark.parametrize("source, text, kinds", [
+    ("Open 3 files.", "Öffnen Sie 3 Dateien.", []),
+    ("Open 3 files.", "Öffnen Sie drei Dateien.", ["numbers of the source missing: 3"]),
+    ("Set 1.5 cm.", "Stellen Sie 1,5 cm ein.", []),  # separators apart: one number
+    ("Open 2 files.", "Öffnen Sie 2 Dateien 4.", ["numbers not in the source: 4"]),
+    ("Open the file.", "Öffnen Sie  die Datei.", ["a doubled space"]),
+    ("Open the file.", "Öffnen Sie die Datei", ["ends with no punctuation, the source with ."]),
+    ("Open the ⟨1⟩file⟨/1⟩.", "Öffnen Sie die Datei.", ["tags of the source missing: ⟨1⟩ ⟨/1⟩"]),
+])
+def test_qa_warnings_worked_out_by_hand(source, text, kinds):
+    assert [w["text"] for w in qa_warnings(source, text, [])] == kinds
+
+
+def test_qa_names_a_missing_term_and_drafts_are_found_per_version():
+    assert qa_warnings("Open the file.", "Öffnen Sie das Dokument.", [{"source": "file", "target": "Datei"}]) == [
+        {"kind": "terms", "text": "glossary terms missing: Datei (file)"}]
+    events = [{"event": "draft", "index": 1, "version": 1, "post_edit": "a"},
+              {"event": "draft", "index": 1, "version": 2, "post_edit": "b"},
+              {"event": "revision", "index": 1, "version": 2, "post_edit": "b"},
+              {"event": "draft", "index": 2, "version": 1, "post_edit": "c"}]
+    assert latest_draft(events, 1, 2) is None  # saved since
+    assert latest_draft(events, 1, 3) is None and latest_draft(events, 2, 1)["post_edit"] == "c"
+    assert latest_draft(events + [{"event": "draft", "index": 1, "version": 3, "post_edit": "d"}], 1, 3)["post_edit"] == "d"
+
+
+def test_the_tables_key_kinds_are_the_key_logs_categories():
+    from simpe.report.people import KEY_KINDS
+    from simpe.serve.keylog import CATEGORIES
+
+    assert KEY_KINDS == tuple(CATEGORIES)

@@ -17,6 +17,12 @@
   let view = null, current = null, keys = [], busy = false, timer = null, checker = null, offered = null, asked = 0;
   let shownAt = 0, pauses = [], pausedAt = null, lastValue = "", lastCaret = 0;
   let unanswered = null;  // a submission the server did not answer: sent again as it was (the server records it once)
+  // drafts: what is typed and not saved, with its timer and key log, kept per segment and version here and on the
+  // server (a draft event, after a pause in typing, on leaving the segment or the page); the view gives it back
+  let start = null, dirty = false, drafter = null, replacing = false, warnings = [], overridden = null;
+  const drafts = new Map();  // "index:version" -> the draft body (if the server did not take it)
+  // the starts of the replacements, so that Ctrl+Z of a replacement gives back the start before it (and Ctrl+Y redoes)
+  let undoStarts = [], redoStarts = [];
   const editor = $("post-edit");
 
   function status(text, error) {
@@ -108,9 +114,16 @@
     p.appendChild(document.createTextNode(source.slice(at)));
   }
 
+  const versionOf = (v) => v.status === "done" ? v.versions + 1 : 1;
+  const draftKey = (v) => v.index + ":" + versionOf(v);
+
   function show(next) {
+    clearTimeout(drafter);
+    dirty = false;
     view = next;
     unanswered = null;
+    warnings = [];
+    overridden = null;
     $("who").textContent = next.translator;
     $("progress").textContent = next.done_segments + " of " + next.total + " done";
     current = next.done_segments < next.total ? next.done_segments : null;
@@ -142,7 +155,9 @@
     fill($("before"), next.before.map((s) => [s.source, s.post_edit]));
     fill($("after"), next.after.map((s) => [s, null]));
     const terms = $("terms");
-    terms.replaceChildren(...next.terms.map((t) => element("li", t.source + " → " + t.target)));
+    terms.replaceChildren(...next.terms.slice(0, 9).map((t, i) => element("li", t.source + " → " + t.target + "  (Alt+" + (i + 1) + ")")));
+    $("tags-line").hidden = !(next.tags || []).length;
+    $("tags-line").textContent = (next.tags || []).length ? "Tags: " + next.tags.join(" ") + "  (Alt+T inserts the next one missing)" : "";
     $("terms-panel").hidden = next.terms.length === 0;
     const matches = $("matches");
     matches.replaceChildren(...next.matches.map((m) => {
@@ -150,7 +165,9 @@
       li.appendChild(element("span", m.score + "%", "score"));
       li.appendChild(element("span", "Ctrl+" + m.rank + " · " + (m.origin === "memory" ? "memory" : "your post-edit of segment " + (m.index + 1)), "origin"));
       li.appendChild(element("span", m.target, "target"));
-      li.appendChild(element("span", m.source, "msource"));
+      const msource = element("span", null, "msource");
+      diffInto(msource, words(next.source), words(m.source), true);  // how its source differs from this one
+      li.appendChild(msource);
       return li;
     }));
     $("matches-panel").hidden = next.matches.length === 0;
@@ -165,8 +182,25 @@
     $("comments").replaceChildren(...next.comments.map((c) => element("li", c)));
     $("flag").setAttribute("aria-pressed", next.flagged ? "true" : "false");
     $("flag").textContent = next.flagged ? "Flagged" : "Flag";
+    start = next.status === "done" ? null : { origin: next.target ? "target" : "mt" };
+    undoStarts = [];
+    redoStarts = [];
     setEditor(next.post_edit);
-    $("missing").hidden = true;
+    const draft = drafts.get(draftKey(next)) || (next.draft && { post_edit: next.draft.post_edit, ...next.draft.human });
+    if (draft) {  // back where the translator left it: text, key log, pauses and the clock
+      setEditor(draft.post_edit);
+      keys = draft.keys || [];
+      pauses = draft.pauses || [];
+      shownAt = performance.now() - (draft.elapsed_ms || 0);
+      if (draft.start) start = draft.start;
+      $("draft-state").textContent = "draft restored";
+    } else {
+      $("draft-state").textContent = "";
+    }
+    const notes = $("notes");
+    notes.replaceChildren(...(next.notes || []).map((n) => element("li", n)));
+    notes.hidden = !(next.notes || []).length;
+    $("qa-panel").hidden = true;
     editor.dataset.index = String(next.index);
     editor.focus();
     editor.setSelectionRange(editor.value.length, editor.value.length);
@@ -194,8 +228,10 @@
         button.disabled = s.status === "todo";
         if (view && !view.done && view.index === s.index) button.className = "open";
         button.appendChild(element("span", s.status === "done" ? (s.versions > 1 ? "v" + s.versions : "done") : s.status, "st " + s.status));
-        button.appendChild(document.createTextNode((s.index + 1) + " " + s.doc_id + (s.flagged ? " ⚑" : "") + (s.comments ? " ✎" + s.comments : "")));
-        button.title = s.source;
+        button.appendChild(element("span", String(s.index + 1), "num"));
+        button.appendChild(element("span", (s.draft ? "• " : "") + (s.flagged ? "⚑ " : "") + (s.comments ? "✎" + s.comments + " " : "") + s.source, "text"));
+        if (s.draft) button.title = "unsaved draft · ";
+        button.title = (button.title || "") + s.doc_id + ": " + s.source;
         button.addEventListener("click", () => open(s.index));
         li.appendChild(button);
         return li;
@@ -208,6 +244,7 @@
   async function open(index) {
     if (busy) return;
     if (index < 0 || (current !== null && index > current) || (current === null && view && index >= view.total)) return;
+    await saveDraft();  // leaving keeps the draft
     try {
       show(await api(current !== null && index === current ? "/api/segment" : "/api/segment?index=" + index));
     } catch (err) {
@@ -217,42 +254,82 @@
 
   // ---- the live diff of the machine translation against the editor (words, longest common subsequence)
   function words(text) { return text.match(/\s+|[^\s]+/g) || []; }
-  function showDiff() {
-    if (!view || view.done) return;
-    const a = words(view.hypothesis), b = words(editor.value);
+  // out gets b with its differences from a: ins for words of b only, del for words of a only (or, with onlyB,
+  // just b's own words marked: a match's source against the current source)
+  function diffInto(out, a, b, onlyB) {
     const n = a.length, m = b.length;
     const table = Array.from({ length: n + 1 }, () => new Uint16Array(m + 1));
     for (let i = n - 1; i >= 0; i--) for (let j = m - 1; j >= 0; j--)
       table[i][j] = a[i] === b[j] ? table[i + 1][j + 1] + 1 : Math.max(table[i + 1][j], table[i][j + 1]);
-    const out = $("diff");
     out.replaceChildren();
     let i = 0, j = 0;
-    const put = (tag, text) => out.appendChild(tag ? element(tag, text) : document.createTextNode(text));
+    const put = (tag, text) => out.appendChild(tag && text.trim() ? element(tag, text) : document.createTextNode(text));
     while (i < n || j < m) {
       if (i < n && j < m && a[i] === b[j]) { put(null, a[i]); i++; j++; }
-      else if (j < m && (i === n || table[i][j + 1] >= table[i + 1][j])) { put("ins", b[j]); j++; }
-      else { put("del", a[i]); i++; }
+      else if (j < m && (i === n || table[i][j + 1] >= table[i + 1][j])) { put(onlyB ? "del" : "ins", b[j]); j++; }
+      else { if (!onlyB) put("del", a[i]); else if (a[i].trim()) put("ins", "+" + a[i]); i++; }
     }
+  }
+  function showDiff() {
+    if (!view || view.done) return;
+    diffInto($("diff"), words(view.hypothesis), words(editor.value), false);
   }
 
   // ---- glossary terms the draft leaves out (the server applies the one matching rule)
+  // ---- QA: the glossary's terms, tags, numbers, spaces and punctuation, checked by the server (warnings only)
+  async function runCheck() {
+    const index = view.index, text = editor.value;
+    const answer = await api("/api/check", { index: index, text: text });
+    if (!view || view.index !== index || editor.value !== text) return null;
+    warnings = answer.warnings;
+    $("qa").replaceChildren(...warnings.map((w) => element("li", w.text)));
+    $("qa-panel").hidden = warnings.length === 0;
+    return warnings;
+  }
   function checkTerms() {
     clearTimeout(checker);
-    if (!view || view.done || view.terms.length === 0) return;
+    if (!view || view.done) return;
     checker = setTimeout(async () => {
-      const index = view.index, text = editor.value;
-      try {
-        const answer = await api("/api/check", { index: index, text: text });
-        if (!view || view.index !== index || editor.value !== text) return;
-        const note = $("missing");
-        note.hidden = answer.missing.length === 0;
-        note.textContent = answer.missing.length ? "Glossary terms not in your post-edit: " +
-          answer.missing.map((t) => t.target + " (" + t.source + ")").join(", ") : "";
-      } catch (err) {
-        status(err.message, true);
-      }
+      try { await runCheck(); } catch (err) { /* a check that fails says nothing: submitting says what matters */ }
     }, 250);
   }
+
+  // ---- drafts
+  function draftBody() {
+    const open = pausedAt === null ? pauses : [...pauses, [pausedAt, elapsed()]];
+    const body = { index: view.index, post_edit: editor.value, seconds: activeSeconds(), keys: keys, pauses: open,
+      elapsed_ms: elapsed() };
+    if (start) body.start = start;
+    return body;
+  }
+  function touched() {  // something to keep: a draft is saved soon
+    if (!view || view.done) return;
+    dirty = true;
+    $("draft-state").textContent = "";
+    clearTimeout(drafter);
+    drafter = setTimeout(saveDraft, 800);
+  }
+  async function saveDraft(keepalive) {
+    clearTimeout(drafter);
+    if (!dirty || !view || view.done) return;
+    const body = draftBody(), key = draftKey(view);
+    drafts.set(key, body);
+    dirty = false;
+    try {
+      if (keepalive) {
+        fetch("/api/draft", { method: "POST", keepalive: true, credentials: "omit", cache: "no-store",
+          headers: { "Authorization": "Bearer " + token, "Content-Type": "application/json" }, body: JSON.stringify(body) });
+        return;
+      }
+      await api("/api/draft", body);
+      if (drafts.get(key) === body) drafts.delete(key);  // the server has it (and gives it back with the view)
+      if (view && draftKey(view) === key) $("draft-state").textContent = "draft saved";
+    } catch (err) {
+      status("The draft is kept in this page only: " + err.message, true);
+    }
+  }
+  window.addEventListener("pagehide", () => saveDraft(true));
+  document.addEventListener("visibilitychange", () => { if (document.visibilityState === "hidden") saveDraft(true); });
 
   // ---- the key log
   function log(op, arg) {
@@ -266,21 +343,41 @@
     const lacking = tags().filter((t) => !text.includes(t));
     return lacking.length ? [text, ...lacking].join(" ") : text;
   }
-  function replaceAll(text, op) {  // a whole-text replacement by a shortcut or a button (one key event)
+  // text typed in by the browser's editing (execCommand), so Ctrl+Z undoes it as any typing
+  function typeIn(text, whole) {
+    editor.focus();
+    if (whole) editor.select();
+    replacing = true;
+    const done = document.execCommand("insertText", false, text);
+    replacing = false;
+    if (!done) editor.setRangeText(text, whole ? 0 : editor.selectionStart, whole ? editor.value.length : editor.selectionEnd, "end");
+    lastValue = editor.value;
+    afterChange();
+  }
+  function replaceAll(text, op) {  // a whole-text replacement by a shortcut or a button (one key event), undoable
     if (!view || view.done || pausedAt !== null) return;
     log(op, op === "t" ? text.rank : text.length);
-    setEditor(withTags(op === "t" ? text.target : text));
-    editor.focus();
+    const before = editor.value, was = start;
+    if (view.status !== "done") start = op === "t" ? { origin: "match", rank: text.rank } : { origin: op === "s" ? "source" : "mt" };
+    typeIn(withTags(op === "t" ? text.target : text), true);
+    undoStarts.push({ before: before, after: editor.value, start: was, then: start });
+    redoStarts = [];
     editor.setSelectionRange(editor.value.length, editor.value.length);
-    afterChange();
+  }
+  function insertAtCaret(text, op) {  // a glossary term or a tag at the caret (one key event), undoable
+    if (!view || view.done || pausedAt !== null || !text) return;
+    log(op, text.length);
+    typeIn(text, false);
   }
   function afterChange() {
     hideCompletion();
     showDiff();
     checkTerms();
+    touched();
   }
 
   editor.addEventListener("beforeinput", (event) => {
+    if (replacing) return;  // a replacement or an insert: logged as one event already
     const kind = event.inputType || "";
     lastValue = editor.value;
     lastCaret = editor.selectionStart;
@@ -311,29 +408,62 @@
       return;
     }
     lastValue = editor.value;
+    const kind = event.inputType || "";
+    if (kind === "historyUndo" && undoStarts.length && undoStarts[undoStarts.length - 1].before === editor.value) {
+      const undone = undoStarts.pop();  // a replacement undone: its start too
+      start = undone.start;
+      redoStarts.push(undone);
+    } else if (kind === "historyRedo" && redoStarts.length && redoStarts[redoStarts.length - 1].after === editor.value) {
+      const redone = redoStarts.pop();
+      start = redone.then;
+      undoStarts.push(redone);
+    }
     afterChange();
     if (view && view.protocol === "interactive" && view.status === "current") {
       clearTimeout(timer);
       timer = setTimeout(askCompletion, 150);
     }
   });
+  const MOVES = ["ArrowLeft", "ArrowRight", "ArrowUp", "ArrowDown", "Home", "End", "PageUp", "PageDown"];
   editor.addEventListener("keydown", (event) => {
-    if (event.key === "Tab" && offered !== null && !event.ctrlKey) {
+    const ctrl = event.ctrlKey || event.metaKey;
+    if (event.key === "Tab" && offered !== null && !ctrl) {
       event.preventDefault();
       accept();
-    } else if (!event.ctrlKey && !event.metaKey && ["ArrowLeft", "ArrowRight", "ArrowUp", "ArrowDown", "Home", "End", "PageUp", "PageDown"].includes(event.key)) {
-      log("n", 0);
+    } else if (MOVES.includes(event.key) && !(ctrl && !event.shiftKey && ["ArrowUp", "ArrowDown"].includes(event.key))) {
+      log(event.shiftKey ? "v" : "n", 0);  // a move (a word at a time with Ctrl) or, with Shift, a selection
+      touched();
+    } else if (ctrl && !event.shiftKey && !event.altKey && event.key.toLowerCase() === "a") {
+      log("v", 0);  // select all
+      touched();
     }
   });
-  editor.addEventListener("mousedown", () => log("m", 0));
+  editor.addEventListener("mousedown", () => { log("m", 0); touched(); });
 
   // ---- shortcuts (listed on the page), wherever the focus is
+  // ---- shortcuts (listed on the page); where the focus says: in the comment box, Ctrl+Enter adds the comment and
+  // only Ctrl+P acts on the segment
   document.addEventListener("keydown", (event) => {
     const ctrl = event.ctrlKey || event.metaKey;
+    const inComment = event.target && event.target.id === "comment";
+    if (event.altKey && !ctrl && !inComment && view && !view.done && pausedAt === null) {
+      const digit = /^Digit([1-9])$/.exec(event.code || "");
+      if (digit && view.terms[Number(digit[1]) - 1]) {
+        event.preventDefault();
+        insertAtCaret(view.terms[Number(digit[1]) - 1].target, "g");
+      } else if (event.code === "KeyT") {
+        event.preventDefault();
+        insertAtCaret(missingTag(editor.value), "k");
+      }
+      return;
+    }
     if (!ctrl || event.altKey) return;
     const key = event.key.length === 1 ? event.key.toLowerCase() : event.key;
     let handled = true;
     if (key === "p") togglePause();
+    else if (inComment) {
+      if (key === "Enter") addComment(); else handled = false;
+    }
     else if (pausedAt !== null) handled = false;
     else if (key === "Enter") submit();
     else if (key === "ArrowDown" && view && !view.done) open(view.index + 1);
@@ -387,14 +517,43 @@
       status("The tag " + lost + " of the source is missing: paste it back where it belongs.", true);
       return;
     }
+    if (view.status === "done" && editor.value === view.post_edit) {  // nothing changed: no revision, back to work
+      dirty = false;
+      drafts.delete(draftKey(view));
+      if (current !== null) await open(current);
+      status("Unchanged: no revision recorded.");
+      return;
+    }
+    clearTimeout(checker);
+    busy = true;
+    $("submit").disabled = true;
+    try {  // QA warnings first: a second Ctrl+Enter on the same text submits anyway (the record keeps them)
+      const found = await runCheck();
+      if (found && found.length && overridden !== editor.value) {
+        overridden = editor.value;
+        status("QA: " + found.length + " warning" + (found.length > 1 ? "s" : "") + " (listed). Ctrl+Enter again submits anyway.", true);
+        return;
+      }
+    } catch (err) {
+      status(err.message, true);
+    } finally {
+      busy = false;
+      $("submit").disabled = false;
+    }
     busy = true;
     $("submit").disabled = true;
     status("saving…");
+    clearTimeout(drafter);
+    const revising = view.status === "done", key = draftKey(view);
     const same = unanswered && unanswered.index === view.index && unanswered.post_edit === editor.value;
     const body = same ? unanswered : { index: view.index, post_edit: editor.value, seconds: activeSeconds(), keys: keys, pauses: pauses };
+    if (!same && start && !revising) body.start = start;
     unanswered = body;
     try {
-      show(await api(view.status === "done" ? "/api/revise" : "/api/submit", body));
+      const answer = await api(revising ? "/api/revise" : "/api/submit", body);
+      drafts.delete(key);
+      show(answer);
+      if (revising) status(answer.unchanged !== undefined ? "Unchanged: no revision recorded." : "Revision saved; back to segment " + (answer.done ? "list" : answer.index + 1) + ".");
       unanswered = null;
     } catch (err) {
       status("Not saved: " + err.message + ". Your post-edit is still here; submit again.", true);
@@ -431,11 +590,11 @@
   }
   $("add-comment").addEventListener("click", addComment);
   $("comment").addEventListener("keydown", (event) => {
-    if (event.key === "Enter" && !event.ctrlKey) { event.preventDefault(); addComment(); }
+    if (event.key === "Enter" && !event.ctrlKey && !event.metaKey) { event.preventDefault(); addComment(); }
   });
   $("flag").addEventListener("click", () => note({ flagged: !(view && view.flagged) }));
 
-  async function start() {
+  async function boot() {
     if (!token) {
       status("Open the link you were given: it holds your access token.", true);
       return;
@@ -447,5 +606,5 @@
       status(err.message, true);
     }
   }
-  start();
+  boot();
 })();
