@@ -136,9 +136,10 @@ class _RunSlot:
 class Group:
     """Runs in lockstep: ``run`` takes the loops (each checked already: ``check_runs``) through the stream together."""
 
-    def __init__(self, loops: list[Any]) -> None:
+    def __init__(self, loops: list[Any], shared_update: bool | None = None) -> None:
         self.slots = [_RunSlot(loop, i) for i, loop in enumerate(loops)]
         self.stack: StackedModel | None = None
+        self.shared_update = shared_update  # one stacked update pass for all (default: on a GPU; update_group)
 
     @property
     def names(self) -> list[str]:
@@ -155,7 +156,9 @@ class Group:
         why = stackable(self.slots[0].loop.model, family.frozen_markers)
         if why is not None:
             raise SimpeError(f"runs {', '.join(self.names)} cannot share a pass: {why}; run them with --lockstep off")
-        self.stack = StackedModel([slot.loop.model for slot in self.slots], family.frozen_markers)
+        # a tensor no run's method changes is read by all from one base (simpe.models.stacked.Versions)
+        self.stack = StackedModel([slot.loop.model for slot in self.slots], family.frozen_markers,
+                                  trainable=[set(slot.loop.method.trainable()) for slot in self.slots])
         self.timer = ModelTimer(self.stack.model)
 
     def write_all(self, slot: _RunSlot) -> None:
@@ -269,7 +272,7 @@ class Group:
         learning = [slot for slot in active if slot.index in drafts]
         updates = [RunUpdate(slot.index, slot.loop.method, slot.loop.cfg.update, slot.loop.model) for slot in learning]
         with shared("update"):
-            records = update_group(self.stack, updates, pair)
+            records = update_group(self.stack, updates, pair, self.shared_update)
         share = 1.0 / max(1, len(learning))
         for slot, upd in zip(learning, records):
             try:

@@ -27,7 +27,7 @@ import torch
 from simpe.config.tree import UpdateConfig
 from simpe.loop.masters import MasterCopies, master_copies
 from simpe.loop.undo import Backup, backup_for
-from simpe.loop.update import _ppl, clip_and_step
+from simpe.loop.update import _ppl, clip_and_step, update
 from simpe.methods.base import Method
 from simpe.model import Pair, teacher_forced_logits
 from simpe.models.stacked import StackedModel
@@ -122,14 +122,37 @@ def _step(run: RunUpdate, grads: list[torch.Tensor | None]) -> None:
         run.repeating = False
 
 
-def update_group(stack: StackedModel, runs: list[RunUpdate], pair: Pair) -> list[dict[str, Any]]:
-    """Adapt every run of ``runs`` on ``pair`` together; each run's record as ``simpe.loop.update.update`` gives it.
+def shared_pass(device: torch.device) -> bool:
+    """Whether a group's update takes one stacked pass for all runs (``update_group``), or each run its own.
+
+    On a GPU the update is bound by the launches of its many small kernels, which one stacked pass pays once for all
+    runs. On the CPU it is bound by arithmetic and the weights' memory traffic (tests and docs/lockstep.md give the
+    figures: a stacked pass of make simulate's six presets cost 2.4x their own passes), and a run's own backward
+    stops where its trainable tensors do (bias: at the output layer), where a stacked one goes through every run's
+    rows; there each run takes ``simpe.loop.update.update`` on its own model, bit for bit as a run alone always did.
+    """
+    return device.type != "cpu"
+
+
+def update_group(stack: StackedModel, runs: list[RunUpdate], pair: Pair, shared: bool | None = None) -> list[dict[str, Any]]:
+    """Adapt every run of ``runs`` on ``pair``; each run's record as ``simpe.loop.update.update`` gives it.
 
     ``runs``: the runs that learn from this segment (a run resumed later than the others sits out the segments it has
-    already done: its block of the stack is computed and never read).
+    already done: its block of the stack is computed and never read). ``shared``: one stacked pass per repetition for
+    all runs, or each run's own update on its own model, its new weights then written into the stack (default:
+    ``shared_pass`` of the stack's device).
     """
     if not runs:
         return []
+    if shared is None:
+        shared = shared_pass(next(iter(stack.names.values())).device)
+    if not shared:
+        out = []
+        for run in runs:
+            record = update(run.model, run.method, pair, run.cfg)
+            stack.write(run.index, run.model, run.names)
+            out.append(record)
+        return out
     count = stack.runs
     input_ids = pair.input_ids.expand(count, -1)  # (runs, src_len)
     labels = pair.labels.expand(count, -1)  # (runs, tgt_len)
@@ -180,8 +203,11 @@ def update_group(stack: StackedModel, runs: list[RunUpdate], pair: Pair) -> list
             by_param = {id(param): grad for param, grad in zip(needed, grads)}
             for run in learning:
                 run.backward += seconds / len(learning)
-                own = [by_param.get(id(stack.names[name])) for name in run.names]
-                _step(run, [None if g is None else g[run.index] for g in own])
+                grads_of = [by_param.get(id(stack.names[name])) for name in run.names]
+                # contiguous: a gradient summed from several readers (a tied embedding) takes the layout of the first
+                # to arrive, which differs with the group; a norm reduces in memory order (the same values, other bits)
+                _step(run, [None if g is None else g[stack.row(name, run.index)].contiguous()
+                            for name, g in zip(run.names, grads_of)])
                 stack.write(run.index, run.model, run.names)
         finally:
             for param in needed:

@@ -65,6 +65,20 @@ def test_three_presets_as_a_group_write_the_records_of_each_alone(alone: dict[st
         _assert_same_run(alone[path.name], path)
 
 
+def test_the_shared_update_of_a_group_is_the_same_for_each_run_alone(tmp_path: Path, one_torch_thread: None) -> None:
+    """The update as one stacked pass for all runs (a GPU's default; simpe.loop.group_update.shared_pass), forced on
+    the CPU: each run's records in the group are those of the same run alone through it (a group of one)."""
+    settings = [*SETTINGS[:1], "snapshots.every=0", "device=cpu"]
+    alone = {}
+    for preset in PRESETS:
+        loops = check_runs([load_config(preset, [*settings, f"runs_dir={tmp_path / 'alone'}"])], progress=False)
+        alone[preset] = Group(loops, shared_update=True).run()[0]
+    loops = check_runs([load_config(preset, [*settings, f"runs_dir={tmp_path / 'group'}"]) for preset in PRESETS],
+                       progress=False)
+    for path in Group(loops, shared_update=True).run():
+        _assert_same_run(alone[path.name], path)
+
+
 def test_which_runs_go_together(tmp_path: Path) -> None:
     knn, full = load_config("knn", [f"runs_dir={tmp_path}"]), load_config("full", [f"runs_dir={tmp_path}"])
     assert why_alone(full) is None

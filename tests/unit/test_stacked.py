@@ -66,6 +66,36 @@ def _stacked_grads(models: list, family, pair) -> tuple[StackedModel, tuple]:
     return stack, torch.autograd.grad(total, list(stack.names.values()))
 
 
+def test_runs_that_do_not_change_a_tensor_read_one_base_and_get_their_own_models_pass(demo, one_torch_thread: None) -> None:
+    """Run 0 changes nothing (baseline), run 1 everything (full), run 2 the top decoder layer (a top-like method), run
+    3 nothing: most tensors hold two versions (the base, full's) instead of four, and each block is still its own
+    model's pass, bit for bit, whether the base's runs take one product (five rows each) or one each (one row)."""
+    models = _runs(demo, 4)
+    top_layer = demo.family.top_layer_prefixes(demo.model)[1]  # model.decoder.layers.<last>.
+    with torch.no_grad():  # the runs that change nothing hold the base
+        for number in (0, 3):
+            models[number].load_state_dict(demo.model.state_dict())
+        for name, param in models[2].named_parameters():
+            if not name.startswith(top_layer) and "embed_positions" not in name:
+                param.copy_(dict(demo.model.named_parameters())[name])
+    top = {name for name, _ in models[2].named_parameters() if name.startswith(top_layer)}
+    everything = {name for name, _ in models[1].named_parameters()}
+    stack = StackedModel(models, demo.family.frozen_markers, trainable=[set(), everything, top, set()])
+    assert stack.row("model.shared.weight", 0) == stack.row("model.shared.weight", 3) == 0
+    assert stack.row("model.shared.weight", 1) == 1 and stack.row("model.shared.weight", 2) == 0
+    assert [stack.row(f"{top_layer}fc1.weight", r) for r in range(4)] == [0, 1, 2, 0]
+    assert stack.names["model.encoder.layers.0.fc1.weight"].shape[0] == 2  # the base and full's
+    pair = _pair(demo)
+    for rows in (1, 5):  # a block of one row: block by block; of five: one product for the base's runs
+        ids = pair.input_ids.expand(4 * rows, -1)
+        labels = pair.labels.expand(4 * rows, -1)
+        with torch.no_grad():
+            stacked = teacher_forced_logits(stack.model, ids, labels)
+            for number, model in enumerate(models):
+                alone = teacher_forced_logits(model, pair.input_ids.expand(rows, -1), pair.labels.expand(rows, -1))
+                assert torch.equal(stacked[number * rows:(number + 1) * rows], alone), (rows, number)
+
+
 def test_the_gradients_of_a_stacked_pass_are_each_runs_own(demo, one_torch_thread: None) -> None:
     models = _runs(demo, 2)
     pair = _pair(demo)
