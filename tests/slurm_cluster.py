@@ -58,7 +58,8 @@ def slurm_conf(root: Path, ctld_port: int, slurmd_port: int, user: str) -> str:
         f"SlurmdPort={slurmd_port}",
         f"SlurmUser={user}",
         "AuthType=auth/munge",
-        f"AuthInfo=socket={root}/munge.socket",
+        # cred_expire: also how long a requeued job waits before it may start again (default 120 s)
+        f"AuthInfo=socket={root}/munge.socket,cred_expire=10",
         "CredType=cred/munge",
         f"StateSaveLocation={root}/state",
         f"SlurmdSpoolDir={root}/spool",
@@ -77,6 +78,7 @@ def slurm_conf(root: Path, ctld_port: int, slurmd_port: int, user: str) -> str:
         "ReturnToService=2",
         "JobRequeue=1",
         f"MinJobAge={MIN_JOB_AGE}",
+        "KillWait=5",  # seconds between a cancelled task's SIGTERM and its SIGKILL (default 30)
         "SlurmdTimeout=60",
         "SlurmctldTimeout=60",
         "SlurmdParameters=config_overrides",  # the node has CPUS CPUs whatever the machine has
@@ -109,7 +111,13 @@ class Cluster:
         return self.run("sinfo", "-h", "-n", NODE, "-o", "%T", check=False).strip()
 
     def stop(self) -> None:
-        """End every daemon this cluster started, by its PID, the last started first."""
+        """Cancel the jobs still in the queue (their slurmstepd would outlive slurmd), then end every daemon this
+        cluster started, by its PID, the last started first."""
+        if self.processes.get("slurmctld") is not None and self.processes["slurmctld"].poll() is None:
+            self.run("scancel", "--user", "root", check=False)
+            end = time.monotonic() + 30
+            while time.monotonic() < end and self.run("squeue", "-h", check=False).strip():
+                time.sleep(0.5)
         for name in reversed(list(self.processes)):
             process = self.processes.pop(name)
             if process.poll() is None:
@@ -182,7 +190,13 @@ def _wait(ready, timeout: float, cluster: Cluster, what: str) -> None:
     raise ClusterError(f"{what} within {timeout:g} s (node state: {cluster.node_state() or '?'})\n{cluster.logs()}")
 
 
-if __name__ == "__main__":  # python tests/slurm_cluster.py DIR: start a cluster, print its SLURM_CONF, stop on Ctrl-C
+def _stop_on(signum: int, frame: object) -> None:
+    raise SystemExit(0)
+
+
+if __name__ == "__main__":  # python tests/slurm_cluster.py DIR: start a cluster, print its SLURM_CONF; SIGTERM or Ctrl-C stops it
+    signal.signal(signal.SIGTERM, _stop_on)
+    signal.signal(signal.SIGINT, _stop_on)  # also where a shell started this in the background (SIGINT ignored there)
     started = start(Path(sys.argv[1] if len(sys.argv) > 1 else "/tmp/simpe-slurm"))
     print(f"SLURM_CONF={started.conf}", flush=True)
     try:
