@@ -78,7 +78,7 @@ def slurm_conf(root: Path, ctld_port: int, slurmd_port: int, user: str) -> str:
         "ReturnToService=2",
         "JobRequeue=1",
         f"MinJobAge={MIN_JOB_AGE}",
-        "KillWait=5",  # seconds between a cancelled task's SIGTERM and its SIGKILL (default 30)
+        "KillWait=2",  # seconds between a cancelled task's SIGTERM (which submitit ignores) and its SIGKILL (default 30)
         "SlurmdTimeout=60",
         "SlurmctldTimeout=60",
         "SlurmdParameters=config_overrides",  # the node has CPUS CPUs whatever the machine has

@@ -1,0 +1,224 @@
+"""`simpe sweep --backend slurm` on a real single-node Slurm (tests/slurm_cluster.py: munged, slurmctld and slurmd from
+Debian's slurm-wlm, two CPUs): a 4-run sweep with the local backend's records, a cancelled task requeued and resumed
+whole, the one-line refusals, the dry run's array. Where the daemons cannot start (not root, not installed) the tests
+that need them skip with the reason; with SIMPE_REQUIRE_SLURM=1 (.ci/run) they fail instead."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from pathlib import Path
+
+import pytest
+import slurm_cluster
+
+from simpe.cli import main
+from simpe.rundir import layout
+from simpe.rundir.reader import read_jsonl
+from simpe.sweep import plan
+from simpe.sweep.follow import find_manifest, run_statuses
+from simpe.sweep.slurm import SlurmSettings, parse_time, run_one
+
+pytest.importorskip("submitit")
+
+PRESETS = ["bias", "full", "top"]  # with the baseline: 4 runs
+NAMES = ["baseline", "bias", "full", "top"]
+SETTINGS = ["--segments", "10", "--set", "checkpoint_every=3", "--set", "device=cpu", "--bootstrap", "10"]
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    """A single-node Slurm for the module, its SLURM_CONF in the environment (sbatch and the tasks inherit it)."""
+    try:
+        started = slurm_cluster.start(tmp_path_factory.mktemp("slurm"))
+    except slurm_cluster.ClusterError as err:
+        if os.environ.get("SIMPE_REQUIRE_SLURM") == "1":
+            raise
+        pytest.skip(f"no single-node Slurm here: {str(err).splitlines()[0]}")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("SLURM_CONF", str(started.conf))
+        patch.setenv("OMP_NUM_THREADS", "1")  # the tasks' torch takes its threads from --cpus-per-task; OpenMP too
+        yield started
+    started.stop()
+
+
+def _records(path: Path) -> list[dict]:
+    """The segment records without their timings (the only thing allowed to differ between two runs)."""
+    records = read_jsonl(path / layout.SEGMENTS_FILE)
+    for record in records:
+        record.pop("seconds")
+    return records
+
+
+def _group(runs_dir: Path) -> Path:
+    (group,) = [p for p in runs_dir.iterdir() if p.name != "slurm"]
+    return group
+
+
+@pytest.fixture(scope="module")
+def local_runs(tmp_path_factory):
+    """The same 4-run sweep on the local backend (a local Ray, one torch thread per run), as the reference."""
+    ray = pytest.importorskip("ray")
+    runs = tmp_path_factory.mktemp("local")
+    try:
+        assert main(["sweep", "--preset", *PRESETS, *SETTINGS, "--runs-dir", str(runs), "--backend", "local", "--workers", "2",
+                     "--threads", "1", "--no-progress"]) == 0
+    finally:
+        ray.shutdown()  # test_sweep.py starts its own
+    return _group(runs)
+
+
+@pytest.mark.slow  # covered in make test: test_the_dry_run_prints_the_array_and_its_sbatch_parameters (the array),
+# test_a_failing_run_leaves_its_error_in_its_folder (the task's code in process), the refusals on this cluster
+def test_a_4_run_sweep_on_slurm_has_the_local_backends_records(cluster, local_runs, tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture):
+    assert main(["sweep", "--preset", *PRESETS, *SETTINGS, "--runs-dir", str(tmp_path), "--backend", "slurm",
+                 "--cpus-per-task", "1"]) == 0
+    out = capsys.readouterr()
+    group = _group(tmp_path)
+    assert group.name == local_runs.name
+    for name in NAMES:
+        assert (group / name / layout.DONE_FILE).exists()
+        assert _records(group / name) == _records(local_runs / name), name
+        assert len(_records(group / name)) == 10
+    # the driver's lines: one per run as it ends, then the table and the end lines
+    assert sorted(line.split(" (")[0] for line in out.err.splitlines() if line.startswith("done: ")) == \
+        sorted(f"done: {name}" for name in NAMES)
+    assert "| full |" in out.out and (group / layout.COMPARE_DIR / "compare.md").exists()
+    assert [line for line in out.out.splitlines() if line.startswith("done: ")] == [f"done: {group / n}" for n in NAMES]
+    # only the runs folder and Slurm's log folder are written
+    assert sorted(p.name for p in tmp_path.iterdir()) == [group.name, "slurm"]
+    manifest = find_manifest(tmp_path)
+    assert [s.status for s in run_statuses(manifest)] == ["done"] * 4
+    assert main(["sweep", "--status", str(tmp_path)]) == 0
+    status = capsys.readouterr().out.splitlines()
+    assert status[0] == f"slurm job {manifest['job']}: 4 runs: 4 done, 0 running, 0 pending, 0 failed"
+    assert {line.split()[1] for line in status[1:]} == {"COMPLETED"}  # the tasks are still in the queue (MinJobAge 30 s)
+
+
+def _wait(condition, timeout: float, what: str) -> None:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if condition():
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"{what} within {timeout:g} s")
+
+
+def _lines(path: Path) -> int:
+    try:
+        return (path / layout.SEGMENTS_FILE).read_bytes().count(b"\n")
+    except OSError:
+        return 0
+
+
+@pytest.mark.slow  # covered in make test: test_simulate.py's resume after a kill (the same records), the task's code
+# (test_a_failing_run_leaves_its_error_in_its_folder) reads each run's state when it starts
+def test_a_cancelled_task_requeued_resumes_its_run_whole(cluster, local_runs, tmp_path: Path, capsys: pytest.CaptureFixture):
+    assert main(["sweep", "--preset", "full", "--no-baseline", *SETTINGS, "--runs-dir",
+                 str(tmp_path), "--backend", "slurm", "--detach"]) == 0
+    job = capsys.readouterr().out.strip().splitlines()[-1]
+    run = _group(tmp_path) / "full"
+    task = f"{job}_0"
+    _wait(lambda: _lines(run) >= 4, 120, "4 segments (a checkpoint after 3)")
+    cluster.run("scancel", task)
+    _wait(lambda: cluster.run("squeue", "-h", "-t", "all", "-j", task, "-o", "%T").strip() == "CANCELLED", 30, "CANCELLED")
+    cut = _lines(run)
+    assert not (run / layout.DONE_FILE).exists() and 4 <= cut < 10  # killed in the middle
+    (status,) = run_statuses(find_manifest(tmp_path))
+    assert (status.status, status.slurm) == ("failed", "CANCELLED")
+    cluster.run("scontrol", "requeue", task)
+    assert run_statuses(find_manifest(tmp_path))[0].status == "pending"
+    _wait(lambda: (run / layout.DONE_FILE).exists(), 180, "the requeued task completing the run")
+    records = _records(run)
+    assert [r["index"] for r in records] == list(range(10))  # whole, nothing twice
+    assert records == _records(local_runs / "full")
+    # resumed from a checkpoint (taken every 3 segments), not started again
+    assert re.search(r"resuming \S+ at segment [369] of 10", (run / layout.LOG_FILE).read_text())
+    _wait(lambda: run_statuses(find_manifest(tmp_path))[0].slurm == "COMPLETED", 30, "COMPLETED")
+
+
+def test_the_refusals_are_one_line(cluster, tmp_path: Path, capsys: pytest.CaptureFixture):
+    base = ["sweep", "--preset", "bias", "--no-baseline", "--runs-dir", str(tmp_path), "--backend", "slurm"]
+    assert main([*base, "--segments", "10", "--partition", "gpu"]) == 2
+    assert capsys.readouterr().err == ("simpe: error: --partition 'gpu': the cluster has no such partition; known: "
+                                       f"{slurm_cluster.PARTITION}\n")
+    # the demo model's bias run: about 0.12 s a segment on one thread by the dry run, 1,000 segments > 1 minute
+    assert main([*base, "--segments", "1000", "--time", "1"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("simpe: error: --time 1 min is shorter than the dry run's estimate for run 'bias' (") and \
+        err.count("\n") == 1 and "give --time 4 or more" in err
+    assert not tmp_path.exists() or not any(tmp_path.iterdir())  # nothing submitted, nothing written
+
+
+def test_no_sbatch_on_path_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert main(["sweep", "--preset", "bias", "--segments", "2", "--runs-dir", str(tmp_path / "runs"), "--backend", "slurm"]) == 2
+    assert capsys.readouterr().err == ("simpe: error: --backend slurm: no sbatch on PATH; run the sweep on a Slurm login node "
+                                       "(or load its module, e.g. `module load slurm`), or use --backend local\n")
+
+
+def test_the_dry_run_prints_the_array_and_its_sbatch_parameters(tmp_path: Path, capsys: pytest.CaptureFixture,
+                                                                  monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("PATH", str(tmp_path))  # a dry run needs no Slurm
+    sweep = tmp_path / "sweep.yaml"
+    sweep.write_text("methods: [bias, full]\ngrid:\n  update.lr: [0.01, 0.02]\nsegments: 10\n"
+                     "slurm: {partition: gpu, time: '1:30:00', cpus_per_task: 2, mem: 8G, array_parallelism: 2}\n")
+    runs = tmp_path / "runs"
+    assert main(["sweep", str(sweep), "--runs-dir", str(runs), "--backend", "slurm", "--dry-run", "--partition", "cpu"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    logs = runs / "slurm"
+    assert lines[:11] == [f"slurm job array: 5 tasks, one run each; logs in {logs}",
+                          "#SBATCH --array=0-4%2", "#SBATCH --cpus-per-task=2", f"#SBATCH --error={logs}/%A_%a_0_log.err",
+                          "#SBATCH --job-name=simpe-sweep", "#SBATCH --mem=8G", "#SBATCH --nodes=1", "#SBATCH --open-mode=append",
+                          f"#SBATCH --output={logs}/%A_%a_0_log.out", "#SBATCH --partition=cpu", "#SBATCH --signal=USR2@60"]
+    assert lines[11] == "#SBATCH --time=90"
+    tasks = lines[12:]
+    assert len(tasks) == 5 and all(line.startswith(f"task {i}: new ") for i, line in enumerate(tasks))
+    # the longest first (full's relative cost above bias's), the baseline last
+    assert [line.split()[3].rsplit("/", 1)[-1] for line in tasks] == \
+        ["full--lr=0.01", "full--lr=0.02", "bias--lr=0.01", "bias--lr=0.02", "baseline"]
+    assert not runs.exists()
+
+
+def test_a_sweep_files_slurm_block_and_times_are_checked(tmp_path: Path):
+    assert [parse_time(t) for t in (90, "90", "1:30:00", "45:30", "2-00:00:00", "1-2:30")] == [90, 90, 90, 46, 2880, 1590]
+    for bad in ("soon", "0", "-5", True):
+        with pytest.raises(Exception, match="time limit"):
+            parse_time(bad)
+    with pytest.raises(Exception, match="unknown slurm key 'nodes'; known: partition, time"):
+        SlurmSettings.merged({"nodes": 2}, {})
+    assert SlurmSettings.merged({"time": "2:00:00", "cpus_per_task": 4}, {"time": "30", "partition": None}) == \
+        SlurmSettings(time=30, cpus_per_task=4)
+    sweep = tmp_path / "sweep.yaml"
+    sweep.write_text("methods: [bias]\nslurm: {mem: lots}\n")
+    assert main(["sweep", str(sweep), "--backend", "slurm", "--dry-run"]) == 2
+
+
+def test_a_failing_run_leaves_its_error_in_its_folder(tmp_path: Path):
+    """What an array task does for a run whose folder cannot be resumed (run in process: the task's own code)."""
+    (spec,) = plan(["bias"], overrides=[f"runs_dir={tmp_path}", "data.segments=2", "device=cpu"], baseline=False)
+    spec.path.mkdir(parents=True)
+    (spec.path / layout.CONFIG_FILE).write_text("update: [unclosed\n")
+    (spec.path / layout.SEGMENTS_FILE).write_text("")
+    run = {"adapter": spec.adapter, "overrides": spec.overrides, "name": spec.name, "path": str(spec.path)}
+    outcome = run_one(run, 1, os.getcwd())
+    assert outcome["status"] == "failed" and outcome["error"].startswith("RunDirError:")
+    error = (spec.path / layout.ERROR_FILE).read_text()
+    assert error.startswith(outcome["error"]) and "Traceback" in error
+    # the sweep's status names it with its error's first line
+    manifest = {"job": "7", "logs": str(tmp_path / "slurm"), "tasks": [{"index": 0, "runs": [run]}]}
+    (status,) = run_statuses(manifest, states={"7_0": "FAILED"})
+    assert (status.status, status.slurm) == ("failed", "FAILED") and status.note.startswith(outcome["error"].splitlines()[0])
+    # once the folder is fixed, the next task starts the run again and removes the error
+    for child in spec.path.iterdir():
+        child.unlink()
+    assert run_one(run, 1, os.getcwd())["status"] == "done"
+    assert not (spec.path / layout.ERROR_FILE).exists() and (spec.path / layout.DONE_FILE).exists()
+    assert json.loads((spec.path / layout.SUMMARY_FILE).read_text())
+
+
+def test_the_cluster_helper_writes_one_node_of_two_cpus(tmp_path: Path):
+    conf = slurm_cluster.slurm_conf(tmp_path, 7001, 7002, "root")
+    assert "CPUs=2" in conf and f"MinJobAge={slurm_cluster.MIN_JOB_AGE}" in conf and f"StateSaveLocation={tmp_path}/state" in conf
