@@ -194,12 +194,30 @@ def _stop_on(signum: int, frame: object) -> None:
     raise SystemExit(0)
 
 
-if __name__ == "__main__":  # python tests/slurm_cluster.py DIR: start a cluster, print its SLURM_CONF; SIGTERM or Ctrl-C stops it
+def main(argv: list[str]) -> int:
+    """``python tests/slurm_cluster.py [--check] DIR``: start a cluster in DIR and print its SLURM_CONF, until SIGTERM or
+    Ctrl-C stops it; with ``--check`` (.ci/run) start it, say how long the node took to be idle, and stop it."""
+    check = "--check" in argv
+    rest = [a for a in argv if a != "--check"]
     signal.signal(signal.SIGTERM, _stop_on)
     signal.signal(signal.SIGINT, _stop_on)  # also where a shell started this in the background (SIGINT ignored there)
-    started = start(Path(sys.argv[1] if len(sys.argv) > 1 else "/tmp/simpe-slurm"))
-    print(f"SLURM_CONF={started.conf}", flush=True)
+    begin = time.monotonic()
     try:
+        started = start(Path(rest[0] if rest else "/tmp/simpe-slurm"))
+    except ClusterError as err:
+        print(f"slurm_cluster: {err}", file=sys.stderr)
+        return 1
+    try:
+        if check:
+            print(f"slurm: a single-node cluster ({CPUS} CPUs, partition {PARTITION}) was idle after "
+                  f"{time.monotonic() - begin:.1f} s; stopped", flush=True)
+            return 0
+        print(f"SLURM_CONF={started.conf}", flush=True)
         signal.pause()
     finally:
         started.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -32,8 +32,9 @@ def add_backend_flags(p: argparse.ArgumentParser, sweep: bool) -> None:
     g.add_argument("--slurm-logs", type=Path, metavar="DIR",
                    help="Slurm's log folder: the tasks' logs, submitit's files, the sweep's manifest (default: RUNS_DIR/slurm)")
     g.add_argument("--detach", action="store_true",
-                   help="submit, print the job id and exit (the tables then come from a job that runs once every task "
-                        "ended well, afterok); follow with simpe sweep --status RUNS_DIR")
+                   help="submit, print the job id and exit" + (" (the tables then come from a job that runs once every task "
+                                                                "ended well, afterok)" if sweep else "")
+                        + "; follow with simpe sweep --status RUNS_DIR")
     if sweep:
         g.add_argument("--status", type=Path, metavar="DIR",
                        help="report a Slurm sweep's runs (done, running, pending, failed, with their Slurm states) from its "
