@@ -67,7 +67,7 @@ def slurm_conf(root: Path, ctld_port: int, slurmd_port: int, user: str) -> str:
         f"SlurmdPidFile={root}/slurmd.pid",
         f"SlurmctldLogFile={root}/slurmctld.log",
         f"SlurmdLogFile={root}/slurmd.log",
-        "ProctrackType=proctrack/pgid",
+        "ProctrackType=proctrack/linuxproc",  # follows the tasks by parent and child in /proc (no cgroups here)
         "TaskPlugin=task/none",
         "JobAcctGatherType=jobacct_gather/none",
         "AccountingStorageType=accounting_storage/none",

@@ -62,7 +62,7 @@ class RunStatus:
 
     name: str
     path: Path
-    task: str  # the array task's id, 123_4
+    task: str  # the array task's id, 123_4 (123: a sweep of one task is a plain job)
     status: str  # done, running, pending or failed
     slurm: str  # the task's Slurm state, or "-" when the cluster no longer knows it
     segments: int
@@ -89,7 +89,7 @@ def run_statuses(manifest: dict[str, Any], states: dict[str, str] | None = None)
     logs = Path(manifest["logs"])
     out = []
     for task in manifest["tasks"]:
-        task_id = f"{job}_{task['index']}"
+        task_id = task.get("id") or f"{job}_{task['index']}"  # 123_4, or 123 for a sweep of one task
         slurm = states.get(task_id, "-")
         result = task_result(logs, task_id) if slurm not in RUNNING | WAITING else None
         for run in task["runs"]:
@@ -146,9 +146,26 @@ def status_lines(manifest: dict[str, Any]) -> tuple[list[str], list[RunStatus]]:
                      + (f": {run.note}" if run.note else ""))
     tables = manifest.get("tables")
     if tables and tables != "driver":
-        state = slurm_states(str(tables)).get(str(tables), "-")
-        lines.append(f"tables: job {tables} ({state}; it runs once every task ended well, afterok)")
+        state, reason = job_state(str(tables))
+        if reason == "DependencyNeverSatisfied":  # afterok on an array whose task failed once, even if requeued since
+            groups = " ".join(sorted({str(r.path.parent) for r in runs}))
+            lines.append(f"tables: job {tables} ({state}, {reason}: a task failed before; scancel {tables} and write them "
+                         f"with simpe compare {groups})")
+        else:
+            lines.append(f"tables: job {tables} ({state}; it runs once every task ended well, afterok)")
     return lines, runs
+
+
+def job_state(job: str) -> tuple[str, str]:
+    """A plain job's Slurm state and the reason it waits (squeue), or its state from sacct, or ("-", "")."""
+    try:
+        done = subprocess.run(["squeue", "-h", "-t", "all", "-j", job, "-o", "%T %r"], capture_output=True, text=True, timeout=60)
+        if done.returncode == 0 and done.stdout.split():
+            state, _, reason = done.stdout.strip().partition(" ")
+            return state, reason if reason != "None" else ""
+    except (OSError, subprocess.TimeoutExpired):
+        pass
+    return slurm_states(job).get(job, "-"), ""
 
 
 def follow(manifest: dict[str, Any], specs: list[Any], progress: bool = True, poll: float = POLL_SECONDS) -> list[Any]:

@@ -220,7 +220,7 @@ def sbatch_script(settings: SlurmSettings, tasks: int, name: str, time_limit: in
     from submitit.slurm.slurm import _make_sbatch_string
 
     command = " ".join([shlex.quote(sys.executable), "-u -m submitit.core._submit", shlex.quote(str(logs))])
-    return _make_sbatch_string(command=command, folder=logs, map_count=tasks,
+    return _make_sbatch_string(command=command, folder=logs, map_count=tasks if tasks > 1 else None,  # one: a plain job
                                **sbatch_parameters(settings, tasks, name, time_limit))
 
 
@@ -233,7 +233,8 @@ def dry_run(specs: list[RunSpec], settings: SlurmSettings, runs_dir: Path, name:
     tasks = groups(specs)
     logs = settings.log_dir(runs_dir)
     script = sbatch_script(settings, len(tasks), name, time_limit, logs)
-    lines = [f"slurm job array: {len(tasks)} tasks, one run each; logs in {logs}"]
+    lines = [f"slurm job array: {len(tasks)} tasks, one run each; logs in {logs}" if len(tasks) > 1 else
+             f"slurm job (one task: no array): one run; logs in {logs}"]
     lines += [line for line in script.splitlines() if line.startswith("#SBATCH")]
     by_name = {spec.name: spec for spec in specs}
     for index, task in enumerate(tasks):
@@ -267,10 +268,11 @@ def submit(specs: list[RunSpec], settings: SlurmSettings, runs_dir: Path, bootst
         jobs = executor.map_array(task, tasks)
     except Exception as err:  # sbatch refused it (a resource the partition lacks, a bad --mem): its own words, one line
         raise ConfigError(f"sbatch refused the array: {_last_line(err)}") from None
-    job_id = jobs[0].job_id.split("_")[0]
+    job_id = jobs[0].job_id.split("_")[0]  # submitit submits one task as a plain job: its id has no _0
     manifest = {"job": job_id, "submitted": time.time(), "runs_dir": str(Path(runs_dir).resolve()), "logs": str(logs),
                 "time_limit": time_limit, "settings": {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(settings).items()},
-                "tasks": [{"index": i, "runs": t.runs} for i, t in enumerate(tasks)], "bootstrap": bootstrap,
+                "tasks": [{"index": i, "id": str(j.job_id), "runs": t.runs} for i, (t, j) in enumerate(zip(tasks, jobs))],
+                "bootstrap": bootstrap,
                 "tables": "driver" if tables else None}
     write_manifest(logs, manifest)
     return manifest
@@ -336,6 +338,9 @@ class SweepTask:
         self.threads, self.cwd, self.overwrite = threads, cwd, overwrite
 
     def __call__(self, group: RunGroup) -> list[dict[str, Any]]:
+        from simpe import log
+
+        log.setup(False)  # the runs' INFO lines in the task's log (Slurm's), their DEBUG lines in each run's log.txt
         outcomes = [run_one(run, self.threads, self.cwd, self.overwrite and _first_start()) for run in group.runs]
         failed = [(run["name"], outcome["error"]) for run, outcome in zip(group.runs, outcomes) if outcome["status"] == "failed"]
         if failed:  # the task fails (FAILED in Slurm; no afterok), each run's error in its folder

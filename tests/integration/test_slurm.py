@@ -82,11 +82,13 @@ def test_a_4_run_sweep_on_slurm_has_the_local_backends_records(cluster, local_ru
         assert (group / name / layout.DONE_FILE).exists()
         assert _records(group / name) == _records(local_runs / name), name
         assert len(_records(group / name)) == 10
-    # the driver's lines: one per run as it ends, then the table and the end lines
-    assert sorted(line.split(" (")[0] for line in out.err.splitlines() if line.startswith("done: ")) == \
-        sorted(f"done: {name}" for name in NAMES)
+    # the driver's lines, as the Ray path's: one per run as it ends (with its time), the table, then one per run
+    lines = out.out.splitlines()
+    assert lines[0].startswith("submitted slurm job ") and lines[0].endswith(f": 4 tasks; logs in {tmp_path / 'slurm'}")
+    assert sorted(re.sub(r" \(\d+ s\)$", "", line) for line in lines if line.startswith("done: ") and "/" not in line) == \
+        [f"done: {name}" for name in NAMES]
     assert "| full |" in out.out and (group / layout.COMPARE_DIR / "compare.md").exists()
-    assert [line for line in out.out.splitlines() if line.startswith("done: ")] == [f"done: {group / n}" for n in NAMES]
+    assert [line for line in lines if line.startswith("done: /")] == [f"done: {group / n}" for n in NAMES]
     # only the runs folder and Slurm's log folder are written
     assert sorted(p.name for p in tmp_path.iterdir()) == [group.name, "slurm"]
     manifest = find_manifest(tmp_path)
@@ -94,7 +96,11 @@ def test_a_4_run_sweep_on_slurm_has_the_local_backends_records(cluster, local_ru
     assert main(["sweep", "--status", str(tmp_path)]) == 0
     status = capsys.readouterr().out.splitlines()
     assert status[0] == f"slurm job {manifest['job']}: 4 runs: 4 done, 0 running, 0 pending, 0 failed"
-    assert {line.split()[1] for line in status[1:]} == {"COMPLETED"}  # the tasks are still in the queue (MinJobAge 30 s)
+    # a run is done once its DONE is written; its task may still be ending (submitit writes its result), and a finished
+    # task stays in the queue for the cluster's MinJobAge (30 s)
+    assert {line.split()[0] for line in status[1:]} == {"done"}
+    assert {line.split()[1] for line in status[1:]} <= {"COMPLETED", "COMPLETING", "RUNNING"}
+    _wait(lambda: {s.slurm for s in run_statuses(manifest)} == {"COMPLETED"}, 30, "every task COMPLETED")
 
 
 def _wait(condition, timeout: float, what: str) -> None:
@@ -115,28 +121,48 @@ def _lines(path: Path) -> int:
 
 @pytest.mark.slow  # covered in make test: test_simulate.py's resume after a kill (the same records), the task's code
 # (test_a_failing_run_leaves_its_error_in_its_folder) reads each run's state when it starts
-def test_a_cancelled_task_requeued_resumes_its_run_whole(cluster, local_runs, tmp_path: Path, capsys: pytest.CaptureFixture):
-    assert main(["sweep", "--preset", "full", "--no-baseline", *SETTINGS, "--runs-dir",
-                 str(tmp_path), "--backend", "slurm", "--detach"]) == 0
-    job = capsys.readouterr().out.strip().splitlines()[-1]
-    run = _group(tmp_path) / "full"
+def test_a_cancelled_task_requeued_resumes_its_run_whole(cluster, tmp_path: Path, capsys: pytest.CaptureFixture):
+    # 20 segments: a cancelled task's process ignores SIGTERM (submitit's handler) and is killed some seconds later
+    settings = ["--segments", "20", "--set", "checkpoint_every=3", "--set", "device=cpu"]
+    assert main(["sweep", "--preset", "full", *settings, "--bootstrap", "10", "--runs-dir", str(tmp_path / "slurm-runs"),
+                 "--backend", "slurm", "--detach"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    job = out[-1]
+    manifest = find_manifest(tmp_path / "slurm-runs")
+    assert [task["id"] for task in manifest["tasks"]] == [f"{job}_0", f"{job}_1"]  # full (the longer) first, the baseline
+    tables = manifest["tables"]
+    assert out[1] == f"tables: job {tables} writes them once every task ended well (afterok)"
+    run = Path(manifest["tasks"][0]["runs"][0]["path"])  # its folder appears once the task starts
     task = f"{job}_0"
-    _wait(lambda: _lines(run) >= 4, 120, "4 segments (a checkpoint after 3)")
+    _wait(lambda: _lines(run) >= 4, 180, "4 segments (a checkpoint after 3)")
     cluster.run("scancel", task)
-    _wait(lambda: cluster.run("squeue", "-h", "-t", "all", "-j", task, "-o", "%T").strip() == "CANCELLED", 30, "CANCELLED")
+    _wait(lambda: cluster.run("squeue", "-h", "-t", "all", "-j", task, "-o", "%T").strip() == "CANCELLED", 60, "CANCELLED")
     cut = _lines(run)
-    assert not (run / layout.DONE_FILE).exists() and 4 <= cut < 10  # killed in the middle
-    (status,) = run_statuses(find_manifest(tmp_path))
-    assert (status.status, status.slurm) == ("failed", "CANCELLED")
+    assert not (run / layout.DONE_FILE).exists() and 4 <= cut < 20  # killed in the middle
+    statuses = {s.name: s for s in run_statuses(find_manifest(tmp_path / "slurm-runs"))}
+    assert (statuses["full"].status, statuses["full"].slurm) == ("failed", "CANCELLED")
+    assert statuses["full"].note.startswith("the task ended CANCELLED without completing the run; its log: ")
     cluster.run("scontrol", "requeue", task)
-    assert run_statuses(find_manifest(tmp_path))[0].status == "pending"
-    _wait(lambda: (run / layout.DONE_FILE).exists(), 180, "the requeued task completing the run")
+    assert run_statuses(find_manifest(tmp_path / "slurm-runs"))[0].status == "pending"
+    _wait(lambda: (run / layout.DONE_FILE).exists(), 240, "the requeued task completing the run")
+    # resumed from its last checkpoint (every 3 segments), not started again, as the task's log says
+    log = (Path(manifest["logs"]) / f"{task}_0_log.err").read_text()
+    resumed = re.findall(r"resuming \S+ at segment (\d+) of 20", log)
+    assert len(resumed) == 1 and int(resumed[0]) % 3 == 0 and 3 <= int(resumed[0]) <= cut
     records = _records(run)
-    assert [r["index"] for r in records] == list(range(10))  # whole, nothing twice
-    assert records == _records(local_runs / "full")
-    # resumed from a checkpoint (taken every 3 segments), not started again
-    assert re.search(r"resuming \S+ at segment [369] of 10", (run / layout.LOG_FILE).read_text())
-    _wait(lambda: run_statuses(find_manifest(tmp_path))[0].slurm == "COMPLETED", 30, "COMPLETED")
+    assert [r["index"] for r in records] == list(range(20))  # whole, nothing twice
+    # the same records as the run uninterrupted on the local backend (one thread, as the task)
+    assert main(["simulate", "--preset", "full", *settings, "--runs-dir", str(tmp_path / "local"), "--threads", "1",
+                 "--no-progress"]) == 0
+    assert records == _records(tmp_path / "local" / run.parent.name / "full")
+    # the tables job waits on afterok, which a cancelled task never satisfies, even requeued: --status says so
+    _wait(lambda: all(s.slurm == "COMPLETED" for s in run_statuses(find_manifest(tmp_path / "slurm-runs"))), 60, "COMPLETED")
+    assert cluster.run("squeue", "-h", "-j", str(tables), "-o", "%T %r").split() == ["PENDING", "DependencyNeverSatisfied"]
+    capsys.readouterr()
+    assert main(["sweep", "--status", str(tmp_path / "slurm-runs")]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == (
+        f"tables: job {tables} (PENDING, DependencyNeverSatisfied: a task failed before; scancel {tables} and write them "
+        f"with simpe compare {run.parent})")
 
 
 def test_the_refusals_are_one_line(cluster, tmp_path: Path, capsys: pytest.CaptureFixture):
@@ -222,3 +248,36 @@ def test_a_failing_run_leaves_its_error_in_its_folder(tmp_path: Path):
 def test_the_cluster_helper_writes_one_node_of_two_cpus(tmp_path: Path):
     conf = slurm_cluster.slurm_conf(tmp_path, 7001, 7002, "root")
     assert "CPUs=2" in conf and f"MinJobAge={slurm_cluster.MIN_JOB_AGE}" in conf and f"StateSaveLocation={tmp_path}/state" in conf
+
+
+def test_flags_of_another_backend_are_refused_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture):
+    base = ["--preset", "bias", "--segments", "2", "--runs-dir", str(tmp_path)]
+    cases = [(["sweep", *base, "--partition", "cpu"], "--partition goes with --backend slurm (the backend here is local)"),
+             (["sweep", *base, "--backend", "ray", "--detach"], "--detach goes with --backend slurm (the backend here is ray)"),
+             (["sweep", *base, "--backend", "local", "--address", "auto"],
+              "--address goes with --backend ray (the local backend starts its own Ray)"),
+             (["sweep", *base, "--backend", "slurm", "--workers", "2"],
+              "--workers is for the local and Ray backends; on Slurm give --cpus-per-task, --gpus-per-task and --array-parallelism"),
+             (["simulate", *base, "--backend", "slurm", "--threads", "2"],
+              "--threads is for the local and Ray backends; on Slurm give --cpus-per-task, --gpus-per-task and --array-parallelism"),
+             (["sweep", *base, "--backend", "slurm", "--detach", "--track", "tensorboard"],
+              "--track logs the runs once they are done, which --detach does not wait for: leave out --detach, or log them "
+              "later with simpe track"),
+             (["sweep", "--status", str(tmp_path)],
+              f"--status {tmp_path}: no Slurm sweep was submitted there (no sweep-<job>.json in it or in its slurm/); give the "
+              "runs folder or the Slurm log folder of a sweep run with --backend slurm")]
+    for argv, message in cases:
+        assert main(argv) == 2, argv
+        assert capsys.readouterr().err == f"simpe: error: {message}\n"
+    assert not any(tmp_path.iterdir())
+
+
+def test_simulate_on_slurm_dry_runs_its_presets_as_an_array(tmp_path: Path, capsys: pytest.CaptureFixture,
+                                                            monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert main(["simulate", "--preset", "bias", "full", "--segments", "10", "--runs-dir", str(tmp_path / "runs"),
+                 "--backend", "slurm", "--dry-run", "--time", "30", "--array-parallelism", "1"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == f"slurm job array: 2 tasks, one run each; logs in {tmp_path / 'runs' / 'slurm'}"
+    assert "#SBATCH --array=0-1%1" in lines and "#SBATCH --time=30" in lines
+    assert [line.split()[3].rsplit("/", 1)[-1] for line in lines if line.startswith("task ")] == ["full", "bias"]
