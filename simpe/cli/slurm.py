@@ -86,7 +86,7 @@ def run_on_slurm(args: argparse.Namespace, specs: list[Any], block: dict[str, An
         for line in slurm.dry_run(specs, chosen, runs_dir):
             print(line)
         return
-    manifest = slurm.submit(specs, chosen, runs_dir, bootstrap=getattr(args, "bootstrap", 1000), overwrite=overwrite)
+    manifest = slurm.submit(specs, chosen, runs_dir, bootstrap=getattr(args, "bootstrap", 1000), tables=tables, overwrite=overwrite)
     print(f"submitted slurm job {manifest['job']}: {len(manifest['tasks'])} tasks; logs in {manifest['logs']}", flush=True)
     if args.detach:
         if tables:
@@ -103,9 +103,11 @@ def run_on_slurm(args: argparse.Namespace, specs: list[Any], block: dict[str, An
             print(f"simpe: the tasks go on; tables: job {slurm.submit_tables(manifest)} (afterok)")
         print(f"follow with: simpe sweep --status {runs_dir}")
         raise
-    if tables and all(o.status != "failed" for o in outcomes):
-        for text in slurm.write_tables([run for task in manifest["tasks"] for run in task["runs"]], int(manifest["bootstrap"])):
-            print(f"\n{text}")
+    if tables:  # as the Ray path: each stream's table over the runs that did not fail
+        from simpe.sweep.tables import compare_groups
+
+        for group_dir, text in compare_groups(specs, outcomes, int(manifest["bootstrap"])):
+            print(f"\n## {group_dir}\n\n{text}")
     tracking.outcomes(outcomes)
     report_outcomes(outcomes, done_word)
     tracking.finish()

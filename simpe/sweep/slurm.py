@@ -144,7 +144,10 @@ def check_sbatch() -> str:
 
 def partitions() -> list[str]:
     """The partitions the cluster knows (sinfo), the default one first with its ``*`` taken off."""
-    done = subprocess.run(["sinfo", "-h", "-o", "%P"], capture_output=True, text=True, timeout=60)
+    try:
+        done = subprocess.run(["sinfo", "-h", "-o", "%P"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as err:
+        raise ConfigError(f"--backend slurm: sinfo could not list the partitions ({err})") from None
     if done.returncode != 0:
         raise ConfigError(f"--backend slurm: sinfo failed ({(done.stderr or done.stdout).strip().splitlines()[-1:] or '?'}): "
                           "is the Slurm controller up?")
