@@ -87,7 +87,8 @@ def run_on_slurm(args: argparse.Namespace, specs: list[Any], block: dict[str, An
             print(line)
         return
     manifest = slurm.submit(specs, chosen, runs_dir, bootstrap=getattr(args, "bootstrap", 1000), tables=tables, overwrite=overwrite)
-    print(f"submitted slurm job {manifest['job']}: {len(manifest['tasks'])} tasks; logs in {manifest['logs']}", flush=True)
+    tasks = len(manifest["tasks"])
+    print(f"submitted slurm job {manifest['job']}: {tasks} task{'s' if tasks != 1 else ''}; logs in {manifest['logs']}", flush=True)
     if args.detach:
         if tables:
             print(f"tables: job {slurm.submit_tables(manifest)} writes them once every task ended well (afterok)")
