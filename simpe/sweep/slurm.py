@@ -198,10 +198,20 @@ def check_time(settings: SlurmSettings, estimates: dict[str, float]) -> int | No
 
 # ---- the array ----
 
+SIGNAL_LEAD = 60  # seconds before the time limit that Slurm sends USR2 (submitit then requeues the task)
+
+
+def signal_lead(time_limit: int | None) -> int:
+    """Seconds before the limit that the task is told (``SIGNAL_LEAD``; a quarter of a limit under four minutes, so
+    that a short limit is not signalled at its start)."""
+    return SIGNAL_LEAD if time_limit is None or time_limit >= 4 else max(1, time_limit * 15)
+
+
 def sbatch_parameters(settings: SlurmSettings, tasks: int, name: str, time_limit: int | None) -> dict[str, Any]:
     """submitit's SlurmExecutor parameters for the array (the ``%N`` throttle, the signal before the time limit)."""
     params: dict[str, Any] = {"job_name": name, "cpus_per_task": settings.cpus_per_task,
-                              "array_parallelism": settings.array_parallelism or tasks, "signal_delay_s": 60,
+                              "array_parallelism": settings.array_parallelism or tasks,
+                              "signal_delay_s": signal_lead(time_limit),
                               "wckey": None}  # submitit's default wckey (its own name) means nothing to a cluster
     if time_limit is not None:
         params["time"] = time_limit

@@ -18,7 +18,7 @@ from simpe.rundir import layout
 from simpe.rundir.reader import read_jsonl
 from simpe.sweep import plan
 from simpe.sweep.follow import find_manifest, run_statuses
-from simpe.sweep.slurm import SlurmSettings, parse_time, run_one
+from simpe.sweep.slurm import SlurmSettings, parse_time, run_one, signal_lead
 
 pytest.importorskip("submitit")
 
@@ -213,6 +213,8 @@ def test_a_sweep_files_slurm_block_and_times_are_checked(tmp_path: Path):
     for bad in ("soon", "0", "-5", True):
         with pytest.raises(Exception, match="time limit"):
             parse_time(bad)
+    # USR2 a minute before the limit; a quarter of a limit under four minutes (not at its start)
+    assert [signal_lead(t) for t in (None, 60, 4, 3, 1)] == [60, 60, 60, 45, 15]
     with pytest.raises(Exception, match="unknown slurm key 'nodes'; known: partition, time"):
         SlurmSettings.merged({"nodes": 2}, {})
     assert SlurmSettings.merged({"time": "2:00:00", "cpus_per_task": 4}, {"time": "30", "partition": None}) == \
