@@ -151,7 +151,8 @@ def simulate_slurm(args: argparse.Namespace, tracking: Tracking) -> None:
 
 
 def add_sweep(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("sweep", help="run presets x settings x seeds as parallel Ray tasks (local Ray, or a cluster with --address)")
+    p = sub.add_parser("sweep", help="run presets x settings x seeds as parallel Ray tasks (local Ray, or a cluster with --address) "
+                                       "or as one Slurm job array (--backend slurm)")
     p.add_argument("file", nargs="?", type=Path, help="a sweep file (sweeps/*.yaml: methods, grid, seeds, dataset, segments, set); "
                                                       "flags add to it or replace its entries")
     p.add_argument("--preset", nargs="+", default=None, metavar="PRESET", help="preset names under adapters/ (or .yaml paths)")

@@ -397,6 +397,8 @@ def run_one(run: dict[str, Any], threads: int, cwd: str, overwrite: bool = False
             return {"path": str(path), "status": "skipped", "seconds": 0.0}
         outcome = run_task(run["adapter"], [*run["overrides"], f"adapter={run['name']}"], threads, found == "incomplete", cwd,
                            overwrite=overwrite)
+        if str(outcome.get("error", "")).startswith("SystemExit"):  # submitit requeued the task (USR2) and exits: not
+            raise SystemExit(-1)  # a failure of the run, which the requeued task resumes
     outcome["seconds"] = time.perf_counter() - start
     if outcome["status"] == "failed":
         print(outcome.get("traceback", outcome["error"]), flush=True)  # the task's log

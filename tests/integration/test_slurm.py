@@ -119,12 +119,33 @@ def _lines(path: Path) -> int:
         return 0
 
 
+# 20 segments: a cancelled task's process ignores SIGTERM (submitit's handler) and is killed some seconds later
+LONGER = ["--segments", "20", "--set", "checkpoint_every=3", "--set", "device=cpu"]
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory) -> Path:
+    """full on 20 segments, uninterrupted, on the local backend (one thread, as a task)."""
+    runs = tmp_path_factory.mktemp("uninterrupted")
+    assert main(["simulate", "--preset", "full", *LONGER, "--runs-dir", str(runs), "--threads", "1", "--no-progress"]) == 0
+    return _group(runs) / "full"
+
+
+def _resumed_whole(run: Path, log: Path, cut: int, uninterrupted: Path) -> None:
+    """The run resumed once from a checkpoint (every 3 segments) at or before ``cut``, its records whole and equal to
+    the uninterrupted run's."""
+    resumed = re.findall(r"resuming \S+ at segment (\d+) of 20", log.read_text())
+    assert len(resumed) == 1 and int(resumed[0]) % 3 == 0 and 3 <= int(resumed[0]) <= cut, resumed
+    records = _records(run)
+    assert [r["index"] for r in records] == list(range(20))  # whole, nothing twice
+    assert records == _records(uninterrupted)
+    assert not (run / layout.ERROR_FILE).exists()
+
+
 @pytest.mark.slow  # covered in make test: test_simulate.py's resume after a kill (the same records), the task's code
 # (test_a_failing_run_leaves_its_error_in_its_folder) reads each run's state when it starts
-def test_a_cancelled_task_requeued_resumes_its_run_whole(cluster, tmp_path: Path, capsys: pytest.CaptureFixture):
-    # 20 segments: a cancelled task's process ignores SIGTERM (submitit's handler) and is killed some seconds later
-    settings = ["--segments", "20", "--set", "checkpoint_every=3", "--set", "device=cpu"]
-    assert main(["sweep", "--preset", "full", *settings, "--bootstrap", "10", "--runs-dir", str(tmp_path / "slurm-runs"),
+def test_a_cancelled_task_requeued_resumes_its_run_whole(cluster, uninterrupted, tmp_path: Path, capsys: pytest.CaptureFixture):
+    assert main(["sweep", "--preset", "full", *LONGER, "--bootstrap", "10", "--runs-dir", str(tmp_path / "slurm-runs"),
                  "--backend", "slurm", "--detach"]) == 0
     out = capsys.readouterr().out.splitlines()
     job = out[-1]
@@ -145,24 +166,40 @@ def test_a_cancelled_task_requeued_resumes_its_run_whole(cluster, tmp_path: Path
     cluster.run("scontrol", "requeue", task)
     assert run_statuses(find_manifest(tmp_path / "slurm-runs"))[0].status == "pending"
     _wait(lambda: (run / layout.DONE_FILE).exists(), 240, "the requeued task completing the run")
-    # resumed from its last checkpoint (every 3 segments), not started again, as the task's log says
-    log = (Path(manifest["logs"]) / f"{task}_0_log.err").read_text()
-    resumed = re.findall(r"resuming \S+ at segment (\d+) of 20", log)
-    assert len(resumed) == 1 and int(resumed[0]) % 3 == 0 and 3 <= int(resumed[0]) <= cut
-    records = _records(run)
-    assert [r["index"] for r in records] == list(range(20))  # whole, nothing twice
-    # the same records as the run uninterrupted on the local backend (one thread, as the task)
-    assert main(["simulate", "--preset", "full", *settings, "--runs-dir", str(tmp_path / "local"), "--threads", "1",
-                 "--no-progress"]) == 0
-    assert records == _records(tmp_path / "local" / run.parent.name / "full")
+    # resumed from its last checkpoint, not started again (the task's log says), records as the uninterrupted run's
+    _resumed_whole(run, Path(manifest["logs"]) / f"{task}_0_log.err", cut, uninterrupted)
     # the tables job waits on afterok, which a cancelled task never satisfies, even requeued: --status says so
     _wait(lambda: all(s.slurm == "COMPLETED" for s in run_statuses(find_manifest(tmp_path / "slurm-runs"))), 60, "COMPLETED")
-    assert cluster.run("squeue", "-h", "-j", str(tables), "-o", "%T %r").split() == ["PENDING", "DependencyNeverSatisfied"]
+    _wait(lambda: cluster.run("squeue", "-h", "-j", str(tables), "-o", "%T %r").split() == ["PENDING", "DependencyNeverSatisfied"],
+          90, "the tables job's afterok judged never satisfied")  # the controller's next pass over the dependencies
     capsys.readouterr()
     assert main(["sweep", "--status", str(tmp_path / "slurm-runs")]) == 0
     assert capsys.readouterr().out.splitlines()[-1] == (
         f"tables: job {tables} (PENDING, DependencyNeverSatisfied: a task failed before; scancel {tables} and write them "
         f"with simpe compare {run.parent})")
+
+
+@pytest.mark.slow  # covered in make test: the cancelled task's test's property in process (test_simulate.py's resume
+# after a kill); signal_lead (when Slurm sends USR2) in test_a_sweep_files_slurm_block_and_times_are_checked
+def test_a_preempted_task_is_requeued_by_submitit_and_resumes(cluster, uninterrupted, tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture):
+    """USR2, as Slurm sends it before a time limit or at preemption: submitit requeues the task itself, the run resumes,
+    and the tables job (afterok) then writes the table."""
+    assert main(["sweep", "--preset", "full", *LONGER, "--bootstrap", "10", "--runs-dir", str(tmp_path), "--backend", "slurm",
+                 "--detach"]) == 0
+    capsys.readouterr()
+    manifest = find_manifest(tmp_path)
+    run, task = Path(manifest["tasks"][0]["runs"][0]["path"]), manifest["tasks"][0]["id"]
+    _wait(lambda: _lines(run) >= 4, 180, "4 segments (a checkpoint after 3)")
+    cluster.run("scancel", "--signal=USR2", task)
+    _wait(lambda: cluster.run("squeue", "-h", "-t", "all", "-j", task, "-o", "%T %r").split() == ["PENDING", "BeginTime"], 60,
+          "the task requeued")
+    cut = _lines(run)
+    assert not (run / layout.DONE_FILE).exists() and not (run / layout.ERROR_FILE).exists()
+    _wait(lambda: (run / layout.DONE_FILE).exists(), 240, "the requeued task completing the run")
+    _resumed_whole(run, Path(manifest["logs"]) / f"{task}_0_log.err", cut, uninterrupted)
+    _wait(lambda: (run.parent / layout.COMPARE_DIR / "compare.md").exists(), 120, "the tables job's table")
+    assert "| full |" in (run.parent / layout.COMPARE_DIR / "compare.md").read_text()
 
 
 def test_the_refusals_are_one_line(cluster, tmp_path: Path, capsys: pytest.CaptureFixture):
