@@ -30,6 +30,9 @@ ARGS ?=
 WORKERS ?= $(shell nproc 2>/dev/null || echo 1)
 SWEEP ?=
 GRID ?=
+# make sweep's backend: local (a Ray on this machine, WORKERS at a time), ray (the Ray cluster at ARGS="--address ..."),
+# slurm (one Slurm job array; its resources from the sweep file's slurm: block or ARGS="--partition P --time 60")
+BACKEND ?= local
 
 .DEFAULT_GOAL := help
 .PHONY: help venv comet-env test-compat simulate test check-generated lint test-slow docs write-docs corpus glossary demo-model demo-model-small baseline select-fixed compare plot report replicate stopwords \
@@ -178,10 +181,10 @@ bench-metrics: $(STAMP) ## time every cumulative metric curve for 10,000 segment
 bench-simulate: $(STAMP) $(MODEL)/fixed-selection.json ## wall time of PRESETS one after another vs WORKERS parallel Ray tasks, records checked identical (ARGS="--segments 500")
 	$(PY) benchmarks/bench_simulate.py --methods $(PRESETS) --workers $(WORKERS) $(ARGS)
 
-sweep: $(STAMP) $(MODEL)/fixed-selection.json ## simpe sweep on Ray: SWEEP=sweeps/x.yaml, or PRESETS="full lasso" GRID="update.lr=0.01,0.02" SEGMENTS=N
+sweep: $(STAMP) $(MODEL)/fixed-selection.json ## simpe sweep: SWEEP=sweeps/x.yaml, or PRESETS="full lasso" GRID="update.lr=0.01,0.02" SEGMENTS=N; BACKEND=local (Ray here, default), ray or slurm (a job array: docs/sweeps.md)
 	$(PY) -m simpe sweep $(SWEEP) $(if $(SWEEP),$(if $(PRESETS_GIVEN),--preset $(PRESETS)),--preset $(PRESETS)) \
 		$(if $(GRID),--grid $(GRID)) $(if $(SWEEP),$(if $(filter command line,$(origin SEGMENTS)),--segments $(SEGMENTS)),--segments $(SEGMENTS)) \
-		--workers $(WORKERS) $(ARGS)
+		--backend $(BACKEND) $(if $(filter slurm,$(BACKEND)),,--workers $(WORKERS)) $(ARGS)
 
 bench-scale: $(STAMP) ## cost as the stream grows: s/segment at the start and end of 4,000-segment runs per method, peak memory, knn's inverted file vs exact search and its recall (hours on 2 cores; ARGS="--segments 1000 --methods knn knn:exact")
 	$(PY) benchmarks/bench_scale.py $(ARGS)

@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 from simpe.cli.common import DeprecatedFlag, Tracking, add_model_settings, add_track_flags, integer, model_settings, report_outcomes, seed, tracker_list
+from simpe.cli.slurm import add_backend_flags
 
 
 def add_simulate(sub: argparse._SubParsersAction) -> None:
@@ -57,6 +58,7 @@ def add_simulate(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--threads", type=integer, metavar="T",
                    help="torch threads (CPUs) per run (default: cores / N with --workers N > 1, else torch's default)")
     add_lockstep_flag(p)
+    add_backend_flags(p, sweep=False)
     add_track_flags(p)
     p.set_defaults(func=cmd_simulate)
 
@@ -89,6 +91,11 @@ def cmd_simulate(args: argparse.Namespace) -> None:
     if args.memory is not None and not (args.memory > 0 and args.dry_run):
         raise ConfigError(f"--memory takes a size in GiB > 0 and goes with --dry-run, got {args.memory}")
     tracking = Tracking(args)  # bad trackers, or a missing package: one line before any model loads
+    from simpe.cli.slurm import backend
+
+    if backend(args) == "slurm":
+        simulate_slurm(args, tracking)
+        return
     if args.dry_run:
         from simpe.loop.dryrun import GIB, report
         from simpe.model import resolve_device
@@ -138,8 +145,24 @@ def simulate_parallel(args: argparse.Namespace, tracking: Tracking) -> None:
     tracking.finish()
 
 
+def simulate_slurm(args: argparse.Namespace, tracking: Tracking) -> None:
+    """``simpe simulate --backend slurm``: the presets as a Slurm job array, with simulate's folder rules."""
+    from simpe.cli.slurm import run_on_slurm
+    from simpe.errors import ConfigError
+    from simpe.rundir.writer import RunDir
+    from simpe.sweep import plan
+
+    if args.config or args.resume_anyway:
+        raise ConfigError("--backend slurm runs presets: leave out --config and --resume-anyway")
+    specs = plan(args.preset or ["baseline"], overrides=simulate_overrides(args), baseline=False)
+    for spec in specs:
+        RunDir.check(spec.path, args.resume, args.overwrite)  # refuse before anything is submitted, as simulate does
+    run_on_slurm(args, specs, None, tables=False, tracking=tracking, overwrite=args.overwrite, done_word="complete")
+
+
 def add_sweep(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("sweep", help="run presets x settings x seeds as parallel Ray tasks (local Ray, or a cluster with --address)")
+    p = sub.add_parser("sweep", help="run presets x settings x seeds as parallel Ray tasks (local Ray, or a cluster with --address) "
+                                       "or as one Slurm job array (--backend slurm)")
     p.add_argument("file", nargs="?", type=Path, help="a sweep file (sweeps/*.yaml: methods, grid, seeds, dataset, segments, set); "
                                                       "flags add to it or replace its entries")
     p.add_argument("--preset", nargs="+", default=None, metavar="PRESET", help="preset names under adapters/ (or .yaml paths)")
@@ -165,6 +188,7 @@ def add_sweep(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--dry-run", action="store_true", help="list the runs and what would become of each, run nothing")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_lockstep_flag(p)
+    add_backend_flags(p, sweep=True)
     add_track_flags(p)
     p.set_defaults(func=cmd_sweep)
 
@@ -174,6 +198,14 @@ def cmd_sweep(args: argparse.Namespace) -> None:
     from simpe.sweep import compare_groups, execute, load_sweep_file, parse_grid, plan, state
     from simpe.sweep.executor import check_address
 
+    if args.status is not None:
+        from simpe.cli.slurm import cmd_status
+
+        cmd_status(args)
+        return
+    from simpe.cli.slurm import backend, run_on_slurm
+
+    chosen = backend(args)
     data = load_sweep_file(args.file) if args.file else {}
     for flag, value in (("--workers", args.workers), ("--threads", args.threads)):
         if value is not None and value < 1:
@@ -189,15 +221,21 @@ def cmd_sweep(args: argparse.Namespace) -> None:
     overrides = [*(data.get("set") or []), *(f"{k}={v}" for k, v in flags.items() if v is not None), *args.overrides]
     specs = plan(args.preset or data.get("methods") or [], grid, args.seeds or data.get("seeds"), overrides,
                  baseline=not args.no_baseline and data.get("baseline", True))
+    with_tables = not args.no_baseline and data.get("baseline", True)
+    if chosen == "slurm":
+        run_on_slurm(args, specs, data.get("slurm"), tables=with_tables, tracking=tracking)
+        return
     if args.dry_run:
         for spec in specs:
             print(f"{state(spec):10s} {spec.path}")
         return
+    if chosen == "ray" and not args.address:
+        args.address = "auto"
     check_address(args.address)
     outcomes = execute(specs, workers=args.workers, threads=args.threads, address=args.address,
                        gpus_per_run=args.gpus_per_run, progress=not args.no_progress, return_results=args.return_results,
                        lockstep=args.lockstep == "on")
-    if not args.no_baseline and data.get("baseline", True):
+    if with_tables:
         for group_dir, text in compare_groups(specs, outcomes, args.bootstrap):
             print(f"\n## {group_dir}\n\n{text}")
     tracking.outcomes(outcomes)  # every run of the grid, those complete before this sweep too

@@ -1,9 +1,11 @@
-"""`simpe sweep`: the cross product of methods x settings x seeds as independent Ray tasks.
+"""`simpe sweep`: the cross product of methods x settings x seeds as independent Ray tasks or one Slurm job array.
 
 ``plan`` (the runs: grids, names, state, the longest first), ``executor`` (Ray scheduling,
-progress, moving runs between machines through ``simpe.rundir.transfer``), ``tables`` (the
-comparison of each stream group). ``simpe simulate --workers N`` runs its methods through the
-same executor. The names below are the package's public ones.
+progress, moving runs between machines through ``simpe.rundir.transfer``), ``slurm`` (``--backend
+slurm``: the checks, the job array through submitit, what each task runs), ``follow`` (a Slurm
+sweep's runs as they stand: the driver's bars, ``--status``), ``tables`` (the comparison of each
+stream group). ``simpe simulate --workers N`` runs its methods through the same executor. The
+names below are the package's public ones (``slurm`` and ``follow`` are imported where used).
 """
 from __future__ import annotations
 

@@ -28,7 +28,7 @@ logger = logging.getLogger(__name__)
 
 # grid keys that change what an adapted run learns but not the baseline (which never updates)
 ADAPTATION_KEYS = ("method.", "update.", "seed")
-SWEEP_FILE_KEYS = ("methods", "grid", "seeds", "dataset", "split", "model", "segments", "set", "baseline")
+SWEEP_FILE_KEYS = ("methods", "grid", "seeds", "dataset", "split", "model", "segments", "set", "baseline", "slurm")
 
 
 @dataclass
@@ -114,13 +114,21 @@ def plan(methods: list[str], grid: dict[str, list[Any]] | None = None, seeds: li
 
 
 def load_sweep_file(path: Path) -> dict[str, Any]:
-    """A sweep file (YAML): methods, grid {key: [values]}, seeds, dataset, split, model, segments, set, baseline."""
+    """A sweep file (YAML): methods, grid {key: [values]}, seeds, dataset, split, model, segments, set, baseline, and
+    slurm {partition, time, ...} (``simpe.sweep.slurm.SLURM_KEYS``: the job array's resources with --backend slurm)."""
     data = read_yaml(Path(path))
     unknown = sorted(set(data) - set(SWEEP_FILE_KEYS))
     if unknown:
         raise ConfigError(f"{path}: unknown key {unknown[0]!r}; known: {', '.join(SWEEP_FILE_KEYS)}")
     if not isinstance(data.get("grid", {}), dict):
         raise ConfigError(f"{path}: grid must be a mapping KEY: [values]")
+    if "slurm" in data:
+        from simpe.sweep.slurm import SlurmSettings
+
+        try:
+            SlurmSettings.merged(data["slurm"], {})
+        except ConfigError as err:
+            raise ConfigError(f"{path}: {err}") from None
     return data
 
 

@@ -53,6 +53,10 @@ def test_no_page_states_a_time_measured_by_hand() -> None:
         ("serve.md", "30 s"): 'default=30.0' in _text(REPO / "benchmarks" / "bench_serve.py"),
         ("security.md", "5 seconds"): "ADDRESS_TIMEOUT = 5.0" in _text(REPO / "simpe" / "sweep" / "executor.py"),
         ("tracking.md", "10 seconds"): "PROBE_SECONDS = 10" in _text(REPO / "simpe" / "track" / "mlflow.py"),
+        ("sweeps.md", "10 minutes"): "MIN_TIME = 10" in _text(REPO / "simpe" / "sweep" / "slurm.py"),
+        ("sweeps.md", "60 s"): "SIGNAL_LEAD = 60" in _text(REPO / "simpe" / "sweep" / "slurm.py"),
+        ("sweeps.md", "4 minutes"): "time_limit >= 4 else" in _text(REPO / "simpe" / "sweep" / "slurm.py"),
+        ("tests.md", "30 s"): "MIN_JOB_AGE = 30" in _text(REPO / "tests" / "slurm_cluster.py"),
         ("data.md", "271.8 minutes"): card["training_minutes"] == 271.8,
         # the card's table of minutes per step, read in the sentence that names it (models/demo-en-de/README.md)
         ("data.md", "14 minutes"): True, ("data.md", "40 minutes"): True, ("data.md", "11 minutes"): True,
