@@ -66,9 +66,9 @@ def add_simulate(sub: argparse._SubParsersAction) -> None:
 def add_lockstep_flag(p: argparse.ArgumentParser) -> None:
     p.add_argument("--lockstep", choices=["on", "off"], default="on",
                    help="on (default): the runs that may share their passes (same model, stream and beam search; methods "
-                        "baseline, full, bias, fixed, top, norms, lasso, +ewc) go through the stream as one group, one "
-                        "forward and backward pass for all, with the records each run alone writes (docs/lockstep.md); "
-                        "off: every run alone")
+                        "baseline, full, bias, fixed, top, norms, lasso, +ewc) go through the stream as one group: one "
+                        "decoding pass for all (on a GPU one update pass too), with the records each run alone writes "
+                        "(docs/lockstep.md); off: every run alone")
 
 
 def simulate_overrides(args: argparse.Namespace) -> list[str]:
