@@ -20,6 +20,8 @@ class MasterCopies:
     valid while the parameter's storage and version are the ones ``leave`` left: a weight written since (a document
     reset or a resume through ``Method.load_state_dict``, a store applied) gets a fresh master from its value.
     Memory: 4 bytes per adapted value (plus ``Backup``'s float32 spare buffer of each), none for the frozen ones.
+    Where the step writes the weights in place (``simpe.loop.undo.in_place``: every device but the CPU), a master
+    keeps its address from step to step, and so does the weight the model computes with.
     """
 
     def __init__(self) -> None:
@@ -33,13 +35,16 @@ class MasterCopies:
 
     def enter(self, params: Sequence[torch.Tensor]) -> list[torch.Tensor]:
         """Make each low-precision parameter of ``params`` hold its float32 master; return their own tensors."""
-        lows = []
-        for param in params:
-            low = param.data
-            master = self.masters.get(id(param))
-            if master is None or self.left.get(id(param)) != (low.data_ptr(), param._version):
-                master = low.float()  # (the parameter's shape) float32: the weight as it is now
-            lows.append(low)
+        lows = [param.data for param in params]
+        masters = [self.masters.get(id(param)) for param in params]
+        stale = [i for i, (param, low, master) in enumerate(zip(params, lows, masters))
+                 if master is None or self.left.get(id(param)) != (low.data_ptr(), param._version)]
+        if stale:  # fresh masters, the weights as they are now, in one foreach call (as ``.float()`` lays them out)
+            fresh = [torch.empty_like(lows[i], dtype=torch.float32) for i in stale]
+            torch._foreach_copy_(fresh, [lows[i] for i in stale])
+            for i, master in zip(stale, fresh):
+                masters[i] = master
+        for param, master in zip(params, masters):
             param.data = master
         return lows
 
