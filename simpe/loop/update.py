@@ -33,7 +33,7 @@ from typing import Any
 import torch
 
 from simpe.config.tree import UpdateConfig
-from simpe.loop.masters import MasterCopies, master_copies
+from simpe.loop.masters import MasterCopies, as_float32, master_copies
 from simpe.loop.undo import FUSE_MIN, Backup, backup_for, in_place
 from simpe.methods.base import Gradients, Method
 from simpe.model import Pair, teacher_forced_logits
@@ -146,7 +146,22 @@ def clip_scales(norms: torch.Tensor, clip_norm: float) -> list[float]:
     ``clip_norm`` is 0 (no clipping). Written as reciprocal, then product: what ``clip_norm / tensor`` computes."""
     if clip_norm <= 0:
         return [1.0] * norms.numel()
-    return (norms + CLIP_EPS).reciprocal_().mul_(clip_norm).clamp_(max=1.0).tolist()
+    return _clip_factors(norms, clip_norm).tolist()
+
+
+def _clip_factors(norms: torch.Tensor, clip_norm: float) -> torch.Tensor:
+    """``clip_scales`` as a (tensors,) float32 tensor on the norms' device."""
+    if clip_norm <= 0:
+        return torch.ones_like(norms)
+    return (norms + CLIP_EPS).reciprocal_().mul_(clip_norm).clamp_(max=1.0)
+
+
+def _norms_and_scales(grads: list[torch.Tensor], clip_norm: float) -> tuple[list[float], list[float]]:
+    """Every gradient's float32 L2 norm (one foreach call) and its clipping factor (``clip_scales``), read to the host
+    in one transfer: on a GPU one wait for the device per step, for the non-finite check and the clipping both."""
+    norms = torch.stack(torch._foreach_norm(grads))  # (tensors,)
+    read = torch.stack([norms, _clip_factors(norms, clip_norm)]).tolist()  # (2, tensors)
+    return read[0], read[1]
 
 
 def _f32(value: float) -> float:
@@ -253,12 +268,9 @@ def clip_and_step(method: Method, names: list[str], params: list[torch.Tensor], 
     fuse = not own_step and not writes_in_place and device.type == "cpu" and \
         sum(grad.numel() * grad.element_size() for grad in grads) >= FUSE_BYTES
     if not fuse:
-        # every norm in one foreach call and one read: the non-finite check and the factors (clip_scale, the float32
-        # arithmetic of clip_scales bit for bit) are taken from it on the host
-        read = torch.stack(torch._foreach_norm(grads)).tolist()  # (tensors,) float32 norms
+        read, scales = _norms_and_scales(grads, clip_norm)  # one read of every norm and factor
         if not all(math.isfinite(norm) for norm in read):
             return _non_finite_gradient(names, grads)
-        scales = [clip_scale(norm, clip_norm) for norm in read]
         norms = [s * n for s, n in zip(scales, read)]
         if own_step:
             _method_step(method, Gradients(dict(zip(names, grads)), dict(zip(names, scales)), dict(zip(names, norms))),
@@ -271,11 +283,11 @@ def clip_and_step(method: Method, names: list[str], params: list[torch.Tensor], 
     scales, norms = [1.0] * len(grads), [0.0] * len(grads)
     small = [i for i, grad in enumerate(grads) if grad.numel() < FUSE_MIN]  # one foreach call for the many small ones
     if small:
-        read = torch.stack(torch._foreach_norm([grads[i] for i in small])).tolist()  # (small tensors,), one read
+        read, factors = _norms_and_scales([grads[i] for i in small], clip_norm)  # one read
         if not all(math.isfinite(norm) for norm in read):
             return _non_finite_gradient(names, grads)
-        for i, norm in zip(small, read):
-            scales[i], norms[i] = clip_scale(norm, clip_norm), norm
+        for i, scale, norm in zip(small, factors, read):
+            scales[i], norms[i] = scale, norm
     new = backup.outputs(params, grads)
     for i, (param, grad, out) in enumerate(zip(params, grads, new)):
         if grad.numel() >= FUSE_MIN:
@@ -287,21 +299,6 @@ def clip_and_step(method: Method, names: list[str], params: list[torch.Tensor], 
     # finite weights stay finite under this step: see _sgd_step
     backup.swap_in(params, new, finite=lr * max((s * n for s, n in zip(scales, norms)), default=0.0) < 2.0 ** 100)
     return None
-
-
-def as_float32(tensors: list[torch.Tensor]) -> list[torch.Tensor]:
-    """``[t.float() for t in tensors]`` in one foreach call (on a GPU a few kernel launches, where a conversion per
-    tensor is one each): the same values, each in a fresh tensor laid out as ``.float()`` lays it out; a float32 tensor
-    is itself."""
-    low = [i for i, t in enumerate(tensors) if t.dtype != torch.float32]
-    if not low:
-        return list(tensors)
-    out = list(tensors)
-    fresh = [torch.empty_like(tensors[i], dtype=torch.float32) for i in low]  # preserve_format: the strides of .float()
-    torch._foreach_copy_(fresh, [tensors[i] for i in low])
-    for i, tensor in zip(low, fresh):
-        out[i] = tensor
-    return out
 
 
 def _batch_loss(model: Any, method: Method, loss: torch.Tensor, extra: Sequence[Pair],

@@ -7,9 +7,9 @@ import torch
 
 from simpe.config.files import defaults
 from simpe.loop import undo
-from simpe.loop.masters import master_copies
+from simpe.loop.masters import as_float32, master_copies
 from simpe.loop.undo import FUSE_MIN, Backup, in_place
-from simpe.loop.update import as_float32, clip_and_step, clip_scales, update
+from simpe.loop.update import clip_and_step, clip_scales, update
 from simpe.methods import METHODS
 from simpe.model import Pair
 
