@@ -2,6 +2,7 @@
 per segment, on depth-true tiny models of NLLB-600M and Llama 3.2 1B (issue 67).
 
     python benchmarks/launches.py [--shapes nllb-600m llama3.2-1b] [--label before|after] [--no-record]
+    python benchmarks/launches.py --compare REV    # the recorded after figures over the before ones (REV's code)
 
 A depth-true model is a shape of ``simpe.models.shapes`` with its published layer counts, heads, key/value heads,
 vocabulary and tying, and a small width (``TINY``: 4 values per head): every layer, head group and parameter tensor
@@ -244,12 +245,47 @@ def _fmt(c: dict[str, float]) -> str:
     return f"{c['launches']:.0f} launches, {c['host_reads']:.1f} host reads, {c['uploads']:.1f} uploads"
 
 
+def compare(before_rev: str) -> dict[str, str]:
+    """The recorded ``(after)`` figures against the ``(before)`` ones: launches and host reads after / before, per
+    row; ``before_rev``: the code the before figures counted (said in the figures, with this checkout's commit)."""
+    import json
+    import re
+    import subprocess
+
+    from record import DATA
+
+    figures = json.loads(DATA.read_text(encoding="utf-8")).get("bench-launches", {}).get("figures", {})
+    out: dict[str, str] = {}
+    for key, after in figures.items():
+        if not key.endswith(" (after)") or key.replace("(after)", "(before)") not in figures:
+            continue
+        before = figures[key.replace("(after)", "(before)")]
+        numbers = [[float(x) for x in re.findall(r"([\d.]+) (?:launches|host reads),", text)[:2]] for text in (before, after)]
+        (b_launch, b_read), (a_launch, a_read) = numbers
+        out[key.replace("(after)", "after / before")] = (f"launches {a_launch:.0f} / {b_launch:.0f} = {a_launch / b_launch:.2f}, "
+                                                         f"host reads {a_read:.1f} / {b_read:.1f}")
+    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=REPO).stdout.strip()
+    out["code"] = f"before: {before_rev}; after: {head}"
+    return out
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--shapes", nargs="+", default=["nllb-600m", "llama3.2-1b"])
     parser.add_argument("--label", default="now", help="the figures' label in the table (before, after)")
     parser.add_argument("--no-record", action="store_true", help="print only; do not write docs/benchmark-results.md")
+    parser.add_argument("--compare", metavar="REV", help="measure nothing: set the recorded after figures against the "
+                        "before ones (REV: the code the before figures counted) and record the ratios")
     args = parser.parse_args()
+    if args.compare:
+        figures = compare(args.compare)
+        for key, text in figures.items():
+            print(f"{key}: {text}")
+        if not args.no_record:
+            from record import record
+
+            record("bench-launches", figures, merge=True)
+        return 0
     bad = [s for s in args.shapes if s not in SETTINGS]
     if bad:
         from simpe.errors import ConfigError
