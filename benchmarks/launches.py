@@ -284,7 +284,10 @@ def main() -> int:
         if not args.no_record:
             from record import record
 
-            record("bench-launches", figures, merge=True)
+            head = figures["code"].rsplit(" ", 1)[-1]
+            record("bench-launches", figures, merge=True,
+                   command=f'make bench-launches ARGS="--label before" at {args.compare}, ARGS="--label after" at {head}, '
+                           f'then ARGS="--compare {args.compare}"')
         return 0
     bad = [s for s in args.shapes if s not in SETTINGS]
     if bad:
