@@ -13,8 +13,9 @@ each hypothesis limited to the source's length (random weights never write the e
 
 What is counted (through ``torch.profiler``, on the CPU):
 
-- **launches**: the aten operators a GPU would run as kernels: every leaf operator (one that calls no other)
-  except views, allocations and metadata (``NO_KERNEL``), plus each ``_foreach_*`` / ``_fused_*`` call as one (on
+- **launches**: the aten operators a GPU would run as kernels: every operator that calls no other that launches
+  (a leaf, or one that only allocates, views or reads back) except views, allocations and metadata (``NO_KERNEL``),
+  plus each ``_foreach_*`` / ``_fused_*`` call as one (on
   a GPU one multi-tensor kernel per few hundred chunks of 65,536 values, where the CPU runs a loop of per-tensor
   operators inside it, which are not counted). A proxy: a GPU library may take two kernels for one operator.
 - **host reads**: where the host waits for a GPU's result: ``.tolist()``, ``.item()``, ``float()``, ``int()``,
@@ -108,10 +109,31 @@ def _ancestors(event: Any) -> Iterator[Any]:
         parent = parent.cpu_parent
 
 
+def _tally(event: Any) -> tuple[int, int]:
+    """(launches, host reads) of one aten operator and the operators it calls: a ``_foreach_*`` / ``_fused_*`` call is
+    one launch; an operator that reads a value back (``READS_INSIDE``) is a host read; any other is one launch when
+    nothing it calls launches (a leaf, or one that only allocates, views or reads back: ``aten::index`` with a mask)
+    and it is not itself a view, allocation or metadata operator (``NO_KERNEL``), else the sum of what it calls."""
+    name = event.name
+    if name.startswith(("aten::_foreach_", "aten::_fused_")):
+        return 1, 0
+    if name in READS_INSIDE:
+        return 0, 1
+    launches = reads = 0
+    for child in event.cpu_children:
+        if child.name.startswith("aten::"):
+            sub = _tally(child)
+            launches, reads = launches + sub[0], reads + sub[1]
+    if launches == 0 and name not in NO_KERNEL:
+        launches = 1
+    return launches, reads
+
+
 def count(events: Any) -> dict[str, int]:
     """launches, host reads and uploads of a profile's events (see the module docstring), with launches split by
     phase: ``forward`` (under the model's forward, marked ``phase::forward``), ``backward`` (autograd's engine), and
-    the rest."""
+    the rest. Each outermost aten operator is tallied with what it calls (``_tally``); the operators inside a host
+    read or an upload of Python code are that read's or upload's own."""
     out = {"launches": 0, "host_reads": 0, "uploads": 0, "forward": 0, "backward": 0, "rest": 0}
     for e in events:
         name = e.name
@@ -124,24 +146,17 @@ def count(events: Any) -> dict[str, int]:
         if not name.startswith("aten::"):
             continue
         ancestors = [a.name for a in _ancestors(e)]
-        if any(a.startswith((READ_PREFIX, UPLOAD_PREFIX)) for a in ancestors):
-            continue
-        if name in READS_INSIDE:
-            out["host_reads"] += 1
-            continue
-        if any(a.startswith(("aten::_foreach_", "aten::_fused_")) for a in ancestors):
-            continue  # counted as its foreach call
-        fused = name.startswith(("aten::_foreach_", "aten::_fused_"))
-        leaf = not any(c.name.startswith("aten::") for c in e.cpu_children)
-        if not fused and (not leaf or name in NO_KERNEL):
-            continue
-        out["launches"] += 1
+        if any(a.startswith(("aten::", READ_PREFIX, UPLOAD_PREFIX)) for a in ancestors):
+            continue  # tallied with its outermost operator, or the read's or upload's own
+        launches, reads = _tally(e)
+        out["launches"] += launches
+        out["host_reads"] += reads
         if "phase::forward" in ancestors:
-            out["forward"] += 1
+            out["forward"] += launches
         elif any(a.startswith(("autograd::engine", "torch::autograd")) for a in ancestors) or "Backward" in "".join(ancestors):
-            out["backward"] += 1
+            out["backward"] += launches
         else:
-            out["rest"] += 1
+            out["rest"] += launches
     return out
 
 
