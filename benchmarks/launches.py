@@ -277,8 +277,11 @@ def compare(before_rev: str) -> dict[str, str]:
         before = figures[key.replace("(after)", "(before)")]
         numbers = [[float(x) for x in re.findall(r"([\d.]+) (?:launches|host reads),", text)[:2]] for text in (before, after)]
         (b_launch, b_read), (a_launch, a_read) = numbers
-        out[key.replace("(after)", "after / before")] = (f"launches {a_launch:.0f} / {b_launch:.0f} = {a_launch / b_launch:.2f}, "
-                                                         f"host reads {a_read:.1f} / {b_read:.1f}")
+        text = f"launches {a_launch:.0f} / {b_launch:.0f} = {a_launch / b_launch:.2f}, host reads {a_read:.1f} / {b_read:.1f}"
+        rest = [re.findall(r"undo\) (\d+)", t) for t in (before, after)]
+        if all(rest):
+            text += f"; outside forward and backward {rest[1][0]} / {rest[0][0]}"
+        out[key.replace("(after)", "after / before")] = text
     head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=REPO).stdout.strip()
     out["code"] = f"before: {before_rev}; after: {head}"
     return out
