@@ -36,7 +36,7 @@ BACKEND ?= local
 
 .DEFAULT_GOAL := help
 .PHONY: help venv comet-env test-compat simulate test check-generated lint test-slow docs write-docs corpus glossary demo-model demo-model-small baseline select-fixed compare plot report replicate stopwords \
-        bench-loop check-lockstep bench-interactive bench-constrained bench-metrics bench-topk bench-snapshot bench-simulate bench-train bench-scale bench-size fit-speed device-check device-wheels sweep clean-runs \
+        bench-loop check-lockstep bench-interactive bench-constrained bench-metrics bench-topk bench-snapshot bench-simulate bench-train bench-scale bench-size bench-launches fit-speed device-check device-wheels sweep clean-runs \
         serve bench-serve serve-screenshot
 
 help: ## list every target with one line each
@@ -191,6 +191,9 @@ bench-scale: $(STAMP) ## cost as the stream grows: s/segment at the start and en
 
 bench-size: $(STAMP) ## the demo model (60 segments) and real-size models (NLLB-600M, M2M100-418M, mBART-50, MADLAD-400 3B, Llama 3.2 1B; random weights): peak memory and s/segment per method, float32 and bfloat16, beside the dry run's estimate (about 2 h on 2 cores for all, 0.5-3.5 min a run; ARGS="--models nllb-600m --methods full lora")
 	$(PY) benchmarks/bench_size.py $(ARGS)
+
+bench-launches: $(STAMP) ## what a GPU would launch, counted on the CPU: aten operators (kernel launches) and host reads per beam-5 step, per update repetition (bfloat16 with float32 masters, and float32) and per segment, on depth-true tiny NLLB-600M and Llama 3.2 1B (the real layers and heads, a small width); counts, not times (about 8 min on 2 cores; ARGS="--label after")
+	$(PY) benchmarks/launches.py $(ARGS)
 
 fit-speed: $(STAMP) ## fit the dry run's CPU rates (simpe/scale_table.json) to bench-size's rows (the demo model at float32, NLLB-600M, Llama 3.2 1B, M2M100-418M, mBART-50); prints every row estimated against measured (time and memory), the rest out of sample, and records the dryrun-accuracy row (half a minute)
 	$(PY) benchmarks/fit_speed.py --write $(ARGS)

@@ -11,6 +11,21 @@ import torch
 LOW_PRECISION = (torch.bfloat16, torch.float16)
 
 
+def as_float32(tensors: list[torch.Tensor]) -> list[torch.Tensor]:
+    """``[t.float() for t in tensors]`` in one foreach call (on a GPU a few kernel launches, where a conversion per
+    tensor is one each): the same values, each in a fresh tensor laid out as ``.float()`` lays it out; a float32 tensor
+    is itself."""
+    low = [i for i, t in enumerate(tensors) if t.dtype != torch.float32]
+    if not low:
+        return list(tensors)
+    out = list(tensors)
+    fresh = [torch.empty_like(tensors[i], dtype=torch.float32) for i in low]  # preserve_format: the strides of .float()
+    torch._foreach_copy_(fresh, [tensors[i] for i in low])
+    for i, tensor in zip(low, fresh):
+        out[i] = tensor
+    return out
+
+
 class MasterCopies:
     """float32 master copies of a method's adapted tensors held at bfloat16 or float16, and the swap around a step.
 
@@ -20,6 +35,8 @@ class MasterCopies:
     valid while the parameter's storage and version are the ones ``leave`` left: a weight written since (a document
     reset or a resume through ``Method.load_state_dict``, a store applied) gets a fresh master from its value.
     Memory: 4 bytes per adapted value (plus ``Backup``'s float32 spare buffer of each), none for the frozen ones.
+    Where the step writes the weights in place (``simpe.loop.undo.in_place``: every device but the CPU), a master
+    keeps its address from step to step, and so does the weight the model computes with.
     """
 
     def __init__(self) -> None:
@@ -33,13 +50,16 @@ class MasterCopies:
 
     def enter(self, params: Sequence[torch.Tensor]) -> list[torch.Tensor]:
         """Make each low-precision parameter of ``params`` hold its float32 master; return their own tensors."""
-        lows = []
-        for param in params:
-            low = param.data
-            master = self.masters.get(id(param))
-            if master is None or self.left.get(id(param)) != (low.data_ptr(), param._version):
-                master = low.float()  # (the parameter's shape) float32: the weight as it is now
-            lows.append(low)
+        lows = [param.data for param in params]
+        masters = [self.masters.get(id(param)) for param in params]
+        stale = [i for i, (param, low, master) in enumerate(zip(params, lows, masters))
+                 if master is None or self.left.get(id(param)) != (low.data_ptr(), param._version)]
+        if stale:  # fresh masters, the weights as they are now, in one foreach call (as ``.float()`` lays them out)
+            fresh = [torch.empty_like(lows[i], dtype=torch.float32) for i in stale]
+            torch._foreach_copy_(fresh, [lows[i] for i in stale])
+            for i, master in zip(stale, fresh):
+                masters[i] = master
+        for param, master in zip(params, masters):
             param.data = master
         return lows
 

@@ -1,6 +1,11 @@
 """How an update step is undone, bit for bit (``Backup``): the values of the tensors a step changes, as before it,
 kept until the step is known to have left finite weights. The update (``simpe.loop.update``) takes one per method; a
 method never sees it.
+
+Two modes for plain SGD (``in_place``): on the CPU the step writes the new weights into spare buffers that are then
+swapped in (``outputs``, ``swap_in``: one pass, no copy); on every other device the weights are written in place,
+after a copy of them (``before_change``), so that each weight keeps its address from step to step, which a CUDA graph
+that reads them needs. ``IN_PLACE`` forces either mode (the tests run the in-place mode on the CPU).
 """
 from __future__ import annotations
 
@@ -11,6 +16,13 @@ from typing import Any
 import torch
 
 FUSE_MIN = 4096  # fused plain SGD: gradients of this many values or more get their norm and step one after the other
+IN_PLACE: bool | None = None  # None: weights written in place on every device but the CPU; True / False: forced
+
+
+def in_place(device: torch.device) -> bool:
+    """Whether plain SGD writes the weights on ``device`` in place (their addresses kept) rather than swapping in
+    spare buffers: ``IN_PLACE`` when it is set, else on every device but the CPU."""
+    return device.type != "cpu" if IN_PLACE is None else IN_PLACE
 
 
 def _restore(params: list[torch.Tensor], backup: list[torch.Tensor]) -> None:
@@ -22,9 +34,10 @@ def _restore(params: list[torch.Tensor], backup: list[torch.Tensor]) -> None:
 class Backup:
     """The values of the tensors a step changes, as before it, to undo that step bit for bit.
 
-    A method's own ``step`` changes tensors in place, after ``before_change`` copied them (or only the
-    rows it will change: ``lasso``, which changes a few groups of its budget and a few embedding rows,
-    as its hints ``changed_tensors`` / ``changed_rows`` say); plain SGD (``_sgd_step``) writes
+    A method's own ``step``, and plain SGD in the in-place mode (``in_place``: every device but the CPU),
+    change tensors in place, after ``before_change`` copied them (or only the rows it will change:
+    ``lasso``, which changes a few groups of its budget and a few embedding rows, as its hints
+    ``changed_tensors`` / ``changed_rows`` say); on the CPU plain SGD (``_sgd_step``) writes
     every new value into a spare buffer (``spares``) and hands the buffers to ``swap_in``, which
     makes them the weights and keeps the old storage as the backup (plain SGD: the step writes
     the new weights once and copies nothing). The buffers are kept per tensor from step to step
@@ -52,10 +65,14 @@ class Backup:
         """Copy ``tensors``, and of each (tensor, (n,) row indices) in ``rows`` only those rows: the
         step then changes them in place, nothing else (``restore`` undoes it)."""
         copies = [self._buffer(tensor) for tensor in tensors]
-        if tensors:
+        if tensors:  # one foreach call: a few kernel launches on a GPU for all tensors
             torch._foreach_copy_(copies, [t.detach() for t in tensors])
         self.tensors, self.copies, self.finite = list(tensors), copies, False
         self.rows = [(tensor, index, tensor.detach().index_select(0, index)) for tensor, index in rows]
+
+    def vouch(self, finite: bool) -> None:
+        """After an in-place step (``before_change``, then the step): ``finite`` as ``swap_in`` takes it."""
+        self.finite = finite
 
     def spares(self, tensors: list[torch.Tensor]) -> list[torch.Tensor]:
         """Buffers shaped like ``tensors`` for the step to write their new values into (for ``swap_in``)."""

@@ -33,8 +33,8 @@ from typing import Any
 import torch
 
 from simpe.config.tree import UpdateConfig
-from simpe.loop.masters import MasterCopies, master_copies
-from simpe.loop.undo import FUSE_MIN, Backup, backup_for
+from simpe.loop.masters import MasterCopies, as_float32, master_copies
+from simpe.loop.undo import FUSE_MIN, Backup, backup_for, in_place
 from simpe.methods.base import Gradients, Method
 from simpe.model import Pair, teacher_forced_logits
 
@@ -146,7 +146,22 @@ def clip_scales(norms: torch.Tensor, clip_norm: float) -> list[float]:
     ``clip_norm`` is 0 (no clipping). Written as reciprocal, then product: what ``clip_norm / tensor`` computes."""
     if clip_norm <= 0:
         return [1.0] * norms.numel()
-    return (norms + CLIP_EPS).reciprocal_().mul_(clip_norm).clamp_(max=1.0).tolist()
+    return _clip_factors(norms, clip_norm).tolist()
+
+
+def _clip_factors(norms: torch.Tensor, clip_norm: float) -> torch.Tensor:
+    """``clip_scales`` as a (tensors,) float32 tensor on the norms' device."""
+    if clip_norm <= 0:
+        return torch.ones_like(norms)
+    return (norms + CLIP_EPS).reciprocal_().mul_(clip_norm).clamp_(max=1.0)
+
+
+def _norms_and_scales(grads: list[torch.Tensor], clip_norm: float) -> tuple[list[float], list[float]]:
+    """Every gradient's float32 L2 norm (one foreach call) and its clipping factor (``clip_scales``), read to the host
+    in one transfer: on a GPU one wait for the device per step, for the non-finite check and the clipping both."""
+    norms = torch.stack(torch._foreach_norm(grads))  # (tensors,)
+    read = torch.stack([norms, _clip_factors(norms, clip_norm)]).tolist()  # (2, tensors)
+    return read[0], read[1]
 
 
 def _f32(value: float) -> float:
@@ -188,6 +203,36 @@ def _sgd_step(params: list[torch.Tensor], grads: list[torch.Tensor], lr: float, 
     backup.swap_in(params, new, finite=lr * max(norms, default=0.0) < 2.0 ** 100)
 
 
+def _storage_shared(grads: list[torch.Tensor], params: list[torch.Tensor]) -> bool:
+    """Whether a gradient shares its storage with another gradient or a weight (then none may be written in place)."""
+    addresses = [t.untyped_storage().data_ptr() for t in [*grads, *params]]
+    return len(set(addresses)) < len(addresses)
+
+
+def _sgd_step_in_place(params: list[torch.Tensor], grads: list[torch.Tensor], lr: float, scales: list[float],
+                       norms: list[float], backup: Backup) -> None:
+    """``Method.step``'s plain SGD written into the weights themselves, each keeping its address (a CUDA graph reads
+    them there): ``Backup.before_change`` copies them for the undo, the clipped gradients are scaled by their factors,
+    then θ ← θ - lr·g; three foreach calls, a few kernel launches each on a GPU, for every tensor.
+
+    An unclipped tensor's step is ``_sgd_step``'s bit for bit (θ - lr·g); a clipped one's rounds the scaled gradient
+    first, θ - lr·(scale·g) where ``_sgd_step`` takes θ - (lr·scale)·g: within float32's rounding of the step. The
+    gradients are written over (nothing reads them after), unless one shares its storage (then scaled copies)."""
+    backup.before_change(params)
+    clipped = [i for i, scale in enumerate(scales) if scale != 1.0]
+    if clipped:
+        factors = [scales[i] for i in clipped]
+        if _storage_shared(grads, params):
+            scaled = torch._foreach_mul([grads[i] for i in clipped], factors)
+            grads = list(grads)
+            for i, grad in zip(clipped, scaled):
+                grads[i] = grad
+        else:
+            torch._foreach_mul_([grads[i] for i in clipped], factors)
+    torch._foreach_add_(params, grads, alpha=-lr)
+    backup.vouch(lr * max(norms, default=0.0) < 2.0 ** 100)  # finite weights stay finite: see _sgd_step
+
+
 def _method_step(method: Method, grads: Gradients, lr: float, backup: Backup) -> None:
     """A method's own ``step``, in place, after a copy of what it says it changes (its hints ``changed_tensors``
     and ``changed_rows``: ``lasso`` changes a few groups of its budget and a few embedding rows)."""
@@ -206,7 +251,9 @@ def clip_and_step(method: Method, names: list[str], params: list[torch.Tensor], 
     A method with a step of its own (``lasso``: its budget compares every step's norm) gets every norm first, then
     ``Method.step`` (``_method_step``), and so does plain SGD (``_sgd_step``) on gradients small enough to stay in cache
     between the two passes (under ``FUSE_BYTES``: there a Python call per tensor costs more than the pass it saves).
-    Plain SGD (``Method.step`` not overridden) on more is fused with the clipping:
+    Where the weights are written in place (``simpe.loop.undo.in_place``: every device but the CPU), plain SGD is
+    ``_sgd_step_in_place``: foreach calls for all tensors, the norms read once. On the CPU, plain SGD on more is fused
+    with the clipping:
     each large gradient's norm, then at once its step, which reads the gradient again while it is still in cache
     (norms of every gradient first stream them all twice; 1.3 ms a step of 40 MB, a third of it, on the demo model).
     The same factors, norms (the same kernel per tensor as ``torch._foreach_norm``) and step, bit for bit;
@@ -214,29 +261,32 @@ def clip_and_step(method: Method, names: list[str], params: list[torch.Tensor], 
     spare buffers (``Backup.outputs``), which become the weights only at the end (``Backup.swap_in``).
     """
     own_step = type(method).step is not Method.step
+    device = grads[0].device
+    writes_in_place = in_place(device)  # every device but the CPU: the weights keep their addresses
     # fused on the CPU only: on a GPU each large gradient's norm read back alone is a wait for the device, where the
     # foreach norms of every gradient need one
-    fuse = not own_step and grads[0].device.type == "cpu" and \
+    fuse = not own_step and not writes_in_place and device.type == "cpu" and \
         sum(grad.numel() * grad.element_size() for grad in grads) >= FUSE_BYTES
     if not fuse:
-        stacked = torch.stack(torch._foreach_norm(grads))  # (tensors,)
-        if not bool(torch.isfinite(stacked).all()):
+        read, scales = _norms_and_scales(grads, clip_norm)  # one read of every norm and factor
+        if not all(math.isfinite(norm) for norm in read):
             return _non_finite_gradient(names, grads)
-        scales = clip_scales(stacked, clip_norm)
-        norms = [s * n for s, n in zip(scales, stacked.tolist())]
+        norms = [s * n for s, n in zip(scales, read)]
         if own_step:
             _method_step(method, Gradients(dict(zip(names, grads)), dict(zip(names, scales)), dict(zip(names, norms))),
                          lr, backup)
+        elif writes_in_place:
+            _sgd_step_in_place(params, grads, lr, scales, norms, backup)
         else:
             _sgd_step(params, grads, lr, scales, norms, backup)
         return None
     scales, norms = [1.0] * len(grads), [0.0] * len(grads)
     small = [i for i, grad in enumerate(grads) if grad.numel() < FUSE_MIN]  # one foreach call for the many small ones
     if small:
-        stacked = torch.stack(torch._foreach_norm([grads[i] for i in small]))  # (small tensors,)
-        if not bool(torch.isfinite(stacked).all()):
+        read, factors = _norms_and_scales([grads[i] for i in small], clip_norm)  # one read
+        if not all(math.isfinite(norm) for norm in read):
             return _non_finite_gradient(names, grads)
-        for i, scale, norm in zip(small, clip_scales(stacked, clip_norm), stacked.tolist()):
+        for i, scale, norm in zip(small, factors, read):
             scales[i], norms[i] = scale, norm
     new = backup.outputs(params, grads)
     for i, (param, grad, out) in enumerate(zip(params, grads, new)):
@@ -400,7 +450,7 @@ def update(model: Any, method: Method, pair: Pair, cfg: UpdateConfig, batch: Seq
             ns, ps, gs = [names[i] for i in present], [params[i] for i in present], [grads[i] for i in present]
             with torch.no_grad():
                 if masters is not None:  # the step on float32 masters and float32 gradients
-                    gs = [g.float() for g in gs]
+                    gs = as_float32(gs)
                 if penalized:  # the penalty at the weights the loss saw; its gradient joins the loss's before clipping
                     penalty = method.penalty_gradient(dict(zip(ns, gs)))
                     if penalty is not None:
