@@ -25,7 +25,7 @@ from typing import Any
 import torch
 
 from simpe.config.tree import UpdateConfig
-from simpe.loop.masters import MasterCopies, master_copies
+from simpe.loop.masters import MasterCopies, as_float32, master_copies
 from simpe.loop.undo import Backup, backup_for
 from simpe.loop.update import _ppl, clip_and_step, update
 from simpe.methods.base import Method
@@ -91,7 +91,7 @@ def _step(run: RunUpdate, grads: list[torch.Tensor | None]) -> None:
     ns, ps, gs = [run.names[i] for i in present], [run.params[i] for i in present], [grads[i] for i in present]
     with torch.no_grad():
         if run.masters is not None:
-            gs = [g.float() for g in gs]
+            gs = as_float32(gs)
         if type(method).penalty_gradient is not Method.penalty_gradient:  # ewc
             penalty = method.penalty_gradient(dict(zip(ns, gs)))
             if penalty is not None:
