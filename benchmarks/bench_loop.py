@@ -158,21 +158,27 @@ def lockstep(args: argparse.Namespace, overrides: list[str], device: str) -> Non
                 seconds["total"] += sec["prepare"] + sec["translate"] + sec["score"] + sec["update"]
                 loop.timer.remove()
         rows[label] = (time.perf_counter() - start, seconds)
-    flops = phase_flops([load_config(m, [*overrides, f"runs_dir={tempfile.mkdtemp()}"]) for m in chosen])
+    flops = {"group": phase_flops([load_config(m, [*overrides, f"runs_dir={tempfile.mkdtemp()}"]) for m in chosen]),
+             "alone": {"translate": 0.0, "update": 0.0}}
+    for m in chosen:  # each run as a group of one: the FLOPs the runs alone compute
+        own = phase_flops([load_config(m, [*overrides, f"runs_dir={tempfile.mkdtemp()}"])])
+        for phase in own:
+            flops["alone"][phase] += own[phase]
     rate = matmul_rate(device)
     segments = args.segments * len(chosen)
     print(f"\nlockstep: {len(chosen)} runs ({', '.join(chosen)}) x {args.segments} segments, {device}; "
           f"matmul rate here {rate / 1e9:.1f} GFLOP/s")
     print(f"{'':6s} {'wall':>8s} {'seg/s':>8s} {'translate':>10s} {'update':>8s} | {'MFU translate':>14s} {'MFU update':>11s}")
     for label, (wall, seconds) in rows.items():
-        mfu = {phase: flops[phase] * args.segments / seconds[phase] / rate if seconds[phase] else 0.0
+        mfu = {phase: flops[label][phase] * args.segments / seconds[phase] / rate if seconds[phase] else 0.0
                for phase in ("translate", "update")}
         print(f"{label:6s} {wall:7.1f}s {segments / wall:8.2f} {seconds['translate']:9.1f}s {seconds['update']:7.1f}s | "
               f"{100 * mfu['translate']:13.1f}% {100 * mfu['update']:10.1f}%")
     ratio = rows["alone"][0] / rows["group"][0]
     print(f"group / alone: {ratio:.2f}x the segments per second (goal >= 2.5x at one thread); model FLOPs per segment of "
-          f"all runs: translate {flops['translate'] / 1e9:.2f} GFLOP, update {flops['update'] / 1e9:.2f} GFLOP; MFU = "
-          "those FLOPs over the phase's seconds (summed over the runs' records) over the matmul rate")
+          f"all runs, alone / group: translate {flops['alone']['translate'] / 1e9:.2f} / {flops['group']['translate'] / 1e9:.2f} "
+          f"GFLOP, update {flops['alone']['update'] / 1e9:.2f} / {flops['group']['update'] / 1e9:.2f} GFLOP; MFU = those FLOPs "
+          "over the phase's seconds (summed over the runs' records) over the matmul rate")
     record("bench-loop", {f"lockstep, {len(chosen)} runs alone": f"{rows['alone'][0]:.1f} s ({segments / rows['alone'][0]:.2f} segments/s)",
                           f"lockstep, {len(chosen)} runs as one group": f"{rows['group'][0]:.1f} s ({segments / rows['group'][0]:.2f} segments/s, "
                                                                           f"{ratio:.2f}x)",
