@@ -170,7 +170,7 @@ def cmd_sweep(args: argparse.Namespace) -> None:
     if args.gpus_per_run < 0:
         raise ConfigError(f"--gpus-per-run must be >= 0, got {args.gpus_per_run}")
     tracking = Tracking(args)
-    grid = {key: values if isinstance(values, list) else [values] for key, values in (data.get("grid") or {}).items()}
+    grid = {key: values if isinstance(values, (list, dict)) else [values] for key, values in (data.get("grid") or {}).items()}
     grid.update(parse_grid(args.grid))
     flags = {"data.name": args.dataset or data.get("dataset"), "data.split": args.split or data.get("split"),
              "model.path": args.model or data.get("model"),
