@@ -17,7 +17,15 @@ def add_compare(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", dest="bootstrap_seed", type=seed, action=DeprecatedFlag, new="--bootstrap-seed")
     p.add_argument("--bootstrap", type=integer, default=DEFAULT_RESAMPLES, metavar="N",
                    help="bootstrap resamples (default: %(default)s)")
+    add_replicate_arg(p)
     p.set_defaults(func=cmd_compare)
+
+
+def add_replicate_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--replicate", action="append", default=[], type=Path, metavar="GROUP",
+                   help="a further replicate: a group folder of the same presets on another stream or document order "
+                        "(--set data.shuffle_documents=SEED); repeatable; adds each method's mean difference, spread and "
+                        "sign agreement across replicates (replicates.md/.csv beside the table)")
 
 
 def cmd_compare(args: argparse.Namespace) -> None:
@@ -33,6 +41,12 @@ def cmd_compare(args: argparse.Namespace) -> None:
     comparison = compare_runs(group, seed=args.bootstrap_seed, num_resamples=args.bootstrap)
     paths = write_comparison(comparison, args.out or compare_dir(group.group_dir))
     print(to_markdown(comparison))
+    if args.replicate:
+        from simpe.report import replicates
+
+        table = replicates.compare_replicates(comparison, args.replicate, args.allow_incomplete, args.baseline)
+        paths.update({f"replicates {kind}": path for kind, path in replicates.write_replicates(table, args.out or compare_dir(group.group_dir)).items()})
+        print(replicates.to_markdown(table))
     print("wrote " + ", ".join(str(path) for path in paths.values()))
 
 
