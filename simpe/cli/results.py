@@ -53,6 +53,11 @@ def cmd_compare(args: argparse.Namespace) -> None:
 def add_plot(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("plot", help="plot cumulative metric deltas to the baseline (Simianer et al. (2019), Figure 2) and ranking snapshots")
     add_run_group_args(p, "output folder for the PNG and PDF figures (default: GROUP/plots)")
+    p.add_argument("--front", action="store_true",
+                   help="draw the learning-against-forgetting front instead (front.png/.pdf and front.md: each run's gain "
+                        "on the stream against its forgetting on the probe, snapshots.forgetting; sweeps/front.yaml)")
+    p.add_argument("--front-metric", default="bleu", metavar="METRIC",
+                   help="the front's gain metric, a column of simpe compare's table (default: %(default)s)")
     p.set_defaults(func=cmd_plot)
 
 
@@ -62,7 +67,13 @@ def cmd_plot(args: argparse.Namespace) -> None:
     from simpe.rundir.reader import load_group
 
     group = load_group(args.runs, allow_incomplete=args.allow_incomplete, baseline=args.baseline)
-    for path in plot_group(group, args.out or plots_dir(group.group_dir)):
+    if args.front:
+        from simpe.report.front import write_front
+
+        paths = write_front(group, args.out or plots_dir(group.group_dir), args.front_metric)
+    else:
+        paths = plot_group(group, args.out or plots_dir(group.group_dir))
+    for path in paths:
         print(f"wrote {path}")
 
 
