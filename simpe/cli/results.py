@@ -25,7 +25,7 @@ def add_replicate_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("--replicate", action="append", default=[], type=Path, metavar="GROUP",
                    help="a further replicate: a group folder of the same presets on another stream or document order "
                         "(--set data.shuffle_documents=SEED); repeatable; adds each method's mean difference, spread and "
-                        "sign agreement across replicates (replicates.md/.csv beside the table)")
+                        "sign agreement across replicates (compare: replicates.md/.csv beside the table; report: a section)")
 
 
 def cmd_compare(args: argparse.Namespace) -> None:
@@ -85,6 +85,7 @@ def add_report(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--bootstrap-seed", type=seed, default=DEFAULT_SEED, help="bootstrap seed (default: %(default)s)")
     p.add_argument("--seed", dest="bootstrap_seed", type=seed, action=DeprecatedFlag, new="--bootstrap-seed")
     p.add_argument("--bootstrap", type=integer, default=DEFAULT_RESAMPLES, metavar="N", help="bootstrap resamples (default: %(default)s)")
+    add_replicate_arg(p)
     p.set_defaults(func=cmd_report)
 
 
@@ -96,7 +97,7 @@ def cmd_report(args: argparse.Namespace) -> None:
     if args.bootstrap < 1:
         raise ConfigError(f"--bootstrap must be at least 1, got {args.bootstrap}")
     group = load_group(args.runs, allow_incomplete=args.allow_incomplete, baseline=args.baseline)
-    path = write_report(group, args.out, seed=args.bootstrap_seed, num_resamples=args.bootstrap)
+    path = write_report(group, args.out, seed=args.bootstrap_seed, num_resamples=args.bootstrap, replicates=args.replicate)
     print(f"wrote {path}  (open it in a browser: file://{path.resolve()})")
 
 
