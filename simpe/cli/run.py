@@ -154,6 +154,11 @@ def add_sweep(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--bootstrap", type=integer, default=1000, metavar="N", help="bootstrap resamples of the final tables (default: %(default)s)")
     p.add_argument("--dry-run", action="store_true", help="list the runs and what would become of each, run nothing")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--select-on", choices=["stream", "dev"], default="stream",
+                   help="where each preset's setting is chosen: stream (its reported, prequential score: tuned on the "
+                        "test, with a warning) or dev (the grid on the dev split first, then only the chosen settings on "
+                        "the stream) (default: %(default)s)")
+    p.add_argument("--select-metric", default="bleu", metavar="METRIC", help="the corpus metric that chooses (default: %(default)s)")
     add_track_flags(p)
     p.set_defaults(func=cmd_sweep)
 
@@ -183,11 +188,19 @@ def cmd_sweep(args: argparse.Namespace) -> None:
             print(f"{state(spec):10s} {spec.path}")
         return
     check_address(args.address)
+    from simpe.sweep import select
+
+    if args.select_on == "dev":  # the grid on the dev split first; then the chosen settings on the stream
+        specs = select.select_on_dev(specs, args.preset or data.get("methods") or [], grid, args.seeds or data.get("seeds"),
+                                     overrides, args.select_metric, lambda runs: execute(
+                                         runs, workers=args.workers, threads=args.threads, address=args.address,
+                                         gpus_per_run=args.gpus_per_run, progress=not args.no_progress))
     outcomes = execute(specs, workers=args.workers, threads=args.threads, address=args.address,
                        gpus_per_run=args.gpus_per_run, progress=not args.no_progress, return_results=args.return_results)
     if not args.no_baseline and data.get("baseline", True):
         for group_dir, text in compare_groups(specs, outcomes, args.bootstrap):
             print(f"\n## {group_dir}\n\n{text}")
+    select.report_selection(specs, outcomes, args.select_on, args.select_metric)
     tracking.outcomes(outcomes)  # every run of the grid, those complete before this sweep too
     report_outcomes(outcomes, "done")
     tracking.finish()
