@@ -30,9 +30,13 @@ ARGS ?=
 WORKERS ?= $(shell nproc 2>/dev/null || echo 1)
 SWEEP ?=
 GRID ?=
+# make simulate REPLICATES=N: replicate 1 is the stream as read (RUNS), replicate k = 2..N the same segments with
+# their documents shuffled with seed k (data.shuffle_documents=k), under RUNS/shuffle-k (docs/report.md, Replicates)
+REPLICATES ?= 1
+REPLICATE_SEEDS := $(shell seq 2 $(REPLICATES) 2>/dev/null)
 
 .DEFAULT_GOAL := help
-.PHONY: help venv comet-env test-compat simulate test check-generated lint test-slow docs write-docs corpus glossary demo-model demo-model-small baseline select-fixed compare plot report replicate stopwords \
+.PHONY: help venv comet-env test-compat simulate replicates test check-generated lint test-slow docs write-docs corpus glossary demo-model demo-model-small baseline select-fixed compare plot report replicate stopwords \
         bench-loop bench-interactive bench-constrained bench-metrics bench-topk bench-snapshot bench-simulate bench-train bench-scale bench-size fit-speed device-check device-wheels sweep clean-runs \
         serve bench-serve serve-screenshot
 
@@ -88,6 +92,15 @@ simulate: $(STAMP) $(MODEL)/fixed-selection.json ## run PRESETS on the first SEG
 	  echo "plot with:    make plot DATASET=$(DATASET) SEGMENTS=$(SEGMENTS)$(RUNS_ARG)     (figures in the group's plots/)" && \
 	  echo "report (open in a browser): the report.html written above"; \
 	else echo "one preset: no report (simpe report, compare and plot set methods against the baseline)"; fi
+	@if [ $(REPLICATES) -gt 1 ]; then $(MAKE) --no-print-directory replicates; fi
+
+replicates: $(STAMP) $(MODEL)/fixed-selection.json ## run PRESETS on REPLICATES-1 further document orders of the stream (RUNS/shuffle-K, data.shuffle_documents=K) and compare every method across the REPLICATES orders: mean difference, spread, sign agreement (make simulate REPLICATES=3 calls it)
+	@if [ $(REPLICATES) -lt 2 ]; then echo "REPLICATES=$(REPLICATES): give at least 2 (e.g. make simulate REPLICATES=3)" >&2; exit 2; fi
+	@for seed in $(REPLICATE_SEEDS); do \
+	  $(PY) -m simpe simulate --dataset $(DATASET) --split $(SPLIT) --model $(MODEL) --segments $(SEGMENTS) --preset $(PRESETS) --workers $(WORKERS) --runs-dir $(RUNS)/shuffle-$$seed --protocol $(PROTOCOL) --set data.shuffle_documents=$$seed $(ARGS) || exit $$?; \
+	done
+	$(PY) -m simpe compare $(GROUP) $(foreach seed,$(REPLICATE_SEEDS),--replicate $(RUNS)/shuffle-$(seed)/$(notdir $(GROUP)))
+	$(PY) -m simpe report $(GROUP) $(foreach seed,$(REPLICATE_SEEDS),--replicate $(RUNS)/shuffle-$(seed)/$(notdir $(GROUP)))
 
 $(MODEL)/fixed-selection.json:
 	$(MAKE) select-fixed MODEL=$(MODEL)
