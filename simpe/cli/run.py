@@ -154,7 +154,7 @@ def add_sweep(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--bootstrap", type=integer, default=1000, metavar="N", help="bootstrap resamples of the final tables (default: %(default)s)")
     p.add_argument("--dry-run", action="store_true", help="list the runs and what would become of each, run nothing")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    p.add_argument("--select-on", choices=["stream", "dev"], default="stream",
+    p.add_argument("--select-on", choices=["stream", "dev"], default="stream", metavar="{stream,dev}",
                    help="where each preset's setting is chosen: stream (its reported, prequential score: tuned on the "
                         "test, with a warning) or dev (the grid on the dev split first, then only the chosen settings on "
                         "the stream) (default: %(default)s)")
