@@ -142,7 +142,7 @@ class DataConfig:
     params: dict[str, Any]  # go to DATASETS.build
     glossary: str | None  # null | dataset (the dataset's own) | a TSV or TBX file: the term metrics (simpe.terms)
     glossary_prompt: bool  # a causal LM's prompt also says the glossary's terms that apply to the source
-    shuffle_documents: int | None = None  # a seed: the stream's documents in a seeded order, each whole; null: as read
+    shuffle_documents: int | None  # a seed: the stream's documents in a seeded order, each whole; null: as read
 
     def __post_init__(self) -> None:
         if self.segments is not None and self.segments < 1:
