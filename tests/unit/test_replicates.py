@@ -53,3 +53,10 @@ def test_the_config_key_takes_a_seed_or_null() -> None:
     assert load_config("baseline", ["data.shuffle_documents=3"]).data.shuffle_documents == 3
     with pytest.raises(ConfigError, match="data.shuffle_documents"):
         load_config("baseline", ["data.shuffle_documents=-1"])
+
+
+def test_a_sweep_grid_over_document_orders_is_refused() -> None:
+    from simpe.sweep.plan import plan
+
+    with pytest.raises(ConfigError, match="REPLICATES"):
+        plan(["bias"], {"data.shuffle_documents": [1, 2]})
