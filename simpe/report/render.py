@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from simpe.metrics.online import signature_label
-from simpe.report.compare import SIGNIFICANCE_LEVEL, SIGNIFICANT_MARK, Column, Comparison, Row
 from simpe.metrics.thresholds import THRESHOLDS
+from simpe.report.compare import SIGNIFICANCE_LEVEL, SIGNIFICANT_MARK, Column, Comparison, Row
 from simpe.report.people import EFFORT_NOTE, Effort
 from simpe.rundir.output import OutputDir
 

@@ -91,7 +91,7 @@ def select_on_dev(specs: list[RunSpec], methods: list[str], grid: dict, seeds: l
     if missing:
         raise ConfigError(f"--select-on dev: no complete dev run of {', '.join(missing)} to choose from")
     names = {spec.name for spec, _ in chosen.values()}
-    for preset, (spec, value) in chosen.items():
+    for spec, value in chosen.values():
         print(f"chosen on dev ({segments} segments, {metric} {value:.2f}): {spec.name}")
     return [spec for spec in specs if _preset(spec) not in choices or spec.name in names]
 
@@ -100,6 +100,6 @@ def report_selection(specs: list[RunSpec], outcomes: list[Outcome], select_on: s
     """Print the setting each preset would be reported with; on ``stream``, with the prequential warning."""
     if select_on == "dev" or not _choices(specs):
         return
-    for preset, (spec, value) in best_settings(specs, outcomes, metric).items():
+    for spec, value in best_settings(specs, outcomes, metric).values():
         print(f"best on the stream ({metric} {value:.2f}): {spec.name}")
     logger.warning(PREQUENTIAL_WARNING)
