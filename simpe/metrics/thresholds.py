@@ -117,5 +117,5 @@ def one_family_note(metrics: list[str]) -> str | None:
     if any(m in PRETRAINED_METRICS for m in metrics):
         return None
     return ("Only string-matching metrics were computed (BLEU, chrF, TER, the R metrics ...): no pretrained metric "
-            "such as COMET. WMT pairs a metric with one of the other family (Kocmi et al. 2024); run with COMET "
-            "(metrics.logged, docs/metrics.md) to add one.")
+            "such as COMET. WMT pairs a metric with one of the other family (Kocmi et al. 2024); simpe simulate "
+            "--comet MODEL adds one (docs/metrics.md).")
