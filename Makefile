@@ -42,7 +42,7 @@ REPLICATE_SEEDS := $(shell seq 2 $(REPLICATES) 2>/dev/null)
 
 help: ## list every target with one line each
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "} {printf "  %-14s %s\n", $$1, $$2}'
-	@echo "  variables: DATASET=$(DATASET) PRESETS=\"$(PRESETS)\" SEGMENTS=$(SEGMENTS) MODEL=$(MODEL) WORKERS=$(WORKERS) RUNS=$(RUNS) PROTOCOL=$(PROTOCOL) SWEEP=... GRID=... GROUP=... ARGS=..."
+	@echo "  variables: DATASET=$(DATASET) PRESETS=\"$(PRESETS)\" SEGMENTS=$(SEGMENTS) MODEL=$(MODEL) WORKERS=$(WORKERS) RUNS=$(RUNS) PROTOCOL=$(PROTOCOL) REPLICATES=$(REPLICATES) SWEEP=... GRID=... GROUP=... ARGS=..."
 
 LOCK := requirements/lock-linux-x86_64-py311.txt
 COMPAT_LOCK := requirements/compat-linux-x86_64-py311.txt
