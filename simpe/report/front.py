@@ -171,7 +171,8 @@ def to_markdown(result: Front, figure: str | None = None) -> str:
     lines += [f"Gain: Δ {label} on the stream against the baseline (95 % paired bootstrap interval over the stream's "
               f"segments). Forgetting: the baseline's {forget_label} on the forgetting probe minus the run's ({where}; "
               "positive = worse on other text; 95 % paired bootstrap interval over the probe's sentences). Dominated: "
-              "another run, or the baseline at (0, 0), gains at least as much and forgets no more.", "",
+              "another run, or the baseline at (0, 0), gains at least as much and forgets no more, judged on the point "
+              "estimates (the intervals say how firm each comparison is).", "",
              "| run | method | lr | gain | forgetting | dominated by |", "|:--|:--|--:|--:|--:|:--|"]
     for point in sorted(result.points, key=lambda p: (p.method, p.setting)):
         dominated = ", ".join(point.dominated_by) if point.dominated_by else ("–" if point.forgetting is None else "no (on the front)")
