@@ -71,3 +71,13 @@ def test_dominance_counted_by_hand() -> None:
     assert [p.dominated_by for p in points] == [[], ["a"], ["baseline"], []]
     _mark_dominated(points, False)  # lower is better (TER): c's -1 is now the best gain
     assert points[2].dominated_by == []
+
+
+def test_the_reader_checks_the_probes_statistics() -> None:
+    from simpe.errors import RunDirError
+    from simpe.rundir.record import check_snapshot
+
+    check_snapshot({"segment": 4, "forget.bleu": 30.0, "forget.stats": {"bleu": [[1, 2, 3]], "chrf": [[4.5]]}}, "ok")
+    for bad in ({"bleu": [[1, "x"]]}, {"bleu": [1, 2]}, [[1, 2]]):
+        with pytest.raises(RunDirError, match="forget.stats should map each metric"):
+            check_snapshot({"segment": 4, "forget.stats": bad}, "snapshot")
