@@ -45,7 +45,8 @@ def cmd_compare(args: argparse.Namespace) -> None:
         from simpe.report import replicates
 
         table = replicates.compare_replicates(comparison, args.replicate, args.allow_incomplete, args.baseline)
-        paths.update({f"replicates {kind}": path for kind, path in replicates.write_replicates(table, args.out or compare_dir(group.group_dir)).items()})
+        written = replicates.write_replicates(table, args.out or compare_dir(group.group_dir))
+        paths.update({f"replicates {kind}": path for kind, path in written.items()})
         print(replicates.to_markdown(table))
     print("wrote " + ", ".join(str(path) for path in paths.values()))
 

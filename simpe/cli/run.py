@@ -190,6 +190,7 @@ def cmd_sweep(args: argparse.Namespace) -> None:
     check_address(args.address)
     from simpe.sweep import select
 
+    select.check_metric(args.select_metric)
     if args.select_on == "dev":  # the grid on the dev split first; then the chosen settings on the stream
         specs = select.select_on_dev(specs, args.preset or data.get("methods") or [], grid, args.seeds or data.get("seeds"),
                                      overrides, args.select_metric, lambda runs: execute(

@@ -27,6 +27,17 @@ PREQUENTIAL_WARNING = ("the settings were chosen by the stream's own prequential
                        "(tuned on the test); pick them on held-out text with --select-on dev (docs/metrics.md, 'Prequential')")
 
 
+def check_metric(metric: str) -> None:
+    """``--select-metric`` names a metric simpe scores (ConfigError naming the known ones, before any run)."""
+    from simpe.errors import SimpeError
+    from simpe.metrics import METRICS, metric_for
+
+    try:
+        metric_for(metric)
+    except SimpeError:
+        raise ConfigError(f"--select-metric {metric!r} is not a metric; known: {', '.join(METRICS.names())}") from None
+
+
 def _preset(spec: RunSpec) -> str:
     return Path(spec.adapter).stem
 
