@@ -34,14 +34,19 @@ GRID ?=
 # slurm (one Slurm job array; its resources from the sweep file's slurm: block or ARGS="--partition P --time 60")
 BACKEND ?= local
 
+# make simulate REPLICATES=N: replicate 1 is the stream as read (RUNS), replicate k = 2..N the same segments with
+# their documents shuffled with seed k (data.shuffle_documents=k), under RUNS/shuffle-k (docs/report.md, Replicates)
+REPLICATES ?= 1
+REPLICATE_SEEDS := $(shell seq 2 $(REPLICATES) 2>/dev/null)
+
 .DEFAULT_GOAL := help
-.PHONY: help venv comet-env test-compat simulate test check-generated lint test-slow docs write-docs corpus glossary demo-model demo-model-small baseline select-fixed compare plot report replicate stopwords \
+.PHONY: help venv comet-env test-compat simulate replicates test check-generated lint test-slow docs write-docs corpus glossary demo-model demo-model-small baseline select-fixed compare plot report replicate stopwords \
         bench-loop check-lockstep bench-interactive bench-constrained bench-metrics bench-topk bench-snapshot bench-simulate bench-train bench-scale bench-size bench-launches fit-speed device-check device-wheels sweep clean-runs \
         serve bench-serve serve-screenshot
 
 help: ## list every target with one line each
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "} {printf "  %-14s %s\n", $$1, $$2}'
-	@echo "  variables: DATASET=$(DATASET) PRESETS=\"$(PRESETS)\" SEGMENTS=$(SEGMENTS) MODEL=$(MODEL) WORKERS=$(WORKERS) RUNS=$(RUNS) PROTOCOL=$(PROTOCOL) SWEEP=... GRID=... GROUP=... ARGS=..."
+	@echo "  variables: DATASET=$(DATASET) PRESETS=\"$(PRESETS)\" SEGMENTS=$(SEGMENTS) MODEL=$(MODEL) WORKERS=$(WORKERS) RUNS=$(RUNS) PROTOCOL=$(PROTOCOL) REPLICATES=$(REPLICATES) SWEEP=... GRID=... GROUP=... ARGS=..."
 
 LOCK := requirements/lock-linux-x86_64-py311.txt
 COMPAT_LOCK := requirements/compat-linux-x86_64-py311.txt
@@ -91,6 +96,15 @@ simulate: $(STAMP) $(MODEL)/fixed-selection.json ## run PRESETS on the first SEG
 	  echo "plot with:    make plot DATASET=$(DATASET) SEGMENTS=$(SEGMENTS)$(RUNS_ARG)     (figures in the group's plots/)" && \
 	  echo "report (open in a browser): the report.html written above"; \
 	else echo "one preset: no report (simpe report, compare and plot set methods against the baseline)"; fi
+	@if [ $(REPLICATES) -gt 1 ]; then $(MAKE) --no-print-directory replicates; fi
+
+replicates: $(STAMP) $(MODEL)/fixed-selection.json ## run PRESETS on REPLICATES-1 further document orders of the stream (RUNS/shuffle-K, data.shuffle_documents=K) and compare every method across the REPLICATES orders: mean difference, spread, sign agreement (make simulate REPLICATES=3 calls it)
+	@if [ $(REPLICATES) -lt 2 ]; then echo "REPLICATES=$(REPLICATES): give at least 2 (e.g. make simulate REPLICATES=3)" >&2; exit 2; fi
+	@for seed in $(REPLICATE_SEEDS); do \
+	  $(PY) -m simpe simulate --dataset $(DATASET) --split $(SPLIT) --model $(MODEL) --segments $(SEGMENTS) --preset $(PRESETS) --workers $(WORKERS) --runs-dir $(RUNS)/shuffle-$$seed --protocol $(PROTOCOL) --set data.shuffle_documents=$$seed $(ARGS) || exit $$?; \
+	done
+	$(PY) -m simpe compare $(GROUP) $(foreach seed,$(REPLICATE_SEEDS),--replicate $(RUNS)/shuffle-$(seed)/$(notdir $(GROUP)))
+	$(PY) -m simpe report $(GROUP) $(foreach seed,$(REPLICATE_SEEDS),--replicate $(RUNS)/shuffle-$(seed)/$(notdir $(GROUP)))
 
 $(MODEL)/fixed-selection.json:
 	$(MAKE) select-fixed MODEL=$(MODEL)

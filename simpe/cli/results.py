@@ -20,7 +20,15 @@ def add_compare(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--time-outliers", choices=("none", "matecat"), default="none",
                    help="translators' editing time: matecat counts a segment's time only within 0.25-30 s per source "
                         "word, as Matecat does (default: %(default)s: every segment's)")
+    add_replicate_arg(p)
     p.set_defaults(func=cmd_compare)
+
+
+def add_replicate_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--replicate", action="append", default=[], type=Path, metavar="GROUP",
+                   help="a further replicate: a group folder of the same presets on another stream or document order "
+                        "(--set data.shuffle_documents=SEED); repeatable; adds each method's mean difference, spread and "
+                        "sign agreement across replicates (compare: replicates.md/.csv beside the table; report: a section)")
 
 
 def cmd_compare(args: argparse.Namespace) -> None:
@@ -36,12 +44,24 @@ def cmd_compare(args: argparse.Namespace) -> None:
     comparison = compare_runs(group, seed=args.bootstrap_seed, num_resamples=args.bootstrap, time_rule=args.time_outliers)
     paths = write_comparison(comparison, args.out or compare_dir(group.group_dir))
     print(to_markdown(comparison))
+    if args.replicate:
+        from simpe.report import replicates
+
+        table = replicates.compare_replicates(comparison, args.replicate, args.allow_incomplete, args.baseline)
+        written = replicates.write_replicates(table, args.out or compare_dir(group.group_dir))
+        paths.update({f"replicates {kind}": path for kind, path in written.items()})
+        print(replicates.to_markdown(table))
     print("wrote " + ", ".join(str(path) for path in paths.values()))
 
 
 def add_plot(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("plot", help="plot cumulative metric deltas to the baseline (Simianer et al. (2019), Figure 2) and ranking snapshots")
     add_run_group_args(p, "output folder for the PNG and PDF figures (default: GROUP/plots)")
+    p.add_argument("--front", action="store_true",
+                   help="draw the learning-against-forgetting front instead (front.png/.pdf and front.md: each run's gain "
+                        "on the stream against its forgetting on the probe, snapshots.forgetting; sweeps/front.yaml)")
+    p.add_argument("--front-metric", default="bleu", metavar="METRIC",
+                   help="the front's gain metric, a column of simpe compare's table (default: %(default)s)")
     p.set_defaults(func=cmd_plot)
 
 
@@ -51,7 +71,13 @@ def cmd_plot(args: argparse.Namespace) -> None:
     from simpe.rundir.reader import load_group
 
     group = load_group(args.runs, allow_incomplete=args.allow_incomplete, baseline=args.baseline)
-    for path in plot_group(group, args.out or plots_dir(group.group_dir)):
+    if args.front:
+        from simpe.report.front import write_front
+
+        paths = write_front(group, args.out or plots_dir(group.group_dir), args.front_metric)
+    else:
+        paths = plot_group(group, args.out or plots_dir(group.group_dir))
+    for path in paths:
         print(f"wrote {path}")
 
 
@@ -63,6 +89,7 @@ def add_report(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--bootstrap-seed", type=seed, default=DEFAULT_SEED, help="bootstrap seed (default: %(default)s)")
     p.add_argument("--seed", dest="bootstrap_seed", type=seed, action=DeprecatedFlag, new="--bootstrap-seed")
     p.add_argument("--bootstrap", type=integer, default=DEFAULT_RESAMPLES, metavar="N", help="bootstrap resamples (default: %(default)s)")
+    add_replicate_arg(p)
     p.set_defaults(func=cmd_report)
 
 
@@ -74,7 +101,7 @@ def cmd_report(args: argparse.Namespace) -> None:
     if args.bootstrap < 1:
         raise ConfigError(f"--bootstrap must be at least 1, got {args.bootstrap}")
     group = load_group(args.runs, allow_incomplete=args.allow_incomplete, baseline=args.baseline)
-    path = write_report(group, args.out, seed=args.bootstrap_seed, num_resamples=args.bootstrap)
+    path = write_report(group, args.out, seed=args.bootstrap_seed, num_resamples=args.bootstrap, replicates=args.replicate)
     print(f"wrote {path}  (open it in a browser: file://{path.resolve()})")
 
 

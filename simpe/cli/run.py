@@ -189,6 +189,11 @@ def add_sweep(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_lockstep_flag(p)
     add_backend_flags(p, sweep=True)
+    p.add_argument("--select-on", choices=["stream", "dev"], default="stream", metavar="{stream,dev}",
+                   help="where each preset's setting is chosen: stream (its reported, prequential score: tuned on the "
+                        "test, with a warning) or dev (the grid on the dev split first, then only the chosen settings on "
+                        "the stream) (default: %(default)s)")
+    p.add_argument("--select-metric", default="bleu", metavar="METRIC", help="the corpus metric that chooses (default: %(default)s)")
     add_track_flags(p)
     p.set_defaults(func=cmd_sweep)
 
@@ -213,7 +218,7 @@ def cmd_sweep(args: argparse.Namespace) -> None:
     if args.gpus_per_run < 0:
         raise ConfigError(f"--gpus-per-run must be >= 0, got {args.gpus_per_run}")
     tracking = Tracking(args)
-    grid = {key: values if isinstance(values, list) else [values] for key, values in (data.get("grid") or {}).items()}
+    grid = {key: values if isinstance(values, (list, dict)) else [values] for key, values in (data.get("grid") or {}).items()}
     grid.update(parse_grid(args.grid))
     flags = {"data.name": args.dataset or data.get("dataset"), "data.split": args.split or data.get("split"),
              "model.path": args.model or data.get("model"),
@@ -232,12 +237,21 @@ def cmd_sweep(args: argparse.Namespace) -> None:
     if chosen == "ray" and not args.address:
         args.address = "auto"
     check_address(args.address)
+    from simpe.sweep import select
+
+    select.check_metric(args.select_metric)
+    if args.select_on == "dev":  # the grid on the dev split first; then the chosen settings on the stream
+        specs = select.select_on_dev(specs, args.preset or data.get("methods") or [], grid, args.seeds or data.get("seeds"),
+                                     overrides, args.select_metric, lambda runs: execute(
+                                         runs, workers=args.workers, threads=args.threads, address=args.address,
+                                         gpus_per_run=args.gpus_per_run, progress=not args.no_progress))
     outcomes = execute(specs, workers=args.workers, threads=args.threads, address=args.address,
                        gpus_per_run=args.gpus_per_run, progress=not args.no_progress, return_results=args.return_results,
                        lockstep=args.lockstep == "on")
     if with_tables:
         for group_dir, text in compare_groups(specs, outcomes, args.bootstrap):
             print(f"\n## {group_dir}\n\n{text}")
+    select.report_selection(specs, outcomes, args.select_on, args.select_metric)
     tracking.outcomes(outcomes)  # every run of the grid, those complete before this sweep too
     report_outcomes(outcomes, "done")
     tracking.finish()

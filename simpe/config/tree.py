@@ -142,10 +142,13 @@ class DataConfig:
     params: dict[str, Any]  # go to DATASETS.build
     glossary: str | None  # null | dataset (the dataset's own) | a TSV or TBX file: the term metrics (simpe.terms)
     glossary_prompt: bool  # a causal LM's prompt also says the glossary's terms that apply to the source
+    shuffle_documents: int | None  # a seed: the stream's documents in a seeded order, each whole; null: as read
 
     def __post_init__(self) -> None:
         if self.segments is not None and self.segments < 1:
             raise ConfigError(f"data.segments must be >= 1 or null, got {self.segments}")
+        if self.shuffle_documents is not None:
+            check_seed(self.shuffle_documents, "data.shuffle_documents (a seed, or null for the order as read)")
         if isinstance(self.glossary, str) and not self.glossary.strip():
             raise ConfigError("data.glossary must be null, 'dataset' (the dataset's own) or a glossary file, got ''")
 

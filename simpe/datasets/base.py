@@ -114,6 +114,24 @@ def draw(count: int, n: int, seed: int) -> list[int]:
     return sorted(random.Random(seed).sample(range(count), min(n, count)))
 
 
+def shuffle_documents(segments: list[Segment], seed: int, where: str) -> list[Segment]:
+    """``segments`` with their documents in the order ``random.Random(seed).shuffle`` gives: each document's segments
+    stay together and in their order (a document read in several stretches is joined at its first); a replicate of
+    one stream in another order (``data.shuffle_documents``). DataError when ``where`` (dataset:split) holds one
+    document only: no other order exists, and the dataset gives no document ids to shuffle by."""
+    documents: dict[str, list[Segment]] = {}
+    for seg in segments:
+        documents.setdefault(seg.doc_id, []).append(seg)
+    if len(documents) < 2:
+        raise DataError(f"data.shuffle_documents={seed}: {where} holds one document ({next(iter(documents), '')!r}; the "
+                        "dataset gives no document ids), so it has no other document order; leave "
+                        "data.shuffle_documents null, or replicate on other streams")
+    order = list(documents)
+    random.Random(seed).shuffle(order)
+    logger.info("%s: %d documents in the order of seed %d (each whole)", where, len(order), seed)
+    return [seg for doc in order for seg in documents[doc]]
+
+
 def stream_hash(segments: list[Segment]) -> str:
     """A sha256 over the sources and references: two runs on the same stream share it."""
     return pairs_hash((seg.source, seg.reference) for seg in segments)

@@ -72,8 +72,13 @@ class Probes:
         hyps = [tokenizer.decode(list(r.hypotheses[0].tokens) if r.hypotheses else [], skip_special_tokens=True)
                 for r in results]
         refs = [s.reference for s in self.forgetting]
-        return {"forget.bleu": metric_for("bleu").corpus_score(hyps, refs), "forget.chrf": metric_for("chrf").corpus_score(hyps, refs),
-                "forget.size": len(refs), "forget.seconds": time.perf_counter() - t0}
+        bleu, chrf = metric_for("bleu"), metric_for("chrf")
+        # per-sentence statistics (the metric's stat_names): the learning-against-forgetting front's interval
+        # (simpe.report.front) resamples them as compare resamples a stream's
+        stats = {name: [metric.segment_stats(h, r) for h, r in zip(hyps, refs)] for name, metric in (("bleu", bleu), ("chrf", chrf))}
+        total = {name: [sum(column) for column in zip(*rows)] for name, rows in stats.items()}  # = corpus_score's sums
+        return {"forget.bleu": bleu.score_from_stats(total["bleu"]), "forget.chrf": chrf.score_from_stats(total["chrf"]),
+                "forget.size": len(refs), "forget.stats": stats, "forget.seconds": time.perf_counter() - t0}
 
     def after_resume(self, snapshots_file: Path, adapts: bool) -> None:
         """On resume: a method that changes nothing repeats the snapshot the run's first part took."""

@@ -9,13 +9,15 @@ from typing import Any
 
 from simpe.config.tree import RunConfig
 from simpe.datasets import DATASETS, Segment, draw
+from simpe.datasets.base import shuffle_documents
 from simpe.errors import ConfigError, DataError
 
 logger = logging.getLogger(__name__)
 
 
 def load_stream(cfg: RunConfig) -> tuple[Any, list[Segment]]:
-    """The dataset and the first ``data.segments`` segments of its split (checked).
+    """The dataset and the first ``data.segments`` segments of its split (checked), their documents in the order of
+    ``data.shuffle_documents`` when it is set (``simpe.datasets.base.shuffle_documents``: the same segments).
 
     ``cfg.data.params`` is completed with the dataset's defaults, so the saved config.yaml
     names every choice that made the stream.
@@ -28,6 +30,8 @@ def load_stream(cfg: RunConfig) -> tuple[Any, list[Segment]]:
             raise DataError(f"data.segments is {cfg.data.segments} but {cfg.data.name}:{cfg.data.split} has only "
                             f"{len(segments)} segments; pass --segments {len(segments)}, or leave --segments out for all")
         segments = segments[: cfg.data.segments]
+    if cfg.data.shuffle_documents is not None:  # the same segments, documents in another order (a replicate)
+        segments = shuffle_documents(segments, cfg.data.shuffle_documents, f"{cfg.data.name}:{cfg.data.split}")
     return dataset, segments
 
 

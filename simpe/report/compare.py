@@ -29,6 +29,7 @@ from simpe.metrics import Metric, logged_stats, metric_for
 from simpe.metrics.effort import EFFORT_METRICS
 from simpe.metrics.online import signature_label
 from simpe.metrics.terms import TERM_SIGNATURE
+from simpe.metrics.thresholds import Agreement, agreement, comet_model_of, one_family_note
 from simpe.metrics.utility import COMET
 from simpe.report.people import TIME_RULE_NOTE, TIME_RULES, Effort, group_effort, is_person, stream_group
 from simpe.rundir.reader import Run, RunGroup
@@ -100,6 +101,8 @@ class Row:
     delta_ci95: dict[str, tuple[float, float] | None] = field(default_factory=dict)
     adapted_parameters: int | None = None
     store_bytes: int | None = None
+    # the human agreement (Kocmi et al. 2024) of each difference, by metric (simpe.metrics.thresholds)
+    agreement: dict[str, Agreement] = field(default_factory=dict)
 
 
 @dataclass
@@ -117,6 +120,8 @@ class Comparison:
     # translators' runs (simpe serve): their effort against their own post-edits, per translator and per method
     people: list[Effort] = field(default_factory=list)
     method_effort: list[Effort] = field(default_factory=list)
+    # where every compared metric is of one family (string matching), the line that says so under the table
+    family_note: str | None = None
 
 
 # ------------------------------------------------------------------ reading figures
@@ -300,6 +305,10 @@ def compare_runs(group: RunGroup, seed: int | None = DEFAULT_SEED, num_resamples
         _test_column(spec, rows, counts, num_segments, notes,
                      {run.name for run in group.runs if is_person(run)} if spec.key in EFFORT_METRICS else set())
 
+    comet_model = comet_model_of(signatures.get(COMET))
+    for row in rows:
+        if not row.is_baseline:
+            row.agreement = {spec.key: agreement(spec.key, row.deltas.get(spec.key), comet_model) for spec in columns}
     best: dict[str, set[str]] = {}
     for spec in columns:
         shown = {row.run.name: round(v, spec.decimals) for row in rows if (v := row.values[spec.key]) is not None}
@@ -312,7 +321,8 @@ def compare_runs(group: RunGroup, seed: int | None = DEFAULT_SEED, num_resamples
         notes.insert(0, f"Incomplete runs included ({incomplete}): every figure covers the first {num_segments}{total} "
                         f"segments (cumulative figures of segment {num_segments - 1}), not the summaries.")
     return Comparison(group=group, columns=columns, rows=rows, best=best, signatures=signatures, seed=seed,
-                      num_resamples=num_resamples, notes=notes, people=people, method_effort=method_effort)
+                      num_resamples=num_resamples, notes=notes, people=people, method_effort=method_effort,
+                      family_note=one_family_note([spec.key for spec in columns]))
 
 
 def _score_fn(spec: Column) -> Callable[[np.ndarray], np.ndarray]:

@@ -253,8 +253,11 @@ def _people_html(table: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def render_report(group: RunGroup, comparison: Comparison) -> str:
-    """The HTML page of a run group (a string; nothing written)."""
+def render_report(group: RunGroup, comparison: Comparison, replicates: Any = None) -> str:
+    """The HTML page of a run group (a string; nothing written); ``replicates``: a
+    ``simpe.report.replicates.ReplicateTable`` whose spread the reviewer's section shows."""
+    from simpe.report.review import review_html
+
     group = stream_group(group)[0]  # as compare tables it
     data = report_data(group, comparison)
     with tempfile.TemporaryDirectory() as tmp:
@@ -271,7 +274,8 @@ def render_report(group: RunGroup, comparison: Comparison) -> str:
         mismatch = (f"<p class='warn'>The word marks do not reproduce the logged R0/R1 counts in some segments ({listing}): "
                     f"the runs were scored with other content-word settings than their config says.</p>")
     return fill(PAGE, {"TITLE": html.escape(group.name), "COVERAGE": html.escape(coverage), "TABLE": _table_html(data),
-                       "FIGURE2": figures, "SNAPSHOTS": snapshots, "MISMATCH": mismatch, "DATA": payload, "SCRIPT": SCRIPT})
+                       "FIGURE2": figures, "SNAPSHOTS": snapshots, "MISMATCH": mismatch, "DATA": payload, "SCRIPT": SCRIPT,
+                       "REVIEW": review_html(group, comparison, replicates)})
 
 
 PLACEHOLDER = re.compile(r"%([A-Z0-9_]+)%")
@@ -292,13 +296,19 @@ def fill(template: str, values: dict[str, str]) -> str:
 
 
 def write_report(group: RunGroup, out_dir: Path | None = None, seed: int | None = None,
-                 num_resamples: int | None = None) -> Path:
-    """Compare the group's runs and write its page; returns the path (``<out_dir or group folder>/report.html``)."""
+                 num_resamples: int | None = None, replicates: list[Path] | None = None) -> Path:
+    """Compare the group's runs and write its page; returns the path (``<out_dir or group folder>/report.html``).
+    ``replicates``: further groups of the same presets (other streams or orders) whose spread the page shows."""
     kwargs: dict[str, Any] = {}
     if seed is not None:
         kwargs["seed"] = seed
     if num_resamples is not None:
         kwargs["num_resamples"] = num_resamples
     comparison = compare_runs(group, **kwargs)
+    table = None
+    if replicates:
+        from simpe.report.replicates import compare_replicates
+
+        table = compare_replicates(comparison, replicates)
     out = OutputDir(Path(out_dir) if out_dir is not None else group.group_dir, [REPORT_FILE])
-    return out.write_text(REPORT_FILE, render_report(group, comparison))
+    return out.write_text(REPORT_FILE, render_report(group, comparison, table))

@@ -41,6 +41,8 @@ table.effort{border-collapse:collapse;font-size:.9em} table.effort th,table.effo
 <h2>Ranking snapshots</h2>
 %SNAPSHOTS%
 <div id="snapshot-notes" class="small"></div>
+<h2>What a reviewer asks: meaning, replicates, learning against forgetting</h2>
+%REVIEW%
 <h2>Segments</h2>
 <p class="small legend">Post-edit: <span class="t0">R0 word</span> (first occurrence in the stream) <span class="t1">R1 word</span>
 (second occurrence, seen once before) <span class="tk">seen more often</span>. Hypotheses: <span class="hA">R0 hit</span>

@@ -343,3 +343,37 @@ def plot_group(group: RunGroup, out_dir: Path) -> list[Path]:
     paths = plot_cumulative_deltas(group, out_dir)
     paths += plot_snapshots(group, out_dir)
     return paths
+
+
+def plot_front(result: Any, out_dir: Path) -> list[Path]:
+    """The learning-against-forgetting front (``simpe.report.front.Front``) as front.png/.pdf in ``out_dir``: each run
+    a point with its two 95 % intervals, each method's points joined in the order of their learning rate, the
+    baseline at (0, 0), dominated points hollow."""
+    from simpe.metrics import metric_for
+
+    fig = _figure(7.5, 5.5)
+    ax = fig.add_subplot(1, 1, 1)
+    colors = {method: METHOD_COLORS.get(method) or SPARE_COLORS[i % len(SPARE_COLORS)]
+              for i, method in enumerate(result.methods())}
+    for method, points in result.methods().items():
+        drawn = [p for p in points if p.gain is not None and p.forgetting is not None]
+        if not drawn:
+            continue
+        color = colors[method]
+        ax.plot([p.forgetting for p in drawn], [p.gain for p in drawn], "-", color=color, alpha=0.6, label=method)
+        for p in drawn:
+            xerr = None if p.forgetting_ci is None else [[p.forgetting - p.forgetting_ci[0]], [p.forgetting_ci[1] - p.forgetting]]
+            yerr = None if p.gain_ci is None else [[p.gain - p.gain_ci[0]], [p.gain_ci[1] - p.gain]]
+            ax.errorbar([p.forgetting], [p.gain], xerr=xerr, yerr=yerr, fmt="o", color=color, ecolor=color, elinewidth=0.8,
+                        capsize=2, markerfacecolor="white" if p.dominated_by else color, markersize=6)
+            ax.annotate(f"{p.setting:g}", (p.forgetting, p.gain), textcoords="offset points", xytext=(4, 4), fontsize=7)
+    ax.plot([0], [0], "s", color="black", label="baseline")
+    ax.axhline(0, color="gray", lw=0.6)
+    ax.axvline(0, color="gray", lw=0.6)
+    label, forget = metric_for(result.metric).label, metric_for(result.forget_metric).label
+    ax.set_xlabel(f"forgetting: baseline − run, {forget} on held-out text (points; right = forgets more)")
+    ax.set_ylabel(f"gain: Δ {label} on the stream (points)")
+    ax.set_title(f"Learning against forgetting ({result.group.name})\nhollow: dominated; labels: learning rate; "
+                 "bars: 95 % bootstrap intervals", fontsize=10)
+    ax.legend(fontsize=8, loc="best")
+    return _save(fig, out_dir, "front")

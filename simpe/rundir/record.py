@@ -199,6 +199,7 @@ def check_summary(summary: dict[str, Any], where: str) -> None:
 
 
 _SNAPSHOT_STRINGS = ("quality", "gain", "ties")  # the ranking settings a snapshot names; every other value is a figure
+_SNAPSHOT_STATS = "forget.stats"  # the forgetting probe's per-sentence statistics: {metric: [[numbers], ...]}
 
 
 def check_snapshot(snapshot: Any, where: str) -> None:
@@ -213,5 +214,9 @@ def check_snapshot(snapshot: Any, where: str) -> None:
         if key in _SNAPSHOT_STRINGS:
             if value is not None and not isinstance(value, str):
                 raise RunDirError(f"{where}: {key} should be a string, got {_show(value)}")
+        elif key == _SNAPSHOT_STATS:
+            if not (isinstance(value, dict) and all(isinstance(rows, list) and all(
+                    isinstance(row, list) and all(_number(v) for v in row) for row in rows) for rows in value.values())):
+                raise RunDirError(f"{where}: {key} should map each metric to per-sentence lists of numbers, got {_show(value)}")
         elif not (value is None or isinstance(value, bool) or _number(value)):
             raise RunDirError(f"{where}: {key} should be a number, got {_show(value)}")

@@ -76,10 +76,15 @@ def plan(methods: list[str], grid: dict[str, list[Any]] | None = None, seeds: li
     """
     if not methods:
         raise ConfigError("a sweep needs at least one --preset")
-    grid = {key: [str(v) for v in values] for key, values in (grid or {}).items()}
+    per_preset = {key: {str(name): [str(v) for v in (vals if isinstance(vals, list) else [vals])] for name, vals in values.items()}
+                  for key, values in (grid or {}).items() if isinstance(values, dict)}
+    grid = {key: [] if key in per_preset else [str(v) for v in values] for key, values in (grid or {}).items()}
     for key, values in grid.items():
-        if not values:
+        if not values and not (key in per_preset and all(per_preset[key].values())):
             raise ConfigError(f"--grid {key} has no values")
+    if "data.shuffle_documents" in grid:  # simpe.loop.run caches a stream's digest by its data settings, not its order
+        raise ConfigError("a grid over data.shuffle_documents is not supported: run each document order as its own "
+                          "simpe simulate --set data.shuffle_documents=SEED (make simulate REPLICATES=N does)")
     if seeds:
         if "seed" in grid:
             raise ConfigError("give seeds either with --seeds or with --grid seed=..., not both")
@@ -92,9 +97,12 @@ def plan(methods: list[str], grid: dict[str, list[Any]] | None = None, seeds: li
     tails = [k.rsplit(".", 1)[-1] for k in grid]
     short = {k: tail if tails.count(tail) == 1 else k for k, tail in zip(grid, tails)}  # update.lr -> lr when unambiguous
     for adapter in adapters:
+        stem = Path(adapter).stem
         keys = [k for k in grid if adapter != BASELINE or not k.startswith(ADAPTATION_KEYS)]
-        for values in itertools.product(*(grid[k] for k in keys)):
-            stem = Path(adapter).stem
+        for key in keys:  # a key whose values differ per preset (a sweep file's grid: {update.lr: {full: [...], ...}})
+            if key in per_preset and stem not in per_preset[key]:
+                raise ConfigError(f"grid {key} names no values for preset {stem!r}; it names: {', '.join(per_preset[key])}")
+        for values in itertools.product(*(per_preset[k][stem] if k in per_preset else grid[k] for k in keys)):
             name = "--".join([stem, *(f"{short[k]}={_value_name(v)}" for k, v in zip(keys, values))])
             specs.append(RunSpec(adapter, [*base, *(f"{k}={v}" for k, v in zip(keys, values))], name))
     seen: dict[Path, str] = {}
@@ -114,8 +122,9 @@ def plan(methods: list[str], grid: dict[str, list[Any]] | None = None, seeds: li
 
 
 def load_sweep_file(path: Path) -> dict[str, Any]:
-    """A sweep file (YAML): methods, grid {key: [values]}, seeds, dataset, split, model, segments, set, baseline, and
-    slurm {partition, time, ...} (``simpe.sweep.slurm.SLURM_KEYS``: the job array's resources with --backend slurm)."""
+    """A sweep file (YAML): methods, grid {key: [values]} (or {key: {preset: [values]}}: values per preset, e.g. each
+    method's own learning rates), seeds, dataset, split, model, segments, set, baseline, and slurm {partition, time,
+    ...} (``simpe.sweep.slurm.SLURM_KEYS``: the job array's resources with --backend slurm)."""
     data = read_yaml(Path(path))
     unknown = sorted(set(data) - set(SWEEP_FILE_KEYS))
     if unknown:
