@@ -37,7 +37,6 @@ from simpe import log
 from simpe.decoders.base import DecodeResult
 from simpe.decoders.beam import _BeamBase, beam_search_many
 from simpe.decoders.incremental import decoding, encode
-from simpe.errors import SimpeError
 from simpe.loop.draft import Draft
 from simpe.loop.group_update import RunUpdate, update_group
 from simpe.loop.lockstep import lockstep_key, why_alone
@@ -145,21 +144,25 @@ class Group:
     def names(self) -> list[str]:
         return [slot.loop.cfg.adapter for slot in self.slots]
 
-    def load(self, resume: list[bool]) -> None:
-        """Load every run's model (its method attached, prepared or restored), then stack their weights."""
+    def load(self, resume: list[bool]) -> str | None:
+        """Load every run's model (its method attached, prepared or restored), then stack their weights; or, where the
+        model holds a tensor the run axis does not stack (a family's own norm: T5's, a causal LM's RMSNorm), why not,
+        with only the first run loaded."""
         for slot in self.slots:
             loop = slot.loop
             checkpoint = (loop.path / layout.STATE_DIR / layout.CHECKPOINT_FILE).exists()
             loop.load(resume=resume[slot.index] and checkpoint)
             slot.rng = torch.get_rng_state()
+            if slot.index == 0:
+                why = stackable(loop.model, loop.loaded.family.frozen_markers)
+                if why is not None:
+                    return why
         family = self.slots[0].loop.loaded.family
-        why = stackable(self.slots[0].loop.model, family.frozen_markers)
-        if why is not None:
-            raise SimpeError(f"runs {', '.join(self.names)} cannot share a pass: {why}; run them with --lockstep off")
         # a tensor no run's method changes is read by all from one base (simpe.models.stacked.Versions)
         self.stack = StackedModel([slot.loop.model for slot in self.slots], family.frozen_markers,
                                   trainable=[set(slot.loop.method.trainable()) for slot in self.slots])
         self.timer = ModelTimer(self.stack.model)
+        return None
 
     def write_all(self, slot: _RunSlot) -> None:
         """The run's current weights into the stack (after a resume, a reset to the base state)."""
@@ -174,7 +177,20 @@ class Group:
         count = len(self.slots)
         resumes = [bool(r) or resume_anyway for r in (resume if isinstance(resume, list) else [resume] * count)]
         overwrites = overwrite if isinstance(overwrite, list) else [overwrite] * count
-        self.load(resumes)
+        why = self.load(resumes)
+        if why is not None:  # each run alone, as before lockstep
+            logger.info("%s: each run alone (%s)", ", ".join(self.names), why)
+            for slot in self.slots:
+                try:
+                    slot.loop.run_alone(resumes[slot.index], overwrites[slot.index], stop_after, resume_anyway)
+                except Exception as err:  # noqa: BLE001 - one run's failure must not stop the others
+                    self._fail(slot, err)
+                    continue
+                slot.done = (slot.loop.path / layout.DONE_FILE).exists()
+                if on_done and slot.done:
+                    on_done(slot.loop.path)
+            self._raise_failures()
+            return [slot.loop.path for slot in self.slots if slot.done]
         with contextlib.ExitStack() as stack:
             for slot in self.slots:
                 slot.rundir = stack.enter_context(RunDir(slot.loop.path))
@@ -201,15 +217,21 @@ class Group:
                     if slot.bar is not None:
                         slot.bar.close()
                 log.remove_file()
-        failed = [slot for slot in self.slots if slot.error is not None]
         paths = [slot.loop.path for slot in self.slots if slot.done]
         if on_done:
             for path in paths:
                 on_done(path)
+        self._raise_failures()
+        return paths
+
+    def _raise_failures(self) -> None:
+        """The runs' failures raised together (their first's type), once every other run has gone on."""
+        failed = [slot for slot in self.slots if slot.error is not None]
         if failed:
             first = failed[0].error
+            if len(failed) == 1 and len(self.slots) == 1:
+                raise first
             raise type(first)("; ".join(f"{slot.loop.cfg.adapter}: {slot.error}" for slot in failed)) from first
-        return paths
 
     def _fail(self, slot: _RunSlot, err: BaseException) -> None:
         logger.error("run %s failed at a segment and leaves the group: %s", slot.loop.cfg.adapter, err)

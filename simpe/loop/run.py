@@ -139,13 +139,19 @@ class Loop(RunPlan, SegmentSteps):
             resume_anyway: bool = False) -> Path:
         """Run (or resume) the whole stream; ``stop_after`` stops early without DONE (tests); ``resume_anyway`` resumes
         in another environment (threads, kernel set, versions, device) and records the change."""
-        cfg = self.cfg
         self.check_run_dir(resume or resume_anyway, overwrite, resume_anyway)
         from simpe.loop.group import Group, steps_in_lockstep
 
         if steps_in_lockstep(self):  # a group of one: the records of this run in any lockstep group
             Group([self]).run(resume=resume, overwrite=overwrite, resume_anyway=resume_anyway, stop_after=stop_after)
             return self.path
+        return self.run_alone(resume, overwrite, stop_after, resume_anyway)
+
+    def run_alone(self, resume: bool = False, overwrite: bool = False, stop_after: int | None = None,
+                  resume_anyway: bool = False) -> Path:
+        """``run`` without a lockstep group: this run's own model through the stream (a method or a model the run axis
+        does not take; the run folder checked already)."""
+        cfg = self.cfg
         resume = resume or resume_anyway
         self.load(resume=resume and (self.path / layout.STATE_DIR / layout.CHECKPOINT_FILE).exists())
         with RunDir(self.path) as rundir:

@@ -123,31 +123,40 @@ def run_group_task(runs: list[dict[str, Any]], threads: int, cwd: str, return_re
     scratch = Path(tempfile.mkdtemp(prefix="simpe-sweep-")) if return_results else None
     loops: list[Any] = []
     try:
-        for run in runs:
-            overrides = run["overrides"] if scratch is None else [*run["overrides"], f"runs_dir={scratch}"]
-            cfg = load_config(run["adapter"], overrides)
-            if scratch is not None and run["returned"] is not None:
-                unpack(run["returned"], run_path(cfg))
-            loop = Loop(cfg, progress=False)
-            loop.check_run_dir(run["resume"], run["overwrite"])
+        outcomes: list[dict[str, Any] | None] = [None] * len(runs)
+        members = []  # (index in runs, loop) of the runs set up; one that cannot be is failed alone
+        for number, run in enumerate(runs):
+            try:
+                overrides = run["overrides"] if scratch is None else [*run["overrides"], f"runs_dir={scratch}"]
+                cfg = load_config(run["adapter"], overrides)
+                if scratch is not None and run["returned"] is not None:
+                    unpack(run["returned"], run_path(cfg))
+                loop = Loop(cfg, progress=False)
+                loop.check_run_dir(run["resume"], run["overwrite"])
+            except Exception as err:  # noqa: BLE001 - this run's outcome; the others go on
+                outcomes[number] = {"path": "", "status": "failed", "seconds": time.perf_counter() - start,
+                                    "error": f"{type(err).__name__}: {err}", "traceback": traceback.format_exc()}
+                continue
             loops.append(loop)
-        group = Group(loops)
-        try:
-            group.run(resume=[run["resume"] for run in runs], overwrite=[run["overwrite"] for run in runs])
-        except Exception:  # noqa: BLE001 - each run's own outcome says whether it failed
-            pass
-        outcomes = []
-        seconds = time.perf_counter() - start
-        for run, slot in zip(runs, group.slots):
-            if slot.error is None and slot.done:
-                outcome = {"path": str(slot.loop.path), "status": "resumed" if run["resume"] else "done", "seconds": seconds}
-            else:
-                outcome = {"path": "", "status": "failed", "seconds": seconds,
-                           "error": f"{type(slot.error).__name__}: {slot.error}" if slot.error else "the group stopped"}
-            if scratch is not None and Path(slot.loop.path).is_dir():
-                outcome["archive"] = pack(Path(slot.loop.path))
-            outcomes.append(outcome)
-        return outcomes
+            members.append(number)
+        if loops:
+            group = Group(loops)
+            try:
+                group.run(resume=[runs[n]["resume"] for n in members], overwrite=[runs[n]["overwrite"] for n in members])
+            except Exception:  # noqa: BLE001 - each run's own outcome says whether it failed
+                pass
+            seconds = time.perf_counter() - start
+            for number, slot in zip(members, group.slots):
+                if slot.error is None and slot.done:
+                    outcome = {"path": str(slot.loop.path), "status": "resumed" if runs[number]["resume"] else "done",
+                               "seconds": seconds}
+                else:
+                    outcome = {"path": "", "status": "failed", "seconds": seconds,
+                               "error": f"{type(slot.error).__name__}: {slot.error}" if slot.error else "the group stopped"}
+                if scratch is not None and Path(slot.loop.path).is_dir():
+                    outcome["archive"] = pack(Path(slot.loop.path))
+                outcomes[number] = outcome
+        return [outcome for outcome in outcomes if outcome is not None]
     except BaseException as err:  # noqa: B036 - the outcomes carry the error back to the driver
         failed = {"path": "", "status": "failed", "seconds": time.perf_counter() - start,
                   "error": f"{type(err).__name__}: {err}", "traceback": traceback.format_exc()}

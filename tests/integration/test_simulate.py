@@ -166,7 +166,7 @@ def test_run_directory_contents_lock_and_overwrite(tmp_path: Path):
     digest = hashlib.sha256(f"stream {stream.hexdigest()[:16]}\nmodel {model}\nmemory -\n".encode()).hexdigest()[:8]
     assert path.parent.name == f"libreoffice-stream--demo-en-de--3seg--{digest}"
     assert env["group"] == {"digest": digest, "stream": stream.hexdigest()[:16], "model": model, "memory": None,
-                            "glossary": None}
+                            "glossary": None, "languages": None}  # en -> de: no languages in the digest
     with pytest.raises(RunDirError, match="complete run; pass --overwrite"):
         Loop(load_config("bias", overrides), progress=False).run()
     with RunDir(path) as holder:

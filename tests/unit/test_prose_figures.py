@@ -51,6 +51,9 @@ def test_no_page_states_a_time_measured_by_hand() -> None:
     allowed = {
         ("serve.md", "150 ms"): "setTimeout(askCompletion, 150)" in _text(REPO / "simpe" / "serve" / "static" / "page.js"),
         ("serve.md", "30 s"): 'default=30.0' in _text(REPO / "benchmarks" / "bench_serve.py"),
+        ("serve.md", "0.25-30 s"): '"matecat": (0.25, 30.0)' in _text(REPO / "simpe" / "report" / "people.py"),
+        ("serve.md", "0.8 s"): "setTimeout(saveDraft, 800)" in "".join(
+            _text(p) for p in sorted((REPO / "simpe" / "serve" / "static").glob("*.js"))),
         ("security.md", "5 seconds"): "ADDRESS_TIMEOUT = 5.0" in _text(REPO / "simpe" / "sweep" / "executor.py"),
         ("tracking.md", "10 seconds"): "PROBE_SECONDS = 10" in _text(REPO / "simpe" / "track" / "mlflow.py"),
         ("sweeps.md", "10 minutes"): "MIN_TIME = 10" in _text(REPO / "simpe" / "sweep" / "slurm.py"),
