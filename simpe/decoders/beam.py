@@ -244,13 +244,15 @@ class _BeamBase(LockstepDecoder):
         return DecodeResult(hyps, exact=None, expansions=expansions, seconds=time.perf_counter() - t0,
                             info={"steps": steps, "max_len": source.max_len})
 
-    def decode_sources(self, model: Any, sources: list[Source], *, start: int = 0, t0: float | None = None) -> list[DecodeResult]:
+    def decode_sources(self, model: Any, sources: list[Source], *, start: int = 0, t0: float | None = None,
+                       even: bool = False) -> list[DecodeResult]:
         """``decode_batch`` of sources encoded already (``incremental.encode`` with this decoder's length limit).
-        Call inside ``decoding(model)``; ``t0``: when the call's clock started (default: now)."""
+        Call inside ``decoding(model)``; ``t0``: when the call's clock started (default: now); ``even``: every source
+        keeps ``beam_size`` rows (``beam_search_many``; a lockstep group's runs)."""
         if not sources:
             return []
         t0 = time.perf_counter() if t0 is None else t0
-        found = beam_search_many(model, sources, self.beam_size, heap=self.heap)
+        found = beam_search_many(model, sources, self.beam_size, heap=self.heap, even=even)
         seconds = (time.perf_counter() - t0) / len(sources)
         return [DecodeResult(hyps, exact=None, expansions=expansions, seconds=seconds,
                              info={"steps": steps, "max_len": source.max_len})

@@ -28,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import logging
+import time
 from pathlib import Path
 from typing import Any, Callable
 
@@ -35,7 +36,7 @@ import torch
 
 from simpe import log
 from simpe.decoders.base import DecodeResult
-from simpe.decoders.beam import _BeamBase, beam_search_many
+from simpe.decoders.beam import _BeamBase
 from simpe.decoders.incremental import decoding, encode
 from simpe.loop.draft import Draft
 from simpe.loop.group_update import RunUpdate, update_group
@@ -317,16 +318,10 @@ class Group:
 
     def _translate(self, pair: Any, index: int) -> list[DecodeResult]:
         """Every run's translation of the pair's source: one beam search over the stacked model."""
-        import time
-
         decoder = self.slots[0].loop.decoder
         assert isinstance(decoder, _BeamBase), type(decoder)
         model = self.stack.model
-        t0 = time.perf_counter()
+        t0 = time.perf_counter()  # the encoder's pass counted, as a run alone's decode counts it
         with decoding(model):
             sources = encode(model, pair.input_ids, decoder.limit, runs=self.stack.runs)
-            found = beam_search_many(model, sources, decoder.beam_size, heap=decoder.heap, even=True)
-        seconds = (time.perf_counter() - t0) / len(sources)
-        return [DecodeResult(hyps, exact=None, expansions=expansions, seconds=seconds,
-                             info={"steps": steps, "max_len": source.max_len})
-                for (hyps, expansions, steps), source in zip(found, sources)]
+            return decoder.decode_sources(model, sources, t0=t0, even=True)
