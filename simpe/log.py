@@ -100,6 +100,15 @@ def add_files(paths: list[Path]) -> None:
         _GROUP_HANDLERS.append(handler)
 
 
+def remove_run_file(number: int) -> None:
+    """Stop writing the log file of the group's run ``number`` (the run failed and leaves the group; its folder may be
+    removed); ``remove_file`` still ends the others."""
+    if number < len(_GROUP_HANDLERS):
+        handler = _GROUP_HANDLERS[number]
+        logging.getLogger().removeHandler(handler)
+        handler.close()
+
+
 @contextlib.contextmanager
 def for_run(number: int) -> Iterator[None]:
     """Lines logged inside go to the log file of the group's run ``number`` only (``add_files``)."""

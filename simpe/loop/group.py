@@ -237,6 +237,9 @@ class Group:
     def _fail(self, slot: _RunSlot, err: BaseException) -> None:
         logger.error("run %s failed at a segment and leaves the group: %s", slot.loop.cfg.adapter, err)
         slot.error = err
+        if slot.rundir is not None:  # as a run alone leaves its folder (RunDir.__exit__): none if nothing was logged
+            log.remove_run_file(slot.index)
+            slot.rundir.abandon()
 
     def _stream(self, stop_after: int | None) -> None:
         loops = [slot.loop for slot in self.slots]

@@ -300,12 +300,19 @@ class RunDir:
     def __enter__(self) -> RunDir:
         return self
 
-    def __exit__(self, kind: Any, *exc: Any) -> None:
-        """Close; after a failure before the first record, remove what ``open`` created (no folder blocks a rerun)."""
-        remove = kind is not None and self._lock_file is not None and self._logged_nothing()
+    def abandon(self) -> None:
+        """Close after a failure; before the first record, remove what ``open`` created (no folder blocks a rerun).
+        A lockstep group calls it for the run that fails while the others go on (``simpe.loop.group``)."""
+        remove = self._lock_file is not None and self._logged_nothing()
         self.close()
         if remove:
             shutil.rmtree(self._created or self.path, ignore_errors=True)
+
+    def __exit__(self, kind: Any, *exc: Any) -> None:
+        if kind is not None:
+            self.abandon()
+        else:
+            self.close()
 
     # ------------------------------------------------------------ writing
     def write_config(self, cfg: RunConfig) -> None:

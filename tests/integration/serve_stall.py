@@ -39,9 +39,9 @@ def _stall() -> None:
 def main() -> int:
     where, _, at = os.environ.get("SIMPE_TEST_STALL", "").partition(":")
     if where == "update":
-        import simpe.loop.run
+        import simpe.loop.segment  # the update SegmentSteps.finish_segment calls
 
-        simpe.loop.run.update = _stalling(simpe.loop.run.update, int(at))
+        simpe.loop.segment.update = _stalling(simpe.loop.segment.update, int(at))
     elif where == "checkpoint":
         from simpe.rundir.writer import RunDir
 

@@ -119,13 +119,16 @@ def _lines(path: Path) -> int:
         return 0
 
 
-# 20 segments: a cancelled task's process ignores SIGTERM (submitit's handler) and is killed some seconds later
-LONGER = ["--segments", "20", "--set", "checkpoint_every=3", "--set", "device=cpu"]
+# a cancelled task's process ignores SIGTERM (submitit's handler) and is killed KillWait (2 s) later, plus the
+# controller's latency: the run must still be going then. 20 segments (about 3.5 s of full on one thread since the run
+# axis) once finished before the kill; 60 leave about 10 s after the fourth record
+SEGMENTS = 60
+LONGER = ["--segments", str(SEGMENTS), "--set", "checkpoint_every=3", "--set", "device=cpu"]
 
 
 @pytest.fixture(scope="module")
 def uninterrupted(tmp_path_factory) -> Path:
-    """full on 20 segments, uninterrupted, on the local backend (one thread, as a task)."""
+    """full on SEGMENTS segments, uninterrupted, on the local backend (one thread, as a task)."""
     runs = tmp_path_factory.mktemp("uninterrupted")
     assert main(["simulate", "--preset", "full", *LONGER, "--runs-dir", str(runs), "--threads", "1", "--no-progress"]) == 0
     return _group(runs) / "full"
@@ -134,10 +137,10 @@ def uninterrupted(tmp_path_factory) -> Path:
 def _resumed_whole(run: Path, log: Path, cut: int, uninterrupted: Path) -> None:
     """The run resumed once from a checkpoint (every 3 segments) at or before ``cut``, its records whole and equal to
     the uninterrupted run's."""
-    resumed = re.findall(r"resuming \S+ at segment (\d+) of 20", log.read_text())
+    resumed = re.findall(rf"resuming \S+ at segment (\d+) of {SEGMENTS}", log.read_text())
     assert len(resumed) == 1 and int(resumed[0]) % 3 == 0 and 3 <= int(resumed[0]) <= cut, resumed
     records = _records(run)
-    assert [r["index"] for r in records] == list(range(20))  # whole, nothing twice
+    assert [r["index"] for r in records] == list(range(SEGMENTS))  # whole, nothing twice
     assert records == _records(uninterrupted)
     assert not (run / layout.ERROR_FILE).exists()
 
@@ -159,7 +162,7 @@ def test_a_cancelled_task_requeued_resumes_its_run_whole(cluster, uninterrupted,
     cluster.run("scancel", task)
     _wait(lambda: cluster.run("squeue", "-h", "-t", "all", "-j", task, "-o", "%T").strip() == "CANCELLED", 60, "CANCELLED")
     cut = _lines(run)
-    assert not (run / layout.DONE_FILE).exists() and 4 <= cut < 20  # killed in the middle
+    assert not (run / layout.DONE_FILE).exists() and 4 <= cut < SEGMENTS  # killed in the middle
     statuses = {s.name: s for s in run_statuses(find_manifest(tmp_path / "slurm-runs"))}
     assert (statuses["full"].status, statuses["full"].slurm) == ("failed", "CANCELLED")
     assert statuses["full"].note.startswith("the task ended CANCELLED without completing the run; its log: ")
