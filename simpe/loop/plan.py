@@ -56,8 +56,8 @@ def group_identity(cfg: RunConfig, segments: list[Segment] | None = None,
     from simpe.fingerprint import model_digest
 
     if segments is None:
-        key = json.dumps([cfg.data.name, cfg.data.params, cfg.data.split, cfg.data.segments, cfg.data.skip_empty],
-                         sort_keys=True, default=str)
+        key = json.dumps([cfg.data.name, cfg.data.params, cfg.data.split, cfg.data.segments, cfg.data.skip_empty,
+                          cfg.data.shuffle_documents], sort_keys=True, default=str)  # all that load_stream reads
         if key not in _STREAM_DIGESTS:
             _STREAM_DIGESTS[key] = stream_hash(load_stream(cfg)[1])[:16]
         stream = _STREAM_DIGESTS[key]

@@ -15,8 +15,10 @@ from safetensors.torch import load_file, save_file
 
 from simpe.cli import main
 from simpe.config.files import load_config
+from simpe.datasets import stream_hash
 from simpe.errors import RunDirError
 from simpe.loop.run import Loop, group_identity, run_path
+from simpe.loop.stream import load_stream
 from simpe.paths import DEFAULT_MODEL, REPO_ROOT
 from simpe.rundir.reader import load_group
 
@@ -110,6 +112,18 @@ def test_a_run_of_other_settings_is_refused_without_advising_overwrite(tmp_path:
     # the same settings again: that run is this one, and --overwrite replaces it
     assert main(["simulate", "--runs-dir", str(runs), *COMMON, "--preset", "bias"]) == 2
     assert "is a complete run; pass --overwrite to run it again" in capsys.readouterr().err
+
+
+def test_each_document_order_is_its_own_stream_in_one_process(tmp_path: Path) -> None:
+    """The digest read once per process is the digest of the stream as loaded, for every document order: a sweep over
+    data.shuffle_documents plans each order's runs in its own group (the cache once held the first order's)."""
+    base = [f"runs_dir={tmp_path / 'runs'}", "data.segments=60", "device=cpu"]
+    digests = []
+    for seed in ("null", "1", "2"):
+        cfg = load_config("baseline", [*base, f"data.shuffle_documents={seed}"])
+        digests.append(group_identity(cfg)["stream"])
+        assert digests[-1] == stream_hash(load_stream(cfg)[1])[:16]
+    assert len(set(digests)) == 3
 
 
 def test_the_glossary_is_part_of_a_groups_identity(tmp_path: Path) -> None:
