@@ -29,7 +29,7 @@ def open_sessions(project: projects.Project, lookups: bool = True) -> dict[str, 
         from simpe.serve.lookup import Terms
 
         terms = Terms(project.glossary_path, *projects.stream_languages(next(iter(configs.values()))))
-    sessions = {name: TranslatorSession(cfg, name, terms, lookups) for name, cfg in configs.items()}
+    sessions = {name: TranslatorSession(cfg, name, terms, lookups, project.folder) for name, cfg in configs.items()}
     opened: dict[str, TranslatorSession] = {}
     try:
         for name, session in sessions.items():

@@ -65,12 +65,34 @@ def blank_tags(text: str) -> str:
     return PLACEHOLDER.sub(lambda m: " " * len(m.group(0)), text)
 
 
+def claim_run(run: Path, project: Path, translator: str, write: bool = True) -> None:
+    """The run folder of ``translator``'s work holds one project's work: its project's folder is written into it
+    (``layout.PROJECT_OWNER_FILE``), and another project whose translator of the same name post-edits the same stream
+    with the same preset (the same run folder, ``simpe.loop.plan.run_path``) is refused in one line instead of
+    resuming, and so mixing, the first project's work. A folder with work from before this file is adopted.
+    ``write=False``: check only (nothing created)."""
+    owner_file = Path(run) / layout.PROJECT_OWNER_FILE
+    owner = str(Path(project).resolve())
+    if owner_file.is_file():
+        held = owner_file.read_text(encoding="utf-8").strip()
+        if held != owner:
+            raise RunDirError(f"{translator}'s run folder {run} holds the work of another project ({held}): name this "
+                              "translator otherwise in this project (simpe serve token), or give the project its own "
+                              "runs folder (--set runs_dir=DIR at simpe serve init)")
+    elif write:
+        Path(run).mkdir(parents=True, exist_ok=True)
+        write_text_atomic(owner_file, owner + "\n")
+
+
 class TranslatorSession:
     """One translator: the loop, its run folder, the segment on screen. Thread-safe (one lock per translator)."""
 
-    def __init__(self, cfg: RunConfig, translator: str, terms: Terms | None = None, lookups: bool = True) -> None:
-        """``terms``: the project's glossary (shared by its translators); ``lookups``: offer matches and glossary hits."""
+    def __init__(self, cfg: RunConfig, translator: str, terms: Terms | None = None, lookups: bool = True,
+                 project: Path | None = None) -> None:
+        """``terms``: the project's glossary (shared by its translators); ``lookups``: offer matches and glossary hits;
+        ``project``: the project's folder, whose work the run folder holds (``claim_run``; None: not checked)."""
         self.translator = translator
+        self.project = project
         self.terms, self.lookups = terms, lookups
         self.offered: dict[int, list[Match]] = {}  # the matches each segment's last view offered (what Ctrl+1-3 inserts)
         self.loop = HumanLoop(cfg, progress=False)  # checks the settings, the stream and the run folder's name
@@ -113,14 +135,20 @@ class TranslatorSession:
     # ------------------------------------------------------------ start and stop
     def open(self) -> None:
         """Load the model and resume the run where it stopped (a complete run: read its records)."""
+        if self.project is not None:  # another project's work is refused before anything is read or loaded
+            claim_run(self.path, self.project, self.translator, write=False)
         self.journal.open()
         if state(self.path) is RunState.COMPLETE:
+            if self.project is not None:
+                claim_run(self.path, self.project, self.translator)
             self.records = read_jsonl(self.path / layout.SEGMENTS_FILE)
             self.next = len(self.records)
             logger.info("%s: complete (%d segments) in %s", self.translator, self.next, self.path)
             return
         self.loop.check_run_dir(resume=True, overwrite=False)  # not locked, same settings, same environment
         self.loop.load()
+        if self.project is not None:  # after the model loaded: a failed start leaves no folder behind
+            claim_run(self.path, self.project, self.translator)
         self.rundir = RunDir(self.path)
         self.rundir.open(resume=True, overwrite=False)
         start, self.records = self.loop.restore(self.rundir, resume=True)

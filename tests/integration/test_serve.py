@@ -229,6 +229,32 @@ class Server:
         self.log.close()
 
 
+def test_two_projects_never_share_a_translators_run_folder(tmp_path: Path, one_torch_thread):
+    """Two projects with the same stream, preset and translator name map to one run folder (the run's name is
+    ``<preset>@<translator>``): the second is refused in one line before it reads or loads anything, and the first's
+    work is untouched and resumes."""
+    from simpe.errors import RunDirError
+    from simpe.rundir.state import RunState, state
+    from simpe.serve.server import open_sessions
+
+    settings = ["data.segments=3", f"runs_dir={tmp_path / 'runs'}", "device=cpu"]
+    first, _ = projects.create(tmp_path / "projects", "pilot", "bias", settings, ["anna"])
+    second, _ = projects.create(tmp_path / "projects", "main", "bias", settings, ["anna"])
+    sessions = open_sessions(first)
+    run = sessions["anna"].path
+    sessions["anna"].close()
+    owner = run / layout.PROJECT_OWNER_FILE
+    assert owner.read_text() == f"{(tmp_path / 'projects' / 'pilot').resolve()}\n"
+    assert state(run) is RunState.INCOMPLETE and (run / layout.CONFIG_FILE).is_file()  # started (written after the owner)
+    before = sorted(p.name for p in run.iterdir())
+    with pytest.raises(RunDirError, match=rf"anna's run folder {run} holds the work of another project \(.*pilot\): "
+                                          r"name this translator otherwise"):
+        open_sessions(second)
+    assert sorted(p.name for p in run.iterdir()) == before and owner.read_text().endswith("pilot\n")
+    sessions = open_sessions(first)  # the first project goes on
+    sessions["anna"].close()
+
+
 # Slow (three server processes and two model loads: 25-40 s on 2 busy cores); in make test, the journal and the
 # resume from it are covered in one process by the disk-full part of
 # test_translators_adapt_apart_and_their_runs_sit_beside_simulated_runs. CI runs both.
