@@ -19,7 +19,8 @@ def add_backend_flags(p: argparse.ArgumentParser, sweep: bool) -> None:
     here = ("local: this machine (a local Ray; default); ray: the Ray cluster at --address (default auto); "
             if sweep else "local: this machine (default); ")
     p.add_argument("--backend", choices=backends, default=None,
-                   help=here + "slurm: one Slurm job array, a task per run, submitted through submitit (docs/sweeps.md, Slurm)")
+                   help=here + "slurm: one Slurm job array, a task per run (with --gpus-per-task, per lockstep group), submitted "
+                        "through submitit (docs/sweeps.md, Slurm)")
     g = p.add_argument_group("Slurm (--backend slurm; a sweep file's slurm: block gives the same keys)")
     g.add_argument("--partition", help="the partition to submit to (default: the cluster's default)")
     g.add_argument("--time", metavar="LIMIT",
@@ -81,12 +82,14 @@ def run_on_slurm(args: argparse.Namespace, specs: list[Any], block: dict[str, An
     from simpe.sweep import slurm
 
     chosen = settings(args, block)
+    lockstep = getattr(args, "lockstep", "on") == "on"  # with a GPU per task, a lockstep group is one task (slurm.groups)
     runs_dir = Path(specs[0].cfg.runs_dir) if specs and specs[0].cfg is not None else Path("runs")
     if args.dry_run:
-        for line in slurm.dry_run(specs, chosen, runs_dir):
+        for line in slurm.dry_run(specs, chosen, runs_dir, lockstep=lockstep):
             print(line)
         return
-    manifest = slurm.submit(specs, chosen, runs_dir, bootstrap=getattr(args, "bootstrap", 1000), tables=tables, overwrite=overwrite)
+    manifest = slurm.submit(specs, chosen, runs_dir, bootstrap=getattr(args, "bootstrap", 1000), tables=tables, overwrite=overwrite,
+                            lockstep=lockstep)
     tasks = len(manifest["tasks"])
     print(f"submitted slurm job {manifest['job']}: {tasks} task{'s' if tasks != 1 else ''}; logs in {manifest['logs']}", flush=True)
     if args.detach:

@@ -112,8 +112,8 @@ class SlurmSettings:
 
 @dataclass
 class RunGroup:
-    """What one array task runs: its runs' presets, overrides and names, one after another (one run now; a lockstep
-    group later). Plain values, so that it pickles without the configs."""
+    """What one array task runs: its runs' presets, overrides and names; one run, or a lockstep group of runs that
+    advance through the stream together (``groups``). Plain values, so that it pickles without the configs."""
 
     runs: list[dict[str, Any]]
 
@@ -126,9 +126,22 @@ class RunGroup:
         return [run["name"] for run in self.runs]
 
 
-def groups(specs: list[RunSpec]) -> list[RunGroup]:
-    """The array's tasks: one run each, the longest first (so that the runs still going at the end are short ones)."""
-    return [RunGroup.of([spec]) for spec in sorted(specs, key=lambda s: -expected_cost(s))]
+def groups(specs: list[RunSpec], settings: SlurmSettings | None = None, lockstep: bool = True) -> list[RunGroup]:
+    """The array's tasks, the longest first (so that the tasks still going at the end are short ones).
+
+    With a GPU per task (``gpus_per_task``) and ``lockstep``, the runs that may share their passes
+    (``simpe.loop.group``: the same model, stream, decoder and length rule) form one task, one pass for all on its GPU;
+    every other run is a task of its own. On CPUs each run is a task of its own: a group shares one task's cores,
+    where the array runs its tasks side by side (on 2 cores the six presets in one group took 1.14x their time alone,
+    docs/lockstep.md)."""
+    ordered = sorted(specs, key=lambda s: -expected_cost(s))
+    if not lockstep or settings is None or settings.gpus_per_task < 1:
+        return [RunGroup.of([spec]) for spec in ordered]
+    from simpe.sweep.executor import lockstep_tasks
+
+    tasks = lockstep_tasks([(spec, False) for spec in ordered], workers=1)  # one worker: each group whole
+    tasks.sort(key=lambda task: -sum(expected_cost(spec) for spec, _ in task))
+    return [RunGroup.of([spec for spec, _ in task]) for task in tasks]
 
 
 # ---- checks before submitting ----
@@ -237,17 +250,20 @@ def sbatch_script(settings: SlurmSettings, tasks: int, name: str, time_limit: in
                                **sbatch_parameters(settings, tasks, name, time_limit))
 
 
-def dry_run(specs: list[RunSpec], settings: SlurmSettings, runs_dir: Path, name: str = "simpe-sweep") -> list[str]:
+def dry_run(specs: list[RunSpec], settings: SlurmSettings, runs_dir: Path, name: str = "simpe-sweep",
+            lockstep: bool = True) -> list[str]:
     """What ``--dry-run`` prints: the sbatch parameters, then one line per array task (its runs, their state)."""
     from simpe.sweep.plan import state
 
     estimates = run_estimates(specs)
     time_limit = check_time(settings, estimates)
-    tasks = groups(specs)
+    tasks = groups(specs, settings, lockstep)
     logs = settings.log_dir(runs_dir)
     script = sbatch_script(settings, len(tasks), name, time_limit, logs)
-    lines = [f"slurm job array: {len(tasks)} tasks, one run each; logs in {logs}" if len(tasks) > 1 else
-             f"slurm job (one task: no array): one run; logs in {logs}"]
+    each = ("one run each" if all(len(task.runs) == 1 for task in tasks) else
+            "a lockstep group of runs (one pass for all on the task's GPU) or one run each")
+    lines = [f"slurm job array: {len(tasks)} tasks, {each}; logs in {logs}" if len(tasks) > 1 else
+             f"slurm job (one task: no array): {'one run' if len(specs) == 1 else f'{len(specs)} runs in lockstep'}; logs in {logs}"]
     lines += [line for line in script.splitlines() if line.startswith("#SBATCH")]
     by_name = {spec.name: spec for spec in specs}
     for index, task in enumerate(tasks):
@@ -259,7 +275,7 @@ def dry_run(specs: list[RunSpec], settings: SlurmSettings, runs_dir: Path, name:
 
 
 def submit(specs: list[RunSpec], settings: SlurmSettings, runs_dir: Path, bootstrap: int = 1000, tables: bool = True,
-           overwrite: bool = False, name: str = "simpe-sweep") -> dict[str, Any]:
+           overwrite: bool = False, name: str = "simpe-sweep", lockstep: bool = True) -> dict[str, Any]:
     """Check, then submit the sweep's runs as one job array; returns the manifest (also written to the log folder).
 
     ``overwrite`` (``simpe simulate --overwrite``) starts each run from nothing on the task's first start only, so that
@@ -271,7 +287,7 @@ def submit(specs: list[RunSpec], settings: SlurmSettings, runs_dir: Path, bootst
     time_limit = check_time(settings, run_estimates(specs))
     import submitit
 
-    tasks = groups(specs)
+    tasks = groups(specs, settings, lockstep)
     logs = settings.log_dir(runs_dir).resolve()
     logs.mkdir(parents=True, exist_ok=True)
     executor = submitit.SlurmExecutor(folder=logs, max_num_timeout=3)
@@ -354,7 +370,11 @@ class SweepTask:
         from simpe import log
 
         log.setup(False)  # the runs' INFO lines in the task's log (Slurm's), their DEBUG lines in each run's log.txt
-        outcomes = [run_one(run, self.threads, self.cwd, self.overwrite and _first_start()) for run in group.runs]
+        overwrite = self.overwrite and _first_start()
+        if len(group.runs) > 1:
+            outcomes = run_lockstep(group.runs, self.threads, self.cwd, overwrite)
+        else:
+            outcomes = [run_one(run, self.threads, self.cwd, overwrite) for run in group.runs]
         failed = [(run["name"], outcome["error"]) for run, outcome in zip(group.runs, outcomes) if outcome["status"] == "failed"]
         if failed:  # the task fails (FAILED in Slurm; no afterok), each run's error in its folder
             raise RuntimeError("; ".join(f"run {name} failed: {error}" for name, error in failed))
@@ -371,38 +391,83 @@ def _first_start() -> bool:
     return os.environ.get("SLURM_RESTART_COUNT", "0") in ("", "0")
 
 
+def _found(run: dict[str, Any], overwrite: bool) -> str:
+    """What the run's folder holds for this task: ``new``, ``incomplete`` (resumed) or ``complete`` (skipped)."""
+    from simpe.sweep.plan import state
+
+    spec = RunSpec(run["adapter"], run["overrides"], run["name"])
+    spec.cfg = spec.config()
+    spec.path = Path(run["path"])
+    return "new" if overwrite else state(spec)
+
+
+def _failed(err: BaseException) -> dict[str, Any]:
+    return {"status": "failed", "seconds": 0.0, "error": f"{type(err).__name__}: {err}", "traceback": traceback.format_exc()}
+
+
+def _ended(run: dict[str, Any], outcome: dict[str, Any], start: float) -> dict[str, Any]:
+    """A run's outcome in this task, its time since ``start``; a failure also printed to the task's log and written to
+    the run folder's error.txt. A task requeued by submitit (USR2: SystemExit in the run) exits instead."""
+    from simpe.rundir import layout
+    from simpe.rundir.writer import write_text_atomic
+
+    if str(outcome.get("error", "")).startswith("SystemExit"):  # submitit requeued the task (USR2) and exits: not
+        raise SystemExit(-1)  # a failure of the run, which the requeued task resumes
+    outcome["seconds"] = time.perf_counter() - start
+    path = Path(run["path"])
+    if outcome["status"] == "failed":
+        print(outcome.get("traceback", outcome["error"]), flush=True)  # the task's log
+        if path.is_dir():
+            write_text_atomic(path / layout.ERROR_FILE, f"{outcome['error']}\n\n{outcome.get('traceback', '')}")
+    return outcome
+
+
 def run_one(run: dict[str, Any], threads: int, cwd: str, overwrite: bool = False) -> dict[str, Any]:
     """One run in this task: skipped when complete, resumed when incomplete, started when new; never raises (a failure
     is written to the run folder's error.txt and returned)."""
     from simpe.rundir import layout
-    from simpe.rundir.writer import write_text_atomic
     from simpe.sweep.executor import run_task
-    from simpe.sweep.plan import state
 
     if cwd and Path(cwd).is_dir():
         os.chdir(cwd)
-    path = Path(run["path"])
-    error_file = path / layout.ERROR_FILE
-    error_file.unlink(missing_ok=True)  # an earlier attempt's; a failure below writes its own
+    (Path(run["path"]) / layout.ERROR_FILE).unlink(missing_ok=True)  # an earlier attempt's; a failure writes its own
     start = time.perf_counter()
     try:
-        spec = RunSpec(run["adapter"], run["overrides"], run["name"])
-        spec.cfg = spec.config()
-        spec.path = path
-        found = "new" if overwrite else state(spec)
+        found = _found(run, overwrite)
     except Exception as err:  # noqa: BLE001 - reported as the run's outcome
-        outcome = {"status": "failed", "seconds": 0.0, "error": f"{type(err).__name__}: {err}", "traceback": traceback.format_exc()}
-    else:
-        if found == "complete":
-            return {"path": str(path), "status": "skipped", "seconds": 0.0}
-        outcome = run_task(run["adapter"], [*run["overrides"], f"adapter={run['name']}"], threads, found == "incomplete", cwd,
-                           overwrite=overwrite)
-        if str(outcome.get("error", "")).startswith("SystemExit"):  # submitit requeued the task (USR2) and exits: not
-            raise SystemExit(-1)  # a failure of the run, which the requeued task resumes
-    outcome["seconds"] = time.perf_counter() - start
-    if outcome["status"] == "failed":
-        print(outcome.get("traceback", outcome["error"]), flush=True)  # the task's log
-        if path.is_dir():
-            write_text_atomic(error_file, f"{outcome['error']}\n\n{outcome.get('traceback', '')}")
-    return outcome
+        return _ended(run, _failed(err), start)
+    if found == "complete":
+        return {"path": run["path"], "status": "skipped", "seconds": 0.0}
+    outcome = run_task(run["adapter"], [*run["overrides"], f"adapter={run['name']}"], threads, found == "incomplete", cwd,
+                       overwrite=overwrite)
+    return _ended(run, outcome, start)
 
+
+def run_lockstep(runs: list[dict[str, Any]], threads: int, cwd: str, overwrite: bool = False) -> list[dict[str, Any]]:
+    """A lockstep group's runs in this task (``simpe.sweep.executor.run_group_task``): the complete ones skipped, the
+    others started or resumed together, each from its own folder; one outcome per run, in order, as ``run_one``'s."""
+    from simpe.rundir import layout
+    from simpe.sweep.executor import run_group_task
+
+    if cwd and Path(cwd).is_dir():
+        os.chdir(cwd)
+    start = time.perf_counter()
+    outcomes: list[dict[str, Any] | None] = [None] * len(runs)
+    todo, members = [], []
+    for number, run in enumerate(runs):
+        (Path(run["path"]) / layout.ERROR_FILE).unlink(missing_ok=True)
+        try:
+            found = _found(run, overwrite)
+        except Exception as err:  # noqa: BLE001 - reported as the run's outcome
+            outcomes[number] = _ended(run, _failed(err), start)
+            continue
+        if found == "complete":
+            outcomes[number] = {"path": run["path"], "status": "skipped", "seconds": 0.0}
+            continue
+        todo.append({"adapter": run["adapter"], "overrides": [*run["overrides"], f"adapter={run['name']}"],
+                     "resume": found == "incomplete", "overwrite": overwrite, "returned": None})
+        members.append(number)
+    if todo:
+        for number, outcome in zip(members, run_group_task(todo, threads, cwd)):
+            outcomes[number] = _ended(runs[number], outcome, start)
+    return [outcome for outcome in outcomes if outcome is not None]

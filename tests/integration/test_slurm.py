@@ -18,7 +18,7 @@ from simpe.rundir import layout
 from simpe.rundir.reader import read_jsonl
 from simpe.sweep import plan
 from simpe.sweep.follow import find_manifest, run_statuses
-from simpe.sweep.slurm import SlurmSettings, parse_time, run_one, signal_lead
+from simpe.sweep.slurm import SlurmSettings, groups, parse_time, run_lockstep, run_one, signal_lead
 
 pytest.importorskip("submitit")
 
@@ -285,6 +285,43 @@ def test_a_failing_run_leaves_its_error_in_its_folder(tmp_path: Path):
     assert run_one(run, 1, os.getcwd())["status"] == "done"
     assert not (spec.path / layout.ERROR_FILE).exists() and (spec.path / layout.DONE_FILE).exists()
     assert json.loads((spec.path / layout.SUMMARY_FILE).read_text())
+
+
+def test_with_a_gpu_per_task_a_lockstep_group_is_one_task(tmp_path: Path, capsys: pytest.CaptureFixture,
+                                                          monkeypatch: pytest.MonkeyPatch):
+    """--gpus-per-task: the runs that may share their passes are one task (one pass for all on its GPU), a run the
+    run axis does not take (lora) a task of its own; on CPUs, or --lockstep off, one run each."""
+    specs = plan(["bias", "full", "lora"], overrides=[f"runs_dir={tmp_path}", "data.segments=4", "device=cpu"], baseline=True)
+    names = lambda tasks: [task.names for task in tasks]  # noqa: E731
+    assert names(groups(specs, SlurmSettings(gpus_per_task=1))) == [["lora"], ["full", "bias", "baseline"]] or \
+        names(groups(specs, SlurmSettings(gpus_per_task=1))) == [["full", "bias", "baseline"], ["lora"]]
+    assert all(len(task.runs) == 1 for task in groups(specs, SlurmSettings(gpus_per_task=0)))
+    assert all(len(task.runs) == 1 for task in groups(specs, SlurmSettings(gpus_per_task=1), lockstep=False))
+    monkeypatch.setenv("PATH", str(tmp_path))  # a dry run needs no Slurm
+    base = ["sweep", "--preset", "bias", "full", "--segments", "4", "--runs-dir", str(tmp_path / "runs"),
+            "--backend", "slurm", "--dry-run", "--gpus-per-task", "1"]
+    assert main(base) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == f"slurm job (one task: no array): 3 runs in lockstep; logs in {tmp_path / 'runs' / 'slurm'}"
+    assert [line.split()[:3] for line in lines if line.startswith("task ")] == [["task", "0:", "new"]] * 3
+    assert main([*base, "--lockstep", "off"]) == 0
+    assert capsys.readouterr().out.splitlines()[0].startswith("slurm job array: 3 tasks, one run each; ")
+
+
+def test_a_lockstep_task_runs_its_group_together_and_skips_what_is_complete(tmp_path: Path, one_torch_thread):
+    """What an array task does with a lockstep group (in process: the task's own code): every run started together,
+    each ending with its own records, equal to the run alone's; the task again (a requeue) skips them."""
+    settings = ["data.segments=3", "device=cpu"]
+    specs = plan(["bias", "full"], overrides=[f"runs_dir={tmp_path / 'group'}", *settings], baseline=False)
+    runs = [{"adapter": s.adapter, "overrides": s.overrides, "name": s.name, "path": str(s.path)} for s in specs]
+    outcomes = run_lockstep(runs, 1, os.getcwd())
+    assert [o["status"] for o in outcomes] == ["done", "done"] and [o["path"] for o in outcomes] == [r["path"] for r in runs]
+    for spec in plan(["bias", "full"], overrides=[f"runs_dir={tmp_path / 'alone'}", *settings], baseline=False):
+        run = {"adapter": spec.adapter, "overrides": spec.overrides, "name": spec.name, "path": str(spec.path)}
+        assert run_one(run, 1, os.getcwd())["status"] == "done"
+        grouped = read_jsonl(Path(runs[[r["name"] for r in runs].index(spec.name)]["path"]) / layout.SEGMENTS_FILE)
+        assert [r["hypothesis"] for r in grouped] == [r["hypothesis"] for r in read_jsonl(spec.path / layout.SEGMENTS_FILE)]
+    assert [o["status"] for o in run_lockstep(runs, 1, os.getcwd())] == ["skipped", "skipped"]
 
 
 def test_the_cluster_helper_writes_one_node_of_two_cpus(tmp_path: Path):
