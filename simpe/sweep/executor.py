@@ -170,9 +170,10 @@ def run_group_task(runs: list[dict[str, Any]], threads: int, cwd: str, return_re
 
 
 def lockstep_tasks(todo: list[tuple[RunSpec, bool]], workers: int) -> list[list[tuple[RunSpec, bool]]]:
-    """``todo`` (longest first) as tasks: the runs that may share their passes (``simpe.loop.group``) in groups, each
-    dealt round-robin into as many parts as leave no worker idle (a part's runs alike in cost to another's: measured,
-    make simulate's six split by cost order took 1.14x their time alone); every other run a task of its own."""
+    """``todo`` (longest first) as tasks, the costliest first: the runs that may share their passes
+    (``simpe.loop.group``) in groups, each dealt round-robin into as many parts as leave no worker idle (a part's runs
+    alike in cost to another's: measured, make simulate's six split by cost order took 1.14x their time alone); every
+    other run a task of its own."""
     from simpe.loop.lockstep import lockstep_key, why_alone
     from simpe.loop.plan import group_identity
 
@@ -188,7 +189,9 @@ def lockstep_tasks(todo: list[tuple[RunSpec, bool]], workers: int) -> list[list[
     for members in groups.values():  # (longest first) dealt round-robin, so that the parts' costs are alike
         parts = max(1, min(len(members), spare // max(1, len(groups))))
         tasks += [members[i::parts] for i in range(parts)]
-    return tasks
+    # the costliest task first (a group costs its runs' sum): a long group queued behind the runs alone would end
+    # last, alone on one worker (make replicate's 13-run group on scalc: 41,000 of 127,000 baseline-segments)
+    return sorted(tasks, key=lambda task: -sum(expected_cost(spec) for spec, _ in task))
 
 
 ADDRESS_TIMEOUT = 5.0  # seconds to wait for a Ray head to answer before the sweep is refused

@@ -111,3 +111,21 @@ def test_a_group_killed_mid_stream_resumes_without_losing_or_repeating_a_segment
     assert "in lockstep (one pass for 3 runs): full, fixed, lasso" in resumed.stderr + resumed.stdout
     for name, folder in folders.items():
         _assert_same_run(alone[name], folder)
+
+
+def test_a_sweeps_tasks_put_the_costliest_first_and_split_groups_only_for_idle_workers(tmp_path: Path):
+    """simpe.sweep.executor.lockstep_tasks: a lockstep group is one task when the runs alone keep the workers busy, and
+    is queued by its runs' summed cost (a group queued behind the runs alone would end last, alone on one worker); with
+    idle workers it is dealt round-robin into parts (longest first)."""
+    from simpe.sweep.executor import lockstep_tasks
+    from simpe.sweep.plan import expected_cost, plan
+
+    specs = plan(["knn", "full", "bias", "top"], overrides=[f"runs_dir={tmp_path}", "data.segments=4", "device=cpu"])
+    todo = sorted([(spec, False) for spec in specs], key=lambda item: -expected_cost(item[0]))
+    names = lambda tasks: [[spec.name for spec, _ in task] for task in tasks]  # noqa: E731
+    costs = {spec.name: expected_cost(spec) for spec in specs}
+    group = [spec.name for spec, _ in todo if spec.name != "knn"]  # longest first
+    assert costs["knn"] < sum(costs[name] for name in group) and len(group) == 4
+    assert names(lockstep_tasks(todo, 2)) == [group, ["knn"]]  # one group: its sum above knn's
+    parts = [group[0::2], group[1::2], ["knn"]]
+    assert names(lockstep_tasks(todo, 3)) == sorted(parts, key=lambda part: -sum(costs[name] for name in part))
