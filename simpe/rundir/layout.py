@@ -25,7 +25,6 @@ LOCK_FILE = ".lock"
 DONE_FILE = "DONE"
 STORE_FILE = "store.safetensors"  # the run's final adapted state: the per-user store (simpe export-store copies it)
 EVENTS_FILE = "events.jsonl"  # a person's run (simpe serve): revisions, comments, flags (simpe.serve.events)
-PROJECT_OWNER_FILE = "project.txt"  # a person's run: the folder of the serve project whose work it is (simpe.serve.session)
 ERROR_FILE = "error.txt"  # a run that failed in a Slurm task: its error (simpe.sweep.slurm); removed when it starts again
 MANIFEST_FILE = "data-manifest.json"  # how the dataset's splits were made (files, choices, counts), when it says
 COMPARE_DIR = "compare"  # inside a group folder
@@ -59,7 +58,7 @@ def mt_file(lang: str) -> str:
 def is_run_file(name: str) -> bool:
     """A name a run folder holds (the files above, their temporary twins, the per-language text files)."""
     fixed = {CONFIG_FILE, ENV_FILE, LOG_FILE, SEGMENTS_FILE, SNAPSHOTS_FILE, SUMMARY_FILE, STATE_DIR, LOCK_FILE, DONE_FILE,
-             STORE_FILE, MANIFEST_FILE, EVENTS_FILE, ERROR_FILE, PROJECT_OWNER_FILE}
+             STORE_FILE, MANIFEST_FILE, EVENTS_FILE, ERROR_FILE}
     base = name[: -len(".tmp")] if name.endswith(".tmp") else name
     return base in fixed or base.startswith(("hyp.", "ref.tok.", "mt.", STORE_FILE))
 

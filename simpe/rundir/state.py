@@ -38,7 +38,7 @@ def state(path: Path) -> RunState:
     names = {child.name for child in path.iterdir()}
     if foreign_files(path):
         return RunState.FOREIGN
-    if not names - {layout.LOCK_FILE, layout.PROJECT_OWNER_FILE}:  # nothing run yet (a person's run: its project named)
+    if not names - {layout.LOCK_FILE}:
         return RunState.EMPTY
     return RunState.COMPLETE if layout.DONE_FILE in names else RunState.INCOMPLETE
 

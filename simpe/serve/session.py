@@ -65,23 +65,19 @@ def blank_tags(text: str) -> str:
     return PLACEHOLDER.sub(lambda m: " " * len(m.group(0)), text)
 
 
-def claim_run(run: Path, project: Path, translator: str, write: bool = True) -> None:
-    """The run folder of ``translator``'s work holds one project's work: its project's folder is written into it
-    (``layout.PROJECT_OWNER_FILE``), and another project whose translator of the same name post-edits the same stream
-    with the same preset (the same run folder, ``simpe.loop.plan.run_path``) is refused in one line instead of
-    resuming, and so mixing, the first project's work. A folder with work from before this file is adopted.
-    ``write=False``: check only (nothing created)."""
-    owner_file = Path(run) / layout.PROJECT_OWNER_FILE
-    owner = str(Path(project).resolve())
-    if owner_file.is_file():
-        held = owner_file.read_text(encoding="utf-8").strip()
-        if held != owner:
-            raise RunDirError(f"{translator}'s run folder {run} holds the work of another project ({held}): name this "
-                              "translator otherwise in this project (simpe serve token), or give the project its own "
-                              "runs folder (--set runs_dir=DIR at simpe serve init)")
-    elif write:
-        Path(run).mkdir(parents=True, exist_ok=True)
-        write_text_atomic(owner_file, owner + "\n")
+def claim_run(journal: Journal, project: Path, translator: str, write: bool = True) -> None:
+    """The run folder of ``translator``'s work holds one project's work: the journal's first ``project`` event names
+    its project's folder, and another project whose translator of the same name post-edits the same stream with the
+    same preset (the same run folder, ``simpe.loop.plan.run_path``) is refused in one line instead of resuming, and so
+    mixing, the first project's work. A folder with work from before this event is adopted. ``write=False``: check
+    only (``journal`` read, nothing written)."""
+    owner, mine = journal.owner(), str(Path(project).resolve())
+    if owner is not None and owner != mine:
+        raise RunDirError(f"{translator}'s run folder {journal.path.parent} holds the work of another project ({owner}): "
+                          "name this translator otherwise in this project (simpe serve token), or give the project its "
+                          "own runs folder (--set runs_dir=DIR at simpe serve init)")
+    if owner is None and write:
+        journal.append({"event": "project", "folder": mine})
 
 
 class TranslatorSession:
@@ -135,23 +131,23 @@ class TranslatorSession:
     # ------------------------------------------------------------ start and stop
     def open(self) -> None:
         """Load the model and resume the run where it stopped (a complete run: read its records)."""
-        if self.project is not None:  # another project's work is refused before anything is read or loaded
-            claim_run(self.path, self.project, self.translator, write=False)
         self.journal.open()
+        if self.project is not None:  # another project's work is refused before anything else is read or loaded
+            claim_run(self.journal, self.project, self.translator, write=False)
         if state(self.path) is RunState.COMPLETE:
             if self.project is not None:
-                claim_run(self.path, self.project, self.translator)
+                claim_run(self.journal, self.project, self.translator)
             self.records = read_jsonl(self.path / layout.SEGMENTS_FILE)
             self.next = len(self.records)
             logger.info("%s: complete (%d segments) in %s", self.translator, self.next, self.path)
             return
         self.loop.check_run_dir(resume=True, overwrite=False)  # not locked, same settings, same environment
         self.loop.load()
-        if self.project is not None:  # after the model loaded: a failed start leaves no folder behind
-            claim_run(self.path, self.project, self.translator)
         self.rundir = RunDir(self.path)
         self.rundir.open(resume=True, overwrite=False)
         start, self.records = self.loop.restore(self.rundir, resume=True)
+        if self.project is not None:  # once the run folder holds a run (its config): no folder of an event alone
+            claim_run(self.journal, self.project, self.translator)
         self.next = start
         self._restore_stream_scores()
         self._learn_pending()

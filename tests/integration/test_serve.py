@@ -243,14 +243,14 @@ def test_two_projects_never_share_a_translators_run_folder(tmp_path: Path, one_t
     sessions = open_sessions(first)
     run = sessions["anna"].path
     sessions["anna"].close()
-    owner = run / layout.PROJECT_OWNER_FILE
-    assert owner.read_text() == f"{(tmp_path / 'projects' / 'pilot').resolve()}\n"
-    assert state(run) is RunState.INCOMPLETE and (run / layout.CONFIG_FILE).is_file()  # started (written after the owner)
-    before = sorted(p.name for p in run.iterdir())
+    events = [json.loads(line) for line in (run / layout.EVENTS_FILE).read_text().splitlines()]
+    assert events == [{"event": "project", "folder": str((tmp_path / "projects" / "pilot").resolve())}]
+    assert state(run) is RunState.INCOMPLETE and (run / layout.CONFIG_FILE).is_file()  # written after the run started
+    before = {p.name: p.read_bytes() for p in run.iterdir() if p.is_file()}
     with pytest.raises(RunDirError, match=rf"anna's run folder {run} holds the work of another project \(.*pilot\): "
                                           r"name this translator otherwise"):
         open_sessions(second)
-    assert sorted(p.name for p in run.iterdir()) == before and owner.read_text().endswith("pilot\n")
+    assert {p.name: p.read_bytes() for p in run.iterdir() if p.is_file()} == before
     sessions = open_sessions(first)  # the first project goes on
     sessions["anna"].close()
 

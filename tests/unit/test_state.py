@@ -16,8 +16,6 @@ def test_each_state(tmp_path: Path):
     run.mkdir(parents=True)
     (run / layout.LOCK_FILE).write_text("")
     assert state(run) is RunState.EMPTY  # a lock alone: nothing to resume (the sweep and RunDir used to disagree)
-    (run / layout.PROJECT_OWNER_FILE).write_text("/projects/study\n")
-    assert state(run) is RunState.EMPTY  # a person's run with its project named, not started (simpe.serve.session)
     (run / layout.CONFIG_FILE).write_text("adapter: full\n")
     assert state(run) is RunState.INCOMPLETE
     (run / layout.DONE_FILE).write_text("")
