@@ -125,7 +125,7 @@ replicate: $(STAMP) $(MODEL)/fixed-selection.json ## run every experiment behind
 	$(PY) -m simpe replicate --workers $(WORKERS) $(ARGS)
 
 test: lint write-docs $(COMET_STAMP) ## run the linter, write the generated docs (write-docs), then the test suite (CPU, a few minutes; builds .venv-comet once for the COMET tests)
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q --durations=20  # the 20 slowest, so that a test that grew shows in CI's log
 
 docs: $(STAMP) ## build the manual (docs/) as a static site in site/ (mkdocs, strict: a broken link fails); open site/index.html
 	$(VENV)/bin/mkdocs build --strict  # not --quiet: strict counts the warnings quiet would hide

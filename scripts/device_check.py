@@ -292,6 +292,9 @@ def _write(result: dict[str, Any], start: float, out: Path) -> None:
     (out / "device-check.md").write_text(markdown(result), encoding="utf-8")
 
 
+STEPS = ("cuda_tests", "demo", "group", "real_size", "shared")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, help="folder for device-check.json and device-check.md")
@@ -299,7 +302,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--segments", type=int, default=100, help="demo-model segments per run (default 100; --cpu: 2)")
     parser.add_argument("--make-reference", action="store_true", help="write the CPU records the GPU run is compared with")
     parser.add_argument("--record", type=Path, metavar="JSON", help="write a GPU run's device-check.json into docs/benchmark-results.md")
+    parser.add_argument("--steps", default=",".join(STEPS), metavar="A,B",
+                        help=f"the steps to run, in their order (default all: {','.join(STEPS)})")
     args = parser.parse_args(argv)
+    chosen = [step.strip() for step in args.steps.split(",") if step.strip()]
+    unknown = [step for step in chosen if step not in STEPS]
+    if unknown or not chosen:
+        parser.error(f"--steps {args.steps!r}: unknown step {unknown[0]!r}; known: {', '.join(STEPS)}" if unknown else
+                     f"--steps is empty; known: {', '.join(STEPS)}")
     if args.record:
         record_result(json.loads(args.record.read_text(encoding="utf-8")))
         return 0
@@ -330,6 +340,8 @@ def main(argv: list[str] | None = None) -> int:
                  ("shared", lambda: step_shared(device, 2 if args.cpu else 4, 2 if args.cpu else 200, runs))]
         if args.make_reference:
             steps = [steps[1]]
+        else:
+            steps = [(name, run) for name, run in steps if name in chosen]
         for name, run in steps:
             began = time.perf_counter()
             try:

@@ -12,13 +12,18 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 
 
-def test_the_device_check_runs_every_step_on_the_cpu(tmp_path: Path) -> None:
+def _check(tmp_path: Path, *steps: str) -> dict:
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYTHON": sys.executable}
-    done = subprocess.run([str(REPO / "scripts" / "device_check.sh"), "--cpu", "--out", str(tmp_path)], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=300)
+    extra = ["--steps", ",".join(steps)] if steps else []
+    done = subprocess.run([str(REPO / "scripts" / "device_check.sh"), "--cpu", "--out", str(tmp_path), *extra], cwd=REPO,
+                          env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
-    result = json.loads((tmp_path / "device-check.json").read_text())
-    assert result["device"] == "cpu" and set(result["steps"]) == {"cuda_tests", "demo", "group", "real_size", "shared"}
+    return json.loads((tmp_path / "device-check.json").read_text())
+
+
+def test_the_device_checks_single_process_steps_run_on_the_cpu(tmp_path: Path) -> None:
+    result = _check(tmp_path, "cuda_tests", "demo", "real_size")
+    assert result["device"] == "cpu" and set(result["steps"]) == {"cuda_tests", "demo", "real_size"}
     assert result["steps"]["cuda_tests"]["ok"] and "skipped" in result["steps"]["cuda_tests"]["summary"]
     assert set(result["steps"]["demo"]) == {"baseline-float32", "full-float32", "baseline-bfloat16", "full-bfloat16"}
     assert all(row["segments"] == 2 and row["s_per_segment"] > 0 for row in result["steps"]["demo"].values())
@@ -26,16 +31,23 @@ def test_the_device_check_runs_every_step_on_the_cpu(tmp_path: Path) -> None:
     for row in result["steps"]["real_size"].values():  # the warm-up segment left out; random weights take every repetition
         assert (row["segments"], row["timed_segments"], row["repetitions"]) == (2, 1, 3.0)
         assert row["update_s_per_repetition"] == pytest.approx(row["update_s"] / 3, abs=1e-4)  # both rounded to 4 places
+    assert result["steps"]["demo"]["full-bfloat16"]["update_s"] > 0
+    table = (tmp_path / "device-check.md").read_text()
+    assert "| demo | full-bfloat16 |" in table and "| real_size | nllb-600m-full-float32 |" in table
+
+
+@pytest.mark.slow  # about 35 of the check's 55 s on 2 cores; in make test, the single-process steps above, the lockstep
+# group's records in test_lockstep.py and simulate's processes in test_simulate.py
+def test_the_device_check_runs_every_step_on_the_cpu(tmp_path: Path) -> None:
+    result = _check(tmp_path)
+    assert result["device"] == "cpu" and set(result["steps"]) == {"cuda_tests", "demo", "group", "real_size", "shared"}
     shared = result["steps"]["shared"]
     assert (shared["processes"], shared["segments"]) == (2, 2) and shared["segments_per_s_aggregate"] > 0
     assert shared["aggregate_over_one"] == pytest.approx(shared["segments_per_s_aggregate"] / shared["segments_per_s_alone"], abs=0.01)
-    assert result["steps"]["demo"]["full-bfloat16"]["update_s"] > 0
     group = result["steps"]["group"]  # lockstep: 2 runs of full as one group against one alone, per model
     assert set(group) == {"demo-full-float32", "nllb-600m-full-float32"}
     assert all((row["runs"], row["segments"]) == (2, 2) and row["group_over_one"] > 0 for row in group.values())
-    table = (tmp_path / "device-check.md").read_text()
-    assert "| demo | full-bfloat16 |" in table and "| real_size | nllb-600m-full-float32 |" in table
-    assert "lockstep, nllb-600m-full-float32: 2 runs as one group" in table
+    assert "lockstep, nllb-600m-full-float32: 2 runs as one group" in (tmp_path / "device-check.md").read_text()
 
 
 def test_without_a_python_that_has_torch_it_says_so_in_one_line(tmp_path: Path) -> None:

@@ -33,14 +33,12 @@ def test_the_committed_page_is_rebuilt_byte_for_byte_from_the_committed_records(
     assert out.with_suffix(".json").read_text(encoding="utf-8") == PAGE.with_suffix(".json").read_text(encoding="utf-8")
 
 
-@pytest.mark.skipif(not (RECORDS / "calls.json").is_file(), reason="no committed replication records")
-def test_no_row_reads_partly_or_inconclusive_while_a_required_part_is_refuted():
+def test_no_row_reads_partly_or_inconclusive_while_a_required_part_is_refuted(committed_rows):
     """On the committed records, every row of several parts follows the rule of docs/replicate.md ("The verdicts"): a
     refuted required part makes it not reproduced, whatever the other parts say; lasso's R0 claim is the worked example."""
-    from simpe.replicate import records as rec
-    from simpe.replicate.claims import NOT_REPRODUCED, verdicts
+    from simpe.replicate.claims import NOT_REPRODUCED
 
-    rows = dict(verdicts(rec.read_records(RECORDS).evidence()))
+    rows = committed_rows
     for cid, row in rows.items():
         if any(p.required and p.verdict == NOT_REPRODUCED for p in row.parts):
             assert row.verdict == NOT_REPRODUCED, cid
