@@ -10,9 +10,6 @@ from (the record's ``reference``; its ``human.version`` is 1). What the translat
   latest version is the segment's final post-edit, the reference of HTER and effort (``simpe.report.people``) and
   the target of an XLIFF export.
 * ``{"event": "comment", "index": 3, "text": "..."}`` and ``{"event": "flag", "index": 3, "flagged": true}``.
-* ``{"event": "project", "folder": "/…/projects/study1"}``: the serve project whose work the run folder holds, written
-  when its session first opens (``simpe.serve.session.claim_run``): a second project whose translator of the same
-  name post-edits the same stream with the same preset maps to the same folder and is refused.
 * ``{"event": "draft", "index": 3, "version": 2, "post_edit": "...", "human": {...}}``: what the translator typed in
   a segment and has not saved yet (``version``: the version it would become, 1 for the segment on screen), with its
   editing time, key log, pauses and ``elapsed_ms`` (the time since the segment was first shown, pauses included), as
@@ -42,7 +39,7 @@ __all__ = ["Journal", "final_versions", "read_events", "revisions_of"]  # the re
 
 logger = logging.getLogger(__name__)
 
-KINDS = ("revision", "comment", "flag", "draft", "project")
+KINDS = ("revision", "comment", "flag", "draft")
 
 
 def fsync_path(path: Path) -> None:
@@ -93,10 +90,6 @@ class Journal:
             raise RunDirError(f"cannot write {self.path}: {err.strerror or err}") from None
         self.events.append(event)
         return event
-
-    def owner(self) -> str | None:
-        """The project folder the first ``project`` event names (None: none yet)."""
-        return next((str(e.get("folder")) for e in self.events if e.get("event") == "project"), None)
 
     def versions(self, index: int) -> list[dict[str, Any]]:
         """The revision events of segment ``index``, in order."""

@@ -65,19 +65,31 @@ def blank_tags(text: str) -> str:
     return PLACEHOLDER.sub(lambda m: " " * len(m.group(0)), text)
 
 
-def claim_run(journal: Journal, project: Path, translator: str, write: bool = True) -> None:
-    """The run folder of ``translator``'s work holds one project's work: the journal's first ``project`` event names
-    its project's folder, and another project whose translator of the same name post-edits the same stream with the
-    same preset (the same run folder, ``simpe.loop.plan.run_path``) is refused in one line instead of resuming, and so
-    mixing, the first project's work. A folder with work from before this event is adopted. ``write=False``: check
-    only (``journal`` read, nothing written)."""
-    owner, mine = journal.owner(), str(Path(project).resolve())
+# The serve project of each person's run, in the run's group folder: {run folder name: project folder}. Kept beside the
+# runs rather than in a run folder, whose files are the run format's (simpe.rundir.layout) and the same for every run.
+OWNERS_FILE = "serve-projects.json"
+
+
+def claim_run(run: Path, project: Path, translator: str, write: bool = True) -> None:
+    """A person's run folder holds one project's work: its project's folder is noted in the group folder
+    (``OWNERS_FILE``) when its session first opens, and another project whose translator of the same name post-edits
+    the same stream with the same preset (the same run folder, ``simpe.loop.plan.run_path``) is refused in one line
+    instead of resuming, and so mixing, the first project's work. A run from before the note is adopted.
+    ``write=False``: check only (nothing written)."""
+    run = Path(run)
+    owners_file = run.parent / OWNERS_FILE
+    try:
+        owners = json.loads(owners_file.read_text(encoding="utf-8")) if owners_file.is_file() else {}
+    except (OSError, ValueError) as err:
+        raise RunDirError(f"{owners_file} does not read ({err}); it names the serve project of each person's run in "
+                          "this group: restore it, or remove it to let the next project adopt the runs") from None
+    owner, mine = owners.get(run.name), str(Path(project).resolve())
     if owner is not None and owner != mine:
-        raise RunDirError(f"{translator}'s run folder {journal.path.parent} holds the work of another project ({owner}): "
-                          "name this translator otherwise in this project (simpe serve token), or give the project its "
-                          "own runs folder (--set runs_dir=DIR at simpe serve init)")
+        raise RunDirError(f"{translator}'s run folder {run} holds the work of another project ({owner}): name this "
+                          "translator otherwise in this project (simpe serve token), or give the project its own runs "
+                          "folder (--set runs_dir=DIR at simpe serve init)")
     if owner is None and write:
-        journal.append({"event": "project", "folder": mine})
+        write_text_atomic(owners_file, json.dumps({**owners, run.name: mine}, indent=1, sort_keys=True) + "\n")
 
 
 class TranslatorSession:
@@ -131,12 +143,12 @@ class TranslatorSession:
     # ------------------------------------------------------------ start and stop
     def open(self) -> None:
         """Load the model and resume the run where it stopped (a complete run: read its records)."""
+        if self.project is not None:  # another project's work is refused before anything is read or loaded
+            claim_run(self.path, self.project, self.translator, write=False)
         self.journal.open()
-        if self.project is not None:  # another project's work is refused before anything else is read or loaded
-            claim_run(self.journal, self.project, self.translator, write=False)
         if state(self.path) is RunState.COMPLETE:
             if self.project is not None:
-                claim_run(self.journal, self.project, self.translator)
+                claim_run(self.path, self.project, self.translator)
             self.records = read_jsonl(self.path / layout.SEGMENTS_FILE)
             self.next = len(self.records)
             logger.info("%s: complete (%d segments) in %s", self.translator, self.next, self.path)
@@ -146,8 +158,8 @@ class TranslatorSession:
         self.rundir = RunDir(self.path)
         self.rundir.open(resume=True, overwrite=False)
         start, self.records = self.loop.restore(self.rundir, resume=True)
-        if self.project is not None:  # once the run folder holds a run (its config): no folder of an event alone
-            claim_run(self.journal, self.project, self.translator)
+        if self.project is not None:  # once the run folder holds a run (its config): a failed start notes nothing
+            claim_run(self.path, self.project, self.translator)
         self.next = start
         self._restore_stream_scores()
         self._learn_pending()

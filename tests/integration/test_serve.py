@@ -236,6 +236,7 @@ def test_two_projects_never_share_a_translators_run_folder(tmp_path: Path, one_t
     from simpe.errors import RunDirError
     from simpe.rundir.state import RunState, state
     from simpe.serve.server import open_sessions
+    from simpe.serve.session import OWNERS_FILE
 
     settings = ["data.segments=3", f"runs_dir={tmp_path / 'runs'}", "device=cpu"]
     first, _ = projects.create(tmp_path / "projects", "pilot", "bias", settings, ["anna"])
@@ -243,9 +244,9 @@ def test_two_projects_never_share_a_translators_run_folder(tmp_path: Path, one_t
     sessions = open_sessions(first)
     run = sessions["anna"].path
     sessions["anna"].close()
-    events = [json.loads(line) for line in (run / layout.EVENTS_FILE).read_text().splitlines()]
-    assert events == [{"event": "project", "folder": str((tmp_path / "projects" / "pilot").resolve())}]
-    assert state(run) is RunState.INCOMPLETE and (run / layout.CONFIG_FILE).is_file()  # written after the run started
+    owners = json.loads((run.parent / OWNERS_FILE).read_text())
+    assert owners == {"bias@anna": str((tmp_path / "projects" / "pilot").resolve())}
+    assert state(run) is RunState.INCOMPLETE and not (run / layout.EVENTS_FILE).exists()  # the run format unchanged
     before = {p.name: p.read_bytes() for p in run.iterdir() if p.is_file()}
     with pytest.raises(RunDirError, match=rf"anna's run folder {run} holds the work of another project \(.*pilot\): "
                                           r"name this translator otherwise"):
