@@ -9,7 +9,6 @@ records another code made (docs/replicate.md, "Provenance").
 from __future__ import annotations
 
 import shutil
-from pathlib import Path
 
 import pytest
 
@@ -19,15 +18,34 @@ PAGE = REPO_ROOT / "docs" / "replication.md"
 RECORDS = REPO_ROOT / "docs" / "replication" / "records"
 
 
-@pytest.mark.skipif(not (RECORDS / "calls.json").is_file(), reason="no committed replication records")
-def test_the_committed_page_is_rebuilt_byte_for_byte_from_the_committed_records(tmp_path: Path):
-    from simpe.replicate.claims import CLAIMS
-    from simpe.replicate.page import write_page
+@pytest.fixture(scope="module")
+def rebuilt(tmp_path_factory):
+    """The page written again from a copy of the committed records (``--report-only``'s ``write_page``), and the
+    verdicts it judged them with: judging the records takes most of this module's time, so it is done once."""
+    from simpe.replicate import page
 
+    if not (RECORDS / "calls.json").is_file():
+        pytest.skip("no committed replication records")
+    tmp_path = tmp_path_factory.mktemp("page")
     folder = tmp_path / "replication" / "records"
     shutil.copytree(RECORDS, folder)
+    judged, judge = [], page.verdicts
+
+    def recording(evidence):  # the page's own verdicts, kept for the tests below (no other code runs)
+        judged.append(judge(evidence))
+        return judged[-1]
+
     out = tmp_path / "replication.md"
-    rows = write_page(folder, out, tmp_path / "replication.html")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(page, "verdicts", recording)
+        rows = page.write_page(folder, out, tmp_path / "replication.html")
+    return out, rows, dict(judged[0])
+
+
+def test_the_committed_page_is_rebuilt_byte_for_byte_from_the_committed_records(rebuilt):
+    from simpe.replicate.claims import CLAIMS
+
+    out, rows, _ = rebuilt
     assert rows == len(CLAIMS)  # every claim has its row
     assert out.read_text(encoding="utf-8") == PAGE.read_text(encoding="utf-8")
     assert out.with_suffix(".json").read_text(encoding="utf-8") == PAGE.with_suffix(".json").read_text(encoding="utf-8")
@@ -60,13 +78,9 @@ def test_readmes_tally_is_the_committed_pages():
 
 
 @pytest.fixture(scope="module")
-def committed_rows():
-    from simpe.replicate import records as rec
-    from simpe.replicate.claims import verdicts
-
-    if not (RECORDS / "calls.json").is_file():
-        pytest.skip("no committed replication records")
-    return dict(verdicts(rec.read_records(RECORDS).evidence()))
+def committed_rows(rebuilt):
+    """Every claim's verdict on the committed records, as the page judged them."""
+    return rebuilt[2]
 
 
 def _counted(rows):
