@@ -55,8 +55,14 @@ def test_the_config_key_takes_a_seed_or_null() -> None:
         load_config("baseline", ["data.shuffle_documents=-1"])
 
 
-def test_a_sweep_grid_over_document_orders_is_refused() -> None:
+def test_a_sweep_grid_over_document_orders_plans_each_order_in_its_own_group(tmp_path) -> None:
+    """Each order of the stream's documents is a stream of its own (its own digest, group and baseline); the digests
+    are read once per process (simpe.loop.plan), so the second order must not take the first's."""
     from simpe.sweep.plan import plan
 
-    with pytest.raises(ConfigError, match="REPLICATES"):
-        plan(["bias"], {"data.shuffle_documents": [1, 2]})
+    specs = plan(["bias"], {"data.shuffle_documents": [1, 2]}, overrides=[f"runs_dir={tmp_path}", "data.segments=60"])
+    assert sorted(spec.name for spec in specs) == ["baseline--shuffle_documents=1", "baseline--shuffle_documents=2",
+                                                   "bias--shuffle_documents=1", "bias--shuffle_documents=2"]
+    groups = {spec.name: spec.path.parent for spec in specs}
+    assert groups["bias--shuffle_documents=1"] == groups["baseline--shuffle_documents=1"]
+    assert groups["bias--shuffle_documents=1"] != groups["bias--shuffle_documents=2"]
