@@ -35,7 +35,9 @@ def _drop(records: list[dict]) -> float:
     return sum(r["update"]["loss_before"] - r["update"]["loss_after"] for r in records) / len(records)
 
 
-@pytest.mark.parametrize("preset", ["full", "lasso", "lora"])
+# lasso and lora in make test-slow: full covers the float32 master copies (the same code for every method's trainable
+# tensors, simpe.loop.masters) and the loss without them; test_models.py runs every method on every family
+@pytest.mark.parametrize("preset", ["full", pytest.param("lasso", marks=pytest.mark.slow), pytest.param("lora", marks=pytest.mark.slow)])
 def test_bfloat16_records_are_close_to_float32s(preset: str, tmp_path: Path, one_torch_thread: None) -> None:
     exact = _records(tmp_path, preset, "float32")
     low = _records(tmp_path, preset, "bfloat16")
