@@ -14,6 +14,9 @@ Steps, each timed, each recorded even when it fails (a failure does not stop the
    and peak memory.
 4. ``shared``: 4 plain ``simpe simulate`` processes of the demo model's ``full`` on one device against one alone
    (aggregate segments per second; Ray is not in the GPU image, so ``--gpus-per-run`` stays unverified).
+5. ``group``: lockstep (docs/lockstep.md), 8 runs of ``full`` as one group against one alone (``step_group``).
+6. ``exact_topk``: exact top-10 search on the demo model's dev sentences, beside Yan et al. (2021)'s seconds per
+   sentence, and its cost per expansion on the NLLB-600M shape (``step_exact_topk``).
 
 Writes ``device-check.json`` and ``device-check.md`` to ``--out``, after each step. Back on the development machine,
 ``--record DIR/device-check.json`` writes its figures into docs/benchmark-results.md (``benchmarks/record.py``, the
@@ -219,6 +222,69 @@ def step_group(device: str, tiny: bool, runs_in_group: int, segments: int, runs:
     return out
 
 
+# Yan et al. (2021), Table 5 (its text's line 397: "Exact Top-10 w/ Minheap BS lower bounds 18,908.4 12,918.9"): seconds
+# and expansions "with 4 sampled runs on 100 test sentences", on their GPU and model. Read as the 400 searches' total,
+# about 47 s a sentence (189 s if it is one run's 100); simpe's exact search was never timed on a GPU before this step
+YAN_EXACT_TOP10 = 18908.4 / (4 * 100)
+EXACT_CAP = 20000  # expansions per sentence, as make replicate's decoding studies
+SHAPE_CAP = 2000  # on a random-weight shape every search runs to its cap: the cost of so many expansions
+
+
+def step_exact_topk(device: str, tiny: bool, sentences: int, runs: Path) -> dict[str, Any]:
+    """Exact top-10 (``simpe.decoders.topk``; its bound from a beam of 10, ``EXACT_CAP`` expansions per sentence, as the
+    replication's studies) on the demo model's first ``sentences`` dev sentences of at most 20 words: seconds per
+    sentence (all, and the searches that ended exact), expansions per second, the share cut short; beside Yan et al.
+    (2021)'s 47 s. On the NLLB-600M shape (random weights: no search ends, each runs to ``SHAPE_CAP`` expansions,
+    bfloat16 on a GPU) the seconds per 1,000 expansions on a real-size model. One search at a time, as the studies."""
+    import torch
+
+    from simpe.datasets import DATASETS
+    from simpe.decoders.topk import TopKDecoder
+    from simpe.model import load_model
+    from simpe.models import shapes
+    from simpe.models.base import family_of
+
+    def search(model: Any, tokenizer: Any, sources: list[str], cap: int) -> dict[str, Any]:
+        decoder, found = TopKDecoder(k=10, beam_size=10, max_expansions=cap), []
+        with torch.inference_mode():
+            for source in sources:
+                ids = family_of(model).encode_source(tokenizer, source, next(model.parameters()).device)[0]
+                start = time.perf_counter()
+                result = decoder.decode(model, ids)
+                if device == "cuda":
+                    torch.cuda.synchronize()
+                found.append((time.perf_counter() - start, result.exact, result.expansions))
+        seconds, expansions = sum(f[0] for f in found), sum(f[2] for f in found)
+        exact = [f[0] for f in found if f[1]]
+        return {"sentences": len(found), "exact": len(exact), "s_per_sentence": round(seconds / len(found), 3),
+                "s_per_exact_sentence": round(statistics.mean(exact), 3) if exact else None,
+                "expansions_per_s": round(expansions / seconds, 1) if seconds else None,
+                "s_per_1000_expansions": round(1000 * seconds / expansions, 3) if expansions else None}
+
+    dev = [seg.source for seg in DATASETS.build("libreoffice").load("dev") if len(seg.source.split()) <= 20][:sentences]
+    loaded = load_model(None, device)
+    out = {"demo-float32": {**search(loaded.model, loaded.tokenizer, dev, EXACT_CAP), "cap": EXACT_CAP,
+                            "yan2021_s_per_sentence": round(YAN_EXACT_TOP10, 1)}}
+    del loaded
+    name, dtype = "nllb-600m", "float32" if tiny else "bfloat16"
+    folder = shapes.write(name, runs / f"exact-shape-{name}", **(TINY[name] if tiny else {}))
+    shape = load_model(str(folder), device, dtype=dtype, settings={"src_lang": "eng_Latn", "tgt_lang": "deu_Latn"})
+    cap = 50 if tiny else SHAPE_CAP
+    out[f"{name}-{dtype}"] = {**search(shape.model, shape.tokenizer, dev[:2], cap), "cap": cap}
+    return out
+
+
+def exact_text(key: str, row: dict[str, Any]) -> str:
+    """One line of the exact top-10 step: the demo model's seconds per sentence beside Yan et al.'s, or a shape's cost of
+    its capped searches."""
+    text = (f"exact top-10, {key}: {row['s_per_sentence']:.3f} s a sentence over {row['sentences']} "
+            f"({row['exact']} exact, at most {row['cap']} expansions each), {row['expansions_per_s']} expansions/s")
+    if "yan2021_s_per_sentence" in row:
+        return text + (f"; Yan et al. (2021), Table 5: about {row['yan2021_s_per_sentence']} s a sentence on their GPU and "
+                       "model (18,908.4 s over 4 runs of 100 sentences)")
+    return text + f" ({row['s_per_1000_expansions']} s per 1,000; random weights: no search ends)"
+
+
 def markdown(result: dict[str, Any]) -> str:
     lines = [f"# Device check ({result['device']}, {result['machine']['gpu'] or 'no GPU'})", "",
              f"torch {result['machine']['torch']}, transformers {result['machine']['transformers']}, "
@@ -243,6 +309,9 @@ def markdown(result: dict[str, Any]) -> str:
         if isinstance(row, dict) and "group_over_one" in row:
             lines.append(f"\nlockstep, {key}: {row['runs']} runs as one group {row['segments_per_s_group']} segments/s in all "
                          f"against {row['segments_per_s_alone']} for one run alone ({row['group_over_one']}x)")
+    for key, row in (result["steps"].get("exact_topk") or {}).items():
+        if isinstance(row, dict) and "s_per_sentence" in row:
+            lines.append(f"\n{exact_text(key, row)}")
     for step, row in result["steps"].items():
         if isinstance(row, dict) and "error" in row:
             lines.append(f"\n{step} failed: {row['error']}")
@@ -278,6 +347,13 @@ def record_result(result: dict[str, Any]) -> None:
     if "aggregate_over_one" in shared:
         figures["shared device"] = (f"{shared['processes']} simulate processes: {shared['segments_per_s_aggregate']} segments/s "
                                     f"in all, {shared['aggregate_over_one']}x one run's {shared['segments_per_s_alone']}")
+    for key, row in (result["steps"].get("group") or {}).items():
+        if isinstance(row, dict) and "group_over_one" in row:
+            figures[f"lockstep {key}"] = (f"{row['runs']} runs as one group: {row['segments_per_s_group']} segments/s in all, "
+                                         f"{row['group_over_one']}x one run's {row['segments_per_s_alone']}")
+    for key, row in (result["steps"].get("exact_topk") or {}).items():
+        if isinstance(row, dict) and "s_per_sentence" in row:
+            figures[f"exact top-10 {key}"] = exact_text(key, row)
     figures["CUDA tests"] = (result["steps"].get("cuda_tests") or {}).get("summary", "-")
     figures["wall time"] = f"{result['seconds']:.0f} s"
     m = result["machine"]
@@ -292,7 +368,7 @@ def _write(result: dict[str, Any], start: float, out: Path) -> None:
     (out / "device-check.md").write_text(markdown(result), encoding="utf-8")
 
 
-STEPS = ("cuda_tests", "demo", "group", "real_size", "shared")
+STEPS = ("cuda_tests", "demo", "group", "real_size", "shared", "exact_topk")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -337,7 +413,8 @@ def main(argv: list[str] | None = None) -> int:
                  ("group", lambda: step_group(device, args.cpu, 2 if args.cpu else 8, 2 if args.cpu else 20, runs)),
                  ("real_size", lambda: step_real_size(device, args.cpu, 2 if args.cpu else 11,
                                                       ["full"] if args.cpu else ["baseline", "full", "lora", "lasso"], runs)),
-                 ("shared", lambda: step_shared(device, 2 if args.cpu else 4, 2 if args.cpu else 200, runs))]
+                 ("shared", lambda: step_shared(device, 2 if args.cpu else 4, 2 if args.cpu else 200, runs)),
+                 ("exact_topk", lambda: step_exact_topk(device, args.cpu, 2 if args.cpu else 20, runs))]
         if args.make_reference:
             steps = [steps[1]]
         else:

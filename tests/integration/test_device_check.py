@@ -36,18 +36,27 @@ def test_the_device_checks_single_process_steps_run_on_the_cpu(tmp_path: Path) -
     assert "| demo | full-bfloat16 |" in table and "| real_size | nllb-600m-full-float32 |" in table
 
 
-@pytest.mark.slow  # about 35 of the check's 55 s on 2 cores; in make test, the single-process steps above, the lockstep
-# group's records in test_lockstep.py and simulate's processes in test_simulate.py
+@pytest.mark.slow  # about 35 of the check's 55 s on 2 cores, and the exact search; in make test, the single-process steps
+# above, the lockstep group's records in test_lockstep.py, simulate's processes in test_simulate.py, exact top-k against
+# brute force in test_topk.py
 def test_the_device_check_runs_every_step_on_the_cpu(tmp_path: Path) -> None:
     result = _check(tmp_path)
-    assert result["device"] == "cpu" and set(result["steps"]) == {"cuda_tests", "demo", "group", "real_size", "shared"}
+    assert result["device"] == "cpu" and set(result["steps"]) == {"cuda_tests", "demo", "group", "real_size", "shared",
+                                                                   "exact_topk"}
+    exact = result["steps"]["exact_topk"]  # the demo model's searches end exact; a random-weight shape's never do
+    assert (exact["demo-float32"]["sentences"], exact["demo-float32"]["exact"], exact["demo-float32"]["cap"]) == (2, 2, 20000)
+    assert exact["demo-float32"]["yan2021_s_per_sentence"] == 47.3
+    assert (exact["nllb-600m-float32"]["exact"], exact["nllb-600m-float32"]["cap"]) == (0, 50)
+    assert exact["nllb-600m-float32"]["s_per_1000_expansions"] > 0
     shared = result["steps"]["shared"]
     assert (shared["processes"], shared["segments"]) == (2, 2) and shared["segments_per_s_aggregate"] > 0
     assert shared["aggregate_over_one"] == pytest.approx(shared["segments_per_s_aggregate"] / shared["segments_per_s_alone"], abs=0.01)
     group = result["steps"]["group"]  # lockstep: 2 runs of full as one group against one alone, per model
     assert set(group) == {"demo-full-float32", "nllb-600m-full-float32"}
     assert all((row["runs"], row["segments"]) == (2, 2) and row["group_over_one"] > 0 for row in group.values())
-    assert "lockstep, nllb-600m-full-float32: 2 runs as one group" in (tmp_path / "device-check.md").read_text()
+    table = (tmp_path / "device-check.md").read_text()
+    assert "lockstep, nllb-600m-full-float32: 2 runs as one group" in table
+    assert "exact top-10, demo-float32: " in table and "Yan et al. (2021), Table 5: about 47.3 s a sentence" in table
 
 
 def test_without_a_python_that_has_torch_it_says_so_in_one_line(tmp_path: Path) -> None:
