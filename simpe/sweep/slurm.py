@@ -131,16 +131,14 @@ def groups(specs: list[RunSpec], settings: SlurmSettings | None = None, lockstep
 
     With a GPU per task (``gpus_per_task``) and ``lockstep``, the runs that may share their passes
     (``simpe.loop.group``: the same model, stream, decoder and length rule) form one task, one pass for all on its GPU;
-    every other run is a task of its own. On CPUs each run is a task of its own: a group shares one task's cores,
-    where the array runs its tasks side by side (on 2 cores the six presets in one group took 1.14x their time alone,
-    docs/lockstep.md)."""
+    every other run is a task of its own. On CPUs each run is a task of its own: a group would share one task's cores
+    where the array runs its tasks side by side, and on the CPU a group shares only its decoding (docs/lockstep.md)."""
     ordered = sorted(specs, key=lambda s: -expected_cost(s))
     if not lockstep or settings is None or settings.gpus_per_task < 1:
         return [RunGroup.of([spec]) for spec in ordered]
     from simpe.sweep.executor import lockstep_tasks
 
-    tasks = lockstep_tasks([(spec, False) for spec in ordered], workers=1)  # one worker: each group whole
-    tasks.sort(key=lambda task: -sum(expected_cost(spec) for spec, _ in task))
+    tasks = lockstep_tasks([(spec, False) for spec in ordered], workers=1)  # one worker: each group whole, costliest first
     return [RunGroup.of([spec for spec, _ in task]) for task in tasks]
 
 
