@@ -112,6 +112,8 @@ def test_the_page_from_no_runs_judges_every_claim_and_says_what_is_missing(tmp_p
     assert "<table>" in (tmp_path / "runs" / "replication.html").read_text(encoding="utf-8")
 
 
+@pytest.mark.slow  # docs/tests.md: in make test, test_replication_page.py (write_page from records, byte for byte) and
+# test_replicate_records.py's status of stale rows
 def test_report_only_rebuilds_the_page_byte_for_byte_from_the_records(tmp_path: Path, one_torch_thread):
     """The page rests on the records alone. A short real run (3 scalc segments of the baseline and lasso, the demo
     model through the loop, one thread) writes the records and the page; the records give the verdicts the runs give;
