@@ -88,8 +88,7 @@ def run_task(adapter: str, overrides: list[str], threads: int, resume: bool, cwd
             outcome["archive"] = pack(Path(path))
         return outcome
     except BaseException as err:  # noqa: B036 - the outcome carries the error back to the driver
-        outcome = {"path": "", "status": "failed", "seconds": time.perf_counter() - start,
-                   "error": f"{type(err).__name__}: {err}", "traceback": traceback.format_exc()}
+        outcome = failed_outcome(err, time.perf_counter() - start)
         if scratch is not None and loop is not None and Path(loop.path).is_dir():
             try:  # the segments done so far come back, to be resumed by the next sweep
                 outcome["archive"] = pack(Path(loop.path))
@@ -101,6 +100,12 @@ def run_task(adapter: str, overrides: list[str], threads: int, resume: bool, cwd
             loop.timer.remove()
         if scratch is not None:
             shutil.rmtree(scratch, ignore_errors=True)
+
+
+def failed_outcome(err: BaseException, seconds: float = 0.0) -> dict[str, Any]:
+    """A run's outcome after ``err`` (call inside its ``except``: the traceback is the one being handled)."""
+    return {"path": "", "status": "failed", "seconds": seconds, "error": f"{type(err).__name__}: {err}",
+            "traceback": traceback.format_exc()}
 
 
 def run_group_task(runs: list[dict[str, Any]], threads: int, cwd: str, return_results: bool = False) -> list[dict[str, Any]]:
@@ -134,8 +139,7 @@ def run_group_task(runs: list[dict[str, Any]], threads: int, cwd: str, return_re
                 loop = Loop(cfg, progress=False)
                 loop.check_run_dir(run["resume"], run["overwrite"])
             except Exception as err:  # noqa: BLE001 - this run's outcome; the others go on
-                outcomes[number] = {"path": "", "status": "failed", "seconds": time.perf_counter() - start,
-                                    "error": f"{type(err).__name__}: {err}", "traceback": traceback.format_exc()}
+                outcomes[number] = failed_outcome(err, time.perf_counter() - start)
                 continue
             loops.append(loop)
             members.append(number)
@@ -158,8 +162,7 @@ def run_group_task(runs: list[dict[str, Any]], threads: int, cwd: str, return_re
                 outcomes[number] = outcome
         return [outcome for outcome in outcomes if outcome is not None]
     except BaseException as err:  # noqa: B036 - the outcomes carry the error back to the driver
-        failed = {"path": "", "status": "failed", "seconds": time.perf_counter() - start,
-                  "error": f"{type(err).__name__}: {err}", "traceback": traceback.format_exc()}
+        failed = failed_outcome(err, time.perf_counter() - start)
         return [dict(failed) for _ in runs]
     finally:
         for loop in loops:

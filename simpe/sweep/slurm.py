@@ -22,7 +22,6 @@ import re
 import shutil
 import subprocess
 import time
-import traceback
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -399,10 +398,6 @@ def _found(run: dict[str, Any], overwrite: bool) -> str:
     return "new" if overwrite else state(spec)
 
 
-def _failed(err: BaseException) -> dict[str, Any]:
-    return {"status": "failed", "seconds": 0.0, "error": f"{type(err).__name__}: {err}", "traceback": traceback.format_exc()}
-
-
 def _ended(run: dict[str, Any], outcome: dict[str, Any], start: float) -> dict[str, Any]:
     """A run's outcome in this task, its time since ``start``; a failure also printed to the task's log and written to
     the run folder's error.txt. A task requeued by submitit (USR2: SystemExit in the run) exits instead."""
@@ -424,7 +419,7 @@ def run_one(run: dict[str, Any], threads: int, cwd: str, overwrite: bool = False
     """One run in this task: skipped when complete, resumed when incomplete, started when new; never raises (a failure
     is written to the run folder's error.txt and returned)."""
     from simpe.rundir import layout
-    from simpe.sweep.executor import run_task
+    from simpe.sweep.executor import failed_outcome, run_task
 
     if cwd and Path(cwd).is_dir():
         os.chdir(cwd)
@@ -433,7 +428,7 @@ def run_one(run: dict[str, Any], threads: int, cwd: str, overwrite: bool = False
     try:
         found = _found(run, overwrite)
     except Exception as err:  # noqa: BLE001 - reported as the run's outcome
-        return _ended(run, _failed(err), start)
+        return _ended(run, failed_outcome(err), start)
     if found == "complete":
         return {"path": run["path"], "status": "skipped", "seconds": 0.0}
     outcome = run_task(run["adapter"], [*run["overrides"], f"adapter={run['name']}"], threads, found == "incomplete", cwd,
@@ -445,7 +440,7 @@ def run_lockstep(runs: list[dict[str, Any]], threads: int, cwd: str, overwrite: 
     """A lockstep group's runs in this task (``simpe.sweep.executor.run_group_task``): the complete ones skipped, the
     others started or resumed together, each from its own folder; one outcome per run, in order, as ``run_one``'s."""
     from simpe.rundir import layout
-    from simpe.sweep.executor import run_group_task
+    from simpe.sweep.executor import failed_outcome, run_group_task
 
     if cwd and Path(cwd).is_dir():
         os.chdir(cwd)
@@ -457,7 +452,7 @@ def run_lockstep(runs: list[dict[str, Any]], threads: int, cwd: str, overwrite: 
         try:
             found = _found(run, overwrite)
         except Exception as err:  # noqa: BLE001 - reported as the run's outcome
-            outcomes[number] = _ended(run, _failed(err), start)
+            outcomes[number] = _ended(run, failed_outcome(err), start)
             continue
         if found == "complete":
             outcomes[number] = {"path": run["path"], "status": "skipped", "seconds": 0.0}
