@@ -23,6 +23,7 @@ from typing import Any
 
 import torch
 
+from simpe.decoders import beam_device
 from simpe.decoders.base import DECODERS, DecodeResult, Hypothesis
 from simpe.decoders.incremental import NEG_INF, LengthLimit, Lockstep, LockstepDecoder, Source, check_int, decoding, encode, step_scores
 from simpe.decoders.prefix import apply as apply_typed
@@ -152,7 +153,10 @@ def beam_search_many(model: Any, sources: list[Source], beam_size: int, heap: bo
     Returns:
         per source: (hypotheses best first, expansions = decoder rows run, steps).
     """
-
+    if beam_device.usable(sources, heap, on_step is not None):  # off the CPU: the search's state stays on the device
+        found = beam_device.search(model, sources, beam_size)
+        if found is not None:
+            return found  # else a tied group ran past a row's window: the host path below decides it
     n = len(sources)
     special = sources[0].special
     device = sources[0].device
