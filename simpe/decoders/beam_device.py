@@ -141,6 +141,7 @@ def search(model: Any, sources: list[Source], beam_size: int) -> list[tuple[list
     special = sources[0].special
     length = max(s.max_len for s in sources)
     rows_of = Lockstep(model, sources, reuse=False)
+    rows_of.known_masks = True  # the masks' padding said to transformers, not read back from the device
     limit = torch.tensor([s.max_len for s in sources], device=device)  # (n,) the one upload before the steps
     prefixes = torch.full((n, beam_size, length), -1, dtype=torch.long, device=device)  # live prefixes, -1 after
     scores = torch.full((n, beam_size), NEG_INF, dtype=torch.float64, device=device)  # (n, beam) -inf: a dead row

@@ -25,11 +25,14 @@ from typing import Any
 import torch
 
 NAME = "simpe_sdpa_by_source"
+KNOWN = "simpe_sdpa_known_masks"  # sdpa, with masks made from what simpe knows (known_masks)
 FAMILIES = ("marian", "mbart", "m2m100")  # simpe.models families whose attention reads the cache's cross-attention states
 
 # the pass under way: (its row blocks as (first row, end, source), the per-source state tensors it holds in the cache)
 _PASS: contextvars.ContextVar[tuple[list[tuple[int, int, int]], list[torch.Tensor]] | None] = contextvars.ContextVar(
     "simpe_cross_pass", default=None)
+# the pass under way in known_masks: (the decoder's rows have no padding, the sources are padded)
+_KNOWN: contextvars.ContextVar[tuple[bool, bool] | None] = contextvars.ContextVar("simpe_known_masks", default=None)
 
 
 def _attention(module: Any, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, attention_mask: Any,
@@ -58,9 +61,54 @@ def _registered() -> bool:
         from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, AttentionMaskInterface, sdpa_mask
     except ImportError:
         return False
+    from transformers.integrations.sdpa_attention import sdpa_attention_forward
+
     AttentionInterface.register(NAME, _attention)
-    AttentionMaskInterface.register(NAME, sdpa_mask)
-    return NAME in ALL_MASK_ATTENTION_FUNCTIONS._global_mapping  # a mask-less name would drop the padding masks
+    AttentionMaskInterface.register(NAME, _mask)
+    AttentionInterface.register(KNOWN, sdpa_attention_forward)
+    AttentionMaskInterface.register(KNOWN, _mask)
+    return all(name in ALL_MASK_ATTENTION_FUNCTIONS._global_mapping for name in (NAME, KNOWN))  # else masks dropped
+
+
+def _mask(*args: Any, **kwargs: Any) -> Any:
+    """transformers' ``sdpa_mask``; during a ``known_masks`` pass it does not read back what simpe knows already.
+
+    ``sdpa_mask`` drops a mask that masks nothing, after reading it back to the host (``fast_all``, ``.all()``):
+    on a GPU a synchronisation in every pass. A one-query causal mask (a decoding step's self-attention) over rows
+    without padding: transformers' encoder-decoder models build an all-ones mask when given none, which ``sdpa_mask``
+    answers with None; so does this, without the read. A bidirectional mask (the cross-attention's) over sources
+    known to be padded: built without first checking that it masks nothing (it does)."""
+    from transformers.masking_utils import sdpa_mask
+
+    known = _KNOWN.get()
+    if known is not None and kwargs.get("local_size") is None:
+        unpadded_rows, padded_sources = known
+        if unpadded_rows and kwargs.get("q_length") == 1 and kwargs.get("allow_is_causal_skip", True):
+            return None
+        if padded_sources and not kwargs.get("allow_is_causal_skip", True) and kwargs.get("allow_is_bidirectional_skip"):
+            kwargs["allow_is_bidirectional_skip"] = False
+    return sdpa_mask(*args, **kwargs)
+
+
+@contextlib.contextmanager
+def known_masks(model: Any, unpadded_rows: bool, padded_sources: bool) -> Iterator[None]:
+    """One pass of ``model`` (running ``sdpa``, or ``by_source``'s attention) whose masks ``_mask`` makes without
+    reading them back: ``unpadded_rows``, the decoder's rows have no padding (the family's forward was given no
+    mask); ``padded_sources``, the cross-attention mask has padding (sources of different lengths). Elsewhere (another
+    attention, a transformers without the interfaces) the pass runs as it would."""
+    config = model.config
+    before = config._attn_implementation
+    if before not in ("sdpa", NAME) or not _registered():
+        yield
+        return
+    token = _KNOWN.set((unpadded_rows, padded_sources))
+    if before == "sdpa":
+        config._attn_implementation = KNOWN
+    try:
+        yield
+    finally:
+        config._attn_implementation = before
+        _KNOWN.reset(token)
 
 
 def usable(model: Any, family: Any) -> bool:

@@ -288,6 +288,7 @@ class Lockstep:
         # rows read their source's cross-attention states in place (one source's rows gather them once, at the first select)
         self.by_source = len(sources) > 1 and cross.usable(model, self.family)
         self._row_index: torch.Tensor | None = None  # row_source as a tensor (_source_index)
+        self.known_masks = False  # passes under cross.known_masks (a search on the device: simpe.decoders.beam_device)
 
     @property
     def rows(self) -> int:
@@ -367,7 +368,11 @@ class Lockstep:
         if self.src_mask is not None:
             src_mask = self.src_mask[self._source_index()]  # (rows, max_src)
         held = self._held_by_source()
-        with cross.by_source(self.model, self.row_source, held) if held else contextlib.nullcontext():
+        with contextlib.ExitStack() as stack:
+            if self.known_masks:  # the masks' padding said, not read back (cross.known_masks)
+                stack.enter_context(cross.known_masks(self.model, mask is None, src_mask is not None))
+            if held:
+                stack.enter_context(cross.by_source(self.model, self.row_source, held))
             logits, self.cache = self.family.forward(self.model, fed, self.cache, hidden=enc, src_mask=src_mask, mask=mask)
         self.position += 1
         return log_softmax_(logits)  # (rows, vocab)

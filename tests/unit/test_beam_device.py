@@ -235,10 +235,10 @@ class _Reads(TorchFunctionMode):
 @pytest.mark.parametrize("group", [1, 3])
 def test_a_decoding_step_on_the_device_reads_nothing_back_but_the_stop_check(group: int, one_torch_thread: None) -> None:
     """Between one forward pass and the next, the device path reads nothing back to the host, except its stop check
-    after every ``CHECK_EVERY``-th step (one ``.tolist()`` of two values); the setup before step 0 and the results after
-    the last step are outside the steps. The one read left inside the model's pass: transformers' Marian decoder builds
-    an all-ones self-attention mask itself when given none, and its mask builder reads it back (``fast_all``) to drop
-    it; it is counted apart here."""
+    after every ``CHECK_EVERY``-th step (one ``.tolist()`` of two values), inside the model's passes included: the masks
+    are made from what simpe knows (``cross.known_masks``: transformers would read back the all-ones self-attention
+    mask Marian builds when given none, and with three sources of different lengths the padded cross-attention mask).
+    The setup before step 0 and the results after the last step are outside the steps."""
     loaded = _model("bfloat16")
     decoder = BeamDecoder(5)
     window = [-1]
@@ -250,20 +250,80 @@ def test_a_decoding_step_on_the_device_reads_nothing_back_but_the_stop_check(gro
         with decoding(loaded.model):
             sources = [encode(loaded.model, loaded.family.encode_source(loaded.tokenizer, text, "cpu")[0], decoder.limit)
                        for text in DEV[:group]]
+            assert len({s.src_len for s in sources}) == min(group, 2)  # three sources: padded
             with reads, reads.aten:
                 found = decoder.decode_sources(loaded.model, sources)
     finally:
         beam_device.ON_DEVICE = saved
         hook.remove()
     passes = window[0] + 1
-    assert max(r.info["steps"] for r in found) < passes <= max(r.info["steps"] for r in found) + beam_device.CHECK_EVERY
-    inside = collections.Counter((step, where) for step, _, where in reads.found if 0 <= step < passes - 1)
-    masks = {key: n for key, n in inside.items() if key[1].startswith("masking_utils.py")}
-    checks = {key: n for key, n in inside.items() if key not in masks}
-    stop_check = [key[1] for key in checks]
-    assert len(set(stop_check)) == 1 and stop_check[0].startswith("beam_device.py:"), checks
-    assert sorted(step for step, _ in checks) == list(range(beam_device.CHECK_EVERY - 1, passes - 1, beam_device.CHECK_EVERY))
-    assert set(checks.values()) == {1}
-    # transformers' own: the decoder's all-ones mask, and with sources of different lengths the padding mask of theirs
-    assert {where for _, where in masks} <= {"masking_utils.py:292", "masking_utils.py:354"}, masks
-    assert set(masks.values()) == {1}, masks
+    steps = max(r.info["steps"] for r in found)
+    assert steps < passes <= steps + beam_device.CHECK_EVERY - 1  # a few passes past the end, until the next check
+    inside = collections.Counter((step, what, where) for step, what, where in reads.found if 0 <= step < passes - 1)
+    checks = list(range(beam_device.CHECK_EVERY - 1, passes - 1, beam_device.CHECK_EVERY))
+    assert len(checks) >= 2
+    assert sorted(step for step, _, _ in inside) == checks, inside
+    assert {(what, where.split(":")[0]) for _, what, where in inside} == {("tolist", "beam_device.py")}
+    assert set(inside.values()) == {1}
+    outside = [(what, where) for step, what, where in reads.found if not 0 <= step < passes - 1]
+    assert len(outside) <= 12, outside  # the setup (prefixes, the length limits) and the results, once per search
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device (torch.cuda.is_available() is False)")
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_on_cuda_the_device_path_runs_by_itself_and_decides_as_the_host_path(dtype: str, one_torch_thread: None) -> None:
+    """On CUDA the device path is the default (``ON_DEVICE`` None): three sources in lockstep with ``even`` give, bit for
+    bit, what the host path gives on CUDA (the same rows, the same kernels), and, in float32, the CPU's hypotheses
+    with scores within 1e-4 (another device's kernels: float noise)."""
+    from simpe.model import load_model
+
+    loaded = load_model(REPO / "models" / "demo-en-de", "cuda", dtype=dtype)
+    decoder = BeamDecoder(5)
+    assert beam_device.ON_DEVICE is None and beam_device.on_device(torch.device("cuda"))
+
+    def decode(model, device: str, on_device: bool | None) -> list:
+        saved = beam_device.ON_DEVICE
+        beam_device.ON_DEVICE = on_device
+        try:
+            out = []
+            with decoding(model.model):
+                for start in range(0, 12, 3):
+                    sources = [encode(model.model, model.family.encode_source(model.tokenizer, text, device)[0], decoder.limit)
+                               for text in DEV[start:start + 3]]
+                    out += decoder.decode_sources(model.model, sources, even=True)
+            return out
+        finally:
+            beam_device.ON_DEVICE = saved
+
+    on_gpu = decode(loaded, "cuda", None)
+    _same(decode(loaded, "cuda", False), on_gpu, exact=True)
+    if dtype == "float32":
+        cpu = decode(_model("float32"), "cpu", False)
+        assert [[h.tokens for h in r.hypotheses] for r in cpu] == [[h.tokens for h in r.hypotheses] for r in on_gpu]
+        for a, b in zip(cpu, on_gpu):
+            assert all(abs(x.score - y.score) <= 1e-4 * max(1.0, abs(x.score)) for x, y in zip(a.hypotheses, b.hypotheses))
+            assert (a.expansions, a.info) == (b.expansions, b.info)
+
+
+def test_sources_of_one_length_pass_no_source_mask_and_the_model_computes_the_same(one_torch_thread: None) -> None:
+    """Sources of one length (a lockstep group's runs decode one sentence) have no padding: ``Lockstep`` passes no
+    cross-attention mask, and each step's log-probabilities are, bit for bit, those under the all-ones mask passed
+    before (transformers drops it, after reading it back)."""
+    from simpe.decoders.incremental import Lockstep
+
+    loaded = _model("float32")
+    limit = BeamDecoder(5).limit
+    with decoding(loaded.model):
+        ids = loaded.family.encode_source(loaded.tokenizer, DEV[0], "cpu")[0]
+        sources = [encode(loaded.model, ids, limit) for _ in range(3)]
+        quiet, masked = Lockstep(loaded.model, sources), Lockstep(loaded.model, sources)
+        assert quiet.src_mask is None
+        masked.src_mask = torch.ones((3, sources[0].src_len), dtype=torch.long)
+        tokens, keep = None, [0, 0, 1, 1, 2, 2]  # step 0: two rows per source, then rows swapped within each source
+        for _ in range(4):
+            a, b = quiet.step(tokens), masked.step(tokens)
+            assert torch.equal(a, b)
+            for rows in (quiet, masked):
+                rows.select(keep, [0, 0, 1, 1, 2, 2])
+            tokens, keep = a.argmax(dim=1)[keep], [1, 0, 2, 3, 5, 4]
