@@ -327,3 +327,36 @@ def test_sources_of_one_length_pass_no_source_mask_and_the_model_computes_the_sa
             for rows in (quiet, masked):
                 rows.select(keep, [0, 0, 1, 1, 2, 2])
             tokens, keep = a.argmax(dim=1)[keep], [1, 0, 2, 3, 5, 4]
+
+
+def test_a_lockstep_groups_stacked_model_decodes_the_same_on_the_device_path(one_torch_thread: None) -> None:
+    """A lockstep group's search (``simpe.loop.group``: the runs' weights stacked, one source per run, ``even``): the
+    device path gives each run the host path's hypotheses, scores, expansions and steps, bit for bit."""
+    import copy
+
+    from simpe.models.stacked import StackedModel
+
+    loaded = _model("float32")
+    models = [copy.deepcopy(loaded.model) for _ in range(3)]
+    generator = torch.Generator().manual_seed(7)
+    with torch.no_grad():
+        for number, model in enumerate(models[1:], 1):  # each run but the first moved by its own small offset
+            for name, param in model.named_parameters():
+                if "embed_positions" not in name:
+                    param.add_(torch.randn(param.shape, generator=generator) * 3e-3 * number)
+    stack = StackedModel(models, loaded.family.frozen_markers)
+    decoder = BeamDecoder(5)
+    found = {}
+    for on_device in (False, True):
+        saved = beam_device.ON_DEVICE
+        beam_device.ON_DEVICE = on_device
+        try:
+            with decoding(stack.model):
+                found[on_device] = []
+                for text in DEV[:4]:
+                    ids = loaded.family.encode_source(loaded.tokenizer, text, "cpu")[0]
+                    found[on_device] += decoder.decode_sources(stack.model, encode(stack.model, ids, decoder.limit, runs=3), even=True)
+        finally:
+            beam_device.ON_DEVICE = saved
+    _same(found[False], found[True], exact=True)
+    assert len({tuple(h.tokens for h in r.hypotheses) for r in found[True]}) > 4  # the runs' searches differ
