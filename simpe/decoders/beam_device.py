@@ -50,6 +50,7 @@ from simpe.decoders.incremental import NEG_INF, Lockstep, Source
 from simpe.ties import REL, SCORE_ATOL
 
 ON_DEVICE: bool | None = None  # None: on every device but the CPU; True / False: forced (the tests force it on the CPU)
+INF = float("inf")
 CHECK_EVERY = 4  # steps between two host reads of whether any source still searches
 
 
@@ -65,15 +66,17 @@ def usable(sources: list[Source], heap: bool, hooked: bool) -> bool:
 
 
 def _tied_next(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """``ties.top``'s test of sorted neighbours ``a`` >= ``b`` (float32, as it evaluates it): tied to the noise."""
+    """``ties.top``'s test of sorted neighbours ``a`` >= ``b`` (float32, as it evaluates it): tied to the noise.
+    ``bound < inf`` is ``isfinite(bound)`` for a bound that is never -inf (NaN fails both), in one operation."""
     bound = torch.maximum(a.abs(), b.abs()) * REL + SCORE_ATOL
-    return (((a - b) <= bound) & torch.isfinite(bound)) | (a == b)
+    return (((a - b) <= bound) & (bound < INF)) | (a == b)
 
 
 def _tied(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """``ties.tied(a, b, SCORE_ATOL)`` elementwise on float64 tensors: the same operations Python's floats take."""
-    close = (a - b).abs() <= torch.maximum(a.abs(), b.abs()) * REL + SCORE_ATOL
-    return (a == b) | (torch.isfinite(a) & torch.isfinite(b) & close)
+    """``ties.tied(a, b, SCORE_ATOL)`` elementwise on float64 tensors: the same operations Python's floats take.
+    ``isfinite(a) and isfinite(b)`` is ``bound < inf``: the larger magnitude is finite (and neither is NaN)."""
+    bound = torch.maximum(a.abs(), b.abs()) * REL + SCORE_ATOL
+    return (a == b) | (((a - b).abs() <= bound) & (bound < INF))
 
 
 def row_best(allowed: torch.Tensor, per: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
