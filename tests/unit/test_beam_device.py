@@ -360,3 +360,39 @@ def test_a_lockstep_groups_stacked_model_decodes_the_same_on_the_device_path(one
             beam_device.ON_DEVICE = saved
     _same(found[False], found[True], exact=True)
     assert len({tuple(h.tokens for h in r.hypotheses) for r in found[True]}) > 4  # the runs' searches differ
+
+
+@pytest.mark.parametrize("chain", [20, 40])
+def test_a_chain_of_tied_values_past_the_window_is_searched_on_the_host(chain: int, one_torch_thread: None) -> None:
+    """A tiny Marian whose every step scores tokens 1..``chain`` 3e-5 apart (its output weights zero, its output bias a
+    chain: each value tied to the next, 4e-5 being the tolerance at -4), the end token and the rest far below. A chain
+    of 20 fits the search's window of 26 at a row's cut of 10: the device path decides it, as the host path does. A
+    chain of 40 runs past it: the device search answers None and ``beam_search_many`` gives the host path's result."""
+    sys.path.insert(0, str(REPO / "tests" / "unit"))
+    from test_decoders import peaky_tiny
+
+    from simpe.decoders.beam import beam_search_many
+
+    model = peaky_tiny(3, vocab=60, scale=0.0)
+    with torch.no_grad():
+        model.final_logits_bias.fill_(-10.0)
+        model.final_logits_bias[0, 0] = -20.0  # the end token: only at the last position
+        for token in range(1, chain + 1):
+            model.final_logits_bias[0, token] = -3e-5 * token
+    decoder = BeamDecoder(5, max_len_a=0.0, max_len_b=4)
+    with decoding(model):
+        sources = [encode(model, torch.tensor([[5, 7, 0]]), decoder.limit) for _ in range(2)]
+        host = beam_search_many(model, sources, 5, even=True)
+        device = beam_device.search(model, sources, 5)
+        saved = beam_device.ON_DEVICE
+        beam_device.ON_DEVICE = True
+        try:
+            forced = beam_search_many(model, sources, 5, even=True)
+        finally:
+            beam_device.ON_DEVICE = saved
+    assert forced == host
+    if chain == 40:
+        assert device is None
+    else:
+        assert device == host
+        assert host[0][0][0].tokens == (1, 1, 1, 0)  # a tied chain: the lowest ids, row by row
