@@ -91,8 +91,8 @@ def row_best(allowed: torch.Tensor, per: int) -> tuple[torch.Tensor, torch.Tenso
     tied = _tied_next(vals[:, :-1], vals[:, 1:])  # (rows, window - 1): position j tied with j + 1
     cut = tied[:, per - 1]  # (rows,) the per-th and (per+1)-th tied: the group at the cut is chosen by token id
     untied = ~tied
-    steps = torch.arange(1, per, device=allowed.device)  # (per - 1,)
-    lo = (untied[:, : per - 1] * steps).amax(dim=1) if per > 1 else torch.zeros_like(idx[:, 0])  # (rows,) group's first
+    after = torch.arange(1, per, device=allowed.device)  # (per - 1,)
+    lo = (untied[:, : per - 1] * after).amax(dim=1) if per > 1 else torch.zeros_like(idx[:, 0])  # (rows,) group's first
     tail = untied[:, per - 1:]  # (rows, window - per): where the group ends
     ends = tail.any(dim=1)  # (rows,)
     at = torch.arange(window - per, device=allowed.device)  # (window - per,)
@@ -136,6 +136,21 @@ def tuple_rank(tokens: torch.Tensor) -> torch.Tensor:
     return ((theirs < mine) & differ.any(dim=3)).sum(dim=2)  # (n, m)
 
 
+def _keep_best(ended_scores: torch.Tensor, ended_tokens: torch.Tensor, fresh: torch.Tensor, prefixes: torch.Tensor,
+               parent: torch.Tensor, token: torch.Tensor, position: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """``beam._keep_best`` of the finished hypotheses ((n, beam) scores, (n, beam, length) tokens) and the step's new
+    ones (``fresh``: (n, m) scores, -inf where the candidate did not end; ``prefixes[parent]`` + ``token`` at
+    ``position``): ((n, beam) scores, (n, beam, length) tokens), best first."""
+    n, beam_size, length = ended_tokens.shape
+    m = fresh.shape[1]
+    fresh_tokens = prefixes.gather(1, parent[:, :, None].expand(n, m, length))  # (n, m, length)
+    fresh_tokens[:, :, position] = token
+    all_scores = torch.cat([ended_scores, fresh], dim=1)  # (n, beam + m)
+    all_tokens = torch.cat([ended_tokens, fresh_tokens], dim=1)  # (n, beam + m, length)
+    best = ranked(all_scores, tuple_rank(all_tokens[:, :, : position + 1]), beam_size + m, beam_size)  # (n, beam)
+    return all_scores.gather(1, best), all_tokens.gather(1, best[:, :, None].expand(n, beam_size, length))
+
+
 def search(model: Any, sources: list[Source], beam_size: int) -> list[tuple[list[Hypothesis], int, int]] | None:
     """``beam.beam_search_many(model, sources, beam_size)`` (plain beam, ``even`` or not: both count the real rows
     only) with its state on the model's device; None where a tied group at a row's cut ran past ``row_best``'s
@@ -157,7 +172,8 @@ def search(model: Any, sources: list[Source], beam_size: int) -> list[tuple[list
     real = torch.ones_like(expansions)  # (n,) live rows at the head of each block
     wide = torch.zeros((), dtype=torch.bool, device=device)  # a tied group ran past a row's window
     block_sources = [i for i in range(n) for _ in range(beam_size)]
-    beams = torch.arange(beam_size, device=device)  # (beam,)
+    beams = torch.arange(2 * beam_size, device=device)  # (2 beam,) row numbers in a block, ranks in a step's head
+    blocks = torch.arange(n, device=device)[:, None]  # (n, 1) source numbers
     tokens_in = None
     stop_column = forbidden_column = None
     for position in range(length):
@@ -177,15 +193,15 @@ def search(model: Any, sources: list[Source], beam_size: int) -> list[tuple[list
         logp.view(n, width, vocab).masked_fill_(masked[:, None, :], NEG_INF)
         per = min(2 * beam_size, vocab)
         values, tokens, over = row_best(logp, per)  # (n * width, per) each, (n * width,)
-        live_row = torch.arange(width, device=device) < real[:, None]  # (n, width)
+        live_row = beams[:width] < real[:, None]  # (n, width)
         candidates = scores[:, :width, None] + values.view(n, width, per).double()  # (n, width, per) float64 sums
         candidates = candidates.masked_fill(~live_row[:, :, None], NEG_INF).view(n, width * per)
-        keys = (torch.arange(width, device=device)[:, None] * vocab + tokens.view(n, width, per)).view(n, width * per)
+        keys = (beams[:width, None] * vocab + tokens.view(n, width, per)).view(n, width * per)  # (n, width * per)
         head = ranked(candidates, keys, width * vocab, min(2 * beam_size, width * per))  # (n, k) best first
         value, key = candidates.gather(1, head), keys.gather(1, head)  # (n, k)
         parent, token = key // vocab, key % vocab
         k = head.shape[1]
-        place = torch.arange(k, device=device)  # (k,) rank in the head
+        place = beams[:k]  # (k,) rank in the head
         valid = value > NEG_INF
         stop = torch.zeros_like(valid)
         for end in special.stops:
@@ -196,21 +212,15 @@ def search(model: Any, sources: list[Source], beam_size: int) -> list[tuple[list
         pick = torch.sort(torch.where(going, place, k + place), dim=1)[1][:, :beam_size]  # (n, <= beam)
         if pick.shape[1] < beam_size:
             pick = torch.cat([pick, pick[:, :1].expand(n, beam_size - pick.shape[1])], dim=1)
-        alive = beams < count[:, None]  # (n, beam)
+        alive = beams[:beam_size] < count[:, None]  # (n, beam)
         new_scores = torch.where(alive, value.gather(1, pick), NEG_INF)  # (n, beam)
         new_parent, new_token = parent.gather(1, pick), token.gather(1, pick)  # (n, beam)
         new_prefixes = prefixes.gather(1, new_parent[:, :, None].expand(n, beam_size, length))
         new_prefixes[:, :, position] = new_token
         # a stop token among the first beam_size candidates ends a hypothesis (beam._beam_step)
         m = min(beam_size, k)
-        fresh_scores = torch.where(valid[:, :m] & stop[:, :m], value[:, :m], NEG_INF)  # (n, m)
-        fresh_tokens = prefixes.gather(1, parent[:, :m, None].expand(n, m, length))  # (n, m, length)
-        fresh_tokens[:, :, position] = token[:, :m]
-        all_scores = torch.cat([ended_scores, fresh_scores], dim=1)  # (n, beam + m)
-        all_tokens = torch.cat([ended_tokens, fresh_tokens], dim=1)  # (n, beam + m, length)
-        best = ranked(all_scores, tuple_rank(all_tokens[:, :, : position + 1]), beam_size + m, beam_size)  # (n, beam)
-        kept_scores = all_scores.gather(1, best)
-        kept_tokens = all_tokens.gather(1, best[:, :, None].expand(n, beam_size, length))
+        fresh = torch.where(valid[:, :m] & stop[:, :m], value[:, :m], NEG_INF)  # (n, m)
+        kept_scores, kept_tokens = _keep_best(ended_scores, ended_tokens, fresh, prefixes, parent[:, :m], token[:, :m], position)
         worst = kept_scores[:, -1]  # (n,) -inf until beam_size are finished
         full = worst > NEG_INF
         done = (count == 0) | (full & (new_scores[:, 0] < worst - (worst.abs() * REL + SCORE_ATOL)))  # (n,)
@@ -227,8 +237,7 @@ def search(model: Any, sources: list[Source], beam_size: int) -> list[tuple[list
         if position + 1 == length:
             break
         fed = alive & active[:, None]  # (n, beam) rows that carry a live beam next step; the others are fed EOS
-        first = torch.arange(n, device=device)[:, None] * width  # (n, 1) each block's first row
-        rows_of.select_index((first + torch.where(fed, new_parent, 0)).view(-1), block_sources)
+        rows_of.select_index((blocks * width + torch.where(fed, new_parent, 0)).view(-1), block_sources)  # parent rows
         tokens_in = torch.where(fed, new_token, special.eos).view(-1)  # (n * beam,)
         if (position + 1) % CHECK_EVERY == 0:
             going_on, ran_past = torch.stack([active.any(), wide]).tolist()  # the step's one host read
