@@ -10,6 +10,12 @@ function is, for that pass, a wrapper of transformers' own ``sdpa`` (registered 
 value its own copy gave (the kernel computes rows independently and follows strides; the tests compare the records);
 every other attention call (self-attention, the encoder, the update's passes) goes to ``sdpa`` unchanged.
 
+``known_masks`` makes a pass's masks from what simpe knows instead of reading them back: transformers' mask builder
+checks on the host whether a mask masks anything (on a GPU a synchronisation per pass) and the encoder-decoder
+families build an all-ones self-attention mask when given none; a search that keeps its state on the device
+(``simpe.decoders.beam_device``) says there is no padding, or that the sources are padded, and the same masks (None,
+or the padded mask) follow without the read.
+
 ``usable`` says where: a family whose attention reads the cache's cross-attention states and calls transformers'
 attention interface with them (Marian, mBART-50, M2M100/NLLB), running ``sdpa``, on a transformers that has the
 interfaces. Elsewhere (T5's position bias, a causal LM, ``eager`` attention) the decoders gather per row as before.
@@ -58,7 +64,7 @@ def _registered() -> bool:
     """Register ``NAME`` with transformers' attention and mask interfaces, once; False where either is missing."""
     try:
         from transformers import AttentionInterface
-        from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, AttentionMaskInterface, sdpa_mask
+        from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, AttentionMaskInterface, sdpa_mask  # noqa: F401 (_mask's)
     except ImportError:
         return False
     from transformers.integrations.sdpa_attention import sdpa_attention_forward

@@ -4,11 +4,13 @@ and no host read inside a decoding step.
 The demo model decodes the first dev sentences (data/libreoffice/dev.en) by both paths: one source at a time and
 three in lockstep, with and without ``even`` (a lockstep group's fixed blocks), in float32 and bfloat16, beam 5 and 1.
 The hypotheses, the expansions and the steps must be the same, and the scores too where the host runs the same rows
-(``even``: float64 sums of the same float32 values), else equal to the tie tolerance (another batch shape's noise). bfloat16's coarse logits make tied values common: the host path's tie decisions are counted while it
-runs (its own functions, wrapped to count what they decide): at beam 5 on these 24 sentences a row's cut is tied 71
-times and a step's first candidates 49 times. Finished hypotheses tied to the noise never arose on the demo model (none
-in 400 dev sentences at beam 5, bfloat16): ``_keep_best``'s order is checked on constructed lists instead, as are a
-row's cut past the search's window and the candidates' ranking.
+(``even``: float64 sums of the same float32 values), else equal to the tie tolerance (another batch shape's noise).
+
+bfloat16's coarse logits make tied values common. The host path's tie decisions are counted while it runs (its own
+functions, wrapped to count what they decide): at beam 5 on these 24 sentences, one source at a time, a row's cut is
+tied 71 times and a step's first candidates 49 times. Finished hypotheses tied to the noise never arose on the demo
+model (none in 400 dev sentences at beam 5, bfloat16): ``_keep_best``'s order is checked on constructed lists instead,
+as are a row's cut past the search's window and the candidates' ranking.
 """
 from __future__ import annotations
 
