@@ -7,6 +7,12 @@ for the host's next launch. This module takes the same decisions with tensor ope
 step only queues work; the host reads one small tensor every ``CHECK_EVERY`` steps (whether any source still searches)
 and the results once at the end.
 
+The stop check every ``CHECK_EVERY`` steps costs up to ``CHECK_EVERY - 1`` passes after the last source is done
+(they change nothing); a step's own work is about 200 small kernel launches beside the model's (benchmarks/launches.py),
+on fixed shapes with no read back: what a captured CUDA graph can replay (issue 67, item 2). The model's passes run
+under ``simpe.decoders.cross.known_masks``: transformers would otherwise read each pass's attention mask back to find
+that it masks nothing.
+
 Layout: after step 0 every source holds a block of ``beam_size`` rows, its live beams first in rank order, then dead
 rows (score -inf, fed EOS, a copy of the block's first row, never read): the rows ``beam_search_many(..., even=True)``
 runs, fixed shapes whatever the search needs. The state, per source: the live prefixes (beam_size, max_len) padded
