@@ -37,7 +37,7 @@ FAMILIES = ("marian", "mbart", "m2m100")  # simpe.models families whose attentio
 # the pass under way: (its row blocks as (first row, end, source), the per-source state tensors it holds in the cache)
 _PASS: contextvars.ContextVar[tuple[list[tuple[int, int, int]], list[torch.Tensor]] | None] = contextvars.ContextVar(
     "simpe_cross_pass", default=None)
-# the pass under way in known_masks: (the decoder's rows have no padding, the sources are padded)
+# the pass under way in known_masks: (the decoder's rows are padded, the sources are padded)
 _KNOWN: contextvars.ContextVar[tuple[bool, bool] | None] = contextvars.ContextVar("simpe_known_masks", default=None)
 
 
@@ -80,40 +80,46 @@ def _mask(*args: Any, **kwargs: Any) -> Any:
     """transformers' ``sdpa_mask``; during a ``known_masks`` pass it does not read back what simpe knows already.
 
     ``sdpa_mask`` drops a mask that masks nothing, after reading it back to the host (``fast_all``, ``.all()``):
-    on a GPU a synchronisation in every pass. A one-query causal mask (a decoding step's self-attention) over rows
-    without padding: transformers' encoder-decoder models build an all-ones mask when given none, which ``sdpa_mask``
-    answers with None; so does this, without the read. A bidirectional mask (the cross-attention's) over sources
-    known to be padded: built without first checking that it masks nothing (it does)."""
+    on a GPU a synchronisation in every pass. A causal mask (the decoder's self-attention) for one new position, or for
+    a prefix on an empty cache, over rows without padding (transformers' encoder-decoder models build an all-ones mask when given none): None, which
+    ``sdpa_mask`` answers too. Over rows known to be padded, or a bidirectional mask (the cross-attention's) over
+    sources known to be padded: built without first checking whether it masks anything (it does)."""
     from transformers.masking_utils import sdpa_mask
 
     known = _KNOWN.get()
     if known is not None and kwargs.get("local_size") is None:
-        unpadded_rows, padded_sources = known
-        if unpadded_rows and kwargs.get("q_length") == 1 and kwargs.get("allow_is_causal_skip", True):
-            return None
-        if padded_sources and not kwargs.get("allow_is_causal_skip", True) and kwargs.get("allow_is_bidirectional_skip"):
+        rows_padded, sources_padded = known
+        causal = kwargs.get("allow_is_causal_skip", True)  # a bidirectional mask is asked with False
+        if causal and not rows_padded and (kwargs.get("q_length") == 1 or kwargs.get("kv_length") == kwargs.get("q_length")):
+            return None  # sdpa_mask's first reason to skip: one new position, or a prefix on an empty cache
+        if causal and rows_padded:
+            kwargs["allow_is_causal_skip"] = False
+        if not causal and sources_padded and kwargs.get("allow_is_bidirectional_skip"):
             kwargs["allow_is_bidirectional_skip"] = False
     return sdpa_mask(*args, **kwargs)
 
 
 @contextlib.contextmanager
-def known_masks(model: Any, unpadded_rows: bool, padded_sources: bool) -> Iterator[None]:
+def known_masks(model: Any, rows_padded: bool, sources_padded: bool) -> Iterator[None]:
     """One pass of ``model`` (running ``sdpa``, or ``by_source``'s attention) whose masks ``_mask`` makes without
-    reading them back: ``unpadded_rows``, the decoder's rows have no padding (the family's forward was given no
-    mask); ``padded_sources``, the cross-attention mask has padding (sources of different lengths). Elsewhere (another
-    attention, a transformers without the interfaces) the pass runs as it would."""
-    config = model.config
-    before = config._attn_implementation
-    if before not in ("sdpa", NAME) or not _registered():
+    reading them back: ``rows_padded``, whether the decoder's rows have padding (the family's forward was given a
+    mask, which has zeros; else none); ``sources_padded``, whether the cross-attention mask has padding (sources of
+    different lengths). Elsewhere (another attention, a transformers without the interfaces) the pass runs as it would."""
+    decoder = model.get_decoder() if hasattr(model, "get_decoder") else model
+    configs = {id(c): c for c in (model.config, getattr(decoder, "config", model.config))}  # T5's stacks copy theirs
+    before = {key: c._attn_implementation for key, c in configs.items()}
+    if any(name not in ("sdpa", NAME) for name in before.values()) or not _registered():
         yield
         return
-    token = _KNOWN.set((unpadded_rows, padded_sources))
-    if before == "sdpa":
-        config._attn_implementation = KNOWN
+    token = _KNOWN.set((rows_padded, sources_padded))
+    for key, config in configs.items():
+        if before[key] == "sdpa":
+            config._attn_implementation = KNOWN
     try:
         yield
     finally:
-        config._attn_implementation = before
+        for key, config in configs.items():
+            config._attn_implementation = before[key]
         _KNOWN.reset(token)
 
 

@@ -370,7 +370,7 @@ class Lockstep:
         held = self._held_by_source()
         with contextlib.ExitStack() as stack:
             if self.known_masks:  # the masks' padding said, not read back (cross.known_masks)
-                stack.enter_context(cross.known_masks(self.model, mask is None, src_mask is not None))
+                stack.enter_context(cross.known_masks(self.model, mask is not None, src_mask is not None))
             if held:
                 stack.enter_context(cross.by_source(self.model, self.row_source, held))
             logits, self.cache = self.family.forward(self.model, fed, self.cache, hidden=enc, src_mask=src_mask, mask=mask)

@@ -398,3 +398,43 @@ def test_a_chain_of_tied_values_past_the_window_is_searched_on_the_host(chain: i
     else:
         assert device == host
         assert host[0][0][0].tokens == (1, 1, 1, 0)  # a tied chain: the lowest ids, row by row
+
+
+@pytest.mark.parametrize("kind", ["marian", "mbart", "m2m100", "t5", "llama", "qwen2"])
+def test_every_family_searches_the_same_on_the_device_path_without_reading_back(kind: str, one_torch_thread: None) -> None:
+    """Tiny random models of each family (``tests/tiny_families.py``), three sources of different lengths in lockstep:
+    for a causal LM, prompts of different lengths (padded rows, a mask in every pass), for an encoder-decoder, padded
+    sources (a cross-attention mask). The device path gives the host path's results (bit for bit with ``even``, to the
+    tie tolerance without), and between one pass and the next it reads back only its stop check."""
+    sys.path.insert(0, str(REPO / "tests" / "unit"))
+    from test_cross import _model as family_model_and_sources
+
+    from simpe.decoders.beam import beam_search_many
+
+    model, ids = family_model_and_sources(kind)
+    decoder = BeamDecoder(3, max_len_a=0.0, max_len_b=9, max_len_cap=9)
+    window = [-1]
+    hook = model.register_forward_pre_hook(lambda *_: window.__setitem__(0, window[0] + 1))
+    reads = _Reads(window)
+    found = {}
+    try:
+        with decoding(model):
+            sources = [encode(model, source, decoder.limit) for source in ids]
+            for even in (True, False):
+                found["host", even] = beam_search_many(model, sources, 3, even=even)
+                window[0] = -1
+                with reads, reads.aten:
+                    found["device", even] = beam_device.search(model, sources, 3)
+                passes = window[0] + 1
+                inside = [(step, what, where) for step, what, where in reads.found if 0 <= step < passes - 1]
+                assert [step for step, _, _ in inside] == list(range(beam_device.CHECK_EVERY - 1, passes - 1, beam_device.CHECK_EVERY))
+                assert {where.split(":")[0] for _, _, where in inside} <= {"beam_device.py"}, inside
+                reads.found.clear()
+    finally:
+        hook.remove()
+    assert found["device", True] == found["device", False]  # the device path has one layout
+    assert found["device", True] == found["host", True]
+    for (hyps, expansions, steps), (host_hyps, host_expansions, host_steps) in zip(found["device", False], found["host", False]):
+        assert [h.tokens for h in hyps] == [h.tokens for h in host_hyps] and (expansions, steps) == (host_expansions, host_steps)
+        assert all(tied(a.score, b.score, SCORE_ATOL) for a, b in zip(hyps, host_hyps))
+    assert len({len(s.prefix) for s in sources}) == (3 if kind in ("llama", "qwen2") else 1)
