@@ -62,7 +62,7 @@ CHECK_EVERY = 4  # steps between two host reads of whether any source still sear
 
 def on_device(device: Any) -> bool:
     """Whether plain beam search keeps its state on ``device``: ``ON_DEVICE`` when set, else off the CPU only."""
-    return torch.device(device).type != "cpu" if ON_DEVICE is None else ON_DEVICE
+    return torch.device(device or "cpu").type != "cpu" if ON_DEVICE is None else ON_DEVICE
 
 
 def usable(sources: list[Source], heap: bool, hooked: bool) -> bool:
