@@ -196,7 +196,7 @@ def search(model: Any, sources: list[Source], beam_size: int) -> list[tuple[list
         # incremental.step_scores: forbidden tokens at -inf; at a source's last position only the stop tokens
         last = limit - 1 == position  # (n,)
         masked = torch.where(last[:, None], ~stop_column, forbidden_column)  # (n, vocab)
-        logp.view(n, width, vocab).masked_fill_(masked[:, None, :], NEG_INF)
+        logp = logp.reshape(n, width, vocab).masked_fill_(masked[:, None, :], NEG_INF).view(n * width, vocab)  # (n * width, vocab)
         per = min(2 * beam_size, vocab)
         values, tokens, over = row_best(logp, per)  # (n * width, per) each, (n * width,)
         live_row = beams[:width] < real[:, None]  # (n, width)
