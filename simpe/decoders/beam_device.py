@@ -209,9 +209,7 @@ def search(model: Any, sources: list[Source], beam_size: int) -> list[tuple[list
         k = head.shape[1]
         place = beams[:k]  # (k,) rank in the head
         valid = value > NEG_INF
-        stop = torch.zeros_like(valid)
-        for end in special.stops:
-            stop |= token == end
+        stop = stop_column[token]  # (n, k) the candidate ends its hypothesis
         going = valid & ~stop
         going &= going.long().cumsum(dim=1) <= beam_size  # (n, k): the first beam_size non-stop continuations
         count = going.sum(dim=1)  # (n,) live beams after this step
