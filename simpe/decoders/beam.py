@@ -153,10 +153,10 @@ def beam_search_many(model: Any, sources: list[Source], beam_size: int, heap: bo
     Returns:
         per source: (hypotheses best first, expansions = decoder rows run, steps).
     """
-    # plain beam off the CPU, without a step hook, a typed prefix or a memo (beam_device.usable): the search's state
-    # stays on the device; otherwise (min-heap beam, the exact search's hook, a constraint or memo read on the host,
-    # the CPU) the host path below
-    if beam_device.usable(sources, heap, on_step is not None):
+    # plain beam off the CPU, without a step hook, a typed prefix or a memo, of at most 32 beams (beam_device.usable):
+    # the search's state stays on the device; otherwise (min-heap beam, the exact search's hook, a constraint or memo
+    # read on the host, a wide beam, the CPU) the host path below
+    if beam_device.usable(sources, beam_size, heap, on_step is not None):
         found = beam_device.search(model, sources, beam_size)
         if found is not None:
             return found  # else a tied group ran past a row's window: the host path below decides it

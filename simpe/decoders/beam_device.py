@@ -40,10 +40,11 @@ The decisions are the host path's, operation for operation (``simpe.ties``' rule
 * **Done** (``beam._beam_step``): no live continuation, or beam_size finished and the best live score below the
   worst finished less ``ties.margin``.
 
-Where it applies (``usable``): plain beam search (not min-heap), no step hook (the exact top-k search reads every
-step's states through one), no typed-prefix constraint (``Source.constraint``: its mask reads the prefixes' text on
-the host) and no memo reuse (``Source.memo``: its rows are found by token prefix on the host). Elsewhere, and on the
-CPU unless ``ON_DEVICE`` forces it, ``beam.beam_search_many`` runs its host path, whose records are unchanged.
+Where it applies (``usable``): plain beam search (not min-heap) of at most ``MAX_BEAM`` beams, no step hook (the
+exact top-k search reads every step's states through one), no typed-prefix constraint (``Source.constraint``: its
+mask reads the prefixes' text on the host) and no memo reuse (``Source.memo``: its rows are found by token prefix on
+the host). Elsewhere, and on the CPU unless ``ON_DEVICE`` forces it, ``beam.beam_search_many`` runs its host path,
+whose records are unchanged.
 """
 from __future__ import annotations
 
@@ -57,6 +58,9 @@ from simpe.ties import REL, SCORE_ATOL
 
 ON_DEVICE: bool | None = None  # None: on every device but the CPU; True / False: forced (the tests force it on the CPU)
 INF = float("inf")
+# wider beams search on the host: the finished list's tuple order compares (2 beam)^2 pairs of prefixes per source and
+# step, and a row's cut holds (rows, vocab) temporaries; at 32, 8 sources of a 256k vocabulary take about 0.3 GB
+MAX_BEAM = 32
 CHECK_EVERY = 4  # steps between two host reads of whether any source still searches
 
 
@@ -65,9 +69,9 @@ def on_device(device: Any) -> bool:
     return torch.device(device or "cpu").type != "cpu" if ON_DEVICE is None else ON_DEVICE
 
 
-def usable(sources: list[Source], heap: bool, hooked: bool) -> bool:
+def usable(sources: list[Source], beam_size: int, heap: bool, hooked: bool) -> bool:
     """Whether ``search`` can run these sources (see the module docstring); else the host path runs."""
-    return (not heap and not hooked and on_device(sources[0].device)
+    return (not heap and not hooked and beam_size <= MAX_BEAM and on_device(sources[0].device)
             and all(s.constraint is None and s.memo is None for s in sources))
 
 
@@ -111,8 +115,8 @@ def row_best(allowed: torch.Tensor, per: int) -> tuple[torch.Tensor, torch.Tenso
         nearest = torch.where(below, allowed, NEG_INF).amax(dim=1, keepdim=True)  # (rows, 1)
         over = cut & ~ends & below.any(dim=1) & _tied_next(vals[:, -1:], nearest)[:, 0]
     member = (allowed >= bottom) & (allowed <= top)  # (rows, vocab): the tied group at the cut
-    ids = torch.arange(vocab, device=allowed.device)
-    smallest = torch.topk(torch.where(member, ids, vocab), per, dim=1, largest=False).values  # (rows, per) ascending
+    ids = torch.arange(vocab, dtype=torch.int32, device=allowed.device)  # (vocab,) int32: half the (rows, vocab) below
+    smallest = torch.topk(torch.where(member, ids, vocab), per, dim=1, largest=False).values.long()  # (rows, per) ascending
     place = torch.arange(per, device=allowed.device)  # (per,)
     chosen = torch.where(place < lo[:, None], idx[:, :per], smallest.gather(1, (place - lo[:, None]).clamp(min=0)))
     tokens = torch.where(cut[:, None], chosen, idx[:, :per])  # (rows, per)

@@ -438,3 +438,30 @@ def test_every_family_searches_the_same_on_the_device_path_without_reading_back(
         assert [h.tokens for h in hyps] == [h.tokens for h in host_hyps] and (expansions, steps) == (host_expansions, host_steps)
         assert all(tied(a.score, b.score, SCORE_ATOL) for a, b in zip(hyps, host_hyps))
     assert len({len(s.prefix) for s in sources}) == (3 if kind in ("llama", "qwen2") else 1)
+
+
+def test_where_the_device_path_applies() -> None:
+    """Off the CPU by default (forced either way by ``ON_DEVICE``), for plain beam of at most ``MAX_BEAM`` beams without a
+    step hook, a typed prefix or a memo; everything else searches on the host."""
+    import dataclasses
+
+    from simpe.decoders.incremental import Source
+
+    source = Source(None, 3, 5, None, device=torch.device("cpu"))
+    on_gpu = dataclasses.replace(source, device=torch.device("cuda"))
+    assert beam_device.ON_DEVICE is None
+    assert not beam_device.usable([source], 5, False, False) and beam_device.usable([on_gpu], 5, False, False)
+    assert not beam_device.usable([on_gpu], 5, True, False)  # min-heap beam
+    assert not beam_device.usable([on_gpu], 5, False, True)  # the exact search's step hook
+    assert not beam_device.usable([on_gpu, dataclasses.replace(on_gpu, constraint=object())], 5, False, False)
+    assert not beam_device.usable([dataclasses.replace(on_gpu, memo=object())], 5, False, False)
+    assert beam_device.usable([on_gpu], beam_device.MAX_BEAM, False, False)
+    assert not beam_device.usable([on_gpu], beam_device.MAX_BEAM + 1, False, False)
+    saved = beam_device.ON_DEVICE
+    try:
+        beam_device.ON_DEVICE = True
+        assert beam_device.usable([source], 5, False, False)
+        beam_device.ON_DEVICE = False
+        assert not beam_device.usable([on_gpu], 5, False, False)
+    finally:
+        beam_device.ON_DEVICE = saved
