@@ -29,8 +29,8 @@ The decisions are the host path's, operation for operation (``simpe.ties``' rule
   group's neighbours are untied, so strictly apart) and its smallest token ids fill the cut, as ``ties.top`` takes
   them. A group that reaches the window's end takes every value equal to the window's last; if the next lower
   distinct value is tied to it the chain would go on past the window: the step flags it, and ``search`` answers
-  None at the next check (the caller then searches on the host; a chain of 16 distinct values each within 1e-5 of
-  the next, at a row's 10th best, has not been seen).
+  None at the next check (the caller then searches on the host; at beam 5, 16 or more distinct values each within
+  1e-5 of the next below a row's 10th best: never on the demo model, built on purpose in the tests).
 * **The ranking of candidates** (``beam._ranked_head``): float64 sums of the row's score and the token's value (the
   same sums Python takes), sorted best first (stable), neighbours tied by ``ties.tied``'s formula, a group number by
   the cumulative sum of the untied flags, then a stable sort by (group, row, token).
