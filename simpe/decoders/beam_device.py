@@ -83,10 +83,11 @@ def _tied_next(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 
 
 def _tied(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """``ties.tied(a, b, SCORE_ATOL)`` elementwise on float64 tensors: the same operations Python's floats take.
-    ``isfinite(a) and isfinite(b)`` is ``bound < inf``: the larger magnitude is finite (and neither is NaN)."""
+    """``ties.tied(a, b, SCORE_ATOL)`` elementwise on sorted float64 neighbours ``a`` >= ``b``: the same operations
+    Python's floats take (``a - b`` is ``|a - b|`` there). ``isfinite(a) and isfinite(b)`` is ``bound < inf``: the
+    larger magnitude is finite (and neither is NaN)."""
     bound = torch.maximum(a.abs(), b.abs()) * REL + SCORE_ATOL
-    return (a == b) | (((a - b).abs() <= bound) & (bound < INF))
+    return (a == b) | (((a - b) <= bound) & (bound < INF))
 
 
 def row_best(allowed: torch.Tensor, per: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -98,7 +99,15 @@ def row_best(allowed: torch.Tensor, per: int) -> tuple[torch.Tensor, torch.Tenso
         return values, tokens, torch.zeros(rows, dtype=torch.bool, device=allowed.device)
     window = min(vocab, per + max(16, per // 8))
     vals, idx = torch.topk(allowed, window, dim=1)  # (rows, window) descending
-    tied = _tied_next(vals[:, :-1], vals[:, 1:])  # (rows, window - 1): position j tied with j + 1
+    beyond = window < vocab
+    if beyond:  # the next lower value after the window's last (and its equals), tested with the window's neighbours
+        below = allowed < vals[:, -1:]  # (rows, vocab)
+        nearest = torch.where(below, allowed, NEG_INF).amax(dim=1, keepdim=True)  # (rows, 1), -inf where none
+        tied = _tied_next(vals, torch.cat([vals[:, 1:], nearest], dim=1))  # (rows, window): j tied with j + 1
+        past = tied[:, -1] & (vals[:, -1] > NEG_INF)  # (rows,) a chain at the window's end would go on past it
+        tied = tied[:, :-1]  # (rows, window - 1)
+    else:
+        tied = _tied_next(vals[:, :-1], vals[:, 1:])  # (rows, window - 1): position j tied with j + 1
     cut = tied[:, per - 1]  # (rows,) the per-th and (per+1)-th tied: the group at the cut is chosen by token id
     untied = ~tied
     after = torch.arange(1, per, device=allowed.device)  # (per - 1,)
@@ -109,11 +118,7 @@ def row_best(allowed: torch.Tensor, per: int) -> tuple[torch.Tensor, torch.Tenso
     hi = per - 1 + torch.where(tail, at, window - per - 1).amin(dim=1)  # (rows,) the group's last position, if it ends
     top = vals.gather(1, lo[:, None])  # (rows, 1) the group's highest value
     bottom = torch.where(ends[:, None], vals.gather(1, hi[:, None]), vals[:, -1:])  # (rows, 1) its lowest
-    over = torch.zeros_like(cut)
-    if window < vocab:  # a group running to the window's end goes on past it while the next lower value is tied
-        below = allowed < vals[:, -1:]  # (rows, vocab)
-        nearest = torch.where(below, allowed, NEG_INF).amax(dim=1, keepdim=True)  # (rows, 1)
-        over = cut & ~ends & below.any(dim=1) & _tied_next(vals[:, -1:], nearest)[:, 0]
+    over = cut & ~ends & past if beyond else torch.zeros_like(cut)  # (rows,) the group runs past the window
     member = (allowed >= bottom) & (allowed <= top)  # (rows, vocab): the tied group at the cut
     ids = torch.arange(vocab, dtype=torch.int32, device=allowed.device)  # (vocab,) int32: half the (rows, vocab) below
     smallest = torch.topk(torch.where(member, ids, vocab), per, dim=1, largest=False).values.long()  # (rows, per) ascending
@@ -128,7 +133,7 @@ def ranked(values: torch.Tensor, keys: torch.Tensor, span: int, k: int) -> torch
     (n, k) positions, best first: sorted (stable), split where neighbours are untied, each group by key."""
     sorted_values, order = torch.sort(values, dim=1, descending=True, stable=True)  # (n, m)
     untied = ~_tied(sorted_values[:, :-1], sorted_values[:, 1:])  # (n, m - 1)
-    group = torch.cat([torch.zeros_like(order[:, :1]), untied.long().cumsum(dim=1)], dim=1)  # (n, m)
+    group = torch.nn.functional.pad(untied.cumsum(dim=1), (1, 0))  # (n, m) int64: the group of each sorted value
     composite = group * span + keys.gather(1, order)  # (n, m): by group, then by key
     return order.gather(1, torch.sort(composite, dim=1, stable=True)[1][:, :k])
 
@@ -203,9 +208,8 @@ def search(model: Any, sources: list[Source], beam_size: int) -> list[tuple[list
         logp = logp.reshape(n, width, vocab).masked_fill_(masked[:, None, :], NEG_INF).view(n * width, vocab)  # (n * width, vocab)
         per = min(2 * beam_size, vocab)
         values, tokens, over = row_best(logp, per)  # (n * width, per) each, (n * width,)
-        live_row = beams[:width] < real[:, None]  # (n, width)
-        candidates = scores[:, :width, None] + values.view(n, width, per).double()  # (n, width, per) float64 sums
-        candidates = candidates.masked_fill(~live_row[:, :, None], NEG_INF).view(n, width * per)
+        # float64 sums; a dead row's score is -inf, and so are its candidates (a done source's are masked below)
+        candidates = (scores[:, :width, None] + values.view(n, width, per).double()).view(n, width * per)
         keys = (beams[:width, None] * vocab + tokens.view(n, width, per)).view(n, width * per)  # (n, width * per)
         head = ranked(candidates, keys, width * vocab, min(2 * beam_size, width * per))  # (n, k) best first
         value, key = candidates.gather(1, head), keys.gather(1, head)  # (n, k)
@@ -215,7 +219,7 @@ def search(model: Any, sources: list[Source], beam_size: int) -> list[tuple[list
         valid = value > NEG_INF
         stop = stop_column[token]  # (n, k) the candidate ends its hypothesis
         going = valid & ~stop
-        going &= going.long().cumsum(dim=1) <= beam_size  # (n, k): the first beam_size non-stop continuations
+        going &= going.cumsum(dim=1) <= beam_size  # (n, k): the first beam_size non-stop continuations
         count = going.sum(dim=1)  # (n,) live beams after this step
         pick = torch.sort(torch.where(going, place, k + place), dim=1)[1][:, :beam_size]  # (n, <= beam)
         if pick.shape[1] < beam_size:
