@@ -8,9 +8,9 @@ The hypotheses, the expansions and the steps must be the same, and the scores to
 
 bfloat16's coarse logits make tied values common. The host path's tie decisions are counted while it runs (its own
 functions, wrapped to count what they decide): at beam 5 on these 24 sentences, one source at a time, a row's cut is
-tied 71 times and a step's first candidates 49 times. Finished hypotheses tied to the noise never arose on the demo
-model (none in 400 dev sentences at beam 5, bfloat16): ``_keep_best``'s order is checked on constructed lists instead,
-as are a row's cut past the search's window and the candidates' ranking.
+tied 71 times and a step's first candidates 49 times. Finished hypotheses tied to the noise are rare on the demo model
+(bfloat16, 400 dev sentences: none at beam 5, one at beam 10, which a test decodes): ``_keep_best``'s order is also
+checked on constructed lists, as are a row's cut past the search's window and the candidates' ranking.
 """
 from __future__ import annotations
 
@@ -465,3 +465,21 @@ def test_where_the_device_path_applies() -> None:
         assert not beam_device.usable([on_gpu], 5, False, False)
     finally:
         beam_device.ON_DEVICE = saved
+
+
+def test_a_tie_among_finished_hypotheses_is_ordered_as_the_host_orders_it(monkeypatch: pytest.MonkeyPatch,
+                                                                          one_torch_thread: None) -> None:
+    """The one dev sentence of the first 400 whose finished hypotheses met a tie (beam 10, bfloat16: ``_keep_best``
+    ranked a group tied to the noise by tokens): the device path gives the host path's ten hypotheses."""
+    seen = _counting_ties(monkeypatch)
+    loaded = _model("bfloat16")
+    decoder = BeamDecoder(10)
+    found = {}
+    for on_device in (False, True):
+        monkeypatch.setattr(beam_device, "ON_DEVICE", on_device)
+        with decoding(loaded.model):
+            source = encode(loaded.model, loaded.family.encode_source(loaded.tokenizer, DEV[92], "cpu")[0], decoder.limit)
+            found[on_device] = decoder.decode_sources(loaded.model, [source])
+    assert DEV[92] == "Legend On/Off" and seen["finished tied"] >= 1
+    _same(found[False], found[True], exact=True)
+    assert len(found[True][0].hypotheses) == 10
