@@ -27,9 +27,13 @@ What is counted (through ``torch.profiler``, on the CPU):
 The counts depend on the code and the model's depth, never on timing or load: the same run gives the same counts on
 any CPU (a CPU kernel set may route a few operators differently; the row names the machine). They count the code
 path a GPU runs: the CPU-only fusion of the update (``simpe.loop.update.FUSE_BYTES``) is turned off for the count,
-and where ``simpe.loop.undo`` has an in-place mode (the one CUDA uses) it is turned on.
+and where ``simpe.loop.undo`` has an in-place mode (the one CUDA uses) it is turned on, as is plain beam search's
+device path (``simpe.decoders.beam_device.ON_DEVICE``) where the code has one.
 
-- **beam step**: one translation (the third stream segment; beam 5) divided by its decoder steps.
+- **beam step**: one translation (the third stream segment; beam 5) divided by its decoder steps, with plain beam
+  search on the device (``simpe.decoders.beam_device``, a GPU's path: a host read every few steps for the stop
+  check, a few steps run past the end until that check); beside it, the same translation with the host path's
+  ranking (``simpe.decoders.beam``, the CPU's path), where the code has both.
 - **update repetition**: ``update`` with ``max_repeats=3``, a perplexity threshold of 1 (no pair reaches it) and no measuring
   pass after the last step, divided by 3, after one update as a warm-up; split into the model's forward, the
   backward pass, and the rest (the loss, clipping, the SGD step, master copies, undo); in bfloat16 with float32
@@ -173,20 +177,46 @@ def counted() -> Iterator[dict[str, Any]]:
 
 @contextlib.contextmanager
 def as_on_gpu() -> Iterator[None]:
-    """The update's code path as a GPU runs it: the CPU-only fusion off, undo in place where the code has that mode."""
+    """The code path a GPU runs: the update's CPU-only fusion off, undo in place and plain beam search on the device
+    (``simpe.decoders.beam_device``) where the code has those modes."""
     import simpe.loop.undo as undo
     import simpe.loop.update as upd
 
-    saved = upd.FUSE_BYTES, getattr(undo, "IN_PLACE", None)
+    try:
+        from simpe.decoders import beam_device
+    except ImportError:  # code from before the device beam (a before figure)
+        beam_device = None
+    saved = upd.FUSE_BYTES, getattr(undo, "IN_PLACE", None), getattr(beam_device, "ON_DEVICE", None)
     upd.FUSE_BYTES = 1 << 62
     if hasattr(undo, "IN_PLACE"):
         undo.IN_PLACE = True
+    if beam_device is not None:
+        beam_device.ON_DEVICE = True
     try:
         yield
     finally:
         upd.FUSE_BYTES = saved[0]
         if hasattr(undo, "IN_PLACE"):
             undo.IN_PLACE = saved[1]
+        if beam_device is not None:
+            beam_device.ON_DEVICE = saved[2]
+
+
+@contextlib.contextmanager
+def beam_on_host() -> Iterator[bool]:
+    """Plain beam search on its host path (``simpe.decoders.beam``'s Python ranking) for the block; yields whether the
+    code has a device path at all (the host path's figure is printed beside the device path's only then)."""
+    try:
+        from simpe.decoders import beam_device
+    except ImportError:
+        yield False
+        return
+    saved = beam_device.ON_DEVICE
+    beam_device.ON_DEVICE = False
+    try:
+        yield True
+    finally:
+        beam_device.ON_DEVICE = saved
 
 
 def _mark_forward(model: Any) -> None:
@@ -244,6 +274,14 @@ def measure(shape: str, dtype: str, folder: Path, runs: Path, segment: bool) -> 
         draft.tuning.close()
         out["beam_step"] = {k: v / steps["n"] for k, v in beam.items()}
         out["beam_steps"] = steps["n"]
+        with beam_on_host() as both:
+            if both:  # the same translation by the host path's ranking, for the figure beside the device path's
+                steps["n"] = 0
+                with counted() as host:
+                    draft = loop.translate(2, segments[2])
+                draft.tuning.close()
+                out["beam_step_host"] = {k: v / steps["n"] for k, v in host.items()}
+                out["beam_steps_host"] = steps["n"]
         if segment:
             steps["n"] = 0
             with counted() as seg:
@@ -330,6 +368,10 @@ def main() -> int:
                         f"the rest (loss, clipping, step, masters, undo) {rep['rest']:.0f}",
                     f"{shape} {dtype} beam-5 step ({args.label})": f"{_fmt(beam)} (mean of {result['beam_steps']} steps)",
                 }
+                if "beam_step_host" in result:  # the device path above (a GPU's), the host path's ranking here
+                    host = result["beam_step_host"]
+                    lines[f"{shape} {dtype} beam-5 step, host ranking ({args.label})"] = (
+                        f"{_fmt(host)} (mean of {result['beam_steps_host']} steps)")
                 if "segment" in result:
                     lines[f"{shape} {dtype} segment ({args.label})"] = (
                         f"{_fmt(result['segment'])} ({result['segment_steps']} beam steps, "

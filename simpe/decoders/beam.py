@@ -23,6 +23,7 @@ from typing import Any
 
 import torch
 
+from simpe.decoders import beam_device
 from simpe.decoders.base import DECODERS, DecodeResult, Hypothesis
 from simpe.decoders.incremental import NEG_INF, LengthLimit, Lockstep, LockstepDecoder, Source, check_int, decoding, encode, step_scores
 from simpe.decoders.prefix import apply as apply_typed
@@ -152,7 +153,13 @@ def beam_search_many(model: Any, sources: list[Source], beam_size: int, heap: bo
     Returns:
         per source: (hypotheses best first, expansions = decoder rows run, steps).
     """
-
+    # plain beam off the CPU, without a step hook, a typed prefix or a memo, of at most 32 beams (beam_device.usable):
+    # the search's state stays on the device; otherwise (min-heap beam, the exact search's hook, a constraint or memo
+    # read on the host, a wide beam, the CPU) the host path below
+    if beam_device.usable(sources, beam_size, heap, on_step is not None):
+        found = beam_device.search(model, sources, beam_size)
+        if found is not None:
+            return found  # else a tied group ran past a row's window: the host path below decides it
     n = len(sources)
     special = sources[0].special
     device = sources[0].device

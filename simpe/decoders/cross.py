@@ -10,6 +10,12 @@ function is, for that pass, a wrapper of transformers' own ``sdpa`` (registered 
 value its own copy gave (the kernel computes rows independently and follows strides; the tests compare the records);
 every other attention call (self-attention, the encoder, the update's passes) goes to ``sdpa`` unchanged.
 
+``known_masks`` makes a pass's masks from what simpe knows instead of reading them back: transformers' mask builder
+checks on the host whether a mask masks anything (on a GPU a synchronisation per pass) and the encoder-decoder
+families build an all-ones self-attention mask when given none; a search that keeps its state on the device
+(``simpe.decoders.beam_device``) says there is no padding, or that the sources are padded, and the same masks (None,
+or the padded mask) follow without the read.
+
 ``usable`` says where: a family whose attention reads the cache's cross-attention states and calls transformers'
 attention interface with them (Marian, mBART-50, M2M100/NLLB), running ``sdpa``, on a transformers that has the
 interfaces. Elsewhere (T5's position bias, a causal LM, ``eager`` attention) the decoders gather per row as before.
@@ -25,11 +31,14 @@ from typing import Any
 import torch
 
 NAME = "simpe_sdpa_by_source"
+KNOWN = "simpe_sdpa_known_masks"  # sdpa, with masks made from what simpe knows (known_masks)
 FAMILIES = ("marian", "mbart", "m2m100")  # simpe.models families whose attention reads the cache's cross-attention states
 
 # the pass under way: (its row blocks as (first row, end, source), the per-source state tensors it holds in the cache)
 _PASS: contextvars.ContextVar[tuple[list[tuple[int, int, int]], list[torch.Tensor]] | None] = contextvars.ContextVar(
     "simpe_cross_pass", default=None)
+# the pass under way in known_masks: (the decoder's rows are padded, the sources are padded)
+_KNOWN: contextvars.ContextVar[tuple[bool, bool] | None] = contextvars.ContextVar("simpe_known_masks", default=None)
 
 
 def _attention(module: Any, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, attention_mask: Any,
@@ -55,12 +64,63 @@ def _registered() -> bool:
     """Register ``NAME`` with transformers' attention and mask interfaces, once; False where either is missing."""
     try:
         from transformers import AttentionInterface
-        from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, AttentionMaskInterface, sdpa_mask
+        from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, AttentionMaskInterface, sdpa_mask  # noqa: F401 (_mask's)
     except ImportError:
         return False
+    from transformers.integrations.sdpa_attention import sdpa_attention_forward
+
     AttentionInterface.register(NAME, _attention)
-    AttentionMaskInterface.register(NAME, sdpa_mask)
-    return NAME in ALL_MASK_ATTENTION_FUNCTIONS._global_mapping  # a mask-less name would drop the padding masks
+    AttentionMaskInterface.register(NAME, _mask)
+    AttentionInterface.register(KNOWN, sdpa_attention_forward)
+    AttentionMaskInterface.register(KNOWN, _mask)
+    return all(name in ALL_MASK_ATTENTION_FUNCTIONS._global_mapping for name in (NAME, KNOWN))  # else masks dropped
+
+
+def _mask(*args: Any, **kwargs: Any) -> Any:
+    """transformers' ``sdpa_mask``; during a ``known_masks`` pass it does not read back what simpe knows already.
+
+    ``sdpa_mask`` drops a mask that masks nothing, after reading it back to the host (``fast_all``, ``.all()``):
+    on a GPU a synchronisation in every pass. A causal mask (the decoder's self-attention) for one new position, or for
+    a prefix on an empty cache, over rows without padding (transformers' encoder-decoder models build an all-ones mask when given none): None, which
+    ``sdpa_mask`` answers too. Over rows known to be padded, or a bidirectional mask (the cross-attention's) over
+    sources known to be padded: built without first checking whether it masks anything (it does)."""
+    from transformers.masking_utils import sdpa_mask
+
+    known = _KNOWN.get()
+    if known is not None and kwargs.get("local_size") is None:
+        rows_padded, sources_padded = known
+        causal = kwargs.get("allow_is_causal_skip", True)  # a bidirectional mask is asked with False
+        if causal and not rows_padded and (kwargs.get("q_length") == 1 or kwargs.get("kv_length") == kwargs.get("q_length")):
+            return None  # sdpa_mask's first reason to skip: one new position, or a prefix on an empty cache
+        if causal and rows_padded:
+            kwargs["allow_is_causal_skip"] = False
+        if not causal and sources_padded and kwargs.get("allow_is_bidirectional_skip"):
+            kwargs["allow_is_bidirectional_skip"] = False
+    return sdpa_mask(*args, **kwargs)
+
+
+@contextlib.contextmanager
+def known_masks(model: Any, rows_padded: bool, sources_padded: bool) -> Iterator[None]:
+    """One pass of ``model`` (running ``sdpa``, or ``by_source``'s attention) whose masks ``_mask`` makes without
+    reading them back: ``rows_padded``, whether the decoder's rows have padding (the family's forward was given a
+    mask, which has zeros; else none); ``sources_padded``, whether the cross-attention mask has padding (sources of
+    different lengths). Elsewhere (another attention, a transformers without the interfaces) the pass runs as it would."""
+    decoder = model.get_decoder() if hasattr(model, "get_decoder") else model
+    configs = {id(c): c for c in (model.config, getattr(decoder, "config", model.config))}  # T5's stacks copy theirs
+    before = {key: c._attn_implementation for key, c in configs.items()}
+    if any(name not in ("sdpa", NAME) for name in before.values()) or not _registered():
+        yield
+        return
+    token = _KNOWN.set((rows_padded, sources_padded))
+    for key, config in configs.items():
+        if before[key] == "sdpa":
+            config._attn_implementation = KNOWN
+    try:
+        yield
+    finally:
+        for key, config in configs.items():
+            config._attn_implementation = before[key]
+        _KNOWN.reset(token)
 
 
 def usable(model: Any, family: Any) -> bool:

@@ -195,8 +195,10 @@ def stack_sources(sources: list[Source]) -> tuple[torch.Tensor | None, torch.Ten
     (None, None) for a causal LM)."""
     if sources[0].hidden is None:
         return None, None
-    if len(sources) == 1:
-        return sources[0].hidden, None
+    if len(sources) == 1 or len({s.src_len for s in sources}) == 1:
+        # no padding, no mask: an all-ones mask is dropped by transformers' mask builder anyway (the same attention),
+        # after reading it back to the host (masking_utils' padding_mask.all(), a GPU sync in every pass)
+        return torch.cat([s.hidden for s in sources]) if len(sources) > 1 else sources[0].hidden, None
     longest = max(s.src_len for s in sources)
     first = sources[0].hidden
     hidden = first.new_zeros((len(sources), longest, first.shape[-1]))  # (n, max_src, d_model)
@@ -285,6 +287,8 @@ class Lockstep:
         self._cross_base: list[tuple[torch.Tensor, torch.Tensor]] | None = None  # per layer (n, heads, max_src, head_dim)
         # rows read their source's cross-attention states in place (one source's rows gather them once, at the first select)
         self.by_source = len(sources) > 1 and cross.usable(model, self.family)
+        self._row_index: torch.Tensor | None = None  # row_source as a tensor (_source_index)
+        self.known_masks = False  # passes under cross.known_masks (a search on the device: simpe.decoders.beam_device)
 
     @property
     def rows(self) -> int:
@@ -358,17 +362,26 @@ class Lockstep:
             fed = tokens.view(rows, 1)  # (rows, 1)
             mask = None
             if self.prefix_mask is not None:  # the prompts' padding, then every token fed since
-                index = torch.tensor(self.row_source, device=self.prefix_mask.device)
-                mask = torch.cat([self.prefix_mask[index], self.prefix_mask.new_ones((rows, self.position))], dim=1)
+                mask = torch.cat([self.prefix_mask[self._source_index()], self.prefix_mask.new_ones((rows, self.position))], dim=1)
             enc = None if self.hidden is None else self.hidden[:1].expand(rows, -1, -1)  # only its shape is read now
         src_mask = None
         if self.src_mask is not None:
-            src_mask = self.src_mask[torch.tensor(self.row_source, device=self.src_mask.device)]  # (rows, max_src)
+            src_mask = self.src_mask[self._source_index()]  # (rows, max_src)
         held = self._held_by_source()
-        with cross.by_source(self.model, self.row_source, held) if held else contextlib.nullcontext():
+        with contextlib.ExitStack() as stack:
+            if self.known_masks:  # the masks' padding said, not read back (cross.known_masks)
+                stack.enter_context(cross.known_masks(self.model, mask is not None, src_mask is not None))
+            if held:
+                stack.enter_context(cross.by_source(self.model, self.row_source, held))
             logits, self.cache = self.family.forward(self.model, fed, self.cache, hidden=enc, src_mask=src_mask, mask=mask)
         self.position += 1
         return log_softmax_(logits)  # (rows, vocab)
+
+    def _source_index(self) -> torch.Tensor:
+        """(rows,) ``row_source`` as a tensor on the model's device, made once per row layout (``select`` drops it)."""
+        if self._row_index is None:
+            self._row_index = torch.tensor(self.row_source, device=self.prefixes.device)
+        return self._row_index
 
     def _held_by_source(self) -> list[torch.Tensor]:
         """The cross-attention states the cache holds once per source while its rows are not the sources one each
@@ -397,15 +410,22 @@ class Lockstep:
         if self.memo is not None:  # no cache to reorder: each step assembles its own from the memo
             self.row_tokens = [self.row_tokens[r] for r in keep]
             self.row_source = list(new_sources)
+            self._row_index = None
             return
-        index = torch.tensor(keep, dtype=torch.long, device=device)
-        moved = new_sources != self.row_source  # the cross-attention keys/values follow the rows' sources
-        if not self._reorder_in_place(index, new_sources if moved else None):
+        self.select_index(torch.tensor(keep, dtype=torch.long, device=device), new_sources)
+
+    def select_index(self, index: torch.Tensor, sources: list[int]) -> None:
+        """``select`` with the kept rows as a (rows,) LongTensor on the model's device, never read back to the host
+        (a search on the device: ``simpe.decoders.beam_device``), and ``sources`` each kept row's source."""
+        moved = sources != self.row_source  # the cross-attention keys/values follow the rows' sources
+        if not self._reorder_in_place(index, sources if moved else None):
             if moved:
                 self.cache.reorder_cache(index)
             else:  # same sources row by row: only the self-attention states move
                 self.family.self_cache(self.cache).reorder_cache(index)
-        self.row_source = list(new_sources)
+        if moved:
+            self._row_index = None
+        self.row_source = list(sources)
 
     def _reorder_in_place(self, index: torch.Tensor, sources: list[int] | None) -> bool:
         """``select``'s reorder, written into buffers kept from step to step (False: not a plain dynamic cache,
