@@ -177,8 +177,9 @@ def counted() -> Iterator[dict[str, Any]]:
 
 @contextlib.contextmanager
 def as_on_gpu() -> Iterator[None]:
-    """The code path a GPU runs: the update's CPU-only fusion off, undo in place and plain beam search on the device
-    (``simpe.decoders.beam_device``) where the code has those modes."""
+    """The code path a GPU runs: the update's CPU-only fusion off, undo in place, the pair's masks said rather than
+    read back (``simpe.loop.update.KNOWN_MASKS``) and plain beam search on the device (``simpe.decoders.beam_device``)
+    where the code has those modes."""
     import simpe.loop.undo as undo
     import simpe.loop.update as upd
 
@@ -186,8 +187,10 @@ def as_on_gpu() -> Iterator[None]:
         from simpe.decoders import beam_device
     except ImportError:  # code from before the device beam (a before figure)
         beam_device = None
-    saved = upd.FUSE_BYTES, getattr(undo, "IN_PLACE", None), getattr(beam_device, "ON_DEVICE", None)
+    saved = upd.FUSE_BYTES, getattr(undo, "IN_PLACE", None), getattr(beam_device, "ON_DEVICE", None), getattr(upd, "KNOWN_MASKS", None)
     upd.FUSE_BYTES = 1 << 62
+    if hasattr(upd, "KNOWN_MASKS"):
+        upd.KNOWN_MASKS = True
     if hasattr(undo, "IN_PLACE"):
         undo.IN_PLACE = True
     if beam_device is not None:
@@ -200,6 +203,8 @@ def as_on_gpu() -> Iterator[None]:
             undo.IN_PLACE = saved[1]
         if beam_device is not None:
             beam_device.ON_DEVICE = saved[2]
+        if hasattr(upd, "KNOWN_MASKS"):
+            upd.KNOWN_MASKS = saved[3]
 
 
 @contextlib.contextmanager

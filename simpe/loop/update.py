@@ -72,10 +72,27 @@ def checkpoint_layers(model: Any) -> int:
     return wrapped
 
 
+# the pair's pass under simpe.decoders.cross.known_masks: None (auto) off the CPU only; True / False forced (the tests
+# and make bench-launches force it on the CPU). A pair is one unpadded row, so its masks mask nothing, and transformers
+# would read each one back to find that out (a GPU synchronisation per pass; the same masks, None, either way)
+KNOWN_MASKS: bool | None = None
+
+
+def _pair_logits(model: Any, pair: Pair) -> torch.Tensor:
+    """(1, tgt_len, vocab) teacher-forced logits of ``pair``, its masks said rather than read back off the CPU."""
+    known = pair.input_ids.device.type != "cpu" if KNOWN_MASKS is None else KNOWN_MASKS
+    if not known:
+        return teacher_forced_logits(model, pair.input_ids, pair.labels)
+    from simpe.decoders import cross
+
+    with cross.known_masks(model, False, False):
+        return teacher_forced_logits(model, pair.input_ids, pair.labels)
+
+
 def _pair_losses(model: Any, pair: Pair, label_smoothing: float = 0.0) -> tuple[torch.Tensor, torch.Tensor]:
     """Mean token loss (for the gradient) and mean token NLL (for perplexity, and a segment term's log-probability:
     its graph kept where one is recorded) of ``pair``; the same tensor when ``label_smoothing`` is 0."""
-    logits = teacher_forced_logits(model, pair.input_ids, pair.labels)  # (1, tgt_len, vocab)
+    logits = _pair_logits(model, pair)  # (1, tgt_len, vocab)
     # float32 for a bf16/fp16 model's logits (a no-op at float32): a loss near 12 rounded to bf16's spacing of 1/16
     # hides a step's change and decides the perplexity threshold on rounding
     flat = logits.view(-1, logits.size(-1)).float()  # (tgt_len, vocab)

@@ -177,3 +177,43 @@ def test_on_cuda_the_update_writes_weights_and_masters_in_place(tiny_marian) -> 
     assert record["repetitions"] == 3 and record["skipped"] is None
     assert _addresses(method) == addresses
     assert {n: m.data_ptr() for n, m in master_copies(method).masters.items()} == masters
+
+
+@pytest.mark.parametrize("preset", ["full", "bias"])
+def test_a_pairs_masks_said_rather_than_read_back_give_the_same_update(tiny_marian, preset: str,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """Off the CPU the update's pass runs under ``cross.known_masks`` (``update.KNOWN_MASKS``): transformers would read
+    the unpadded pair's all-ones decoder mask back to drop it. Forced on the CPU, two updates of up to three steps:
+    the same records and weights, bit for bit, and one host read fewer per forward pass (a TorchDispatchMode counts
+    aten's reads back)."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    import simpe.loop.update as upd
+
+    reads = {"aten._local_scalar_dense.default", "aten.nonzero.default", "aten.equal.default", "aten.is_nonzero.default"}
+
+    class Count(TorchDispatchMode):
+        def __init__(self) -> None:
+            super().__init__()
+            self.reads = 0
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001, ANN204
+            self.reads += str(func) in reads
+            return func(*args, **(kwargs or {}))
+
+    out = {}
+    for known in (False, True):
+        monkeypatch.setattr(upd, "KNOWN_MASKS", known)
+        model = tiny_marian(seed=3)
+        method = METHODS.build(preset)
+        cfg = defaults("update", lr=0.05, ppl_threshold=1.0)
+        method.attach(model, None, cfg)
+        with Count() as counter:
+            records = [update(model, method, PAIR, cfg) for _ in range(2)]
+        for record in records:
+            record.pop("seconds_backward")
+        out[known] = (records, {n: p.detach().clone() for n, p in model.named_parameters()}, counter.reads)
+    assert out[True][0] == out[False][0] and all(r["repetitions"] == 3 for r in out[True][0])
+    assert all(torch.equal(out[True][1][n], w) for n, w in out[False][1].items())
+    passes = sum(r["repetitions"] + 1 for r in out[False][0])  # a forward per step and the measuring pass after the last
+    assert out[False][2] - out[True][2] == passes
