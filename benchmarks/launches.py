@@ -273,20 +273,19 @@ def measure(shape: str, dtype: str, folder: Path, runs: Path, segment: bool) -> 
             record = update(loop.model, loop.method, draft.pair, repeats, measure_after=False)
         assert record["repetitions"] == 3, record
         out["repetition"] = {k: v / 3 for k, v in rep.items()}
-        steps["n"] = 0
-        with counted() as beam:
-            draft = loop.translate(2, segments[2])
-        draft.tuning.close()
-        out["beam_step"] = {k: v / steps["n"] for k, v in beam.items()}
-        out["beam_steps"] = steps["n"]
+
+        def per_beam_step() -> tuple[dict[str, float], int]:
+            """The third segment's translation, counted: (counts per decoder step, steps)."""
+            steps["n"] = 0
+            with counted() as beam:
+                translated = loop.translate(2, segments[2])
+            translated.tuning.close()
+            return {k: v / steps["n"] for k, v in beam.items()}, steps["n"]
+
+        out["beam_step"], out["beam_steps"] = per_beam_step()
         with beam_on_host() as both:
             if both:  # the same translation by the host path's ranking, for the figure beside the device path's
-                steps["n"] = 0
-                with counted() as host:
-                    draft = loop.translate(2, segments[2])
-                draft.tuning.close()
-                out["beam_step_host"] = {k: v / steps["n"] for k, v in host.items()}
-                out["beam_steps_host"] = steps["n"]
+                out["beam_step_host"], out["beam_steps_host"] = per_beam_step()
         if segment:
             steps["n"] = 0
             with counted() as seg:
