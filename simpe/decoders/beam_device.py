@@ -52,6 +52,7 @@ from typing import Any
 
 import torch
 
+from simpe.decoders import static
 from simpe.decoders.base import Hypothesis
 from simpe.decoders.incremental import NEG_INF, Lockstep, Source
 from simpe.ties import REL, SCORE_ATOL
@@ -173,8 +174,12 @@ def search(model: Any, sources: list[Source], beam_size: int) -> list[tuple[list
     n, width_after, device = len(sources), beam_size, sources[0].device
     special = sources[0].special
     length = max(s.max_len for s in sources)
-    rows_of = Lockstep(model, sources, reuse=False)
-    rows_of.known_masks = True  # the masks' padding said to transformers, not read back from the device
+    rows_of: Any
+    if static.usable(model, sources):  # fixed shapes: beam_size rows per source from step 0, a static cache, a graph
+        rows_of, width_first = static.StaticRows(model, sources, beam_size), beam_size
+    else:
+        rows_of, width_first = Lockstep(model, sources, reuse=False), 1
+        rows_of.known_masks = True  # the masks' padding said to transformers, not read back from the device
     limit = torch.tensor([s.max_len for s in sources], device=device)  # (n,) the one upload before the steps
     prefixes = torch.full((n, beam_size, length), -1, dtype=torch.long, device=device)  # live prefixes, -1 after
     scores = torch.full((n, beam_size), NEG_INF, dtype=torch.float64, device=device)  # (n, beam) -inf: a dead row
@@ -192,7 +197,7 @@ def search(model: Any, sources: list[Source], beam_size: int) -> list[tuple[list
     tokens_in = None
     stop_column = forbidden_column = None
     for position in range(length):
-        width = 1 if position == 0 else width_after  # rows per source this step
+        width = width_first if position == 0 else width_after  # rows per source this step
         logp = rows_of.step(tokens_in)  # (n * width, vocab); nothing else reads it: masked in place
         vocab = logp.shape[1]
         if stop_column is None:

@@ -37,8 +37,8 @@ FAMILIES = ("marian", "mbart", "m2m100")  # simpe.models families whose attentio
 # the pass under way: (its row blocks as (first row, end, source), the per-source state tensors it holds in the cache)
 _PASS: contextvars.ContextVar[tuple[list[tuple[int, int, int]], list[torch.Tensor]] | None] = contextvars.ContextVar(
     "simpe_cross_pass", default=None)
-# the pass under way in known_masks: (the decoder's rows are padded, the sources are padded)
-_KNOWN: contextvars.ContextVar[tuple[bool, bool] | None] = contextvars.ContextVar("simpe_known_masks", default=None)
+# the pass under way in known_masks: (the decoder's rows are padded, the sources are padded, the cache is static)
+_KNOWN: contextvars.ContextVar[tuple[bool, bool, bool] | None] = contextvars.ContextVar("simpe_known_masks", default=None)
 
 
 def _attention(module: Any, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, attention_mask: Any,
@@ -83,14 +83,20 @@ def _mask(*args: Any, **kwargs: Any) -> Any:
     on a GPU a synchronisation in every pass. A causal mask (the decoder's self-attention) for one new position, or for
     a prefix on an empty cache, over rows without padding (transformers' encoder-decoder models build an all-ones mask when given none): None, which
     ``sdpa_mask`` answers too. Over rows known to be padded, or a bidirectional mask (the cross-attention's) over
-    sources known to be padded: built without first checking whether it masks anything (it does)."""
+    sources known to be padded: built without first checking whether it masks anything (it does). On a static cache
+    (``simpe.decoders.static``) the causal mask is always built, on the device from the cache's position counter: the
+    positions after it hold nothing yet."""
     from transformers.masking_utils import sdpa_mask
 
     known = _KNOWN.get()
     if known is not None and kwargs.get("local_size") is None:
-        rows_padded, sources_padded = known
+        rows_padded, sources_padded, static = known
         causal = kwargs.get("allow_is_causal_skip", True)  # a bidirectional mask is asked with False
-        if causal and not rows_padded and (kwargs.get("q_length") == 1 or kwargs.get("kv_length") == kwargs.get("q_length")):
+        # ... and so is a causal one over a static cache at one new position; the bidirectional one says its own skip
+        causal = causal or (static and "allow_is_bidirectional_skip" not in kwargs)
+        if causal and static:
+            kwargs["allow_is_causal_skip"] = False
+        elif causal and not rows_padded and (kwargs.get("q_length") == 1 or kwargs.get("kv_length") == kwargs.get("q_length")):
             return None  # sdpa_mask's first reason to skip: one new position, or a prefix on an empty cache
         if causal and rows_padded:
             kwargs["allow_is_causal_skip"] = False
@@ -100,18 +106,20 @@ def _mask(*args: Any, **kwargs: Any) -> Any:
 
 
 @contextlib.contextmanager
-def known_masks(model: Any, rows_padded: bool, sources_padded: bool) -> Iterator[None]:
+def known_masks(model: Any, rows_padded: bool, sources_padded: bool, static: bool = False) -> Iterator[None]:
     """One pass of ``model`` (running ``sdpa``, or ``by_source``'s attention) whose masks ``_mask`` makes without
     reading them back: ``rows_padded``, whether the decoder's rows have padding (the family's forward was given a
     mask, which has zeros; else none); ``sources_padded``, whether the cross-attention mask has padding (sources of
-    different lengths). Elsewhere (another attention, a transformers without the interfaces) the pass runs as it would."""
+    different lengths); ``static``, whether the decoder's cache is a static one (``simpe.decoders.static``: its causal
+    mask is never skipped). Elsewhere (another attention, a transformers without the interfaces) the pass runs as it
+    would."""
     decoder = model.get_decoder() if hasattr(model, "get_decoder") else model
     configs = {id(c): c for c in (model.config, getattr(decoder, "config", model.config))}  # T5's stacks copy theirs
     before = {key: c._attn_implementation for key, c in configs.items()}
     if any(name not in ("sdpa", NAME) for name in before.values()) or not _registered():
         yield
         return
-    token = _KNOWN.set((rows_padded, sources_padded))
+    token = _KNOWN.set((rows_padded, sources_padded, static))
     for key, config in configs.items():
         if before[key] == "sdpa":
             config._attn_implementation = KNOWN

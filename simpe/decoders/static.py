@@ -1,0 +1,292 @@
+"""Decoder rows on fixed shapes: a key/value cache allocated once per (rows, length bucket), and the decoding step as
+one CUDA graph replayed (issue 67, items 1 and 2).
+
+``simpe.decoders.beam_device`` keeps the beam search's state on the device; its model passes still ran on transformers'
+growing cache, a tensor of another shape at every step, and each pass launched every kernel from Python. Here:
+
+* **Length buckets.** A search of ``rows`` rows whose target may reach ``prefix + max_len`` positions gets a
+  self-attention cache of ``bucket(prefix + max_len)`` positions (``BUCKETS``: 16, 32, 64, ... ), allocated once per
+  (model, rows, bucket, source bucket) and kept from search to search (``_POOL``, a few entries). The sources are
+  padded to a bucket too: their encoder states (the encoder ran on the source alone, unpadded) are copied into a
+  (rows, source bucket, d_model) block with a mask of the real positions, so the cross-attention's keys and values
+  have one shape for every source of the bucket.
+* **transformers' own static layers.** The self-attention cache is ``transformers.cache_utils.StaticCache``'s layers:
+  each pass writes its position with ``index_copy_`` at a position counter held on the device, and the causal mask
+  over the bucket is built from that counter on the device (``cross.known_masks(..., static=True)``: no read back).
+  Positions after the counter are masked: the attention reads them with weight 0. The buffers are zeroed when a
+  search starts, so they are always finite (0 times a stale NaN would not be 0).
+* **Rows fixed from step 0.** Every source's block has ``width`` rows from the first pass on (the prefix fed to all of
+  them; ``beam_device`` marks all but the first dead), so no pass changes the row count, and the cross-attention
+  states (one copy per row, computed at step 0) never move. ``select_index`` only records the parents of the rows;
+  the next step reorders the self-attention states in place (``index_select``, then ``copy_`` into the same buffers).
+* **One graph per step on CUDA** (``GRAPHS``: None = on CUDA only). The first step after a search's prefix runs
+  eagerly (the warm-up CUDA graphs need), the second is captured once per pool entry with ``torch.cuda.CUDAGraph``
+  and every later step of every later search of that shape replays it: the reorder, the whole decoder pass and the
+  log-softmax as one launch. The graph reads fixed addresses: the weights (an update writes them in place off the
+  CPU: ``simpe.loop.undo.in_place``), the cache, the tokens and parents. Before each search the weights' addresses
+  and the modules' hooks are compared with those at the capture; where anything moved the graph is captured anew.
+  A capture that fails (a hook that reads the host, an operation CUDA graphs refuse) falls back to eager steps for
+  that entry, said once in the log.
+
+Where it applies (``usable``): an encoder-decoder family whose attention reads transformers' cache layers and masks
+(``cross.FAMILIES``: Marian, mBART-50, M2M100/NLLB) running ``sdpa``, a plain model (no stacked run axis: its rows are
+several runs' blocks, which the pool would have to key on), and ``STATIC`` (None = on every device but the CPU; the
+tests force it on the CPU). Elsewhere, and for a causal LM (left-padded prompts of different lengths), ``beam_device``
+runs on ``Lockstep``. Padding changes what the kernels sum over, not what they compute: the records equal the
+dynamic path's to float noise (tests/unit/test_static_decoding.py), and the CPU's records are unchanged (off there).
+"""
+from __future__ import annotations
+
+import contextlib
+import logging
+import weakref
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from simpe.decoders import cross
+from simpe.decoders.incremental import Source, log_softmax_
+from simpe.models import family_of
+
+log = logging.getLogger(__name__)
+
+STATIC: bool | None = None  # None: on every device but the CPU; True / False: forced (the tests force it on the CPU)
+GRAPHS: bool | None = None  # None: on CUDA; False: eager steps on the static cache (the device check's "graphs off")
+BUCKETS = (16, 32, 64, 128, 256, 512, 1024)  # positions; beyond the last, multiples of it
+POOL_SIZE = 4  # pool entries kept (each holds a cache of rows x bucket positions per layer)
+
+
+def bucket(length: int) -> int:
+    """The smallest of ``BUCKETS`` >= ``length`` (beyond them, the next multiple of the largest)."""
+    for size in BUCKETS:
+        if length <= size:
+            return size
+    return -(-length // BUCKETS[-1]) * BUCKETS[-1]
+
+
+def enabled(device: Any) -> bool:
+    """Whether searches on ``device`` use fixed shapes: ``STATIC`` when set, else off the CPU only."""
+    return torch.device(device or "cpu").type != "cpu" if STATIC is None else STATIC
+
+
+def graphs_enabled(device: Any) -> bool:
+    """Whether the step is captured as a CUDA graph on ``device``: only on CUDA, and not where ``GRAPHS`` is False."""
+    return torch.device(device or "cpu").type == "cuda" and GRAPHS is not False
+
+
+def usable(model: Any, sources: list[Source]) -> bool:
+    """Whether ``StaticRows`` can run these sources on ``model`` (see the module docstring)."""
+    from simpe.models.stacked import StackedModel
+
+    family = family_of(model)
+    return (enabled(sources[0].device) and family.encoder_decoder and cross.usable(model, family)
+            and not isinstance(model, StackedModel) and len({len(s.prefix) for s in sources}) == 1)
+
+
+def _signature(model: Any) -> tuple:
+    """What a captured graph depends on beyond its own buffers: every weight's and buffer's address, dtype and shape
+    (Marian's output bias is a buffer), and how many hooks each module has (an adaptation method that attaches one
+    changes what a pass runs)."""
+    weights = tuple((p.data_ptr(), p.dtype, tuple(p.shape)) for p in (*model.parameters(), *model.buffers()))
+    hooks = tuple(len(m._forward_hooks) + len(m._forward_pre_hooks) for m in model.modules())
+    return weights, hooks, model.training
+
+
+@dataclass(eq=False)
+class _Entry:
+    """One pool entry: the fixed-shape tensors of (rows, bucket, source bucket), and the step's graph once captured."""
+
+    cache: Any  # EncoderDecoderCache(StaticCache, DynamicCache over cross_keys / cross_values)
+    tokens: torch.Tensor  # (rows, 1) the tokens a step feeds
+    parents: torch.Tensor  # (rows,) the row each row continues (the reorder a step starts with)
+    self_mask: torch.Tensor  # (rows, bucket) ones: the causal mask does the rest
+    src_mask: torch.Tensor  # (rows, source bucket) 1 on a row's source positions
+    hidden: torch.Tensor  # (rows, source bucket, d_model) encoder states, zero after a source's end
+    cross_keys: list[torch.Tensor] = field(default_factory=list)  # per layer (rows, heads, source bucket, head_dim)
+    cross_values: list[torch.Tensor] = field(default_factory=list)
+    graph: Any = None  # torch.cuda.CUDAGraph
+    output: torch.Tensor | None = None  # (rows, vocab) the graph's log-probabilities
+    signature: tuple | None = None  # _signature at the capture
+    warm: bool = False  # one eager step ran on these buffers (a capture needs one)
+    refused: str | None = None  # why a capture failed (then every step of this entry runs eagerly)
+
+
+# (id(model), rows, bucket, source bucket, dtype, device) -> (weak reference to the model, entry), least recent first
+_POOL: OrderedDict[tuple, tuple[Any, _Entry]] = OrderedDict()
+
+
+def clear() -> None:
+    """Drop every pool entry (their caches and graphs)."""
+    _POOL.clear()
+
+
+class StaticRows:
+    """``Lockstep``'s part in ``beam_device.search`` on fixed shapes: ``width`` rows per source from step 0 on.
+
+    ``step(None)`` feeds every row its source's prefix (eager: a search's first pass); ``select_index`` records each
+    row's parent; ``step(tokens)`` reorders the self-attention states by the parents and feeds one token per row,
+    as a graph replay where one is captured. Returns (rows, vocab) float32 log-probabilities, which the caller may
+    mask in place (a replay writes them anew)."""
+
+    def __init__(self, model: Any, sources: list[Source], width: int) -> None:
+        self.model, self.sources, self.width = model, sources, width
+        self.family = family_of(model)
+        self.rows = len(sources) * width
+        self.prefix = len(sources[0].prefix)
+        self.bucket = bucket(self.prefix + max(s.max_len for s in sources))
+        self.src_bucket = bucket(max(s.src_len for s in sources))
+        self.device = sources[0].device
+        self.position = 0
+        self.entry = self._entry()
+        self._start()
+
+    # ------------------------------------------------------------------ the pool
+    def _entry(self) -> _Entry:
+        dtype = next(self.model.parameters()).dtype
+        key = (id(self.model), self.rows, self.bucket, self.src_bucket, dtype, str(self.device))
+        held = _POOL.get(key)
+        if held is not None and held[0]() is self.model:
+            _POOL.move_to_end(key)
+            return held[1]
+        from transformers.cache_utils import DynamicCache, EncoderDecoderCache, StaticCache
+
+        rows, d_model = self.rows, self.sources[0].hidden.shape[-1]
+        entry = _Entry(
+            cache=EncoderDecoderCache(StaticCache(config=self.model.config, max_cache_len=self.bucket), DynamicCache()),
+            tokens=torch.zeros((rows, 1), dtype=torch.long, device=self.device),
+            parents=torch.arange(rows, device=self.device),
+            self_mask=torch.ones((rows, self.bucket), dtype=torch.long, device=self.device),
+            src_mask=torch.zeros((rows, self.src_bucket), dtype=torch.long, device=self.device),
+            hidden=torch.zeros((rows, self.src_bucket, d_model), dtype=self.sources[0].hidden.dtype, device=self.device))
+        _POOL[key] = (weakref.ref(self.model), entry)
+        while len(_POOL) > POOL_SIZE:
+            _POOL.popitem(last=False)
+        return entry
+
+    def _start(self) -> None:
+        """A search's start on the entry: the sources' states and masks written into its buffers, the cache emptied."""
+        entry = self.entry
+        entry.hidden.zero_()
+        entry.src_mask.zero_()
+        for i, source in enumerate(self.sources):
+            block = slice(i * self.width, (i + 1) * self.width)
+            entry.hidden[block, : source.src_len] = source.hidden[0]
+            entry.src_mask[block, : source.src_len] = 1
+        for layer in entry.cache.self_attention_cache.layers:
+            if layer.is_initialized:
+                layer.keys.zero_()
+                layer.values.zero_()
+                layer.cumulative_length.zero_()
+
+    # ------------------------------------------------------------------ the steps
+    def step(self, tokens: torch.Tensor | None = None) -> torch.Tensor:
+        """Feed the prefix (``tokens`` None: step 0) or one token per row after the parents' reorder."""
+        entry = self.entry
+        if self.position == 0:
+            logp = self._prefix()
+        else:
+            assert tokens is not None and tokens.shape[0] == self.rows, (None if tokens is None else tokens.shape, self.rows)
+            entry.tokens.copy_(tokens.view(self.rows, 1))
+            logp = self._replay() if graphs_enabled(self.device) else self._pass()
+        self.position += 1
+        return logp
+
+    def select_index(self, index: torch.Tensor, sources: list[int]) -> None:
+        """Each row's parent row, a (rows,) LongTensor on the device, applied by the next step (``sources`` unchanged:
+        a row's parent is a row of its own source's block)."""
+        self.entry.parents.copy_(index)
+
+    def _prefix(self) -> torch.Tensor:
+        """Step 0: every row fed its source's prefix on the emptied cache; the cross-attention states this pass
+        computes are copied into the entry's buffers, which every later pass reads in place."""
+        entry = self.entry
+        fed = torch.tensor([list(s.prefix) for s in self.sources for _ in range(self.width)], dtype=torch.long,
+                           device=self.device)  # (rows, prefix)
+        cache = entry.cache
+        own = cache.self_attention_cache
+        # the cross-attention is computed afresh by this pass: a cross cache of no layers, marked as not computed
+        from transformers.cache_utils import DynamicCache
+
+        cache.cross_attention_cache = DynamicCache()
+        cache.is_updated = {}
+        logits, cache = self._forward(fed)
+        entry.cache = cache
+        assert cache.self_attention_cache is own
+        # the cross-attention states into the entry's own buffers (kept from search to search: the graph reads them)
+        layers = cache.cross_attention_cache.layers
+        if len(entry.cross_keys) != len(layers):
+            entry.cross_keys = [layer.keys.clone() for layer in layers]
+            entry.cross_values = [layer.values.clone() for layer in layers]
+        else:
+            torch._foreach_copy_(entry.cross_keys, [layer.keys for layer in layers])
+            torch._foreach_copy_(entry.cross_values, [layer.values for layer in layers])
+        for layer, keys, values in zip(layers, entry.cross_keys, entry.cross_values):
+            layer.keys, layer.values = keys, values
+        return log_softmax_(logits)
+
+    def _pass(self) -> torch.Tensor:
+        """One step eagerly: the self-attention states reordered by the parents in place, then the decoder pass on the
+        entry's tokens; (rows, vocab) log-probabilities."""
+        entry = self.entry
+        for layer in entry.cache.self_attention_cache.layers:
+            layer.keys.copy_(layer.keys.index_select(0, entry.parents))
+            layer.values.copy_(layer.values.index_select(0, entry.parents))
+        logits, _ = self._forward(entry.tokens)
+        entry.warm = True
+        return log_softmax_(logits)
+
+    def _forward(self, tokens: torch.Tensor) -> tuple[torch.Tensor, Any]:
+        """The family's ``forward`` (``model(...)`` itself) on the entry's cache and masks, with the token ids as they
+        are: every row's prefix has one length, so no row needs the position correction a padded prefix gets
+        (``ModelFamily.decoder_inputs``). The self-attention mask is all ones over the bucket (given, so that the
+        decoder does not build one from the position counter on the host); the causal mask does the rest."""
+        from transformers.modeling_outputs import BaseModelOutput
+
+        from simpe.models.base import cache_keyword, returned_cache
+
+        entry = self.entry
+        with cross.known_masks(self.model, False, True, static=True):
+            out = self.model(decoder_input_ids=tokens, encoder_outputs=BaseModelOutput(last_hidden_state=entry.hidden),
+                             attention_mask=entry.src_mask, decoder_attention_mask=entry.self_mask,
+                             **{cache_keyword(self.model): entry.cache}, use_cache=True, return_dict=True)
+        return out.logits[:, -1, :], returned_cache(out)
+
+    def _replay(self) -> torch.Tensor:
+        """One step as a CUDA graph replay, capturing it first where none is held (or the model moved)."""
+        entry = self.entry
+        if entry.refused is not None or not entry.warm:
+            return self._pass()
+        signature = _signature(self.model)
+        if entry.graph is None or entry.signature != signature:
+            try:
+                self._capture(signature)
+            except Exception as error:  # noqa: BLE001 - any refusal of the capture: eager steps, said once
+                entry.graph, entry.output, entry.refused = None, None, f"{type(error).__name__}: {error}"
+                log.warning("decoding step not captured as a CUDA graph (%s); its steps run eagerly", entry.refused)
+                return self._pass()
+        entry.graph.replay()
+        return entry.output
+
+    def _capture(self, signature: tuple) -> None:
+        """Record one step (``_pass``) into a CUDA graph; nothing runs during the recording, so the step's position
+        counter is left as it was and the replay that follows takes the step."""
+        entry = self.entry
+        entry.graph = graph = torch.cuda.CUDAGraph()
+        torch.cuda.current_stream().synchronize()
+        with torch.cuda.graph(graph):
+            entry.output = self._pass()
+        entry.signature = signature
+
+
+@contextlib.contextmanager
+def forced(static: bool | None = True, graphs: bool | None = None) -> Any:
+    """``STATIC`` and ``GRAPHS`` set for the duration (tests, benchmarks, the device check's on/off rows)."""
+    global STATIC, GRAPHS
+    saved = STATIC, GRAPHS
+    STATIC, GRAPHS = static, graphs
+    try:
+        yield
+    finally:
+        STATIC, GRAPHS = saved
