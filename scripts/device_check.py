@@ -17,6 +17,9 @@ Steps, each timed, each recorded even when it fails (a failure does not stop the
 5. ``group``: lockstep (docs/lockstep.md), 8 runs of ``full`` as one group against one alone (``step_group``).
 6. ``exact_topk``: exact top-10 search on the demo model's dev sentences, beside Yan et al. (2021)'s seconds per
    sentence, and its cost per expansion on the NLLB-600M shape (``step_exact_topk``).
+7. ``graphs``: decoding on fixed shapes (``simpe.decoders.static``) with its step as a CUDA graph, against the same
+   static cache stepped eagerly and against the dynamic cache, in one call: milliseconds per beam-5 step on the
+   NLLB-600M and demo models, and whether the three give the same hypotheses (``step_graphs``).
 
 Writes ``device-check.json`` and ``device-check.md`` to ``--out``, after each step. Back on the development machine,
 ``--record DIR/device-check.json`` writes its figures into docs/benchmark-results.md (``benchmarks/record.py``, the
@@ -274,6 +277,86 @@ def step_exact_topk(device: str, tiny: bool, sentences: int, runs: Path) -> dict
     return out
 
 
+def step_graphs(device: str, tiny: bool, sentences: int, runs: Path) -> dict[str, Any]:
+    """Beam-5 search over the first ``sentences`` dev sentences of at most 20 words (each to its source's length plus
+    one: ``TRANSLATION_LENGTH``), three ways on one warm model: ``graphs`` (fixed shapes, the step replayed as a CUDA
+    graph: CUDA's default), ``static`` (the same fixed shapes stepped eagerly) and ``dynamic`` (transformers' growing
+    cache, the path before issue 67). Milliseconds per decoding step (all the search's steps, the stop checks and the
+    results included; after one sentence of warm-up per way), and the share of sentences whose hypotheses equal the
+    dynamic path's (bfloat16: its last bits move the search now and then, see tests/unit/test_static_decoding.py).
+    The NLLB-600M shape (random weights: every search runs to its length) in bfloat16 and the demo model in float32."""
+    import torch
+
+    from simpe.datasets import DATASETS
+    from simpe.decoders import beam_device, static
+    from simpe.decoders.beam import BeamDecoder
+    from simpe.decoders.incremental import decoding, encode
+    from simpe.model import load_model
+    from simpe.models import shapes
+
+    dev = [seg.source for seg in DATASETS.build("libreoffice").load("dev") if len(seg.source.split()) <= 20][:sentences + 1]
+    ways = {"graphs": (True, None), "static": (True, False), "dynamic": (False, None)}
+    on_device = None if device == "cuda" else True  # --cpu: the device path forced, as the tests force it
+
+    def timed(loaded: Any) -> dict[str, Any]:
+        decoder = BeamDecoder(5, max_len_a=1.0, max_len_b=1)
+        found: dict[str, Any] = {}
+        saved = beam_device.ON_DEVICE
+        beam_device.ON_DEVICE = on_device
+        try:
+            for way, (fixed, graphs) in ways.items():
+                static.clear()
+                with static.forced(fixed, graphs), decoding(loaded.model):
+                    sources = [encode(loaded.model, loaded.family.encode_source(loaded.tokenizer, text, device)[0],
+                                      decoder.limit) for text in dev]
+                    decoder.decode_sources(loaded.model, sources[:1])  # warm-up (and the graph's capture)
+                    if device == "cuda":
+                        torch.cuda.synchronize()
+                    start, results = time.perf_counter(), []
+                    for source in sources[1:]:
+                        results += decoder.decode_sources(loaded.model, [source])
+                    if device == "cuda":
+                        torch.cuda.synchronize()
+                    seconds = time.perf_counter() - start
+                steps = sum(r.info["steps"] for r in results)
+                refused = [entry.refused for _, entry in static._POOL.values() if entry.refused]
+                captured = any(entry.graph is not None for _, entry in static._POOL.values())
+                found[way] = {"captured": captured, "ms_per_step": round(1000 * seconds / steps, 3), "steps": steps,
+                              "hypotheses": [[h.tokens for h in r.hypotheses] for r in results], "refused": refused}
+        finally:
+            beam_device.ON_DEVICE = saved
+            static.clear()
+        dynamic = found["dynamic"]["hypotheses"]
+        row: dict[str, Any] = {"sentences": len(dynamic)}
+        for way, got in found.items():
+            row[f"{way}_ms_per_step"] = got["ms_per_step"]
+            row[f"{way}_same_as_dynamic"] = round(sum(a == b for a, b in zip(got["hypotheses"], dynamic)) / len(dynamic), 3)
+            if got["refused"]:
+                row[f"{way}_refused"] = got["refused"][:1]
+        row["steps"] = found["dynamic"]["steps"]
+        row["graph_captured"] = found["graphs"]["captured"]
+        row["graphs_over_dynamic"] = round(found["dynamic"]["ms_per_step"] / found["graphs"]["ms_per_step"], 2)
+        return row
+
+    name, dtype = "nllb-600m", "float32" if tiny else "bfloat16"
+    folder = shapes.write(name, runs / f"graphs-shape-{name}", **(TINY[name] if tiny else {}))
+    out = {f"{name}-{dtype}": timed(load_model(str(folder), device, dtype=dtype,
+                                               settings={"src_lang": "eng_Latn", "tgt_lang": "deu_Latn"}))}
+    out["demo-float32"] = timed(load_model(None, device))
+    return out
+
+
+def graphs_text(key: str, row: dict[str, Any]) -> str:
+    """One line of the graphs step."""
+    same = ", ".join(f"{way} {row[f'{way}_same_as_dynamic']:.0%}" for way in ("graphs", "static"))
+    refused = f"; capture refused: {row['graphs_refused'][0]}" if row.get("graphs_refused") else ""
+    graph = "with the CUDA graph" if row.get("graph_captured") else "on the graphs way, not captured (no CUDA: eager)"
+    return (f"beam-5 step, {key}: {row['graphs_ms_per_step']} ms {graph}, {row['static_ms_per_step']} ms "
+            f"on the static cache stepped eagerly, {row['dynamic_ms_per_step']} ms on the dynamic cache "
+            f"({row['graphs_over_dynamic']}x; {row['steps']} steps over {row['sentences']} sentences; hypotheses as the "
+            f"dynamic path's: {same}){refused}")
+
+
 def exact_text(key: str, row: dict[str, Any]) -> str:
     """One line of the exact top-10 step: the demo model's seconds per sentence beside Yan et al.'s, or a shape's cost of
     its capped searches."""
@@ -312,6 +395,9 @@ def markdown(result: dict[str, Any]) -> str:
     for key, row in (result["steps"].get("exact_topk") or {}).items():
         if isinstance(row, dict) and "s_per_sentence" in row:
             lines.append(f"\n{exact_text(key, row)}")
+    for key, row in (result["steps"].get("graphs") or {}).items():
+        if isinstance(row, dict) and "graphs_ms_per_step" in row:
+            lines.append(f"\n{graphs_text(key, row)}")
     for step, row in result["steps"].items():
         if isinstance(row, dict) and "error" in row:
             lines.append(f"\n{step} failed: {row['error']}")
@@ -340,6 +426,9 @@ def record_result(result: dict[str, Any]) -> None:
                                         + (f"; against the CPU records: {against['identical_hypotheses']:.0%} identical hypotheses, "
                                            f"BLEU {against['bleu_difference']:+.2f}, mean loss {against['mean_loss_difference']:.4f}"
                                            if against else ""))
+    for key, row in (result["steps"].get("graphs") or {}).items():
+        if isinstance(row, dict) and "graphs_ms_per_step" in row:
+            figures[f"graphs {key}"] = graphs_text(key, row)
     for step, row in result["steps"].items():
         if isinstance(row, dict) and "error" in row:
             figures[f"{step} failed"] = row["error"]
@@ -368,7 +457,7 @@ def _write(result: dict[str, Any], start: float, out: Path) -> None:
     (out / "device-check.md").write_text(markdown(result), encoding="utf-8")
 
 
-STEPS = ("cuda_tests", "demo", "group", "real_size", "shared", "exact_topk")
+STEPS = ("cuda_tests", "demo", "group", "real_size", "shared", "exact_topk", "graphs")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -414,7 +503,8 @@ def main(argv: list[str] | None = None) -> int:
                  ("real_size", lambda: step_real_size(device, args.cpu, 2 if args.cpu else 11,
                                                       ["full"] if args.cpu else ["baseline", "full", "lora", "lasso"], runs)),
                  ("shared", lambda: step_shared(device, 2 if args.cpu else 4, 2 if args.cpu else 200, runs)),
-                 ("exact_topk", lambda: step_exact_topk(device, args.cpu, 2 if args.cpu else 20, runs))]
+                 ("exact_topk", lambda: step_exact_topk(device, args.cpu, 2 if args.cpu else 20, runs)),
+                 ("graphs", lambda: step_graphs(device, args.cpu, 2 if args.cpu else 20, runs))]
         if args.make_reference:
             steps = [steps[1]]
         else:

@@ -22,8 +22,8 @@ def _check(tmp_path: Path, *steps: str) -> dict:
 
 
 def test_the_device_checks_single_process_steps_run_on_the_cpu(tmp_path: Path) -> None:
-    result = _check(tmp_path, "cuda_tests", "demo", "real_size")
-    assert result["device"] == "cpu" and set(result["steps"]) == {"cuda_tests", "demo", "real_size"}
+    result = _check(tmp_path, "cuda_tests", "demo", "real_size", "graphs")
+    assert result["device"] == "cpu" and set(result["steps"]) == {"cuda_tests", "demo", "real_size", "graphs"}
     assert result["steps"]["cuda_tests"]["ok"] and "skipped" in result["steps"]["cuda_tests"]["summary"]
     assert set(result["steps"]["demo"]) == {"baseline-float32", "full-float32", "baseline-bfloat16", "full-bfloat16"}
     assert all(row["segments"] == 2 and row["s_per_segment"] > 0 for row in result["steps"]["demo"].values())
@@ -32,8 +32,14 @@ def test_the_device_checks_single_process_steps_run_on_the_cpu(tmp_path: Path) -
         assert (row["segments"], row["timed_segments"], row["repetitions"]) == (2, 1, 3.0)
         assert row["update_s_per_repetition"] == pytest.approx(row["update_s"] / 3, abs=1e-4)  # both rounded to 4 places
     assert result["steps"]["demo"]["full-bfloat16"]["update_s"] > 0
+    graphs = result["steps"]["graphs"]  # fixed shapes against the dynamic cache: in float32 the same hypotheses
+    assert set(graphs) == {"nllb-600m-float32", "demo-float32"}
+    for row in graphs.values():
+        assert row["sentences"] == 2 and row["steps"] > 0 and not row["graph_captured"]  # no CUDA: no graph
+        assert (row["graphs_same_as_dynamic"], row["static_same_as_dynamic"]) == (1.0, 1.0)
     table = (tmp_path / "device-check.md").read_text()
     assert "| demo | full-bfloat16 |" in table and "| real_size | nllb-600m-full-float32 |" in table
+    assert "beam-5 step, demo-float32: " in table and "not captured (no CUDA: eager)" in table
 
 
 @pytest.mark.slow  # about 35 of the check's 55 s on 2 cores, and the exact search; in make test, the single-process steps
@@ -42,7 +48,7 @@ def test_the_device_checks_single_process_steps_run_on_the_cpu(tmp_path: Path) -
 def test_the_device_check_runs_every_step_on_the_cpu(tmp_path: Path) -> None:
     result = _check(tmp_path)
     assert result["device"] == "cpu" and set(result["steps"]) == {"cuda_tests", "demo", "group", "real_size", "shared",
-                                                                   "exact_topk"}
+                                                                   "exact_topk", "graphs"}
     exact = result["steps"]["exact_topk"]  # the demo model's searches end exact; a random-weight shape's never do
     assert (exact["demo-float32"]["sentences"], exact["demo-float32"]["exact"], exact["demo-float32"]["cap"]) == (2, 2, 20000)
     assert exact["demo-float32"]["yan2021_s_per_sentence"] == 47.3
