@@ -33,7 +33,10 @@ device path (``simpe.decoders.beam_device.ON_DEVICE``) where the code has one.
 - **beam step**: one translation (the third stream segment; beam 5) divided by its decoder steps, with plain beam
   search on the device (``simpe.decoders.beam_device``, a GPU's path: a host read every few steps for the stop
   check, a few steps run past the end until that check); beside it, the same translation with the host path's
-  ranking (``simpe.decoders.beam``, the CPU's path), where the code has both.
+  ranking (``simpe.decoders.beam``, the CPU's path), where the code has both. Where the code has fixed shapes
+  (``simpe.decoders.static``: NLLB's family, not Llama's), the part of each step a CUDA graph replays (the reorder,
+  the decoder pass, the log-softmax) is marked, and a line gives the launches a step takes when that part is one
+  replay: a projection from the CPU's count, which runs the step eagerly (the graph itself needs CUDA).
 - **update repetition**: ``update`` with ``max_repeats=3``, a perplexity threshold of 1 (no pair reaches it) and no measuring
   pass after the last step, divided by 3, after one update as a warm-up; split into the model's forward, the
   backward pass, and the rest (the loss, clipping, the SGD step, master copies, undo); in bfloat16 with float32
@@ -79,6 +82,7 @@ NO_KERNEL = {
 }
 READS_INSIDE = {"aten::_local_scalar_dense", "aten::nonzero", "aten::equal"}  # a value or size read back by aten
 READ_PREFIX = "host_read::"
+GRAPH_RANGE = "phase::graph"  # around the part of a step that CUDA captures as one graph (simpe.decoders.static)
 UPLOAD_PREFIX = "upload::"
 
 
@@ -138,11 +142,16 @@ def count(events: Any) -> dict[str, int]:
     phase: ``forward`` (under the model's forward, marked ``phase::forward``), ``backward`` (autograd's engine), and
     the rest. Each outermost aten operator is tallied with what it calls (``_tally``); the operators inside a host
     read or an upload of Python code are that read's or upload's own."""
-    out = {"launches": 0, "host_reads": 0, "uploads": 0, "forward": 0, "backward": 0, "rest": 0}
+    out = {"launches": 0, "host_reads": 0, "uploads": 0, "forward": 0, "backward": 0, "rest": 0, "in_graph": 0,
+           "graph_reads": 0, "replays": 0}
     for e in events:
         name = e.name
+        if name == GRAPH_RANGE:
+            out["replays"] += 1
+            continue
         if name.startswith(READ_PREFIX):
             out["host_reads"] += 1
+            out["graph_reads"] += any(a.name == GRAPH_RANGE for a in _ancestors(e))
             continue
         if name.startswith(UPLOAD_PREFIX):
             out["uploads"] += 1
@@ -155,6 +164,9 @@ def count(events: Any) -> dict[str, int]:
         launches, reads = _tally(e)
         out["launches"] += launches
         out["host_reads"] += reads
+        if GRAPH_RANGE in ancestors:  # what a CUDA graph replays as one launch (simpe.decoders.static)
+            out["in_graph"] += launches
+            out["graph_reads"] += reads
         if "phase::forward" in ancestors:
             out["forward"] += launches
         elif any(a.startswith(("autograd::engine", "torch::autograd")) for a in ancestors) or "Backward" in "".join(ancestors):
@@ -178,8 +190,8 @@ def counted() -> Iterator[dict[str, Any]]:
 @contextlib.contextmanager
 def as_on_gpu() -> Iterator[None]:
     """The code path a GPU runs: the update's CPU-only fusion off, undo in place, the pair's masks said rather than
-    read back (``simpe.loop.update.KNOWN_MASKS``) and plain beam search on the device (``simpe.decoders.beam_device``)
-    where the code has those modes."""
+    read back (``simpe.loop.update.KNOWN_MASKS``), plain beam search on the device (``simpe.decoders.beam_device``) on
+    fixed shapes (``simpe.decoders.static``, its graph's part of each step marked) where the code has those modes."""
     import simpe.loop.undo as undo
     import simpe.loop.update as upd
 
@@ -187,6 +199,41 @@ def as_on_gpu() -> Iterator[None]:
         from simpe.decoders import beam_device
     except ImportError:  # code from before the device beam (a before figure)
         beam_device = None
+    try:
+        from simpe.decoders import static
+    except ImportError:  # code from before fixed shapes (a before figure)
+        static = None
+    with contextlib.ExitStack() as stack:
+        if static is not None:
+            stack.enter_context(static.forced(True))
+            stack.enter_context(_graph_range(static.StaticRows))
+        with _gpu_flags(upd, undo, beam_device):
+            yield
+
+
+def _graph_range(rows: Any) -> Any:
+    """``rows._pass`` (the step a CUDA graph replays) inside a profiler range ``GRAPH_RANGE`` for the block."""
+    import torch
+
+    original = rows._pass
+
+    def marked(self: Any) -> Any:
+        with torch.profiler.record_function(GRAPH_RANGE):
+            return original(self)
+
+    @contextlib.contextmanager
+    def patched() -> Iterator[None]:
+        rows._pass = marked
+        try:
+            yield
+        finally:
+            rows._pass = original
+    return patched()
+
+
+@contextlib.contextmanager
+def _gpu_flags(upd: Any, undo: Any, beam_device: Any) -> Iterator[None]:
+    """``as_on_gpu``'s switches of the update, the undo and the beam search, restored afterwards."""
     saved = upd.FUSE_BYTES, getattr(undo, "IN_PLACE", None), getattr(beam_device, "ON_DEVICE", None), getattr(upd, "KNOWN_MASKS", None)
     upd.FUSE_BYTES = 1 << 62
     if hasattr(upd, "KNOWN_MASKS"):
@@ -372,6 +419,13 @@ def main() -> int:
                         f"the rest (loss, clipping, step, masters, undo) {rep['rest']:.0f}",
                     f"{shape} {dtype} beam-5 step ({args.label})": f"{_fmt(beam)} (mean of {result['beam_steps']} steps)",
                 }
+                if beam.get("replays"):  # fixed shapes: the part of each step a CUDA graph replays as one launch
+                    inside, outside = beam["in_graph"], beam["launches"] - beam["in_graph"]
+                    lines[f"{shape} {dtype} beam-5 step, its graph replayed ({args.label})"] = (
+                        f"{outside + beam['replays']:.0f} launches a step: {beam['replays']:.2f} graph replay of "
+                        f"{inside / beam['replays']:.0f} kernels, {outside:.0f} outside it (the search's ranking); "
+                        f"{beam['graph_reads']:.1f} host reads inside the graph (projected: a CUDA graph runs its kernels "
+                        "in one launch; counted on the CPU, where the step runs eagerly)")
                 if "beam_step_host" in result:  # the device path above (a GPU's), the host path's ranking here
                     host = result["beam_step_host"]
                     lines[f"{shape} {dtype} beam-5 step, host ranking ({args.label})"] = (

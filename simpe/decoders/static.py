@@ -25,8 +25,10 @@ growing cache, a tensor of another shape at every step, and each pass launched e
   log-softmax as one launch. The graph reads fixed addresses: the weights (an update writes them in place off the
   CPU: ``simpe.loop.undo.in_place``), the cache, the tokens and parents. Before each search the weights' addresses
   and the modules' hooks are compared with those at the capture; where anything moved the graph is captured anew.
-  A capture that fails (a hook that reads the host, an operation CUDA graphs refuse) falls back to eager steps for
-  that entry, said once in the log.
+  A model with a forward hook of its own (an adaptation method's: ``bias``, ``knn``: Python a replay would skip) is
+  not captured, nor is one whose capture fails (an operation CUDA graphs refuse): that entry's steps run eagerly,
+  said once in the log. The loop's clock (``ModelTimer``) stands aside while a step is recorded; replays run no
+  hook, so a record's ``translate_model`` seconds then count the eager passes only.
 
 Where it applies (``usable``): an encoder-decoder family whose attention reads transformers' cache layers and masks
 (``cross.FAMILIES``: Marian, mBART-50, M2M100/NLLB) running ``sdpa``, a plain model (no stacked run axis: its rows are
@@ -92,6 +94,26 @@ def _signature(model: Any) -> tuple:
     weights = tuple((p.data_ptr(), p.dtype, tuple(p.shape)) for p in (*model.parameters(), *model.buffers()))
     hooks = tuple(len(m._forward_hooks) + len(m._forward_pre_hooks) for m in model.modules())
     return weights, hooks, model.training
+
+
+_CAPTURING = False  # a step is being recorded into a CUDA graph (capturing)
+
+
+def capturing() -> bool:
+    """Whether a decoding step is being recorded into a CUDA graph now (the loop's clock then records nothing)."""
+    return _CAPTURING
+
+
+def _foreign_hook(model: Any) -> str | None:
+    """The name of the first module with a forward hook or pre-hook other than the loop's clock's
+    (``simpe.loop.phases.ModelTimer``, which stands aside during a capture), or None."""
+    from simpe.loop.phases import ModelTimer
+
+    for name, module in model.named_modules():
+        for hook in (*module._forward_pre_hooks.values(), *module._forward_hooks.values()):
+            if not isinstance(getattr(hook, "__self__", None), ModelTimer):
+                return name or type(model).__name__
+    return None
 
 
 @dataclass(eq=False)
@@ -260,6 +282,12 @@ class StaticRows:
             return self._pass()
         signature = _signature(self.model)
         if entry.graph is None or entry.signature != signature:
+            hooked = _foreign_hook(self.model)
+            if hooked is not None:  # a hook runs Python in every pass, which a replay would skip: eager steps
+                entry.graph, entry.output = None, None
+                entry.refused = f"{hooked} has a forward hook (an adaptation method's, e.g. bias or knn)"
+                log.warning("decoding step not captured as a CUDA graph: %s; its steps run eagerly", entry.refused)
+                return self._pass()
             try:
                 self._capture(signature)
             except Exception as error:  # noqa: BLE001 - any refusal of the capture: eager steps, said once
@@ -271,12 +299,19 @@ class StaticRows:
 
     def _capture(self, signature: tuple) -> None:
         """Record one step (``_pass``) into a CUDA graph; nothing runs during the recording, so the step's position
-        counter is left as it was and the replay that follows takes the step."""
+        counter is left as it was and the replay that follows takes the step. The loop's clock (``ModelTimer``'s
+        hooks) is told to stand aside while it records (``capturing``): a replay runs no hook, so the record's
+        ``translate_model`` seconds count the eager passes only."""
+        global _CAPTURING
         entry = self.entry
         entry.graph = graph = torch.cuda.CUDAGraph()
         torch.cuda.current_stream().synchronize()
-        with torch.cuda.graph(graph):
-            entry.output = self._pass()
+        _CAPTURING = True
+        try:
+            with torch.cuda.graph(graph):
+                entry.output = self._pass()
+        finally:
+            _CAPTURING = False
         entry.signature = signature
 
 

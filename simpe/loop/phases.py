@@ -16,7 +16,9 @@ by the ``Tuner`` that runs it (``add``), so it counts as the model's work of tha
 
 On CUDA the timer never synchronises inside a forward: each outermost forward records a pair of CUDA events, and their
 times are summed when ``seconds`` is read (the phase's end: one wait for the device per phase, where a synchronise at
-both ends of every forward cost two per decoding step). It measures; it changes nothing.
+both ends of every forward cost two per decoding step). It measures; it changes nothing. A decoding step replayed as a
+CUDA graph (``simpe.decoders.static``) runs no hook: its time is not the model's then, and while a step is recorded
+the timer stands aside (``static.capturing``).
 """
 from __future__ import annotations
 
@@ -27,6 +29,7 @@ from typing import Any
 
 import torch
 
+from simpe.decoders import static
 from simpe.models import family_of
 
 # The one list of a segment's phases, in order (a record's ``seconds``, the summary's sums, the benchmarks read it):
@@ -83,11 +86,15 @@ class ModelTimer:
         return event
 
     def _pre(self, module: Any, args: Any) -> None:
+        if static.capturing():  # a decoding step recorded into a CUDA graph: nothing runs, nothing to time
+            return
         if self._depth == 0:
             self._start = self._mark()
         self._depth += 1
 
     def _post(self, module: Any, args: Any, output: Any) -> None:
+        if static.capturing():
+            return
         self._depth -= 1
         if self._depth == 0:
             end = self._mark()

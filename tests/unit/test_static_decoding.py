@@ -226,3 +226,33 @@ def test_on_cuda_a_graph_reads_weights_written_in_place_and_is_captured_anew_whe
     moved = _decode(loaded, 3, 3, static_on=True, device="cuda")
     assert entry.graph is not first and entry.refused is None
     _same(_decode(loaded, 3, 3, static_on=True, device="cuda", graphs=False), moved, exact=True)
+
+
+def test_a_graph_is_refused_beside_a_methods_hook_and_the_loops_clock_stands_aside_while_one_is_recorded(
+        one_torch_thread: None) -> None:
+    """The loop's clock (``ModelTimer``) is the only hook a captured step may run beside: a method's forward hook (bias's
+    output term) makes the entry step eagerly. While a step is recorded (``static.capturing``) the clock times nothing,
+    so no half-recorded pass is left in its sums."""
+    from simpe.loop.phases import ModelTimer
+
+    loaded = _model("float32")
+    timer = ModelTimer(loaded.model)
+    try:
+        assert static._foreign_hook(loaded.model) is None
+        handle = loaded.model.lm_head.register_forward_hook(lambda module, inputs, output: output + 0.0)
+        try:
+            assert static._foreign_hook(loaded.model) == "lm_head"
+        finally:
+            handle.remove()
+        ids = loaded.family.encode_source(loaded.tokenizer, DEV[0], "cpu")[0]
+        with torch.inference_mode():
+            static._CAPTURING = True
+            try:
+                loaded.model(input_ids=ids, decoder_input_ids=ids[:, :1])
+            finally:
+                static._CAPTURING = False
+            assert (timer.calls, timer.seconds, timer._depth) == (0, 0.0, 0)
+            loaded.model(input_ids=ids, decoder_input_ids=ids[:, :1])
+            assert timer.calls == 1 and timer.seconds > 0
+    finally:
+        timer.remove()
