@@ -116,6 +116,38 @@ def _foreign_hook(model: Any) -> str | None:
     return None
 
 
+@contextlib.contextmanager
+def _positions_unchecked(model: Any, positions: int) -> Any:
+    """M2M100's sinusoidal position table (``make_weights``) checks in every pass whether it must grow, comparing the
+    cache's position counter with its size: on a static cache that counter is a tensor on the device, so the check is
+    a read back (and refused inside a CUDA graph). The table is grown here once, on the host, to hold ``positions``
+    (a bucket: more than any pass reaches), and for the block its forward is the same lookup without the check.
+    Elsewhere (learned or fixed tables that take the positions as a tensor) nothing changes."""
+    table = getattr(model.get_decoder(), "embed_positions", None)
+    if table is None or not (hasattr(table, "make_weights") and hasattr(table, "create_position_ids_from_input_ids")):
+        yield
+        return
+    needed = table.padding_idx + 1 + positions
+    if needed > table.weights.size(0):
+        table.make_weights(needed + table.offset, table.embedding_dim, table.padding_idx)
+
+    def forward(input_ids: torch.Tensor | None = None, inputs_embeds: torch.Tensor | None = None,
+                cache_length: Any = 0) -> torch.Tensor:
+        if input_ids is None:
+            position_ids = table.create_position_ids_from_inputs_embeds(inputs_embeds, cache_length, table.padding_idx)
+            rows, length = inputs_embeds.shape[:2]
+        else:
+            position_ids = table.create_position_ids_from_input_ids(input_ids, table.padding_idx, cache_length)
+            rows, length = input_ids.shape
+        return table.weights.index_select(0, position_ids.view(-1)).view(rows, length, table.weights.shape[-1]).detach()
+
+    table.forward = forward
+    try:
+        yield
+    finally:
+        del table.forward
+
+
 @dataclass(eq=False)
 class _Entry:
     """One pool entry: the fixed-shape tensors of (rows, bucket, source bucket), and the step's graph once captured."""
@@ -269,7 +301,7 @@ class StaticRows:
         from simpe.models.base import cache_keyword, returned_cache
 
         entry = self.entry
-        with cross.known_masks(self.model, False, True, static=True):
+        with cross.known_masks(self.model, False, True, static=True), _positions_unchecked(self.model, self.bucket):
             out = self.model(decoder_input_ids=tokens, encoder_outputs=BaseModelOutput(last_hidden_state=entry.hidden),
                              attention_mask=entry.src_mask, decoder_attention_mask=entry.self_mask,
                              **{cache_keyword(self.model): entry.cache}, use_cache=True, return_dict=True)

@@ -148,17 +148,29 @@ def test_a_static_step_reads_nothing_back_and_its_buffers_keep_their_addresses(o
 def test_every_family_searches_the_same_on_fixed_shapes(kind: str, one_torch_thread: None) -> None:
     """Tiny random models of each family, three sources of different lengths: the encoder-decoder families whose attention
     reads transformers' cache (Marian, mBART, M2M100) run on fixed shapes and give the host path's results to the tie
-    tolerance; T5 (its position bias) and a causal LM (prompts of different lengths) keep the dynamic path."""
+    tolerance, reading back only the stop check; T5 (its position bias) and a causal LM (prompts of different lengths)
+    keep the dynamic path."""
     from test_cross import _model as family_model_and_sources
 
     model, ids = family_model_and_sources(kind)
     decoder = BeamDecoder(3, max_len_a=0.0, max_len_b=9, max_len_cap=9)
-    with decoding(model):
-        sources = [encode(model, source, decoder.limit) for source in ids]
-        host = beam_search_many(model, sources, 3, even=True)
-        with static.forced(True):
-            assert static.usable(model, sources) is (kind in ("marian", "mbart", "m2m100"))
-            fixed = beam_device.search(model, sources, 3)
+    window = [-1]
+    hook = model.register_forward_pre_hook(lambda *_: window.__setitem__(0, window[0] + 1))
+    reads = _Reads(window)
+    try:
+        with decoding(model):
+            sources = [encode(model, source, decoder.limit) for source in ids]
+            host = beam_search_many(model, sources, 3, even=True)
+            window[0] = -1
+            with static.forced(True), reads, reads.aten:
+                assert static.usable(model, sources) is (kind in ("marian", "mbart", "m2m100"))
+                fixed = beam_device.search(model, sources, 3)
+    finally:
+        hook.remove()
+    passes = window[0] + 1  # M2M100's position table no longer reads the position counter back (_positions_unchecked)
+    inside = [(step, what, where) for step, what, where in reads.found if 0 <= step < passes - 1]
+    assert [step for step, _, _ in inside] == list(range(beam_device.CHECK_EVERY - 1, passes - 1, beam_device.CHECK_EVERY))
+    assert {where.split(":")[0] for _, _, where in inside} <= {"beam_device.py"}, inside
     for (hyps, expansions, steps), (host_hyps, host_expansions, host_steps) in zip(fixed, host):
         assert [h.tokens for h in hyps] == [h.tokens for h in host_hyps] and (expansions, steps) == (host_expansions, host_steps)
         assert all(tied(a.score, b.score, SCORE_ATOL) for a, b in zip(hyps, host_hyps))
