@@ -135,7 +135,7 @@ def test_a_static_step_reads_nothing_back_and_its_buffers_keep_their_addresses(o
                 (_, entry), = static._POOL.values()
                 layers = entry.cache.self_attention_cache.layers
                 addresses.append([t.data_ptr() for t in [entry.tokens, entry.parents, entry.src_mask, entry.hidden,
-                                                          *[l.keys for l in layers], *[l.values for l in layers],
+                                                          *[layer.keys for layer in layers], *[layer.values for layer in layers],
                                                           *entry.cross_keys, *entry.cross_values]])
                 assert layers[0].keys.shape[2] == static.bucket(len(sources[0].prefix) + max(s.max_len for s in sources))
     finally:
