@@ -40,7 +40,9 @@ device path (``simpe.decoders.beam_device.ON_DEVICE``) where the code has one.
 - **update repetition**: ``update`` with ``max_repeats=3``, a perplexity threshold of 1 (no pair reaches it) and no measuring
   pass after the last step, divided by 3, after one update as a warm-up; split into the model's forward, the
   backward pass, and the rest (the loss, clipping, the SGD step, master copies, undo); in bfloat16 with float32
-  master copies (as on a GPU) and in float32.
+  master copies (as on a GPU) and in float32. Where the code has the fixed-shape update (``simpe.loop.update_graph``:
+  NLLB's family, plain SGD), each repetition is what a CUDA graph replays, and a line gives the launches a repetition
+  takes as one replay (projected, as for the beam step).
 - **segment**: the fourth segment's translation and update as the loop runs them (the preset's threshold), in
   bfloat16 with master copies.
 """
@@ -203,31 +205,41 @@ def as_on_gpu() -> Iterator[None]:
         from simpe.decoders import static
     except ImportError:  # code from before fixed shapes (a before figure)
         static = None
+    try:
+        from simpe.loop import update_graph
+    except ImportError:  # code from before the fixed-shape update (a before figure)
+        update_graph = None
     with contextlib.ExitStack() as stack:
         if static is not None:
             stack.enter_context(static.forced(True))
-            stack.enter_context(_graph_range(static.StaticRows))
+            stack.enter_context(_graph_range(static.StaticRows, "_pass"))
+        if update_graph is not None:
+            saved = update_graph.ON_DEVICE
+            update_graph.ON_DEVICE = True
+            stack.callback(setattr, update_graph, "ON_DEVICE", saved)
+            stack.enter_context(_graph_range(update_graph._Runner, "repetition"))
         with _gpu_flags(upd, undo, beam_device):
             yield
 
 
-def _graph_range(rows: Any) -> Any:
-    """``rows._pass`` (the step a CUDA graph replays) inside a profiler range ``GRAPH_RANGE`` for the block."""
+def _graph_range(owner: Any, name: str) -> Any:
+    """``owner.name`` (what a CUDA graph replays: a decoding step, an update repetition) inside a profiler range
+    ``GRAPH_RANGE`` for the block."""
     import torch
 
-    original = rows._pass
+    original = getattr(owner, name)
 
-    def marked(self: Any) -> Any:
+    def marked(self: Any, *args: Any) -> Any:
         with torch.profiler.record_function(GRAPH_RANGE):
-            return original(self)
+            return original(self, *args)
 
     @contextlib.contextmanager
     def patched() -> Iterator[None]:
-        rows._pass = marked
+        setattr(owner, name, marked)
         try:
             yield
         finally:
-            rows._pass = original
+            setattr(owner, name, original)
     return patched()
 
 
@@ -419,6 +431,12 @@ def main() -> int:
                         f"the rest (loss, clipping, step, masters, undo) {rep['rest']:.0f}",
                     f"{shape} {dtype} beam-5 step ({args.label})": f"{_fmt(beam)} (mean of {result['beam_steps']} steps)",
                 }
+                if rep.get("replays"):  # the fixed-shape update: each repetition one CUDA graph replay
+                    inside, outside = rep["in_graph"], rep["launches"] - rep["in_graph"]
+                    lines[f"{shape} {dtype} update repetition, its graph replayed ({args.label})"] = (
+                        f"{outside + rep['replays']:.0f} launches a repetition: {rep['replays']:.2f} graph replay of "
+                        f"{inside / rep['replays']:.0f} kernels, {outside:.0f} outside it; {rep['graph_reads']:.1f} host "
+                        f"reads inside the graph, {rep['host_reads']:.1f} in all (projected, as the beam step's below)")
                 if beam.get("replays"):  # fixed shapes: the part of each step a CUDA graph replays as one launch
                     inside, outside = beam["in_graph"], beam["launches"] - beam["in_graph"]
                     lines[f"{shape} {dtype} beam-5 step, its graph replayed ({args.label})"] = (

@@ -33,6 +33,7 @@ from typing import Any
 import torch
 
 from simpe.config.tree import UpdateConfig
+from simpe.loop import update_graph
 from simpe.loop.masters import MasterCopies, as_float32, master_copies
 from simpe.loop.undo import FUSE_MIN, Backup, backup_for, in_place
 from simpe.methods.base import Gradients, Method
@@ -406,6 +407,11 @@ def update(model: Any, method: Method, pair: Pair, cfg: UpdateConfig, batch: Seq
     composed = type(method).loss_term is not Method.loss_term  # a method with a loss term of its own
     penalized = type(method).penalty_gradient is not Method.penalty_gradient  # one that adds its penalty's gradient (ewc)
     segmented = hypothesis is not None and type(method).segment_term is not Method.segment_term  # (prefer)
+    if params and update_graph.enabled(params[0].device):  # fixed shapes, one read per repetition, a CUDA graph
+        why = update_graph.reason(model, method, cfg, extra, composed, penalized, segmented, params)
+        if why is None:
+            return update_graph.update(model, method, pair, cfg, params, names, measure_after)
+        update_graph.say_once(method, why)
     if extra:
         record["replayed"] = len(extra)
     backward_seconds = 0.0
