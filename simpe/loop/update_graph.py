@@ -246,7 +246,12 @@ def clear() -> None:
 
 def _runner(model: Any, method: Method, params: list[torch.Tensor], pair: Any, cfg: Any,
             masters: MasterCopies | None, low: list[torch.Tensor]) -> _Runner:
-    key = (id(model), id(method), static.bucket(pair.input_ids.shape[1]), static.bucket(pair.labels.shape[1]),
+    limit = family_of(model).max_tokens(model.config)  # a bucket past the position table: the exact length instead
+
+    def size(length: int, extra: int = 0) -> int:
+        return static.bucket(length) if static.bucket(length) + extra <= limit else length
+
+    key = (id(model), id(method), size(pair.input_ids.shape[1]), size(pair.labels.shape[1], len(family_of(model).prefix)),
            cfg.lr, cfg.clip_norm, cfg.ppl_threshold, cfg.label_smoothing, tuple(id(p) for p in params))
     held = _POOL.get(key)
     if held is not None and held[0]() is method:
