@@ -19,7 +19,9 @@ Steps, each timed, each recorded even when it fails (a failure does not stop the
    sentence, and its cost per expansion on the NLLB-600M shape (``step_exact_topk``).
 7. ``graphs``: decoding on fixed shapes (``simpe.decoders.static``) with its step as a CUDA graph, against the same
    static cache stepped eagerly and against the dynamic cache, in one call: milliseconds per beam-5 step on the
-   NLLB-600M and demo models, and whether the three give the same hypotheses (``step_graphs``).
+   NLLB-600M and demo models, and whether the three give the same hypotheses; and ``full``'s update repetition on the
+   NLLB-600M shape as CUDA graphs (``simpe.loop.update_graph``), eagerly on fixed shapes, and by the eager update
+   (``step_graphs``).
 
 Writes ``device-check.json`` and ``device-check.md`` to ``--out``, after each step. Back on the development machine,
 ``--record DIR/device-check.json`` writes its figures into docs/benchmark-results.md (``benchmarks/record.py``, the
@@ -338,10 +340,62 @@ def step_graphs(device: str, tiny: bool, sentences: int, runs: Path) -> dict[str
         row["graphs_over_dynamic"] = round(found["dynamic"]["ms_per_step"] / found["graphs"]["ms_per_step"], 2)
         return row
 
+    def timed_update(load: Any) -> dict[str, Any]:
+        """``full``'s update, 3 repetitions per pair (a threshold no pair reaches) on the dev sentences (each its own
+        target), three ways on a fresh model each: ``graphs`` (simpe.loop.update_graph, each repetition a CUDA graph
+        replay: CUDA's default), ``static`` (the same repetitions eagerly) and ``eager`` (the update before issue 67,
+        weights in place); ms per repetition after one pair of warm-up, and the records' repetitions."""
+        from simpe.config.files import defaults
+        from simpe.loop import undo, update_graph
+        from simpe.loop.update import update
+        from simpe.methods import METHODS
+        from simpe.model import Pair
+
+        row: dict[str, Any] = {}
+        saved = update_graph.ON_DEVICE, update_graph.GRAPHS, undo.IN_PLACE
+        try:
+            for way, (fixed, graphs) in {"graphs": (True, None), "static": (True, False), "eager": (False, None)}.items():
+                update_graph.ON_DEVICE, update_graph.GRAPHS = fixed, graphs
+                undo.IN_PLACE = True  # --cpu: the in-place update a GPU runs
+                update_graph.clear()
+                loaded = load()
+                method = METHODS.build("full")
+                cfg = defaults("update", lr=0.05, ppl_threshold=1.0)
+                method.attach(loaded.model, None, cfg)
+                pairs = []
+                for text in dev:
+                    ids = loaded.family.encode_source(loaded.tokenizer, text, device)[0]
+                    pairs.append(Pair(ids, ids[:, 1:]))
+                update(loaded.model, method, pairs[0], cfg)  # warm-up (and the graphs' capture)
+                update(loaded.model, method, pairs[0], cfg)
+                if device == "cuda":
+                    torch.cuda.synchronize()
+                start, repetitions = time.perf_counter(), 0
+                for pair in pairs[1:]:
+                    repetitions += update(loaded.model, method, pair, cfg)["repetitions"]
+                if device == "cuda":
+                    torch.cuda.synchronize()
+                row[f"update_{way}_ms_per_repetition"] = round(1000 * (time.perf_counter() - start) / max(1, repetitions), 3)
+                row[f"update_{way}_repetitions"] = repetitions
+                refused = [r.refused for _, r in update_graph._POOL.values() if r.refused]
+                if refused and way == "graphs":
+                    row["update_graphs_refused"] = refused[:1]
+                row.setdefault("update_graph_captured", any(g is not None for _, r in update_graph._POOL.values()
+                                                            for g in r.graphs))
+                del loaded, method
+        finally:
+            update_graph.ON_DEVICE, update_graph.GRAPHS, undo.IN_PLACE = saved
+            update_graph.clear()
+        row["update_graphs_over_eager"] = round(row["update_eager_ms_per_repetition"] / row["update_graphs_ms_per_repetition"], 2)
+        return row
+
     name, dtype = "nllb-600m", "float32" if tiny else "bfloat16"
     folder = shapes.write(name, runs / f"graphs-shape-{name}", **(TINY[name] if tiny else {}))
-    out = {f"{name}-{dtype}": timed(load_model(str(folder), device, dtype=dtype,
-                                               settings={"src_lang": "eng_Latn", "tgt_lang": "deu_Latn"}))}
+
+    def shape_model() -> Any:
+        return load_model(str(folder), device, dtype=dtype, settings={"src_lang": "eng_Latn", "tgt_lang": "deu_Latn"})
+
+    out = {f"{name}-{dtype}": {**timed(shape_model()), **timed_update(shape_model)}}
     out["demo-float32"] = timed(load_model(None, device))
     return out
 
@@ -351,10 +405,17 @@ def graphs_text(key: str, row: dict[str, Any]) -> str:
     same = ", ".join(f"{way} {row[f'{way}_same_as_dynamic']:.0%}" for way in ("graphs", "static"))
     refused = f"; capture refused: {row['graphs_refused'][0]}" if row.get("graphs_refused") else ""
     graph = "with the CUDA graph" if row.get("graph_captured") else "on the graphs way, not captured (no CUDA: eager)"
-    return (f"beam-5 step, {key}: {row['graphs_ms_per_step']} ms {graph}, {row['static_ms_per_step']} ms "
+    text = (f"beam-5 step, {key}: {row['graphs_ms_per_step']} ms {graph}, {row['static_ms_per_step']} ms "
             f"on the static cache stepped eagerly, {row['dynamic_ms_per_step']} ms on the dynamic cache "
             f"({row['graphs_over_dynamic']}x; {row['steps']} steps over {row['sentences']} sentences; hypotheses as the "
             f"dynamic path's: {same}){refused}")
+    if "update_graphs_ms_per_repetition" in row:
+        graph = "as CUDA graphs" if row.get("update_graph_captured") else "on the graphs way, not captured (no CUDA: eager)"
+        text += (f"; full's update repetition: {row['update_graphs_ms_per_repetition']} ms {graph}, "
+                 f"{row['update_static_ms_per_repetition']} ms on fixed shapes eagerly, {row['update_eager_ms_per_repetition']} "
+                 f"ms by the eager update ({row['update_graphs_over_eager']}x; {row['update_eager_repetitions']} repetitions)"
+                 + (f"; capture refused: {row['update_graphs_refused'][0]}" if row.get("update_graphs_refused") else ""))
+    return text
 
 
 def exact_text(key: str, row: dict[str, Any]) -> str:
