@@ -460,6 +460,12 @@ def main() -> int:
                     lines[f"{shape} {dtype} segment ({args.label})"] = (
                         f"{_fmt(result['segment'])} ({result['segment_steps']} beam steps, "
                         f"{result['segment_repetitions']} update repetitions)")
+                    seg = result["segment"]
+                    if seg.get("replays"):
+                        lines[f"{shape} {dtype} segment, its graphs replayed ({args.label})"] = (
+                            f"{seg['launches'] - seg['in_graph'] + seg['replays']:.0f} launches a segment: "
+                            f"{seg['replays']:.0f} graph replays, {seg['launches'] - seg['in_graph']:.0f} launches outside "
+                            f"them; {seg['host_reads']:.0f} host reads (projected, as the beam step's)")
                 for key, text in lines.items():
                     print(f"{key}: {text}", flush=True)
                 figures.update(lines)

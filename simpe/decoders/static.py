@@ -105,13 +105,12 @@ def capturing() -> bool:
 
 
 def _foreign_hook(model: Any) -> str | None:
-    """The name of the first module with a forward hook or pre-hook other than the loop's clock's
-    (``simpe.loop.phases.ModelTimer``, which stands aside during a capture), or None."""
-    from simpe.loop.phases import ModelTimer
-
+    """The name of the first module with a forward hook or pre-hook other than one whose owner stands aside during a
+    capture (``stands_aside_in_capture``: the loop's clock, ``simpe.loop.phases.ModelTimer``, which checks
+    ``capturing``; the loop is a layer above, so it is known by that mark, not imported), or None."""
     for name, module in model.named_modules():
         for hook in (*module._forward_pre_hooks.values(), *module._forward_hooks.values()):
-            if not isinstance(getattr(hook, "__self__", None), ModelTimer):
+            if not getattr(getattr(hook, "__self__", None), "stands_aside_in_capture", False):
                 return name or type(model).__name__
     return None
 

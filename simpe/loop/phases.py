@@ -50,6 +50,8 @@ def record_seconds(seconds: dict[str, float], backward: float, interactive: bool
 class ModelTimer:
     """Seconds inside the model's outermost forward passes (``seconds``) and their number (``calls``)."""
 
+    stands_aside_in_capture = True  # its hooks do nothing while a CUDA graph records (simpe.decoders.static._foreign_hook)
+
     def __init__(self, model: Any) -> None:
         self._seconds = 0.0
         self.calls = 0
