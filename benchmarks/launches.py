@@ -212,7 +212,7 @@ def as_on_gpu() -> Iterator[None]:
     with contextlib.ExitStack() as stack:
         if static is not None:
             stack.enter_context(static.forced(True))
-            stack.enter_context(_graph_range(static.StaticRows, "_pass"))
+            stack.enter_context(_graph_range(static.StaticRows, "run"))
         if update_graph is not None:
             saved = update_graph.ON_DEVICE
             update_graph.ON_DEVICE = True

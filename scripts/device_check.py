@@ -322,7 +322,7 @@ def step_graphs(device: str, tiny: bool, sentences: int, runs: Path) -> dict[str
                     seconds = time.perf_counter() - start
                 steps = sum(r.info["steps"] for r in results)
                 refused = [entry.refused for _, entry in static._POOL.values() if entry.refused]
-                captured = any(entry.graph is not None for _, entry in static._POOL.values())
+                captured = any(entry.graphs for _, entry in static._POOL.values())
                 found[way] = {"captured": captured, "ms_per_step": round(1000 * seconds / steps, 3), "steps": steps,
                               "hypotheses": [[h.tokens for h in r.hypotheses] for r in results], "refused": refused}
         finally:

@@ -153,123 +153,186 @@ def tuple_rank(tokens: torch.Tensor) -> torch.Tensor:
 
 
 def _keep_best(ended_scores: torch.Tensor, ended_tokens: torch.Tensor, fresh: torch.Tensor, prefixes: torch.Tensor,
-               parent: torch.Tensor, token: torch.Tensor, position: int) -> tuple[torch.Tensor, torch.Tensor]:
+               parent: torch.Tensor, token: torch.Tensor, position: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """``beam._keep_best`` of the finished hypotheses ((n, beam) scores, (n, beam, length) tokens) and the step's new
     ones (``fresh``: (n, m) scores, -inf where the candidate did not end; ``prefixes[parent]`` + ``token`` at
-    ``position``): ((n, beam) scores, (n, beam, length) tokens), best first."""
+    ``position``, a 0-dim tensor on the device): ((n, beam) scores, (n, beam, length) tokens), best first. The tuples
+    are compared over their whole length: every one holds -1 after its last token, so the order is that of the tokens
+    up to ``position`` (one shape for every step: what a CUDA graph replays)."""
     n, beam_size, length = ended_tokens.shape
     m = fresh.shape[1]
     fresh_tokens = prefixes.gather(1, parent[:, :, None].expand(n, m, length))  # (n, m, length)
-    fresh_tokens[:, :, position] = token
+    fresh_tokens.scatter_(2, position.view(1, 1, 1).expand(n, m, 1), token[:, :, None])
     all_scores = torch.cat([ended_scores, fresh], dim=1)  # (n, beam + m)
     all_tokens = torch.cat([ended_tokens, fresh_tokens], dim=1)  # (n, beam + m, length)
-    best = ranked(all_scores, tuple_rank(all_tokens[:, :, : position + 1]), beam_size + m, beam_size)  # (n, beam)
+    best = ranked(all_scores, tuple_rank(all_tokens), beam_size + m, beam_size)  # (n, beam)
     return all_scores.gather(1, best), all_tokens.gather(1, best[:, :, None].expand(n, beam_size, length))
 
 
-def search(model: Any, sources: list[Source], beam_size: int) -> list[tuple[list[Hypothesis], int, int]] | None:
-    """``beam.beam_search_many(model, sources, beam_size)`` (plain beam, ``even`` or not: both count the real rows
-    only) with its state on the model's device; None where a tied group at a row's cut ran past ``row_best``'s
-    window (the caller searches on the host then)."""
-    n, width_after, device = len(sources), beam_size, sources[0].device
-    special = sources[0].special
-    length = max(s.max_len for s in sources)
-    rows_of: Any
-    if static.usable(model, sources):  # fixed shapes: beam_size rows per source from step 0, a static cache, a graph
-        rows_of, width_first = static.StaticRows(model, sources, beam_size), beam_size
-    else:
-        rows_of, width_first = Lockstep(model, sources, reuse=False), 1
-        rows_of.known_masks = True  # the masks' padding said to transformers, not read back from the device
-    limit = torch.tensor([s.max_len for s in sources], device=device)  # (n,) the one upload before the steps
-    prefixes = torch.full((n, beam_size, length), -1, dtype=torch.long, device=device)  # live prefixes, -1 after
-    scores = torch.full((n, beam_size), NEG_INF, dtype=torch.float64, device=device)  # (n, beam) -inf: a dead row
-    scores[:, 0] = 0.0
-    ended_scores = torch.full_like(scores, NEG_INF)  # (n, beam) finished, best first; -inf: an empty slot
-    ended_tokens = torch.full_like(prefixes, -1)  # (n, beam, length)
-    active = torch.ones(n, dtype=torch.bool, device=device)  # (n,) still searching
-    expansions = torch.zeros(n, dtype=torch.long, device=device)
-    steps = torch.zeros_like(expansions)
-    real = torch.ones_like(expansions)  # (n,) live rows at the head of each block
-    wide = torch.zeros((), dtype=torch.bool, device=device)  # a tied group ran past a row's window
-    block_sources = [i for i in range(n) for _ in range(beam_size)]
-    beams = torch.arange(2 * beam_size, device=device)  # (2 beam,) row numbers in a block, ranks in a step's head
-    blocks = torch.arange(n, device=device)[:, None]  # (n, 1) source numbers
-    tokens_in = None
-    stop_column = forbidden_column = None
-    for position in range(length):
-        width = width_first if position == 0 else width_after  # rows per source this step
-        logp = rows_of.step(tokens_in)  # (n * width, vocab); nothing else reads it: masked in place
+class _Search:
+    """The state of ``search`` on the device (see the module docstring), and one step's decisions (``advance``), each
+    written into the state's own tensors: the same tensors from step to step, and from search to search where ``held``
+    keeps them (a static pool entry's: what its captured graph reads and writes)."""
+
+    def __init__(self, sources: list[Source], beam_size: int, length: int, held: dict[str, torch.Tensor] | None) -> None:
+        n, device = len(sources), sources[0].device
+        self.n, self.beam_size, self.length, self.special = n, beam_size, length, sources[0].special
+        self.held = {} if held is None else held
+
+        def tensor(name: str, shape: tuple[int, ...], dtype: torch.dtype, fill: Any) -> torch.Tensor:
+            found = self.held.get(name)
+            if found is None or tuple(found.shape) != shape or found.dtype != dtype:
+                found = self.held[name] = torch.empty(shape, dtype=dtype, device=device)
+            return found.fill_(fill)
+
+        self.limit = tensor("limit", (n,), torch.long, 0)
+        self.limit.copy_(torch.tensor([s.max_len for s in sources]))  # (n,) the one upload before the steps
+        self.prefixes = tensor("prefixes", (n, beam_size, length), torch.long, -1)  # live prefixes, -1 after
+        self.scores = tensor("scores", (n, beam_size), torch.float64, NEG_INF)  # (n, beam) -inf: a dead row
+        self.scores[:, 0] = 0.0
+        self.ended_scores = tensor("ended_scores", (n, beam_size), torch.float64, NEG_INF)  # finished, best first
+        self.ended_tokens = tensor("ended_tokens", (n, beam_size, length), torch.long, -1)
+        self.active = tensor("active", (n,), torch.bool, True)  # (n,) still searching
+        self.expansions = tensor("expansions", (n,), torch.long, 0)
+        self.steps = tensor("steps", (n,), torch.long, 0)
+        self.real = tensor("real", (n,), torch.long, 1)  # (n,) live rows at the head of each block
+        self.wide = tensor("wide", (), torch.bool, False)  # a tied group ran past a row's window
+        self.position = tensor("position", (), torch.long, 0)  # the target position the next step decides
+        self.beams = tensor("beams", (2 * beam_size,), torch.long, 0)
+        self.beams.copy_(torch.arange(2 * beam_size))  # (2 beam,) row numbers in a block, ranks in a step's head
+        self.blocks = tensor("blocks", (n, 1), torch.long, 0)
+        self.blocks.copy_(torch.arange(n)[:, None])  # (n, 1) source numbers
+        self.stop_column = self.forbidden_column = None
+
+    def columns(self, vocab: int) -> None:
+        """The stop and forbidden tokens as (vocab,) masks, made once (before any capture)."""
+        if self.stop_column is not None and self.stop_column.shape[0] == vocab:
+            return
+        self.stop_column = self.held.get("stop_column")
+        if self.stop_column is None or self.stop_column.shape[0] != vocab:
+            device = self.limit.device
+            stop = torch.zeros(vocab, dtype=torch.bool)
+            forbidden = torch.zeros(vocab, dtype=torch.bool)
+            stop[list(self.special.stops)] = True
+            forbidden[list(self.special.forbidden)] = True
+            self.held["stop_column"], self.held["forbidden_column"] = stop.to(device), forbidden.to(device)
+        self.stop_column, self.forbidden_column = self.held["stop_column"], self.held["forbidden_column"]
+
+    def advance(self, logp: torch.Tensor, width: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """One step's decisions on (n * width, vocab) log-probabilities (masked in place), written into the state;
+        returns the next step's ((n * beam,) parent rows, (n * beam,) tokens). Reads nothing back."""
+        n, beam_size, length = self.n, self.beam_size, self.length
         vocab = logp.shape[1]
-        if stop_column is None:
-            stop_column = torch.zeros(vocab, dtype=torch.bool, device=device)
-            forbidden_column = torch.zeros_like(stop_column)
-            for token in special.stops:
-                stop_column[token] = True
-            for token in special.forbidden:
-                forbidden_column[token] = True
         # incremental.step_scores: forbidden tokens at -inf; at a source's last position only the stop tokens
-        last = limit - 1 == position  # (n,)
-        masked = torch.where(last[:, None], ~stop_column, forbidden_column)  # (n, vocab)
-        logp = logp.reshape(n, width, vocab).masked_fill_(masked[:, None, :], NEG_INF).view(n * width, vocab)  # (n * width, vocab)
+        last = self.limit - 1 == self.position  # (n,)
+        masked = torch.where(last[:, None], ~self.stop_column, self.forbidden_column)  # (n, vocab)
+        logp = logp.reshape(n, width, vocab).masked_fill_(masked[:, None, :], NEG_INF).view(n * width, vocab)
         per = min(2 * beam_size, vocab)
         values, tokens, over = row_best(logp, per)  # (n * width, per) each, (n * width,)
         # float64 sums; a dead row's score is -inf, and so are its candidates (a done source's are masked below)
-        candidates = (scores[:, :width, None] + values.view(n, width, per).double()).view(n, width * per)
-        keys = (beams[:width, None] * vocab + tokens.view(n, width, per)).view(n, width * per)  # (n, width * per)
+        candidates = (self.scores[:, :width, None] + values.view(n, width, per).double()).view(n, width * per)
+        keys = (self.beams[:width, None] * vocab + tokens.view(n, width, per)).view(n, width * per)  # (n, width * per)
         head = ranked(candidates, keys, width * vocab, min(2 * beam_size, width * per))  # (n, k) best first
         value, key = candidates.gather(1, head), keys.gather(1, head)  # (n, k)
         parent, token = key // vocab, key % vocab
         k = head.shape[1]
-        place = beams[:k]  # (k,) rank in the head
+        place = self.beams[:k]  # (k,) rank in the head
         valid = value > NEG_INF
-        stop = stop_column[token]  # (n, k) the candidate ends its hypothesis
+        stop = self.stop_column[token]  # (n, k) the candidate ends its hypothesis
         going = valid & ~stop
         going &= going.cumsum(dim=1) <= beam_size  # (n, k): the first beam_size non-stop continuations
         count = going.sum(dim=1)  # (n,) live beams after this step
         pick = torch.sort(torch.where(going, place, k + place), dim=1)[1][:, :beam_size]  # (n, <= beam)
         if pick.shape[1] < beam_size:
             pick = torch.cat([pick, pick[:, :1].expand(n, beam_size - pick.shape[1])], dim=1)
-        alive = beams[:beam_size] < count[:, None]  # (n, beam)
+        alive = self.beams[:beam_size] < count[:, None]  # (n, beam)
         new_scores = torch.where(alive, value.gather(1, pick), NEG_INF)  # (n, beam)
         new_parent, new_token = parent.gather(1, pick), token.gather(1, pick)  # (n, beam)
-        new_prefixes = prefixes.gather(1, new_parent[:, :, None].expand(n, beam_size, length))
-        new_prefixes[:, :, position] = new_token
+        new_prefixes = self.prefixes.gather(1, new_parent[:, :, None].expand(n, beam_size, length))
+        new_prefixes.scatter_(2, self.position.view(1, 1, 1).expand(n, beam_size, 1), new_token[:, :, None])
         # a stop token among the first beam_size candidates ends a hypothesis (beam._beam_step)
         m = min(beam_size, k)
         fresh = torch.where(valid[:, :m] & stop[:, :m], value[:, :m], NEG_INF)  # (n, m)
-        kept_scores, kept_tokens = _keep_best(ended_scores, ended_tokens, fresh, prefixes, parent[:, :m], token[:, :m], position)
+        kept_scores, kept_tokens = _keep_best(self.ended_scores, self.ended_tokens, fresh, self.prefixes, parent[:, :m],
+                                              token[:, :m], self.position)
         worst = kept_scores[:, -1]  # (n,) -inf until beam_size are finished
         full = worst > NEG_INF
         done = (count == 0) | (full & (new_scores[:, 0] < worst - (worst.abs() * REL + SCORE_ATOL)))  # (n,)
         # a source that was done before this step keeps all its state
-        ended_scores = torch.where(active[:, None], kept_scores, ended_scores)
-        ended_tokens = torch.where(active[:, None, None], kept_tokens, ended_tokens)
-        expansions += torch.where(active, real, 0)
-        steps += active.long()
-        wide |= (over.view(n, width).any(dim=1) & active).any()
-        active = active & ~done
-        prefixes = torch.where(active[:, None, None], new_prefixes, prefixes)
-        scores = torch.where(active[:, None], new_scores, scores)
-        real = torch.where(active, count, real)
+        active = self.active
+        self.ended_scores.copy_(torch.where(active[:, None], kept_scores, self.ended_scores))
+        self.ended_tokens.copy_(torch.where(active[:, None, None], kept_tokens, self.ended_tokens))
+        self.expansions += torch.where(active, self.real, 0)
+        self.steps += active.long()
+        self.wide |= (over.view(n, width).any(dim=1) & active).any()
+        still = active & ~done
+        self.prefixes.copy_(torch.where(still[:, None, None], new_prefixes, self.prefixes))
+        self.scores.copy_(torch.where(still[:, None], new_scores, self.scores))
+        self.real.copy_(torch.where(still, count, self.real))
+        self.active.copy_(still)
+        self.position += 1
+        fed = alive & still[:, None]  # (n, beam) rows that carry a live beam next step; the others are fed EOS
+        parents = (self.blocks * width + torch.where(fed, new_parent, 0)).view(-1)  # parent rows
+        return parents, torch.where(fed, new_token, self.special.eos).view(-1)  # (n * beam,) each
+
+    def results(self) -> list[tuple[list[Hypothesis], int, int]]:
+        """The finished hypotheses of each source, its expansions and steps (read back once)."""
+        found = zip(self.ended_scores.tolist(), self.ended_tokens.tolist(), self.prefixes[:, 0].tolist(),
+                    self.expansions.tolist(), self.steps.tolist())
+        results = []
+        for hyp_scores, hyp_tokens, best_prefix, expanded, stepped in found:
+            hyps = [Hypothesis(tuple(t for t in tokens if t >= 0), score) for score, tokens in zip(hyp_scores, hyp_tokens)
+                    if score > NEG_INF]
+            if not hyps:  # no complete hypothesis has probability > 0: the best prefix, ended, at -inf (as beam.py)
+                hyps = [Hypothesis(tuple(t for t in best_prefix if t >= 0) + (self.special.eos,), NEG_INF)]
+            results.append((hyps, expanded, stepped))
+        return results
+
+
+def search(model: Any, sources: list[Source], beam_size: int) -> list[tuple[list[Hypothesis], int, int]] | None:
+    """``beam.beam_search_many(model, sources, beam_size)`` (plain beam, ``even`` or not: both count the real rows
+    only) with its state on the model's device; None where a tied group at a row's cut ran past ``row_best``'s
+    window (the caller searches on the host then). On fixed shapes (``simpe.decoders.static``) every step after the
+    first is the model's pass and ``_Search.advance`` together, which CUDA replays as one graph."""
+    n = len(sources)
+    length = max(s.max_len for s in sources)
+    if static.usable(model, sources):  # fixed shapes: beam_size rows per source from step 0, a static cache, a graph
+        rows = static.StaticRows(model, sources, beam_size)
+        state = _Search(sources, beam_size, rows.bucket - rows.prefix, rows.held(beam_size))
+
+        def step() -> None:  # a step after the first: the pass on the entry's tokens and parents, then the decisions
+            parents, tokens = state.advance(rows.pass_(), beam_size)
+            rows.select_index(parents, [])
+            rows.feed(tokens)
+
+        logp = rows.step(None)  # step 0: the prefix, eagerly
+        state.columns(logp.shape[1])
+        parents, tokens = state.advance(logp, beam_size)
+        rows.select_index(parents, [])
+        rows.feed(tokens)
+        for position in range(1, length):
+            if position % CHECK_EVERY == 0 and not _going_on(state):
+                break
+            rows.run(step, beam_size)
+        return None if bool(state.wide) else state.results()
+    lockstep = Lockstep(model, sources, reuse=False)
+    lockstep.known_masks = True  # the masks' padding said to transformers, not read back from the device
+    state = _Search(sources, beam_size, length, None)
+    block_sources = [i for i in range(n) for _ in range(beam_size)]
+    tokens_in = None
+    for position in range(length):
+        logp = lockstep.step(tokens_in)  # (n * width, vocab); nothing else reads it: masked in place
+        state.columns(logp.shape[1])
+        parents, tokens_in = state.advance(logp, 1 if position == 0 else beam_size)
         if position + 1 == length:
             break
-        fed = alive & active[:, None]  # (n, beam) rows that carry a live beam next step; the others are fed EOS
-        rows_of.select_index((blocks * width + torch.where(fed, new_parent, 0)).view(-1), block_sources)  # parent rows
-        tokens_in = torch.where(fed, new_token, special.eos).view(-1)  # (n * beam,)
-        if (position + 1) % CHECK_EVERY == 0:
-            going_on, ran_past = torch.stack([active.any(), wide]).tolist()  # the step's one host read
-            if ran_past:
-                return None
-            if not going_on:
-                break
-    if bool(wide):
-        return None
-    found = zip(ended_scores.tolist(), ended_tokens.tolist(), prefixes[:, 0].tolist(), expansions.tolist(), steps.tolist())
-    results = []
-    for hyp_scores, hyp_tokens, best_prefix, expanded, stepped in found:
-        hyps = [Hypothesis(tuple(t for t in tokens if t >= 0), score) for score, tokens in zip(hyp_scores, hyp_tokens)
-                if score > NEG_INF]
-        if not hyps:  # no complete hypothesis has probability > 0: the best prefix, ended, at -inf (as beam.py)
-            hyps = [Hypothesis(tuple(t for t in best_prefix if t >= 0) + (special.eos,), NEG_INF)]
-        results.append((hyps, expanded, stepped))
-    return results
+        lockstep.select_index(parents, block_sources)
+        if (position + 1) % CHECK_EVERY == 0 and not _going_on(state):
+            break
+    return None if bool(state.wide) else state.results()
+
+
+def _going_on(state: _Search) -> bool:
+    """The stop check, the step's one host read: whether any source still searches (and none ran past its window)."""
+    going_on, ran_past = torch.stack([state.active.any(), state.wide]).tolist()
+    return bool(going_on) and not ran_past

@@ -159,9 +159,9 @@ class _Entry:
     hidden: torch.Tensor  # (rows, source bucket, d_model) encoder states, zero after a source's end
     cross_keys: list[torch.Tensor] = field(default_factory=list)  # per layer (rows, heads, source bucket, head_dim)
     cross_values: list[torch.Tensor] = field(default_factory=list)
-    graph: Any = None  # torch.cuda.CUDAGraph
-    output: torch.Tensor | None = None  # (rows, vocab) the graph's log-probabilities
-    signature: tuple | None = None  # _signature at the capture
+    held: dict[int, dict[str, torch.Tensor]] = field(default_factory=dict)  # per beam size, the search's state
+    graphs: dict[int, Any] = field(default_factory=dict)  # per beam size, the step's torch.cuda.CUDAGraph
+    signatures: dict[int, tuple] = field(default_factory=dict)  # per beam size, _signature at the capture
     warm: bool = False  # one eager step ran on these buffers (a capture needs one)
     refused: str | None = None  # why a capture failed (then every step of this entry runs eagerly)
 
@@ -183,7 +183,7 @@ class StaticRows:
     as a graph replay where one is captured. Returns (rows, vocab) float32 log-probabilities, which the caller may
     mask in place (a replay writes them anew)."""
 
-    def __init__(self, model: Any, sources: list[Source], width: int) -> None:
+    def __init__(self, model: Any, sources: list[Source], width: int) -> None:  # width: rows per source
         self.model, self.sources, self.width = model, sources, width
         self.family = family_of(model)
         self.rows = len(sources) * width
@@ -235,21 +235,29 @@ class StaticRows:
 
     # ------------------------------------------------------------------ the steps
     def step(self, tokens: torch.Tensor | None = None) -> torch.Tensor:
-        """Feed the prefix (``tokens`` None: step 0) or one token per row after the parents' reorder."""
-        entry = self.entry
+        """Feed the prefix (``tokens`` None: step 0) or one token per row after the parents' reorder, eagerly."""
         if self.position == 0:
             logp = self._prefix()
         else:
             assert tokens is not None and tokens.shape[0] == self.rows, (None if tokens is None else tokens.shape, self.rows)
-            entry.tokens.copy_(tokens.view(self.rows, 1))
-            logp = self._replay() if graphs_enabled(self.device) else self._pass()
+            self.feed(tokens)
+            logp = self.pass_()
         self.position += 1
         return logp
 
     def select_index(self, index: torch.Tensor, sources: list[int]) -> None:
-        """Each row's parent row, a (rows,) LongTensor on the device, applied by the next step (``sources`` unchanged:
+        """Each row's parent row, a (rows,) LongTensor on the device, applied by the next pass (``sources`` unchanged:
         a row's parent is a row of its own source's block)."""
         self.entry.parents.copy_(index)
+
+    def feed(self, tokens: torch.Tensor) -> None:
+        """The (rows,) tokens the next pass feeds."""
+        self.entry.tokens.copy_(tokens.view(self.rows, 1))
+
+    def held(self, beam_size: int) -> dict[str, torch.Tensor]:
+        """The tensors a search of ``beam_size`` beams keeps its state in on this entry (``beam_device._Search``: the
+        same from search to search, as a captured graph reads them)."""
+        return self.entry.held.setdefault(beam_size, {})
 
     def _prefix(self) -> torch.Tensor:
         """Step 0: every row fed its source's prefix on the emptied cache; the cross-attention states this pass
@@ -279,15 +287,14 @@ class StaticRows:
             layer.keys, layer.values = keys, values
         return log_softmax_(logits)
 
-    def _pass(self) -> torch.Tensor:
-        """One step eagerly: the self-attention states reordered by the parents in place, then the decoder pass on the
-        entry's tokens; (rows, vocab) log-probabilities."""
+    def pass_(self) -> torch.Tensor:
+        """One pass after the prefix: the self-attention states reordered by the parents in place, then the decoder on
+        the entry's tokens; (rows, vocab) log-probabilities. Reads nothing back."""
         entry = self.entry
         for layer in entry.cache.self_attention_cache.layers:
             layer.keys.copy_(layer.keys.index_select(0, entry.parents))
             layer.values.copy_(layer.values.index_select(0, entry.parents))
         logits, _ = self._forward(entry.tokens)
-        entry.warm = True
         return log_softmax_(logits)
 
     def _forward(self, tokens: torch.Tensor) -> tuple[torch.Tensor, Any]:
@@ -306,44 +313,51 @@ class StaticRows:
                              **{cache_keyword(self.model): entry.cache}, use_cache=True, return_dict=True)
         return out.logits[:, -1, :], returned_cache(out)
 
-    def _replay(self) -> torch.Tensor:
-        """One step as a CUDA graph replay, capturing it first where none is held (or the model moved)."""
+    def run(self, body: Any, beam_size: int) -> None:
+        """``body`` (a search's step after the first: ``pass_`` and the search's decisions, writing only the entry's
+        tensors and ``held(beam_size)``'s) eagerly, or as a replay of its CUDA graph where one is held or can be
+        captured (see the module docstring). The first such step on an entry runs eagerly: the warm-up a capture
+        needs."""
         entry = self.entry
-        if entry.refused is not None or not entry.warm:
-            return self._pass()
+        self.position += 1
+        if not graphs_enabled(self.device) or entry.refused is not None or not entry.warm:
+            body()
+            entry.warm = True
+            return
         signature = _signature(self.model)
-        if entry.graph is None or entry.signature != signature:
+        if entry.graphs.get(beam_size) is None or entry.signatures.get(beam_size) != signature:
             hooked = _foreign_hook(self.model)
             if hooked is not None:  # a hook runs Python in every pass, which a replay would skip: eager steps
-                entry.graph, entry.output = None, None
+                entry.graphs.clear()
                 entry.refused = f"{hooked} has a forward hook (an adaptation method's, e.g. bias or knn)"
                 log.warning("decoding step not captured as a CUDA graph: %s; its steps run eagerly", entry.refused)
-                return self._pass()
+                body()
+                return
             try:
-                self._capture(signature)
+                self._capture(body, beam_size, signature)
             except Exception as error:  # noqa: BLE001 - any refusal of the capture: eager steps, said once
-                entry.graph, entry.output, entry.refused = None, None, f"{type(error).__name__}: {error}"
+                entry.graphs.clear()
+                entry.refused = f"{type(error).__name__}: {error}"
                 log.warning("decoding step not captured as a CUDA graph (%s); its steps run eagerly", entry.refused)
-                return self._pass()
-        entry.graph.replay()
-        return entry.output
+                body()
+                return
+        entry.graphs[beam_size].replay()
 
-    def _capture(self, signature: tuple) -> None:
-        """Record one step (``_pass``) into a CUDA graph; nothing runs during the recording, so the step's position
-        counter is left as it was and the replay that follows takes the step. The loop's clock (``ModelTimer``'s
-        hooks) is told to stand aside while it records (``capturing``): a replay runs no hook, so the record's
-        ``translate_model`` seconds count the eager passes only."""
+    def _capture(self, body: Any, beam_size: int, signature: tuple) -> None:
+        """Record ``body`` into a CUDA graph; nothing runs during the recording (the replay that follows takes the
+        step). The loop's clock (``ModelTimer``'s hooks) is told to stand aside while it records (``capturing``): a
+        replay runs no hook, so the record's ``translate_model`` seconds count the eager passes only."""
         global _CAPTURING
         entry = self.entry
-        entry.graph = graph = torch.cuda.CUDAGraph()
+        graph = torch.cuda.CUDAGraph()
         torch.cuda.current_stream().synchronize()
         _CAPTURING = True
         try:
             with torch.cuda.graph(graph):
-                entry.output = self._pass()
+                body()
         finally:
             _CAPTURING = False
-        entry.signature = signature
+        entry.graphs[beam_size], entry.signatures[beam_size] = graph, signature
 
 
 @contextlib.contextmanager
