@@ -449,7 +449,8 @@ def main() -> int:
                     inside, outside = beam["in_graph"], beam["launches"] - beam["in_graph"]
                     lines[f"{shape} {dtype} beam-5 step, its graph replayed ({args.label})"] = (
                         f"{outside + beam['replays']:.0f} launches a step: {beam['replays']:.2f} graph replay of "
-                        f"{inside / beam['replays']:.0f} kernels, {outside:.0f} outside it (the search's ranking); "
+                        f"{inside / beam['replays']:.0f} kernels, {outside:.0f} outside it (the first step's prefix pass, the "
+                        "setup and the stop checks, spread over the steps); "
                         f"{beam['graph_reads']:.1f} host reads inside the graph (projected: a CUDA graph runs its kernels "
                         "in one launch; counted on the CPU, where the step runs eagerly)")
                 if "beam_step_host" in result:  # the device path above (a GPU's), the host path's ranking here
@@ -458,7 +459,7 @@ def main() -> int:
                         f"{_fmt(host)} (mean of {result['beam_steps_host']} steps)")
                 if "segment" in result:
                     lines[f"{shape} {dtype} segment ({args.label})"] = (
-                        f"{_fmt(result['segment'])} ({result['segment_steps']} beam steps, "
+                        f"{_fmt(result['segment'])} ({result['segment_steps']} decoder passes, the update's among them, "
                         f"{result['segment_repetitions']} update repetitions)")
                     seg = result["segment"]
                     if seg.get("replays"):

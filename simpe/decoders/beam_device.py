@@ -8,8 +8,10 @@ step only queues work; the host reads one small tensor every ``CHECK_EVERY`` ste
 and the results once at the end.
 
 The stop check every ``CHECK_EVERY`` steps costs up to ``CHECK_EVERY - 1`` passes after the last source is done
-(they change nothing); a step's own work is about 150 to 200 small kernel launches beside the model's (make bench-launches),
-on fixed shapes with no read back: what a captured CUDA graph can replay (issue 67, item 2). The model's passes run
+(they change nothing); a step's own work is about 190 small kernel launches beside the model's (make bench-launches),
+on fixed shapes with no read back. On a static cache (``simpe.decoders.static``, off the CPU for the families whose
+attention it knows) a step after the first is the model's pass and the decisions (``_Search.advance``) together: CUDA
+replays it as one graph (issue 67, item 2). The model's passes run
 under ``simpe.decoders.cross.known_masks``: transformers would otherwise read each pass's attention mask back to find
 that it masks nothing.
 

@@ -20,11 +20,13 @@ growing cache, a tensor of another shape at every step, and each pass launched e
   states (one copy per row, computed at step 0) never move. ``select_index`` only records the parents of the rows;
   the next step reorders the self-attention states in place (``index_select``, then ``copy_`` into the same buffers).
 * **One graph per step on CUDA** (``GRAPHS``: None = on CUDA only). The first step after a search's prefix runs
-  eagerly (the warm-up CUDA graphs need), the second is captured once per pool entry with ``torch.cuda.CUDAGraph``
-  and every later step of every later search of that shape replays it: the reorder, the whole decoder pass and the
-  log-softmax as one launch. The graph reads fixed addresses: the weights (an update writes them in place off the
-  CPU: ``simpe.loop.undo.in_place``), the cache, the tokens and parents. Before each search the weights' addresses
-  and the modules' hooks are compared with those at the capture; where anything moved the graph is captured anew.
+  eagerly (the warm-up CUDA graphs need), the second is captured once per pool entry and beam size with
+  ``torch.cuda.CUDAGraph``, and every later step of every later search of that shape replays it: the reorder, the
+  whole decoder pass, the log-softmax and the search's decisions (``beam_device._Search.advance``, its state in
+  tensors the entry keeps: ``held``) as one launch. The graph reads fixed addresses: the weights (an update writes
+  them in place off the CPU: ``simpe.loop.undo.in_place``), the cache, the tokens and parents, the search's state.
+  Before each step the weights' addresses and the modules' hooks are compared with those at the capture; where
+  anything moved the graph is captured anew.
   A model with a forward hook of its own (an adaptation method's: ``bias``, ``knn``: Python a replay would skip) is
   not captured, nor is one whose capture fails (an operation CUDA graphs refuse): that entry's steps run eagerly,
   said once in the log. The loop's clock (``ModelTimer``) stands aside while a step is recorded; replays run no
