@@ -25,7 +25,7 @@ growing cache, a tensor of another shape at every step, and each pass launched e
   whole decoder pass, the log-softmax and the search's decisions (``beam_device._Search.advance``, its state in
   tensors the entry keeps: ``held``) as one launch. The graph reads fixed addresses: the weights (an update writes
   them in place off the CPU: ``simpe.loop.undo.in_place``), the cache, the tokens and parents, the search's state.
-  Before each step the weights' addresses and the modules' hooks are compared with those at the capture; where
+  Once per search the weights' addresses and the modules' hooks are compared with those at the capture; where
   anything moved the graph is captured anew.
   A model with a forward hook of its own (an adaptation method's: ``bias``, ``knn``: Python a replay would skip) is
   not captured, nor is one whose capture fails (an operation CUDA graphs refuse): that entry's steps run eagerly,
@@ -194,6 +194,7 @@ class StaticRows:
         self.src_bucket = bucket(max(s.src_len for s in sources))
         self.device = sources[0].device
         self.position = 0
+        self.signature: tuple | None = None  # the model's _signature, taken at the search's first replay
         self.entry = self._entry()
         self._start()
 
@@ -322,11 +323,20 @@ class StaticRows:
         needs."""
         entry = self.entry
         self.position += 1
-        if not graphs_enabled(self.device) or entry.refused is not None or not entry.warm:
+        if not graphs_enabled(self.device) or entry.refused is not None:
             body()
+            return
+        if not entry.warm:  # the warm-up, on a side stream as CUDA graphs ask (lazy setup of the libraries' handles)
+            stream = torch.cuda.Stream()
+            stream.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(stream):
+                body()
+            torch.cuda.current_stream().wait_stream(stream)
             entry.warm = True
             return
-        signature = _signature(self.model)
+        if self.signature is None:  # once per search: nothing moves the weights while a search runs
+            self.signature = _signature(self.model)
+        signature = self.signature
         if entry.graphs.get(beam_size) is None or entry.signatures.get(beam_size) != signature:
             hooked = _foreign_hook(self.model)
             if hooked is not None:  # a hook runs Python in every pass, which a replay would skip: eager steps

@@ -24,7 +24,7 @@ and replays:
   buckets, settings) after a warm-up repetition on a side stream, replayed from then on; the inputs are copied into
   the graph's own tensors first. As for decoding (``simpe.decoders.static``), a model with a forward hook of a
   method's own is not captured, a capture that fails falls back to eager repetitions (said once in the log), and the
-  weights' addresses are checked before each update.
+  weights' addresses are checked once per update.
 
 The record is the eager update's, field for field: the same repetitions, losses, perplexities and ``skipped`` texts.
 Its values equal the eager in-place update's (``simpe.loop.undo.in_place``: how a GPU steps) to float noise, which the
@@ -113,7 +113,8 @@ class _Runner:
         self.backups: list[list[torch.Tensor]] = [[], []]  # per parity, the weights before that parity's step
         self.graphs: list[Any] = [None, None]
         self.outputs: list[Any] = [None, None]
-        self.signature: tuple | None = None
+        self.signature: tuple | None = None  # at the capture
+        self.checked: tuple | None = None  # this update's (``load`` forgets it)
         self.warm = False
         self.refused: str | None = None
         self.first_checked = False  # the weights were checked finite in full once (update._sgd_step's bound then holds)
@@ -123,6 +124,7 @@ class _Runner:
     def load(self, pair: Any) -> None:
         """The pair's ids into the fixed-shape tensors (padding: 0 in the source and the decoder's input with their
         masks, -100 in the labels)."""
+        self.checked = None
         src_len, tgt_len = pair.input_ids.shape[1], pair.labels.shape[1]
         pad = self.model.config.pad_token_id or 0  # masked (the source) or after the last real position (the target)
         self.src.fill_(pad)
@@ -202,7 +204,9 @@ class _Runner:
         """``repetition`` as a replay of its graph where one is held or can be captured, else eagerly."""
         if not (torch.device(self.src.device).type == "cuda" and GRAPHS is not False) or self.refused is not None:
             return self.repetition(parity)
-        signature = _signature(self.model, self.targets())
+        if self.checked is None:  # once per update: nothing moves the weights while it runs
+            self.checked = _signature(self.model, self.targets())
+        signature = self.checked
         if self.graphs[parity] is None or self.signature != signature:
             if self.signature != signature:
                 self.graphs, self.outputs = [None, None], [None, None]
