@@ -373,13 +373,13 @@ def compare(before_rev: str) -> dict[str, str]:
     figures = json.loads(DATA.read_text(encoding="utf-8")).get("bench-launches", {}).get("figures", {})
     out: dict[str, str] = {}
     for key, after in figures.items():
-        if key.endswith(" (after)") and ", its graph replayed" in key:  # a projection against the plain before figure
-            base = key.replace(", its graph replayed", "").replace("(after)", "(before)")
+        if key.endswith(" (after)") and re.search(r", its graphs? replayed", key):  # a projection against the plain before
+            base = re.sub(r", its graphs? replayed", "", key).replace("(after)", "(before)")
             if base in figures:
                 b_launch = float(re.findall(r"([\d.]+) launches,", figures[base])[0])
                 a_launch = float(re.findall(r"^([\d.]+) launches", after)[0])
                 out[key.replace("(after)", "after / before")] = (
-                    f"launches {a_launch:.0f} / {b_launch:.0f} = {a_launch / b_launch:.2f} (as CUDA graph replays)")
+                    f"launches {a_launch:.0f} / {b_launch:.0f} = {a_launch / b_launch:.3f} (as CUDA graph replays)")
             continue
         if not key.endswith(" (after)") or key.replace("(after)", "(before)") not in figures:
             continue
