@@ -61,6 +61,7 @@ ON_DEVICE: bool | None = None  # None: on every device but the CPU; True / False
 GRAPHS: bool | None = None  # None: on CUDA; False: eager repetitions (the device check's "graphs off")
 POOL_SIZE = 4
 BOUND = 2.0 ** 100  # update._sgd_step: a step below it keeps finite weights finite
+MARGIN = 1e-3  # nats below log(ppl_threshold) from which the device steps (the host's rule decides: update())
 _SAID: set[tuple[int, str]] = set()  # (id(method), reason) said in the log already
 
 
@@ -111,6 +112,7 @@ class _Runner:
         self.allow = torch.zeros((), dtype=torch.bool, device=device)  # this repetition may step
         self.masters, self.low = masters, low
         self.backups: list[list[torch.Tensor]] = [[], []]  # per parity, the weights before that parity's step
+        self.present: list[list[int]] = [[], []]  # per parity, which parameters got a gradient (the backup's)
         self.graphs: list[Any] = [None, None]
         self.outputs: list[Any] = [None, None]
         self.signature: tuple | None = None  # at the capture
@@ -168,13 +170,16 @@ class _Runner:
             from simpe.loop.update import _clip_factors
 
             finite = torch.isfinite(norms).all()
-            threshold = math.log(cfg.ppl_threshold) if cfg.ppl_threshold > 0 else -math.inf
+            # a little below the threshold: the device steps wherever the host's rule (update._ppl(nll) <= threshold,
+            # in double) may step, and the host undoes a step its rule refuses; the decision never hangs on exp's last bit
+            threshold = math.log(cfg.ppl_threshold) - MARGIN if cfg.ppl_threshold > 0 else -math.inf
             go = self.allow & (nll.detach() > threshold) & torch.isfinite(loss.detach())
             factors = torch.where(go, _clip_factors(norms, cfg.clip_norm), 0.0)  # (tensors,) 0: θ stays as it is
             small = (norms * factors).amax() * cfg.lr < BOUND
             backup = self.backups[parity]
             if len(backup) != len(ts):
                 backup[:] = [torch.empty_like(t) for t in ts]
+            self.present[parity] = present
             if ts:
                 torch._foreach_copy_(backup, ts)
                 torch._foreach_mul_(gs, list(factors.unbind()))
@@ -193,7 +198,7 @@ class _Runner:
             targets = self.targets()
             backup = self.backups[parity]
             if backup:
-                torch._foreach_copy_(targets[: len(backup)] if len(backup) == len(targets) else targets, backup)
+                torch._foreach_copy_([targets[i] for i in self.present[parity]], backup)
             if self.masters is not None:
                 for p, t in zip(self.params, targets):
                     if p.data is not t and p.dtype != t.dtype:
@@ -310,8 +315,8 @@ def update(model: Any, method: Method, pair: Any, cfg: Any, params: list[torch.T
             record["loss_before"], record["ppl_before"] = nll, _ppl(nll)
         record["loss_after"], record["ppl_after"] = nll, _ppl(nll)
         if not may_step or _ppl(nll) <= cfg.ppl_threshold:
-            if not finite:  # no step was taken, but 0 times a non-finite gradient wrote NaN: put the weights back
-                runner.restore(parity)
+            if go or not finite:  # a step the host's rule refuses (just below the threshold: MARGIN), or 0 times a
+                runner.restore(parity)  # non-finite gradient (NaN): the weights as before
             break
         if not math.isfinite(nll if cfg.label_smoothing == 0 else loss):
             runner.restore(parity)

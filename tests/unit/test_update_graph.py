@@ -5,6 +5,7 @@ those tests are CUDA-marked."""
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import pytest
 import torch
@@ -215,3 +216,30 @@ def test_on_cuda_a_repetition_is_one_graph_replayed_and_equals_the_eager_repetit
         out[graphs] = records, {n: p.detach().clone() for n, p in method.trainable().items()}
     assert out[None][0] == out[False][0]
     assert all(torch.equal(out[None][1][n], w) for n, w in out[False][1].items())
+
+
+def test_a_threshold_just_above_the_pairs_perplexity_is_decided_by_the_hosts_rule(tiny_marian,
+                                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """The device steps from ``MARGIN`` nats below the threshold on, and the host's rule (``exp(nll) <= threshold`` in
+    double, the eager update's) decides: at a threshold 1e-5 above the pair's perplexity no step is kept, the weights
+    are those before, as in the eager update."""
+    from simpe.loop.update import pair_loss
+
+    model = tiny_marian(seed=3)
+    _, nll = pair_loss(model, PAIRS[1])
+    threshold = math.exp(nll) * (1 + 1e-5)
+    out = {}
+    for fixed in (False, True):
+        monkeypatch.setattr(undo, "IN_PLACE", True)
+        monkeypatch.setattr(update_graph, "ON_DEVICE", fixed)
+        update_graph.clear()
+        model = tiny_marian(seed=3)
+        method = METHODS.build("full")
+        cfg = defaults("update", lr=0.05, ppl_threshold=threshold)
+        method.attach(model, None, cfg)
+        before = {n: p.detach().clone() for n, p in method.trainable().items()}
+        record = update(model, method, PAIRS[1], cfg)
+        assert record["repetitions"] == 0 and record["skipped"] is None
+        assert all(torch.equal(p.detach(), before[n]) for n, p in method.trainable().items())
+        out[fixed] = record["ppl_before"]
+    assert out[True] == pytest.approx(out[False], rel=1e-6)
