@@ -34,14 +34,17 @@ growing cache, a tensor of another shape at every step, and each pass launched e
 
 Where it applies (``usable``): an encoder-decoder family whose attention reads transformers' cache layers and masks
 (``cross.FAMILIES``: Marian, mBART-50, M2M100/NLLB) running ``sdpa``, a plain model (no stacked run axis: its rows are
-several runs' blocks, which the pool would have to key on), and ``STATIC`` (None = on every device but the CPU; the
-tests force it on the CPU). Elsewhere, and for a causal LM (left-padded prompts of different lengths), ``beam_device``
-runs on ``Lockstep``. Padding changes what the kernels sum over, not what they compute: the records equal the
-dynamic path's to float noise (tests/unit/test_static_decoding.py), and the CPU's records are unchanged (off there).
+several runs' blocks, which the pool would have to key on), a transformers whose static cache keeps its position on
+the device (``supported``: 5.x), and ``STATIC`` (None = on every device but the CPU; the tests force it on the CPU).
+Elsewhere, and for a causal LM (left-padded prompts of different lengths), ``beam_device`` runs on ``Lockstep``.
+Padding changes what the kernels sum over, not what they compute: in float32 the records equal the dynamic path's to
+float noise, in bfloat16 a step moves by the logits' last bit (tests/unit/test_static_decoding.py); the CPU's records
+are unchanged (off there).
 """
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import weakref
 from collections import OrderedDict
@@ -80,12 +83,24 @@ def graphs_enabled(device: Any) -> bool:
     return torch.device(device or "cpu").type == "cuda" and GRAPHS is not False
 
 
+@functools.cache
+def supported() -> bool:
+    """Whether this transformers' static cache layer keeps its position counter on the device (``cumulative_length``,
+    transformers 5): transformers 4's takes each pass's positions from the caller (``cache_position``), which the
+    families' forwards here do not pass."""
+    try:
+        from transformers.cache_utils import StaticLayer
+    except ImportError:
+        return False
+    return hasattr(StaticLayer(max_cache_len=1), "cumulative_length")
+
+
 def usable(model: Any, sources: list[Source]) -> bool:
     """Whether ``StaticRows`` can run these sources on ``model`` (see the module docstring)."""
     from simpe.models.stacked import StackedModel
 
     family = family_of(model)
-    return (enabled(sources[0].device) and family.encoder_decoder and cross.usable(model, family)
+    return (enabled(sources[0].device) and supported() and family.encoder_decoder and cross.usable(model, family)
             and not isinstance(model, StackedModel) and len({len(s.prefix) for s in sources}) == 1)
 
 

@@ -26,6 +26,7 @@ from simpe.ties import SCORE_ATOL, tied
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tests" / "unit"))
+STATIC = pytest.mark.skipif(not static.supported(), reason="transformers 4's static cache takes positions from the caller")
 from test_beam_device import DEV, _model, _Reads, _same  # noqa: E402
 
 
@@ -51,6 +52,7 @@ def test_buckets() -> None:
         [16, 16, 32, 32, 64, 256, 256, 512, 1024, 2048, 3072]
 
 
+@STATIC
 @pytest.mark.parametrize("group", [1, 3])
 def test_the_static_path_decodes_as_the_dynamic_path(group: int, one_torch_thread: None,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
@@ -75,6 +77,7 @@ def test_the_static_path_decodes_as_the_dynamic_path(group: int, one_torch_threa
     print(dtype, group, "largest score difference", worst)
 
 
+@STATIC
 @pytest.mark.parametrize("dtype,bound", [("float32", 1e-5), ("bfloat16", 2.0 ** -6)])
 def test_each_step_computes_the_dynamic_steps_log_probabilities(dtype: str, bound: float, one_torch_thread: None) -> None:
     """The same tokens fed to both (the dynamic path's greedy choice), 24 dev sentences: each step's finite
@@ -104,6 +107,7 @@ def test_each_step_computes_the_dynamic_steps_log_probabilities(dtype: str, boun
     assert worst <= bound
 
 
+@STATIC
 def test_a_static_step_reads_nothing_back_and_its_buffers_keep_their_addresses(one_torch_thread: None) -> None:
     """Three padded sources: between one pass and the next only the stop check reads the host (as on the dynamic device
     path), and two searches of one shape use one pool entry whose cache, tokens, parents and cross-attention states
@@ -163,7 +167,7 @@ def test_every_family_searches_the_same_on_fixed_shapes(kind: str, one_torch_thr
             host = beam_search_many(model, sources, 3, even=True)
             window[0] = -1
             with static.forced(True), reads, reads.aten:
-                assert static.usable(model, sources) is (kind in ("marian", "mbart", "m2m100"))
+                assert static.usable(model, sources) is (kind in ("marian", "mbart", "m2m100") and static.supported())
                 fixed = beam_device.search(model, sources, 3)
     finally:
         hook.remove()
@@ -191,6 +195,7 @@ def test_where_fixed_shapes_apply() -> None:
 CUDA = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device (torch.cuda.is_available() is False)")
 
 
+@STATIC
 @pytest.mark.cuda
 @CUDA
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
@@ -214,6 +219,7 @@ def test_on_cuda_the_step_is_one_graph_and_decides_as_the_eager_step(dtype: str,
             assert all(abs(x.score - y.score) <= 1e-4 * max(1.0, abs(x.score)) for x, y in zip(a.hypotheses, b.hypotheses))
 
 
+@STATIC
 @pytest.mark.cuda
 @CUDA
 def test_on_cuda_a_graph_reads_weights_written_in_place_and_is_captured_anew_when_they_move(one_torch_thread: None) -> None:
