@@ -195,10 +195,11 @@ def clear() -> None:
 class StaticRows:
     """``Lockstep``'s part in ``beam_device.search`` on fixed shapes: ``width`` rows per source from step 0 on.
 
-    ``step(None)`` feeds every row its source's prefix (eager: a search's first pass); ``select_index`` records each
-    row's parent; ``step(tokens)`` reorders the self-attention states by the parents and feeds one token per row,
-    as a graph replay where one is captured. Returns (rows, vocab) float32 log-probabilities, which the caller may
-    mask in place (a replay writes them anew)."""
+    ``step(None)`` feeds every row its source's prefix (a search's first pass); ``select_index`` records each row's
+    parent and ``feed`` the next tokens; ``pass_`` reorders the self-attention states by the parents and feeds one
+    token per row; ``step(tokens)`` is ``feed`` then ``pass_``. Each returns (rows, vocab) float32 log-probabilities,
+    which the caller may mask in place. ``run(body, beam_size)`` runs a search's whole later step (``pass_`` and its
+    decisions) eagerly, or as a replay of its CUDA graph."""
 
     def __init__(self, model: Any, sources: list[Source], width: int) -> None:  # width: rows per source
         self.model, self.sources, self.width = model, sources, width
