@@ -33,10 +33,13 @@ growing cache, a tensor of another shape at every step, and each pass launched e
   hook, so a record's ``translate_model`` seconds then count the eager passes only.
 
 Where it applies (``usable``): an encoder-decoder family whose attention reads transformers' cache layers and masks
-(``cross.FAMILIES``: Marian, mBART-50, M2M100/NLLB) running ``sdpa``, a plain model (no stacked run axis: its rows are
-several runs' blocks, which the pool would have to key on), a transformers whose static cache keeps its position on
-the device (``supported``: 5.x), and ``STATIC`` (None = on every device but the CPU; the tests force it on the CPU).
-Elsewhere, and for a causal LM (left-padded prompts of different lengths), ``beam_device`` runs on ``Lockstep``.
+(``cross.FAMILIES``: Marian, mBART-50, M2M100/NLLB) or a causal LM (Llama, Qwen2: the prompt is the prefix, its
+positions and causal mask come from the cache's counter), running ``sdpa``; sources whose prefixes have one length
+(a causal LM's prompts of different lengths in one search would need per-row positions: those keep the dynamic path;
+the loop translates one segment at a time); a plain model (no stacked run axis: its rows are several runs' blocks,
+which the pool would have to key on); a transformers whose static cache keeps its position on the device
+(``supported``: 5.x); and ``STATIC`` (None = on every device but the CPU; the tests force it on the CPU). Elsewhere
+``beam_device`` runs on ``Lockstep``.
 Padding changes what the kernels sum over, not what they compute: in float32 the records equal the dynamic path's to
 float noise, in bfloat16 a step moves by the logits' last bit (tests/unit/test_static_decoding.py); the CPU's records
 are unchanged (off there).
@@ -95,12 +98,20 @@ def supported() -> bool:
     return hasattr(StaticLayer(max_cache_len=1), "cumulative_length")
 
 
+def _attention_known(model: Any, family: Any) -> bool:
+    """An encoder-decoder whose attention reads transformers' cache layers and masks (``cross.usable``), or a causal LM
+    running ``sdpa`` (its positions and causal mask come from the cache's counter)."""
+    if family.encoder_decoder:
+        return cross.usable(model, family)
+    return getattr(model.config, "_attn_implementation", None) == "sdpa" and cross._registered()
+
+
 def usable(model: Any, sources: list[Source]) -> bool:
     """Whether ``StaticRows`` can run these sources on ``model`` (see the module docstring)."""
     from simpe.models.stacked import StackedModel
 
     family = family_of(model)
-    return (enabled(sources[0].device) and supported() and family.encoder_decoder and cross.usable(model, family)
+    return (enabled(sources[0].device) and supported() and _attention_known(model, family)
             and not isinstance(model, StackedModel) and len({len(s.prefix) for s in sources}) == 1)
 
 
@@ -168,12 +179,12 @@ def _positions_unchecked(model: Any, positions: int) -> Any:
 class _Entry:
     """One pool entry: the fixed-shape tensors of (rows, bucket, source bucket), and the step's graph once captured."""
 
-    cache: Any  # EncoderDecoderCache(StaticCache, DynamicCache over cross_keys / cross_values)
+    cache: Any  # EncoderDecoderCache(StaticCache, DynamicCache over cross_keys / cross_values); a causal LM's StaticCache
     tokens: torch.Tensor  # (rows, 1) the tokens a step feeds
     parents: torch.Tensor  # (rows,) the row each row continues (the reorder a step starts with)
     self_mask: torch.Tensor  # (rows, bucket) ones: the causal mask does the rest
-    src_mask: torch.Tensor  # (rows, source bucket) 1 on a row's source positions
-    hidden: torch.Tensor  # (rows, source bucket, d_model) encoder states, zero after a source's end
+    src_mask: torch.Tensor | None  # (rows, source bucket) 1 on a row's source positions (None: a causal LM)
+    hidden: torch.Tensor | None  # (rows, source bucket, d_model) encoder states, zero after a source's end
     cross_keys: list[torch.Tensor] = field(default_factory=list)  # per layer (rows, heads, source bucket, head_dim)
     cross_values: list[torch.Tensor] = field(default_factory=list)
     held: dict[int, dict[str, torch.Tensor]] = field(default_factory=dict)  # per beam size, the search's state
@@ -207,7 +218,8 @@ class StaticRows:
         self.rows = len(sources) * width
         self.prefix = len(sources[0].prefix)
         self.bucket = bucket(self.prefix + max(s.max_len for s in sources))
-        self.src_bucket = bucket(max(s.src_len for s in sources))
+        self.encoder_decoder = self.family.encoder_decoder
+        self.src_bucket = bucket(max(s.src_len for s in sources)) if self.encoder_decoder else 0
         self.device = sources[0].device
         self.position = 0
         self.signature: tuple | None = None  # the model's _signature, taken at the search's first replay
@@ -224,14 +236,19 @@ class StaticRows:
             return held[1]
         from transformers.cache_utils import DynamicCache, EncoderDecoderCache, StaticCache
 
-        rows, d_model = self.rows, self.sources[0].hidden.shape[-1]
+        rows = self.rows
+        own = StaticCache(config=self.model.config, max_cache_len=self.bucket)
+        src_mask = hidden = None
+        if self.encoder_decoder:
+            d_model = self.sources[0].hidden.shape[-1]
+            src_mask = torch.zeros((rows, self.src_bucket), dtype=torch.long, device=self.device)
+            hidden = torch.zeros((rows, self.src_bucket, d_model), dtype=self.sources[0].hidden.dtype, device=self.device)
         entry = _Entry(
-            cache=EncoderDecoderCache(StaticCache(config=self.model.config, max_cache_len=self.bucket), DynamicCache()),
+            cache=EncoderDecoderCache(own, DynamicCache()) if self.encoder_decoder else own,
             tokens=torch.zeros((rows, 1), dtype=torch.long, device=self.device),
             parents=torch.arange(rows, device=self.device),
             self_mask=torch.ones((rows, self.bucket), dtype=torch.long, device=self.device),
-            src_mask=torch.zeros((rows, self.src_bucket), dtype=torch.long, device=self.device),
-            hidden=torch.zeros((rows, self.src_bucket, d_model), dtype=self.sources[0].hidden.dtype, device=self.device))
+            src_mask=src_mask, hidden=hidden)
         _POOL[key] = (weakref.ref(self.model), entry)
         while len(_POOL) > POOL_SIZE:
             _POOL.popitem(last=False)
@@ -240,13 +257,14 @@ class StaticRows:
     def _start(self) -> None:
         """A search's start on the entry: the sources' states and masks written into its buffers, the cache emptied."""
         entry = self.entry
-        entry.hidden.zero_()
-        entry.src_mask.zero_()
-        for i, source in enumerate(self.sources):
-            block = slice(i * self.width, (i + 1) * self.width)
-            entry.hidden[block, : source.src_len] = source.hidden[0]
-            entry.src_mask[block, : source.src_len] = 1
-        for layer in entry.cache.self_attention_cache.layers:
+        if self.encoder_decoder:
+            entry.hidden.zero_()
+            entry.src_mask.zero_()
+            for i, source in enumerate(self.sources):
+                block = slice(i * self.width, (i + 1) * self.width)
+                entry.hidden[block, : source.src_len] = source.hidden[0]
+                entry.src_mask[block, : source.src_len] = 1
+        for layer in self._own().layers:
             if layer.is_initialized:
                 layer.keys.zero_()
                 layer.values.zero_()
@@ -284,6 +302,10 @@ class StaticRows:
         entry = self.entry
         fed = torch.tensor([list(s.prefix) for s in self.sources for _ in range(self.width)], dtype=torch.long,
                            device=self.device)  # (rows, prefix)
+        if not self.encoder_decoder:  # a causal LM: the prompt fills the cache's first positions, nothing else to keep
+            logits, cache = self._forward(fed)
+            assert cache is entry.cache
+            return log_softmax_(logits)
         cache = entry.cache
         own = cache.self_attention_cache
         # the cross-attention is computed afresh by this pass: a cross cache of no layers, marked as not computed
@@ -310,11 +332,15 @@ class StaticRows:
         """One pass after the prefix: the self-attention states reordered by the parents in place, then the decoder on
         the entry's tokens; (rows, vocab) log-probabilities. Reads nothing back."""
         entry = self.entry
-        for layer in entry.cache.self_attention_cache.layers:
+        for layer in self._own().layers:
             layer.keys.copy_(layer.keys.index_select(0, entry.parents))
             layer.values.copy_(layer.values.index_select(0, entry.parents))
         logits, _ = self._forward(entry.tokens)
         return log_softmax_(logits)
+
+    def _own(self) -> Any:
+        """The self-attention part of the entry's cache (a causal LM's whole cache)."""
+        return self.entry.cache.self_attention_cache if self.encoder_decoder else self.entry.cache
 
     def _forward(self, tokens: torch.Tensor) -> tuple[torch.Tensor, Any]:
         """The family's ``forward`` (``model(...)`` itself) on the entry's cache and masks, with the token ids as they
@@ -326,6 +352,11 @@ class StaticRows:
         from simpe.models.base import cache_keyword, returned_cache
 
         entry = self.entry
+        if not self.encoder_decoder:  # positions and the causal mask from the cache's counter; no padding to mask
+            with cross.known_masks(self.model, False, False, static=True):
+                out = self.model(input_ids=tokens, **{cache_keyword(self.model): entry.cache}, use_cache=True,
+                                 return_dict=True, logits_to_keep=1)
+            return out.logits[:, -1, :], returned_cache(out)
         with cross.known_masks(self.model, False, True, static=True), _positions_unchecked(self.model, self.bucket):
             out = self.model(decoder_input_ids=tokens, encoder_outputs=BaseModelOutput(last_hidden_state=entry.hidden),
                              attention_mask=entry.src_mask, decoder_attention_mask=entry.self_mask,

@@ -148,36 +148,47 @@ def test_a_static_step_reads_nothing_back_and_its_buffers_keep_their_addresses(o
     assert addresses[0] == addresses[1] and len(addresses[0]) > 8
 
 
-@pytest.mark.parametrize("kind", ["marian", "mbart", "m2m100", "t5", "llama"])
+@pytest.mark.parametrize("kind", ["marian", "mbart", "m2m100", "t5", "llama", "qwen2"])
 def test_every_family_searches_the_same_on_fixed_shapes(kind: str, one_torch_thread: None) -> None:
-    """Tiny random models of each family, three sources of different lengths: the encoder-decoder families whose attention
-    reads transformers' cache (Marian, mBART, M2M100) run on fixed shapes and give the host path's results to the tie
-    tolerance, reading back only the stop check; T5 (its position bias) and a causal LM (prompts of different lengths)
-    keep the dynamic path."""
+    """Tiny random models of each family: the encoder-decoders whose attention reads transformers' cache (Marian,
+    mBART, M2M100) search three sources of different lengths in lockstep on fixed shapes, a causal LM (Llama, Qwen2)
+    each prompt alone (prompts of different lengths in one search keep the dynamic path); each gives the host path's
+    results to the tie tolerance, reading back only the stop check between two passes. T5 (its position bias) keeps
+    the dynamic path."""
     from test_cross import _model as family_model_and_sources
 
     model, ids = family_model_and_sources(kind)
+    causal = kind in ("llama", "qwen2")
     decoder = BeamDecoder(3, max_len_a=0.0, max_len_b=9, max_len_cap=9)
     window = [-1]
     hook = model.register_forward_pre_hook(lambda *_: window.__setitem__(0, window[0] + 1))
     reads = _Reads(window)
+    searched = 0
     try:
         with decoding(model):
-            sources = [encode(model, source, decoder.limit) for source in ids]
-            host = beam_search_many(model, sources, 3, even=True)
-            window[0] = -1
-            with static.forced(True), reads, reads.aten:
-                assert static.usable(model, sources) is (kind in ("marian", "mbart", "m2m100") and static.supported())
-                fixed = beam_device.search(model, sources, 3)
+            for group in ([[source] for source in ids] if causal else [ids]):
+                sources = [encode(model, source, decoder.limit) for source in group]
+                host = beam_search_many(model, sources, 3, even=True)
+                window[0] = -1
+                reads.found.clear()
+                with static.forced(True), reads, reads.aten:
+                    assert static.usable(model, sources) is (kind != "t5" and static.supported())
+                    fixed = beam_device.search(model, sources, 3)
+                passes = window[0] + 1
+                inside = [(step, what, where) for step, what, where in reads.found if 0 <= step < passes - 1]
+                assert [step for step, _, _ in inside] == list(range(beam_device.CHECK_EVERY - 1, passes - 1, beam_device.CHECK_EVERY))
+                assert {where.split(":")[0] for _, _, where in inside} <= {"beam_device.py"}, inside
+                for (hyps, expansions, steps), (host_hyps, host_expansions, host_steps) in zip(fixed, host):
+                    assert [h.tokens for h in hyps] == [h.tokens for h in host_hyps]
+                    assert (expansions, steps) == (host_expansions, host_steps)
+                    assert all(tied(a.score, b.score, SCORE_ATOL) for a, b in zip(hyps, host_hyps))
+                    searched += 1
     finally:
         hook.remove()
-    passes = window[0] + 1  # M2M100's position table no longer reads the position counter back (_positions_unchecked)
-    inside = [(step, what, where) for step, what, where in reads.found if 0 <= step < passes - 1]
-    assert [step for step, _, _ in inside] == list(range(beam_device.CHECK_EVERY - 1, passes - 1, beam_device.CHECK_EVERY))
-    assert {where.split(":")[0] for _, _, where in inside} <= {"beam_device.py"}, inside
-    for (hyps, expansions, steps), (host_hyps, host_expansions, host_steps) in zip(fixed, host):
-        assert [h.tokens for h in hyps] == [h.tokens for h in host_hyps] and (expansions, steps) == (host_expansions, host_steps)
-        assert all(tied(a.score, b.score, SCORE_ATOL) for a, b in zip(hyps, host_hyps))
+    assert searched == 3
+    if causal:  # three prompts of different lengths in one search: the dynamic path
+        with decoding(model), static.forced(True):
+            assert not static.usable(model, [encode(model, source, decoder.limit) for source in ids])
 
 
 def test_where_fixed_shapes_apply() -> None:
