@@ -7,7 +7,8 @@ Here one repetition is one function of fixed-shape tensors (``_Runner.repetition
 and replays:
 
 * **The pair padded to a bucket** (``simpe.decoders.static.bucket``): the source's ids into a (1, source bucket) block
-  with its mask, the target into (1, target bucket) labels with -100 after its end (the loss skips them; the decoder's
+  with its mask (a causal LM: prompt and target into one sequence's bucket), the target into (1, target bucket)
+  labels with -100 after its end (the loss skips them; the decoder's
   causal mask keeps the real positions from seeing them). The encoder then sums over more positions with weight 0:
   float noise, no other change (tests/unit/test_update_graph.py).
 * **The whole repetition on the device**: the loss and the NLL, the backward pass, each gradient's float32 norm and
@@ -33,10 +34,12 @@ after it), where the eager update stops after the forward pass.
 
 Where it applies (``reason``, None when it does): plain SGD (``Method.step`` not overridden: ``lasso``'s budget reads
 its norms on the host), no pairs beside the segment's (``replay``, a warm start's batches, ``tune-retrieve``), no loss
-term, penalty or segment term (``ewc``, ``prefer``), no dropout, no checkpointing, the weights written in place, an
-encoder-decoder family whose masks ``simpe.decoders.cross.known_masks`` says (Marian, mBART-50, M2M100/NLLB), no
-stacked run axis, and ``ON_DEVICE`` (None = on every device but the CPU; the tests force it on the CPU). Elsewhere the
-eager update runs; a run whose method cannot use it on a GPU says why in its log, once.
+term, penalty or segment term (``ewc``, ``prefer``), no dropout, no checkpointing, the weights written in place, a
+family whose masks ``simpe.decoders.cross.known_masks`` says (Marian, mBART-50, M2M100/NLLB; a causal LM, Llama or
+Qwen2, whose pair is its prompt and target in one sequence, scored at the target's positions: the base model's
+states gathered there, then the output projection), no stacked run axis, and ``ON_DEVICE`` (None = on every device
+but the CPU; the tests force it on the CPU). Elsewhere the eager update runs; a run whose method cannot use it on a
+GPU says why in its log, once.
 """
 from __future__ import annotations
 
@@ -84,8 +87,8 @@ def reason(model: Any, method: Method, cfg: Any, extra: list, composed: bool, pe
         return "the step's loss holds more than the segment's pair (replayed pairs, a penalty or a segment term)"
     if cfg.dropout > 0 or cfg.checkpointing:
         return "update.dropout or update.checkpointing is set"
-    if not family.encoder_decoder or not cross.usable(model, family) or isinstance(model, StackedModel):
-        return f"the {family.name} family's masks are not said here (a causal LM, T5, another attention)"
+    if isinstance(model, StackedModel) or not static._attention_known(model, family):
+        return f"the {family.name} family's masks are not said here (T5, another attention than sdpa)"
     if not in_place(params[0].device):
         return "the weights are not written in place"
     return None
@@ -101,14 +104,18 @@ class _Runner:
 
     def __init__(self, model: Any, method: Method, params: list[torch.Tensor], src_bucket: int, tgt_bucket: int,
                  cfg: Any, masters: MasterCopies | None, low: list[torch.Tensor]) -> None:
+        """``src_bucket``: the source's (an encoder-decoder) or the whole sequence's (a causal LM: prompt and target)
+        positions; ``tgt_bucket``: the target's."""
         self.model, self.method, self.params, self.cfg = model, method, params, cfg
         self.family = family_of(model)
-        self.prefix = len(self.family.prefix)
+        self.causal = not self.family.encoder_decoder
+        self.prefix = 0 if self.causal else len(self.family.prefix)
         device = params[0].device
-        self.src = torch.zeros((1, src_bucket), dtype=torch.long, device=device)
+        self.src = torch.zeros((1, src_bucket), dtype=torch.long, device=device)  # a causal LM: prompt, target, padding
         self.src_mask = torch.zeros_like(self.src)
         self.decoder_ids = torch.zeros((1, self.prefix + tgt_bucket - 1), dtype=torch.long, device=device)
         self.labels = torch.full((1, tgt_bucket), -100, dtype=torch.long, device=device)
+        self.take = torch.zeros(tgt_bucket, dtype=torch.long, device=device)  # a causal LM: the positions scored
         self.allow = torch.zeros((), dtype=torch.bool, device=device)  # this repetition may step
         self.masters, self.low = masters, low
         self.backups: list[list[torch.Tensor]] = [[], []]  # per parity, the weights before that parity's step
@@ -135,6 +142,12 @@ class _Runner:
         self.src_mask[:, :src_len] = 1
         self.labels.fill_(-100)
         self.labels[:, :tgt_len] = pair.labels
+        if self.causal:  # the prompt, then the target but its last token: position P - 1 + t predicts target token t
+            self.src[:, src_len: src_len + tgt_len - 1] = pair.labels[:, :-1]
+            self.src_mask.fill_(1)  # nothing to mask (the padding comes after every position scored); said, not checked
+            self.take.zero_()
+            self.take[:tgt_len] = torch.arange(src_len - 1, src_len + tgt_len - 1, device=self.take.device)
+            return
         self.decoder_ids.fill_(pad)
         self.decoder_ids[:, : self.prefix] = torch.tensor(self.family.prefix, dtype=torch.long, device=self.src.device)
         self.decoder_ids[:, self.prefix: self.prefix + tgt_len - 1] = pair.labels[:, :-1]
@@ -151,9 +164,14 @@ class _Runner:
         """One repetition on the device (see the module docstring); returns a (5,) float32 tensor: the NLL, the loss,
         ``go``, every gradient finite, the step below ``BOUND``. Reads nothing back."""
         cfg = self.cfg
-        with cross.known_masks(self.model, False, True), torch.enable_grad():
-            logits = self.model(input_ids=self.src, attention_mask=self.src_mask, decoder_input_ids=self.decoder_ids,
-                                use_cache=False).logits[:, self.prefix - 1:]  # (1, tgt_bucket, vocab)
+        with cross.known_masks(self.model, False, not self.causal), torch.enable_grad():
+            if self.causal:  # the base model's states at the scored positions, then the output projection
+                base = getattr(self.model, self.model.base_model_prefix)
+                states = base(input_ids=self.src, attention_mask=self.src_mask, use_cache=False).last_hidden_state
+                logits = self.family.output_projection(self.model)(states.index_select(1, self.take))  # (1, tgt_bucket, vocab)
+            else:
+                logits = self.model(input_ids=self.src, attention_mask=self.src_mask, decoder_input_ids=self.decoder_ids,
+                                    use_cache=False).logits[:, self.prefix - 1:]  # (1, tgt_bucket, vocab)
             flat = logits.reshape(-1, logits.shape[-1]).float()  # (tgt_bucket, vocab)
             nll = torch.nn.functional.cross_entropy(flat, self.labels.view(-1))  # () mean over the real positions
             loss = nll if cfg.label_smoothing == 0 else torch.nn.functional.cross_entropy(
@@ -260,7 +278,9 @@ def _runner(model: Any, method: Method, params: list[torch.Tensor], pair: Any, c
     def size(length: int, extra: int = 0) -> int:
         return static.bucket(length) if static.bucket(length) + extra <= limit else length
 
-    key = (id(model), id(method), size(pair.input_ids.shape[1]), size(pair.labels.shape[1], len(family_of(model).prefix)),
+    family = family_of(model)
+    sequence = pair.input_ids.shape[1] + (pair.labels.shape[1] - 1 if not family.encoder_decoder else 0)
+    key = (id(model), id(method), size(sequence), size(pair.labels.shape[1], len(family.prefix) if family.encoder_decoder else 0),
            cfg.lr, cfg.clip_norm, cfg.ppl_threshold, cfg.label_smoothing, tuple(id(p) for p in params))
     held = _POOL.get(key)
     if held is not None and held[0]() is method:
