@@ -284,7 +284,9 @@ def beam_on_host() -> Iterator[bool]:
 
 
 def _mark_forward(model: Any) -> None:
-    """A profiler range ``phase::forward`` around each call of the model's forward."""
+    """A profiler range ``phase::forward`` around each call of the model's forward, and of its base model's and output
+    projection's (a causal LM's fixed-shape update calls those two itself: ``simpe.loop.update_graph``; nested
+    ranges count once)."""
     import torch
 
     open_ranges: list[Any] = []
@@ -297,8 +299,12 @@ def _mark_forward(model: Any) -> None:
     def leave(*_: Any) -> None:
         open_ranges.pop().__exit__(None, None, None)
 
-    model.register_forward_pre_hook(enter)
-    model.register_forward_hook(leave)
+    from simpe.models import family_of
+
+    for module in (model, getattr(model, model.base_model_prefix, None), family_of(model).output_projection(model)):
+        if module is not None:
+            module.register_forward_pre_hook(enter)
+            module.register_forward_hook(leave)
 
 
 def measure(shape: str, dtype: str, folder: Path, runs: Path, segment: bool) -> dict[str, Any]:
