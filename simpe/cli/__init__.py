@@ -13,7 +13,7 @@ import argparse
 import sys
 from typing import NoReturn
 
-from simpe import log
+from simpe import fastpaths, log
 from simpe.cli.common import DeprecatedFlag, add_old_command, deprecated
 from simpe.cli.data import add_corpus, add_train_demo_model
 from simpe.cli.measure import add_rank, add_score, add_sensitivity
@@ -89,6 +89,7 @@ def main(argv: list[str] | None = None) -> int:
         deprecated(args.command, args.deprecated_command)
     log.setup(args.verbose)
     try:
+        fastpaths.check()  # SIMPE_FIXED_SHAPES / SIMPE_CUDA_GRAPHS: on or off, said before anything loads
         args.func(args)
     except SimpeError as err:
         print(f"simpe: error: {err}", file=sys.stderr)

@@ -56,14 +56,15 @@ from typing import Any
 
 import torch
 
+from simpe import fastpaths
 from simpe.decoders import cross
 from simpe.decoders.incremental import Source, log_softmax_
 from simpe.models import family_of
 
 log = logging.getLogger(__name__)
 
-STATIC: bool | None = None  # None: on every device but the CPU; True / False: forced (the tests force it on the CPU)
-GRAPHS: bool | None = None  # None: on CUDA; False: eager steps on the static cache (the device check's "graphs off")
+STATIC: bool | None = None  # None: off the CPU, unless SIMPE_FIXED_SHAPES=off; True / False: forced (tests)
+GRAPHS: bool | None = None  # None: on CUDA, unless SIMPE_CUDA_GRAPHS=off; False: eager steps (the device check's "off")
 BUCKETS = (16, 32, 64, 128, 256, 512, 1024)  # positions; beyond the last, multiples of it
 POOL_SIZE = 4  # pool entries kept (each holds a cache of rows x bucket positions per layer)
 
@@ -77,13 +78,19 @@ def bucket(length: int) -> int:
 
 
 def enabled(device: Any) -> bool:
-    """Whether searches on ``device`` use fixed shapes: ``STATIC`` when set, else off the CPU only."""
-    return torch.device(device or "cpu").type != "cpu" if STATIC is None else STATIC
+    """Whether searches on ``device`` use fixed shapes: ``STATIC`` when set, else off the CPU unless
+    ``SIMPE_FIXED_SHAPES=off`` (``simpe.fastpaths``)."""
+    if STATIC is not None:
+        return STATIC
+    return torch.device(device or "cpu").type != "cpu" and fastpaths.switch(fastpaths.FIXED_SHAPES)
 
 
 def graphs_enabled(device: Any) -> bool:
-    """Whether the step is captured as a CUDA graph on ``device``: only on CUDA, and not where ``GRAPHS`` is False."""
-    return torch.device(device or "cpu").type == "cuda" and GRAPHS is not False
+    """Whether the step is captured as a CUDA graph on ``device``: only on CUDA, and not where ``GRAPHS`` is False or
+    ``SIMPE_CUDA_GRAPHS=off`` (``GRAPHS`` True overrides the variable)."""
+    if torch.device(device or "cpu").type != "cuda" or GRAPHS is False:
+        return False
+    return GRAPHS is True or fastpaths.switch(fastpaths.CUDA_GRAPHS)
 
 
 @functools.cache

@@ -52,6 +52,7 @@ from typing import Any
 
 import torch
 
+from simpe import fastpaths
 from simpe.decoders import cross, static
 from simpe.loop.masters import MasterCopies, as_float32, master_copies
 from simpe.loop.undo import in_place
@@ -60,8 +61,8 @@ from simpe.models import family_of
 
 log = logging.getLogger(__name__)
 
-ON_DEVICE: bool | None = None  # None: on every device but the CPU; True / False: forced
-GRAPHS: bool | None = None  # None: on CUDA; False: eager repetitions (the device check's "graphs off")
+ON_DEVICE: bool | None = None  # None: off the CPU, unless SIMPE_FIXED_SHAPES=off; True / False: forced
+GRAPHS: bool | None = None  # None: on CUDA, unless SIMPE_CUDA_GRAPHS=off; False: eager repetitions (the device check's)
 POOL_SIZE = 4
 BOUND = 2.0 ** 100  # update._sgd_step: a step below it keeps finite weights finite
 MARGIN = 1e-3  # nats below log(ppl_threshold) from which the device steps (the host's rule decides: update())
@@ -69,8 +70,18 @@ _SAID: set[tuple[int, str]] = set()  # (id(method), reason) said in the log alre
 
 
 def enabled(device: Any) -> bool:
-    """Whether updates on ``device`` take this path: ``ON_DEVICE`` when set, else off the CPU only."""
-    return torch.device(device).type != "cpu" if ON_DEVICE is None else ON_DEVICE
+    """Whether updates on ``device`` take this path: ``ON_DEVICE`` when set, else off the CPU unless
+    ``SIMPE_FIXED_SHAPES=off`` (``simpe.fastpaths``)."""
+    if ON_DEVICE is not None:
+        return ON_DEVICE
+    return torch.device(device).type != "cpu" and fastpaths.switch(fastpaths.FIXED_SHAPES)
+
+
+def graphs_enabled(device: Any) -> bool:
+    """Whether a repetition is captured as a CUDA graph on ``device`` (as ``static.graphs_enabled``, with ``GRAPHS``)."""
+    if torch.device(device).type != "cuda" or GRAPHS is False:
+        return False
+    return GRAPHS is True or fastpaths.switch(fastpaths.CUDA_GRAPHS)
 
 
 def reason(model: Any, method: Method, cfg: Any, extra: list, composed: bool, penalized: bool, segmented: bool,
@@ -225,7 +236,7 @@ class _Runner:
     # ------------------------------------------------------------------ graphs
     def run(self, parity: int) -> torch.Tensor:
         """``repetition`` as a replay of its graph where one is held or can be captured, else eagerly."""
-        if not (torch.device(self.src.device).type == "cuda" and GRAPHS is not False) or self.refused is not None:
+        if not graphs_enabled(self.src.device) or self.refused is not None:
             return self.repetition(parity)
         if self.checked is None:  # once per update: nothing moves the weights while it runs
             self.checked = _signature(self.model, self.targets())

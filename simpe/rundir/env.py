@@ -10,6 +10,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from simpe import fastpaths
 from simpe.paths import REPO_ROOT
 
 # unbabel-comet runs in its own environment: its version is in each COMET signature (simpe.metrics.comet)
@@ -40,6 +41,9 @@ def environment(device: Any) -> dict[str, Any]:
         # the CPU kernel set torch dispatches (AVX512, AVX2, DEFAULT...; ATEN_CPU_CAPABILITY overrides it):
         # floats differ in their last bits between kernel sets (docs/reproducibility.md)
         "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+        # the GPU's fast paths in effect on this device (simpe.fastpaths): fixed shapes move a GPU's floats by the
+        # padding's noise; CUDA graphs replay the same kernels
+        **fastpaths.in_effect(torch.device(device or "cpu").type),
         "cpu": _cpu_model(),
         "git_commit": commit, "git_dirty": dirty,
         "host": socket.gethostname(), "platform": platform.platform(), "argv": sys.argv,
@@ -59,7 +63,7 @@ def _cpu_model() -> str | None:
 
 # What decides a run's records beyond its config: a resume under another value of any of these would log records an
 # uninterrupted run does not (docs/reproducibility.md); env.json holds them.
-RECORD_ENV = ("torch_threads", "cpu_capability", "device", "packages.torch", "packages.transformers")
+RECORD_ENV = ("torch_threads", "cpu_capability", "device", "packages.torch", "packages.transformers", "fixed_shapes")
 
 
 def env_changes(saved: dict[str, Any], now: dict[str, Any]) -> list[str]:
