@@ -297,7 +297,7 @@ def step_graphs(device: str, tiny: bool, sentences: int, runs: Path) -> dict[str
     from simpe.models import shapes
 
     dev = [seg.source for seg in DATASETS.build("libreoffice").load("dev") if len(seg.source.split()) <= 20][:sentences + 1]
-    ways = {"graphs": (True, None), "static": (True, False), "dynamic": (False, None)}
+    ways = {"graphs": (True, True), "static": (True, False), "dynamic": (False, None)}
     on_device = None if device == "cuda" else True  # --cpu: the device path forced, as the tests force it
 
     def timed(loaded: Any) -> dict[str, Any]:
@@ -354,7 +354,7 @@ def step_graphs(device: str, tiny: bool, sentences: int, runs: Path) -> dict[str
         row: dict[str, Any] = {}
         saved = update_graph.ON_DEVICE, update_graph.GRAPHS, undo.IN_PLACE
         try:
-            for way, (fixed, graphs) in {"graphs": (True, None), "static": (True, False), "eager": (False, None)}.items():
+            for way, (fixed, graphs) in {"graphs": (True, True), "static": (True, False), "eager": (False, None)}.items():
                 update_graph.ON_DEVICE, update_graph.GRAPHS = fixed, graphs
                 undo.IN_PLACE = True  # --cpu: the in-place update a GPU runs
                 update_graph.clear()
