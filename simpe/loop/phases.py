@@ -16,9 +16,9 @@ by the ``Tuner`` that runs it (``add``), so it counts as the model's work of tha
 
 On CUDA the timer never synchronises inside a forward: each outermost forward records a pair of CUDA events, and their
 times are summed when ``seconds`` is read (the phase's end: one wait for the device per phase, where a synchronise at
-both ends of every forward cost two per decoding step). It measures; it changes nothing. A decoding step replayed as a
-CUDA graph (``simpe.decoders.static``) runs no hook: its time is not the model's then, and while a step is recorded
-the timer stands aside (``static.capturing``).
+both ends of every forward cost two per decoding step). It measures; it changes nothing. A decoding step or an update
+repetition replayed as a CUDA graph (``simpe.decoders.static``, ``simpe.loop.update_graph``) runs no hook: its time is
+not the model's then, and while one is recorded the timer stands aside (``static.capturing``).
 """
 from __future__ import annotations
 
