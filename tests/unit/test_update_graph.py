@@ -52,7 +52,7 @@ def _close(eager: list[dict], fixed: list[dict], rel: float) -> None:
 
 
 @pytest.mark.parametrize("dtype,preset", [(torch.float32, "full"), (torch.bfloat16, "full"), (torch.float32, "bias"),
-                                          (torch.float32, "top")])
+                                          (torch.float32, "top"), (torch.float32, "lora")])
 def test_fixed_shape_updates_give_the_eager_updates_records(tiny_marian, monkeypatch: pytest.MonkeyPatch,
                                                             dtype: torch.dtype, preset: str) -> None:
     """Six updates of three steps each (a threshold no pair reaches) on pairs padded from 2-11 tokens to a bucket of 16:
