@@ -27,7 +27,7 @@ import torch
 from simpe.config.tree import UpdateConfig
 from simpe.loop.masters import MasterCopies, as_float32, master_copies
 from simpe.loop.undo import Backup, backup_for
-from simpe.loop.update import _ppl, clip_and_step, update
+from simpe.loop.update import _ppl, clip_and_step, note_loss, note_rollback, update
 from simpe.methods.base import Method
 from simpe.model import Pair, teacher_forced_logits
 from simpe.models.stacked import StackedModel
@@ -117,8 +117,7 @@ def _step(run: RunUpdate, grads: list[torch.Tensor | None]) -> None:
     bad = run.backup.first_non_finite()
     if bad is not None:
         run.undo()
-        record["repetitions"] -= 1
-        record["skipped"] = f"non-finite weights in {bad} after step {record['repetitions'] + 1}; step rolled back"
+        note_rollback(record, f"non-finite weights in {bad}")
         run.repeating = False
 
 
@@ -175,13 +174,10 @@ def update_group(stack: StackedModel, runs: list[RunUpdate], pair: Pair, shared:
                     if record["repetitions"] and not math.isfinite(nll):  # the last step broke the model: undo it
                         run.undo()
                         stack.write(run.index, run.model, run.names)
-                        record["repetitions"] -= 1
-                        record["skipped"] = f"non-finite loss after step {record['repetitions'] + 1}; step rolled back"
+                        note_rollback(record, "non-finite loss")
                         run.repeating = False
                         continue
-                    if repeat == 0:
-                        record["loss_before"], record["ppl_before"] = nll, _ppl(nll)
-                    record["loss_after"], record["ppl_after"] = nll, _ppl(nll)
+                    note_loss(record, repeat == 0, nll)
                     if not run.may_step(repeat) or _ppl(nll) <= run.cfg.ppl_threshold:
                         run.repeating = False
                         continue

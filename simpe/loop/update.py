@@ -154,6 +154,20 @@ def _ppl(nll: float) -> float:
     return math.exp(nll) if nll < 700 else float("inf")
 
 
+def note_loss(record: dict[str, Any], first: bool, nll: float) -> None:
+    """An update record's losses after a forward pass of ``nll``: the one before any step (``first``) and the last."""
+    if first:
+        record["loss_before"], record["ppl_before"] = nll, _ppl(nll)
+    record["loss_after"], record["ppl_after"] = nll, _ppl(nll)
+
+
+def note_rollback(record: dict[str, Any], why: str) -> None:
+    """An update record's last step undone: one repetition fewer, and ``why`` (before "after step N") said in
+    ``skipped``. The three update loops (``update``, ``update_graph.update``, ``group_update``) write it alike."""
+    record["repetitions"] -= 1
+    record["skipped"] = f"{why} after step {record['repetitions'] + 1}; step rolled back"
+
+
 CLIP_EPS = 1e-6  # added to a gradient's norm before the clip norm is divided by it
 FUSE_BYTES = 16 << 20  # ... when the gradients hold this many bytes or more: fewer stay in cache from one pass to the next
 
@@ -446,12 +460,9 @@ def update(model: Any, method: Method, pair: Pair, cfg: UpdateConfig, batch: Seq
                         record["penalty"] = penalty
             if record["repetitions"] and not math.isfinite(nll):  # the last step broke the model: undo it
                 undo()
-                record["repetitions"] -= 1
-                record["skipped"] = f"non-finite loss after step {record['repetitions'] + 1}; step rolled back"
+                note_rollback(record, "non-finite loss")
                 break
-            if repeat == 0:
-                record["loss_before"], record["ppl_before"] = nll, _ppl(nll)
-            record["loss_after"], record["ppl_after"] = nll, _ppl(nll)
+            note_loss(record, repeat == 0, nll)
             if not may_step or _ppl(nll) <= cfg.ppl_threshold:
                 break
             if segmented:  # only before a step: a pair below the threshold costs the term nothing
@@ -497,8 +508,7 @@ def update(model: Any, method: Method, pair: Pair, cfg: UpdateConfig, batch: Seq
             bad = backup.first_non_finite()
             if bad is not None:
                 undo()
-                record["repetitions"] -= 1
-                record["skipped"] = f"non-finite weights in {bad} after step {record['repetitions'] + 1}; step rolled back"
+                note_rollback(record, f"non-finite weights in {bad}")
                 break
     finally:
         if cfg.dropout > 0 and params:

@@ -314,7 +314,7 @@ def say_once(method: Method, why: str) -> None:
 def update(model: Any, method: Method, pair: Any, cfg: Any, params: list[torch.Tensor], names: list[str],
            measure_after: bool) -> dict[str, Any]:
     """``simpe.loop.update.update`` of one plain pair on fixed shapes (``reason`` is None): the same record."""
-    from simpe.loop.update import _ppl
+    from simpe.loop.update import _ppl, note_loss, note_rollback
 
     record: dict[str, Any] = {"loss_before": None, "ppl_before": None, "loss_after": None, "ppl_after": None,
                               "repetitions": 0, "skipped": None}
@@ -339,12 +339,9 @@ def update(model: Any, method: Method, pair: Any, cfg: Any, params: list[torch.T
             if go or not finite:  # (no step this time: go is False for a non-finite loss; undo a NaN write all the same)
                 runner.restore(parity)
             runner.restore(stepped)
-            record["repetitions"] -= 1
-            record["skipped"] = f"non-finite loss after step {record['repetitions'] + 1}; step rolled back"
+            note_rollback(record, "non-finite loss")
             break
-        if repeat == 0:
-            record["loss_before"], record["ppl_before"] = nll, _ppl(nll)
-        record["loss_after"], record["ppl_after"] = nll, _ppl(nll)
+        note_loss(record, repeat == 0, nll)
         if not may_step or _ppl(nll) <= cfg.ppl_threshold:
             if go or not finite:  # a step the host's rule refuses (just below the threshold: MARGIN), or 0 times a
                 runner.restore(parity)  # non-finite gradient (NaN): the weights as before
@@ -367,8 +364,7 @@ def update(model: Any, method: Method, pair: Any, cfg: Any, params: list[torch.T
             runner.first_checked = runner.first_checked or (small and bad is None)
             if bad is not None:
                 runner.restore(parity)
-                record["repetitions"] -= 1
-                record["skipped"] = f"non-finite weights in {bad} after step {record['repetitions'] + 1}; step rolled back"
+                note_rollback(record, f"non-finite weights in {bad}")
                 break
         stepped, parity = parity, 1 - parity
     if masters is not None:  # the weights as the masters' rounding left them: what MasterCopies.enter checks next time
