@@ -23,15 +23,23 @@ PAIRS = [Pair(torch.tensor([[5, 6, 7, 0]]), torch.tensor([[8, 9, 0]])),  # (1, 4
          Pair(torch.tensor([[7, 0]]), torch.tensor([[3, 12, 6, 0]]))]
 
 
-def _updates(tiny_marian, monkeypatch: pytest.MonkeyPatch, fixed: bool, dtype: torch.dtype = torch.float32,
-             preset: str = "full", rounds: int = 2, **settings) -> tuple[list[dict], dict[str, torch.Tensor], object]:
+def _attached(model, monkeypatch: pytest.MonkeyPatch, fixed: bool, preset: str = "full", **settings):
+    """``preset`` attached to ``model`` with update settings (lr 0.05, no threshold reached, unless ``settings`` say
+    otherwise), the fixed-shape path on or off (``fixed``) beside the eager update as a GPU runs it (in place), no
+    runner left from before: (method, update config)."""
     monkeypatch.setattr(undo, "IN_PLACE", True)  # the eager update as a GPU runs it
     monkeypatch.setattr(update_graph, "ON_DEVICE", fixed)
     update_graph.clear()
-    model = tiny_marian(seed=3).to(dtype)
     method = METHODS.build(preset)
     cfg = defaults("update", **{"lr": 0.05, "ppl_threshold": 1.0, **settings})
     method.attach(model, None, cfg)
+    return method, cfg
+
+
+def _updates(tiny_marian, monkeypatch: pytest.MonkeyPatch, fixed: bool, dtype: torch.dtype = torch.float32,
+             preset: str = "full", rounds: int = 2, **settings) -> tuple[list[dict], dict[str, torch.Tensor], object]:
+    model = tiny_marian(seed=3).to(dtype)
+    method, cfg = _attached(model, monkeypatch, fixed, preset, **settings)
     records = []
     for _ in range(rounds):
         for pair in PAIRS:
@@ -89,13 +97,8 @@ def test_a_step_that_breaks_the_model_is_undone_as_the_eager_update_undoes_it(ti
     says, and the weights and masters are those before the update, at their addresses."""
     out = {}
     for fixed in (False, True):
-        monkeypatch.setattr(undo, "IN_PLACE", True)
-        monkeypatch.setattr(update_graph, "ON_DEVICE", fixed)
-        update_graph.clear()
         model = tiny_marian(seed=3).to(dtype)
-        method = METHODS.build("full")
-        sane = defaults("update", lr=0.01, max_repeats=1)
-        method.attach(model, None, sane)
+        method, sane = _attached(model, monkeypatch, fixed, lr=0.01, max_repeats=1, ppl_threshold=2.0)
         update(model, method, PAIRS[0], sane)
         before = {n: p.detach().clone() for n, p in method.trainable().items()}
         addresses = {n: p.data_ptr() for n, p in method.trainable().items()}
@@ -115,13 +118,8 @@ def test_a_non_finite_loss_changes_nothing(tiny_marian, monkeypatch: pytest.Monk
     """A weight at inf before the update (the loss is NaN at once): "non-finite loss", no step, every weight as it was."""
     out = {}
     for fixed in (False, True):
-        monkeypatch.setattr(undo, "IN_PLACE", True)
-        monkeypatch.setattr(update_graph, "ON_DEVICE", fixed)
-        update_graph.clear()
         model = tiny_marian(seed=3)
-        method = METHODS.build("full")
-        cfg = defaults("update", lr=0.05, ppl_threshold=1.0)
-        method.attach(model, None, cfg)
+        method, cfg = _attached(model, monkeypatch, fixed)
         with torch.no_grad():
             model.get_decoder().layers[0].fc1.weight[0, 0] = float("inf")
         before = {n: p.detach().clone() for n, p in method.trainable().items()}
@@ -146,13 +144,8 @@ class _Reads(TorchFunctionMode):
 def test_one_host_read_per_repetition(tiny_marian, monkeypatch: pytest.MonkeyPatch) -> None:
     """Three steps and the measuring pass: four reads (one per repetition); the first update of a method reads the
     weights' finiteness once more (the check that makes the step's bound enough afterwards)."""
-    monkeypatch.setattr(undo, "IN_PLACE", True)
-    monkeypatch.setattr(update_graph, "ON_DEVICE", True)
-    update_graph.clear()
     model = tiny_marian(seed=3)
-    method = METHODS.build("full")
-    cfg = defaults("update", lr=0.05, ppl_threshold=1.0)
-    method.attach(model, None, cfg)
+    method, cfg = _attached(model, monkeypatch, True)
     counts = []
     for _ in range(3):
         with _Reads() as reads:
@@ -230,13 +223,8 @@ def test_a_threshold_just_above_the_pairs_perplexity_is_decided_by_the_hosts_rul
     threshold = math.exp(nll) * (1 + 1e-5)
     out = {}
     for fixed in (False, True):
-        monkeypatch.setattr(undo, "IN_PLACE", True)
-        monkeypatch.setattr(update_graph, "ON_DEVICE", fixed)
-        update_graph.clear()
         model = tiny_marian(seed=3)
-        method = METHODS.build("full")
-        cfg = defaults("update", lr=0.05, ppl_threshold=threshold)
-        method.attach(model, None, cfg)
+        method, cfg = _attached(model, monkeypatch, fixed, ppl_threshold=threshold)
         before = {n: p.detach().clone() for n, p in method.trainable().items()}
         record = update(model, method, PAIRS[1], cfg)
         assert record["repetitions"] == 0 and record["skipped"] is None
@@ -260,13 +248,8 @@ def test_every_family_updates_as_the_eager_update_does(kind: str, monkeypatch: p
 
     out = {}
     for fixed in (False, True):
-        monkeypatch.setattr(undo, "IN_PLACE", True)
-        monkeypatch.setattr(update_graph, "ON_DEVICE", fixed)
-        update_graph.clear()
         model = token_model(kind, seed=5)
-        method = METHODS.build("full")
-        cfg = defaults("update", lr=0.05, ppl_threshold=1.0)
-        method.attach(model, None, cfg)
+        method, cfg = _attached(model, monkeypatch, fixed)
         assert update_graph.reason(model, method, cfg, [], False, False, False, list(method.trainable().values())) is None
         records = []
         for _ in range(2):
