@@ -76,6 +76,16 @@ class MasterCopies:
                 param.data = low
                 self.left[id(param)] = (low.data_ptr(), param._version)
 
+    def refresh(self, params: Sequence[torch.Tensor]) -> None:
+        """Make each low-precision parameter's master current (``enter``: a fresh one where the weight was written
+        since) and leave the weights as they are: ``leave`` without its write-back, which would round each master to
+        the value its weight holds already (a pass over every adapted weight for nothing)."""
+        lows = self.enter(params)
+        for param, low in zip(params, lows):
+            self.masters[id(param)] = param.data
+            param.data = low
+            self.left[id(param)] = (low.data_ptr(), param._version)
+
     def bytes(self) -> int:
         """Bytes held by the master copies."""
         return sum(m.numel() * m.element_size() for m in self.masters.values())

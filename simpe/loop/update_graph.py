@@ -320,9 +320,8 @@ def update(model: Any, method: Method, pair: Any, cfg: Any, params: list[torch.T
                               "repetitions": 0, "skipped": None}
     low = MasterCopies.needed(params) if cfg.master_copies else []
     masters = master_copies(method) if low else None
-    if masters is not None:  # every master current (a weight written since gets a fresh one), the weights its rounding
-        with torch.no_grad():
-            masters.leave(low, masters.enter(low))
+    if masters is not None:  # every master current (a weight written since gets a fresh one), the weights as they are
+        masters.refresh(low)
     runner = _runner(model, method, params, pair, cfg, masters, low)
     runner.load(pair)
     backward_seconds = 0.0

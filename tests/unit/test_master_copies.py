@@ -118,3 +118,25 @@ def test_activation_checkpointing_changes_no_number(tiny_marian, name: str) -> N
     assert [r["loss_after"] for r in plain] == [r["loss_after"] for r in checked]
     assert all(torch.equal(plain_weights[n], checked_weights[n]) for n in plain_weights)
     assert checkpoint_layers(model) == 4  # two encoder and two decoder layers, wrapped once
+
+
+def test_refresh_makes_masters_current_and_leaves_the_weights_bit_for_bit() -> None:
+    """``refresh``: a weight written since its master was left gets a fresh master (its own value in float32), a current
+    master keeps its finer value; no weight changes, and ``enter`` afterwards finds every master current (the same
+    tensors)."""
+    params = [torch.nn.Parameter(torch.randn(5, 3).to(torch.bfloat16)) for _ in range(2)]
+    masters = MasterCopies()
+    masters.refresh(params)
+    kept = {id(p): masters.masters[id(p)] for p in params}
+    with torch.no_grad():
+        kept[id(params[0])].add_(1e-4)  # a finer value the bfloat16 weight does not show
+        params[1].mul_(2.0)  # a weight written since: its master is stale
+    before = [p.detach().clone() for p in params]
+    masters.refresh(params)
+    assert all(torch.equal(p.detach(), b) and p.dtype == torch.bfloat16 for p, b in zip(params, before))
+    current = masters.masters[id(params[0])]  # current: kept where it was, finer value and all
+    assert current.data_ptr() == kept[id(params[0])].data_ptr() and torch.equal(current, kept[id(params[0])])
+    assert torch.equal(masters.masters[id(params[1])], params[1].detach().float())  # stale: fresh from the weight
+    lows = masters.enter(params)
+    assert [masters.masters[id(p)].data_ptr() for p in params] == [p.data_ptr() for p in params]
+    masters.leave(params, lows)
